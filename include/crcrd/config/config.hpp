@@ -1,0 +1,177 @@
+#pragma once
+// The daemon's configuration (CONTRACT.md §2), as loaded and validated from YAML.
+
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "crcrd/core/units.hpp"
+
+namespace crcrd::config {
+
+using Path = std::filesystem::path;
+using Strings = std::vector<std::string>;
+
+struct SecretRef {
+    std::string id;
+    Path file;
+};
+
+struct TlsConfig {
+    Path cert;
+    Path key;
+};
+
+struct ServerConfig {
+    std::string host = "127.0.0.1";
+    std::uint16_t port = 8443;
+    std::optional<TlsConfig> tls;
+    std::string public_url;
+    std::uint64_t max_body_bytes = 1024 * 1024;
+    std::uint64_t max_header_bytes = 16 * 1024;
+    std::uint32_t max_connections = 1024;
+    std::uint32_t threads = 2;
+    std::string webhook_path = "/webhook";
+    Duration header_timeout = std::chrono::seconds(10);
+    Duration body_timeout = std::chrono::seconds(30);
+    Duration write_timeout = std::chrono::seconds(10);
+    Duration idle_timeout = std::chrono::seconds(30);
+    Duration drain_timeout = std::chrono::seconds(10);
+};
+
+struct StorageConfig {
+    Path path;
+    Duration busy_timeout = std::chrono::seconds(5);
+    std::uint32_t max_pending_writes = 10000;  // beyond this, 503 "overloaded"
+    Duration retry_after = std::chrono::seconds(30);
+};
+
+struct IngestConfig {
+    std::vector<SecretRef> secrets;
+    std::vector<SecretRef> standard_webhooks_secrets;
+    Duration max_clock_skew = std::chrono::seconds(300);
+};
+
+struct TrustConfig {
+    std::string upstream_repo = "pytorch/pytorch";
+    std::string downstream_repo;
+    Strings senders;
+    std::string fork_policy = "require_label";  // run | require_label | ignore
+    Strings fork_labels;
+    Strings events = {"pull_request", "push", "pytorch-pr-trigger", "pytorch-crcr"};
+};
+
+struct UpstreamConfig {
+    Path mirror;
+    std::string remote;
+    Duration git_timeout = std::chrono::minutes(10);
+};
+
+struct SelectionConfig {
+    Path rules;
+    std::map<std::string, std::string> concurrency = {{"pull_request", "pr"}, {"push", "branch"}};
+};
+
+struct RunnerConfig {
+    std::string name;
+    Strings labels;
+    std::map<std::string, std::string> env;
+    Strings devices;
+    Strings health_check;
+    std::optional<std::string> device_model;
+};
+
+struct ExecutionConfig {
+    Strings command;
+    Path work_root;
+    std::map<std::string, std::string> env;
+    std::string isolation = "bwrap";  // bwrap | user | none
+    std::optional<std::string> user;  // for isolation: user
+    Duration stall_timeout = std::chrono::seconds(300);
+    Duration device_wait = std::chrono::minutes(30);
+    Duration health_interval = std::chrono::seconds(30);
+    Duration lease_ttl = std::chrono::seconds(60);
+    std::uint64_t max_log_bytes = 64ULL * 1024 * 1024;
+    std::uint64_t min_free_bytes = 1ULL * 1024 * 1024 * 1024;
+    std::uint32_t infra_retries = 2;
+    std::uint32_t flaky_reruns = 1;
+    bool keep_failed_workspaces = false;
+    std::optional<Path> backend_dir;
+    Strings driver_version_command;
+};
+
+struct ClassifyConfig {
+    Strings device_patterns = {"RAS::VFIO::DeviceOpenFail"};
+    Strings infra_patterns = {"No space left on device", "ERROR: Could not install packages"};
+};
+
+struct GithubReportConfig {
+    std::string api_url = "https://api.github.com";
+    std::string repo;
+    std::optional<Path> token_file;
+    std::optional<Path> ca_file;
+    std::optional<std::int64_t> app_id;
+    std::optional<Path> private_key_file;
+    std::optional<std::int64_t> installation_id;
+    std::string context_prefix = "crcr";
+    std::string mode = "advisory";
+};
+
+struct CrcrCallbackConfig {
+    std::string url;
+    Path token_file;
+    std::optional<Path> ca_file;
+};
+
+struct ReportConfig {
+    std::optional<GithubReportConfig> github;
+    std::optional<Path> file;
+    std::optional<CrcrCallbackConfig> crcr_callback;
+};
+
+struct AdminToken {
+    std::string name;
+    std::string sha256;  // lower-case hex
+    std::string role;    // read | admin
+};
+
+struct AdminConfig {
+    std::vector<AdminToken> tokens;
+    std::optional<std::string> listen;
+    bool metrics_public = false;
+};
+
+struct Config {
+    Path source;  // the file this was loaded from
+    std::string log_level = "info";
+    ServerConfig server;
+    StorageConfig storage;
+    IngestConfig ingest;
+    TrustConfig trust;
+    UpstreamConfig upstream;
+    SelectionConfig selection;
+    std::vector<RunnerConfig> runners;
+    ExecutionConfig execution;
+    ClassifyConfig classify;
+    ReportConfig report;
+    AdminConfig admin;
+};
+
+/// What loading produced: a config when `errors` is empty, otherwise every error found, each
+/// starting with the key path ("server.tls.cert: ...") and the YAML line when known.
+struct Loaded {
+    std::optional<Config> config;
+    std::vector<std::string> errors;
+};
+
+/// Reads and validates `path`. Relative paths inside the file are resolved against the
+/// file's directory. Never throws for bad input; never reads secret files (see secrets.hpp).
+Loaded load(const Path& path);
+
+/// Same as load() for YAML text already in memory; `base_dir` resolves relative paths.
+Loaded parse(const std::string& yaml_text, const Path& base_dir, const Path& source = {});
+
+}  // namespace crcrd::config

@@ -1,0 +1,19 @@
+#pragma once
+// Reading small files (secrets, certificates, payloads) with errors as values.
+
+#include <filesystem>
+#include <string>
+
+#include "crcrd/core/result.hpp"
+
+namespace crcrd {
+
+/// The whole content of `path`. Fails with code "io" naming the path (never its content)
+/// when it cannot be opened or read, or is larger than `max_bytes`.
+Result<std::string> read_file(const std::filesystem::path& path,
+                              std::size_t max_bytes = 16 * 1024 * 1024);
+
+/// `text` without leading and trailing ASCII whitespace (secret files end with a newline).
+std::string trim(std::string text);
+
+}  // namespace crcrd

@@ -1,0 +1,17 @@
+#pragma once
+// Wall-clock helpers. All stored and served times are RFC 3339 UTC strings.
+
+#include <chrono>
+#include <string>
+
+namespace crcrd {
+
+using SystemTime = std::chrono::system_clock::time_point;
+
+/// "2026-11-29T17:40:06.123Z" (millisecond precision, always UTC, always 24 characters).
+std::string rfc3339(SystemTime t);
+
+/// rfc3339(now).
+std::string now_rfc3339();
+
+}  // namespace crcrd

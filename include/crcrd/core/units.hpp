@@ -1,0 +1,25 @@
+#pragma once
+// Parsing of the human units used in the configuration: durations and byte sizes.
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "crcrd/core/result.hpp"
+
+namespace crcrd {
+
+using Duration = std::chrono::milliseconds;
+
+/// Parses "250ms", "90s", "10m", "2h", "1d" (one number, one unit, no spaces) into
+/// milliseconds. A bare number is an error: the unit is always written.
+Result<Duration> parse_duration(std::string_view text);
+
+/// Formats a duration back in the largest unit that divides it ("90s", "10m").
+std::string format_duration(Duration d);
+
+/// Parses "1048576", "512KiB", "64MiB", "1GiB" (also KB/MB/GB as powers of 1000) into bytes.
+Result<std::uint64_t> parse_size(std::string_view text);
+
+}  // namespace crcrd

@@ -1,0 +1,45 @@
+#pragma once
+// A small HTTPS client for crcrctl and crcrd's outbound calls (GitHub, the relay). It sets
+// SNI, verifies the peer certificate and host name, and puts a deadline on the whole exchange.
+// Blocking: call it from a CLI or a worker thread, never from a network thread.
+
+#include <chrono>
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+
+#include "crcrd/core/result.hpp"
+#include "crcrd/http/message.hpp"
+
+namespace crcrd::http {
+
+struct Url {
+    bool tls = true;
+    std::string host;
+    std::uint16_t port = 443;
+    std::string target = "/";  // path and query
+};
+
+/// Parses "https://host[:port][/path]" and "http://..." (IPv6 hosts in brackets).
+Result<Url> parse_url(const std::string& url);
+
+struct ClientOptions {
+    std::optional<std::filesystem::path> ca_file;  // trusted PEM bundle; default: system store
+    std::chrono::milliseconds timeout = std::chrono::seconds(30);
+    std::uint64_t max_body_bytes = 16 * 1024 * 1024;
+};
+
+struct ClientResponse {
+    int status = 0;
+    Headers headers;
+    std::string body;
+    std::optional<std::string_view> header(std::string_view name) const { return find_header(headers, name); }
+};
+
+/// Sends one request on a fresh connection. Errors: "network" (resolve, connect, TLS, peer
+/// verification, timeout) with the reason; any HTTP status is a success here.
+Result<ClientResponse> send(const std::string& method, const std::string& url, const Headers& headers,
+                            const std::string& body, const ClientOptions& opts = {});
+
+}  // namespace crcrd::http

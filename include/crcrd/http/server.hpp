@@ -1,0 +1,56 @@
+#pragma once
+// The HTTPS listener (CONTRACT.md §1, STYLE.md "Async and networking"): one coroutine per
+// connection, TLS 1.2+, keep-alive, a deadline on every read and write, header and body
+// limits, a cap on concurrent connections, and a bounded drain on shutdown.
+
+#include <boost/asio/awaitable.hpp>
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "crcrd/config/config.hpp"
+#include "crcrd/core/result.hpp"
+#include "crcrd/http/message.hpp"
+
+namespace boost::asio {
+class io_context;
+}
+
+namespace crcrd::http {
+
+/// Answers one request. Runs on a network thread: it must not block (hand blocking work to
+/// another thread and co_await it). Exceptions become a 500.
+using Handler = std::function<boost::asio::awaitable<Response>(Request&)>;
+
+class Server {
+public:
+    Server(boost::asio::io_context& ioc, config::ServerConfig cfg, Handler handler);
+    ~Server();
+    Server(const Server&) = delete;
+    Server& operator=(const Server&) = delete;
+
+    /// Loads the certificate (when TLS is configured), binds and starts accepting. Errors
+    /// name the file or address.
+    Status start();
+
+    /// The bound port (useful with port 0).
+    std::uint16_t port() const;
+    /// "https://127.0.0.1:8443" (or http:// on a plain loopback listener).
+    std::string url() const;
+
+    /// Stops accepting, closes idle keep-alive connections, and lets requests in flight
+    /// finish with "Connection: close". Calls `on_done` (on a network thread) when no
+    /// connection is left or `deadline` passed, whichever comes first.
+    void drain(std::chrono::milliseconds deadline, std::function<void(std::size_t left)> on_done);
+
+    std::size_t active_connections() const;
+
+    struct Impl;  // defined in server.cpp; public only so its coroutines can name it
+
+private:
+    std::shared_ptr<Impl> m_impl;
+};
+
+}  // namespace crcrd::http

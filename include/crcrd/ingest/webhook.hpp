@@ -1,0 +1,44 @@
+#pragma once
+// The webhook endpoint (CONTRACT.md §1): signature → JSON → normalise → trust → pin → a
+// durable verdict. Every request leaves one row in the delivery log; a 2xx is answered only
+// after the writer committed it.
+
+#include <boost/asio/awaitable.hpp>
+
+#include <memory>
+#include <mutex>
+
+#include "crcrd/config/config.hpp"
+#include "crcrd/http/message.hpp"
+#include "crcrd/ingest/signature.hpp"
+#include "crcrd/store/writer.hpp"
+
+namespace crcrd::ingest {
+
+/// What SIGHUP may replace: secrets, trust, and the ingest settings.
+struct Policy {
+    KeyRing keys;
+    config::IngestConfig ingest;
+    config::TrustConfig trust;
+    Duration retry_after = std::chrono::seconds(30);
+};
+
+class WebhookHandler {
+public:
+    WebhookHandler(std::shared_ptr<const Policy> policy, store::Writer& writer);
+
+    /// Swaps the policy atomically; requests in flight finish with the one they started with.
+    void set_policy(std::shared_ptr<const Policy> policy);
+
+    /// Answers one request to the webhook path (any method). Never throws for bad input.
+    boost::asio::awaitable<http::Response> handle(http::Request& req);
+
+private:
+    std::shared_ptr<const Policy> policy() const;
+
+    mutable std::mutex m_mu;
+    std::shared_ptr<const Policy> m_policy;
+    store::Writer& m_writer;
+};
+
+}  // namespace crcrd::ingest

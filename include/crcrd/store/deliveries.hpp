@@ -1,0 +1,62 @@
+#pragma once
+// Recording a webhook delivery and its effect (a new run, cancelled runs, or nothing) in one
+// step of the writer's transaction, with idempotency on transport and CRCR delivery ids.
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "crcrd/store/sqlite.hpp"
+
+namespace crcrd::store {
+
+enum class Verdict { queued, duplicate, ignored, cancelled, pong, rejected };
+
+std::string to_string(Verdict v);
+
+/// A run to create, already pinned and trusted.
+struct NewRun {
+    std::string event;  // pull_request | push | schedule | manual
+    std::string action;
+    std::string sha;    // 40 lower-case hex
+    std::optional<std::int64_t> pr;
+    std::string ref;
+    std::string base_ref;
+    std::string base_sha;
+    std::optional<std::string> head_repo;
+    std::string labels_json = "[]";
+    std::string delivery_id;
+    std::string inputs_json = "{}";  // what selection needs later: changed files, push commits
+};
+
+/// One incoming request and what ingest decided about it.
+struct Delivery {
+    std::string delivery_id;  // X-GitHub-Delivery or webhook-id (may be empty when rejected)
+    std::optional<std::string> crcr_delivery_id;
+    std::string received_at;
+    std::string scheme;  // github | standard-webhooks | none
+    std::string event;
+    std::string remote;
+    Verdict intended = Verdict::rejected;  // queued, ignored, cancelled, pong or rejected
+    int http_status = 400;
+    std::string reason;
+    std::string body;                     // stored only when not rejected
+    std::optional<NewRun> run;            // with queued
+    std::optional<std::int64_t> cancel_pr;  // with cancelled
+};
+
+/// What was stored; `verdict` is duplicate when a key was seen before.
+struct Outcome {
+    Verdict verdict = Verdict::rejected;
+    int http_status = 400;
+    std::optional<std::int64_t> run_id;
+    std::vector<std::int64_t> run_ids;
+};
+
+/// Applies `d` on `db` (inside the caller's transaction). Throws SqlError on storage failure,
+/// leaving the caller to roll back. Rejected deliveries leave one row without a body and no
+/// keys; accepted ones store their body and claim their idempotency keys.
+Outcome record_delivery(Db& db, const Delivery& d);
+
+}  // namespace crcrd::store

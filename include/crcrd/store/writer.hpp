@@ -1,0 +1,66 @@
+#pragma once
+// The single writer: one thread owns the writable connection and runs submitted work in
+// group commits. Every piece of work gets its own SAVEPOINT inside a shared transaction, so
+// one failing piece changes nothing, and one fsync acknowledges a whole batch.
+
+#include <condition_variable>
+#include <cstddef>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <thread>
+
+#include "crcrd/core/result.hpp"
+#include "crcrd/store/sqlite.hpp"
+
+namespace crcrd::store {
+
+struct WriterOptions {
+    std::size_t max_pending = 10000;  // submit() refuses beyond this ("overloaded")
+    std::size_t max_batch = 1024;
+};
+
+class Writer {
+public:
+    /// Work runs on the writer thread inside the group transaction; it may throw SqlError.
+    using Work = std::function<void(Db&)>;
+    /// Called on the writer thread once the batch is durably committed (Ok) or rolled back
+    /// (the error). Must not block.
+    using Done = std::function<void(Status)>;
+
+    /// Takes ownership of an open, migrated connection and starts the thread.
+    Writer(std::unique_ptr<Db> db, WriterOptions opts = {});
+    /// Drains what was submitted, then stops.
+    ~Writer();
+    Writer(const Writer&) = delete;
+    Writer& operator=(const Writer&) = delete;
+
+    /// Queues work. Returns false (and never calls `done`) when the queue is full or the
+    /// writer is stopping: the caller answers 503.
+    bool submit(Work work, Done done);
+
+    /// Stops accepting work, finishes what was queued, joins the thread. Idempotent.
+    void stop();
+
+    /// Work queued but not yet committed.
+    std::size_t pending() const;
+
+private:
+    struct Item {
+        Work work;
+        Done done;
+    };
+    void loop();
+    void commit_batch(std::deque<Item>& batch);
+
+    std::unique_ptr<Db> m_db;
+    WriterOptions m_opts;
+    mutable std::mutex m_mu;
+    std::condition_variable m_cv;
+    std::deque<Item> m_queue;
+    bool m_stopping = false;
+    std::thread m_thread;
+};
+
+}  // namespace crcrd::store

@@ -1,0 +1,165 @@
+#include "crcrd/app/daemon.hpp"
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/signal_set.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <systemd/sd-daemon.h>
+
+#include <iostream>
+#include <thread>
+#include <vector>
+
+#include "app/router.hpp"
+#include "crcrd/config/config.hpp"
+#include "crcrd/core/log.hpp"
+#include "crcrd/http/server.hpp"
+#include "crcrd/ingest/webhook.hpp"
+#include "crcrd/store/schema.hpp"
+#include "crcrd/store/writer.hpp"
+
+namespace crcrd::app {
+
+namespace asio = boost::asio;
+
+namespace {
+
+constexpr auto k_tuple = asio::as_tuple(asio::use_awaitable);
+
+/// The config plus what it points at (secrets), or every error found.
+struct Checked {
+    std::optional<config::Config> config;
+    std::shared_ptr<const ingest::Policy> policy;
+    std::vector<std::string> errors;
+};
+
+Checked load_checked(const std::filesystem::path& path) {
+    Checked out;
+    auto loaded = config::load(path);
+    if (!loaded.config) {
+        out.errors = std::move(loaded.errors);
+        return out;
+    }
+    auto ring = ingest::load_keyring(loaded.config->ingest, &out.errors);
+    if (!ring) return out;
+    auto pol = std::make_shared<ingest::Policy>();
+    pol->keys = std::move(*ring);
+    pol->ingest = loaded.config->ingest;
+    pol->trust = loaded.config->trust;
+    pol->retry_after = loaded.config->storage.retry_after;
+    out.policy = std::move(pol);
+    out.config = std::move(loaded.config);
+    return out;
+}
+
+void notify(const char* state) { sd_notify(0, state); }
+
+}  // namespace
+
+int check_config(const std::filesystem::path& path, std::ostream& err) {
+    auto checked = load_checked(path);
+    for (const auto& e : checked.errors) err << path.string() << ": " << e << "\n";
+    return checked.errors.empty() ? 0 : 2;
+}
+
+int run(const std::filesystem::path& config_path) {
+    auto checked = load_checked(config_path);
+    if (!checked.errors.empty()) {
+        for (const auto& e : checked.errors) std::cerr << config_path.string() << ": " << e << "\n";
+        return 2;
+    }
+    const config::Config& cfg = *checked.config;
+    log::init(cfg.log_level);
+
+    std::error_code fs_ec;
+    std::filesystem::create_directories(cfg.storage.path.parent_path(), fs_ec);
+    store::OpenOptions db_opts;
+    db_opts.busy_timeout_ms = static_cast<int>(cfg.storage.busy_timeout.count());
+    auto db = store::Db::open(cfg.storage.path, db_opts);
+    if (!db) {
+        spdlog::critical("storage: {}", db.error().message);
+        return 1;
+    }
+    if (auto m = store::migrate(**db); !m) {
+        spdlog::critical("storage: {}", m.error().message);
+        return 1;
+    }
+    store::Writer writer(std::move(*db), store::WriterOptions{cfg.storage.max_pending_writes, 1024});
+    ingest::WebhookHandler webhook(checked.policy, writer);
+
+    asio::io_context ioc(static_cast<int>(cfg.server.threads));
+    Router router(cfg.server.webhook_path, webhook, writer);
+    http::Server server(ioc, cfg.server, [&router](http::Request& r) { return router.route(r); });
+    if (auto s = server.start(); !s) {
+        spdlog::critical("{}", s.error().message);
+        return s.error().code == "config" ? 2 : 1;
+    }
+    spdlog::info("crcrd {} listening on {} (webhook {}) storage={}", CRCRD_VERSION, server.url(),
+                 cfg.server.webhook_path, cfg.storage.path.string());
+
+    bool stopping = false;
+    asio::signal_set signals(ioc, SIGTERM, SIGINT, SIGHUP);
+    asio::co_spawn(
+        ioc,
+        [&]() -> asio::awaitable<void> {
+            for (;;) {
+                auto [ec, sig] = co_await signals.async_wait(k_tuple);
+                if (ec) co_return;
+                if (sig == SIGHUP) {
+                    notify("RELOADING=1");
+                    auto next = load_checked(config_path);
+                    if (next.errors.empty()) {
+                        webhook.set_policy(next.policy);
+                        spdlog::info("reloaded {}: secrets={} standard_secrets={}", config_path.string(),
+                                     next.policy->keys.github.size(), next.policy->keys.standard.size());
+                    } else {
+                        for (const auto& e : next.errors) spdlog::error("reload refused: {}", e);
+                        spdlog::error("reload refused: keeping the running configuration");
+                    }
+                    notify("READY=1");
+                    continue;
+                }
+                if (stopping) continue;
+                stopping = true;
+                spdlog::info("signal {}: draining (at most {})", sig, format_duration(cfg.server.drain_timeout));
+                notify("STOPPING=1");
+                server.drain(cfg.server.drain_timeout, [&ioc](std::size_t left) {
+                    if (left) spdlog::warn("drain deadline passed with {} connections open", left);
+                    ioc.stop();
+                });
+                signals.cancel();
+                co_return;
+            }
+        },
+        asio::detached);
+
+    std::uint64_t watchdog_usec = 0;
+    asio::steady_timer watchdog(ioc);
+    if (sd_watchdog_enabled(0, &watchdog_usec) > 0 && watchdog_usec > 0) {
+        asio::co_spawn(
+            ioc,
+            [&]() -> asio::awaitable<void> {
+                for (;;) {
+                    notify("WATCHDOG=1");
+                    watchdog.expires_after(std::chrono::microseconds(watchdog_usec / 2));
+                    auto [ec] = co_await watchdog.async_wait(k_tuple);
+                    if (ec || stopping) co_return;
+                }
+            },
+            asio::detached);
+    }
+    notify("READY=1");
+
+    std::vector<std::thread> threads;
+    for (std::uint32_t i = 1; i < cfg.server.threads; ++i) threads.emplace_back([&ioc] { ioc.run(); });
+    ioc.run();
+    for (auto& t : threads) t.join();
+    writer.stop();
+    spdlog::info("stopped");
+    return 0;
+}
+
+}  // namespace crcrd::app

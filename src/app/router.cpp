@@ -1,0 +1,57 @@
+#include "app/router.hpp"
+
+#include <boost/asio/use_awaitable.hpp>
+#include <nlohmann/json.hpp>
+
+#include "crcrd/core/time.hpp"
+#include "crcrd/store/async.hpp"
+
+namespace crcrd::app {
+
+using nlohmann::json;
+
+namespace {
+http::Response method_not_allowed(const char* allow) {
+    auto r = http::Response::json(405, {{"error", "method_not_allowed"}});
+    r.headers.emplace_back("Allow", allow);
+    return r;
+}
+}  // namespace
+
+boost::asio::awaitable<http::Response> Router::route(http::Request& req) {
+    if (req.path == m_webhook_path) co_return co_await m_webhook.handle(req);
+    if (req.path == "/healthz") {
+        if (req.method != "GET" && req.method != "HEAD") co_return method_not_allowed("GET, HEAD");
+        co_return http::Response::json(200, {{"status", "ok"}});
+    }
+    if (req.path == "/readyz") {
+        if (req.method != "GET" && req.method != "HEAD") co_return method_not_allowed("GET, HEAD");
+        co_return co_await ready();
+    }
+    auto r = http::Response::json(404, {{"error", "not_found"}, {"detail", "no route for " + req.path.substr(0, 200)}});
+    co_return r;
+}
+
+boost::asio::awaitable<http::Response> Router::ready() {
+    // Ready means a real write reaches the disk: a tiny durable update through the writer.
+    auto write = store::async_write<bool>(
+        m_writer,
+        [](store::Db& db) {
+            auto& st = db.cached(
+                "INSERT INTO meta (key, value) VALUES ('ready_probe', ?) "
+                "ON CONFLICT (key) DO UPDATE SET value = excluded.value");
+            st.bind(1, now_rfc3339());
+            st.run();
+            return true;
+        },
+        boost::asio::use_awaitable);
+    auto [err, ok] = co_await std::move(write);
+    if (err) {
+        auto r = http::Response::json(503, {{"status", "unavailable"}, {"detail", err->message}});
+        r.headers.emplace_back("Retry-After", "5");
+        co_return r;
+    }
+    co_return http::Response::json(200, {{"status", "ready"}});
+}
+
+}  // namespace crcrd::app

@@ -1,0 +1,292 @@
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <regex>
+
+#include "config/yaml_map.hpp"
+#include "crcrd/config/config.hpp"
+#include "crcrd/core/files.hpp"
+
+namespace crcrd::config {
+
+namespace {
+
+bool one_of(const std::string& v, std::initializer_list<const char*> allowed) {
+    return std::any_of(allowed.begin(), allowed.end(), [&](const char* a) { return v == a; });
+}
+
+std::string join(std::initializer_list<const char*> items) {
+    std::string out;
+    for (const char* i : items) out += (out.empty() ? "" : " | ") + std::string(i);
+    return out;
+}
+
+void check_enum(YamlMap& m, const std::string& key, const std::string& value,
+                std::initializer_list<const char*> allowed) {
+    if (!one_of(value, allowed)) m.error(key, "'" + value + "' is not one of " + join(allowed));
+}
+
+bool is_loopback(const std::string& host) {
+    return host == "localhost" || host == "::1" || host.rfind("127.", 0) == 0;
+}
+
+void parse_listen(YamlMap& m, const std::string& key, std::string& host, std::uint16_t& port) {
+    std::string listen;
+    m.get(key, listen);
+    if (listen.empty()) return;
+    static const std::regex k_form(R"(^(\[[0-9a-fA-F:.]+\]|[A-Za-z0-9.\-]+):([0-9]{1,5})$)");
+    std::smatch sm;
+    if (!std::regex_match(listen, sm, k_form) || std::stoul(sm[2].str()) > 65535) {
+        m.error(key, "'" + listen + "' is not HOST:PORT (IPv6 as [::1]:PORT)");
+        return;
+    }
+    host = sm[1].str();
+    if (host.front() == '[') host = host.substr(1, host.size() - 2);
+    port = static_cast<std::uint16_t>(std::stoul(sm[2].str()));
+}
+
+void secret_list(YamlMap& m, const std::string& key, std::vector<SecretRef>& out) {
+    std::set<std::string> ids;
+    m.each(key, [&](YamlMap& item) {
+        SecretRef s;
+        item.get("id", s.id, true);
+        item.get_path("file", s.file, true);
+        if (!s.id.empty() && !ids.insert(s.id).second) item.error("id", "duplicate secret id '" + s.id + "'");
+        out.push_back(std::move(s));
+    });
+}
+
+void parse_server(YamlMap m, ServerConfig& c) {
+    parse_listen(m, "listen", c.host, c.port);
+    if (m.has("tls")) {
+        YamlMap t = m.child("tls");
+        TlsConfig tls;
+        t.get_path("cert", tls.cert, true);
+        t.get_path("key", tls.key, true);
+        c.tls = tls;
+    } else {
+        m.raw("tls");
+        if (!is_loopback(c.host)) {
+            m.error("tls", "required: plain HTTP is only allowed on a loopback listen address");
+        }
+    }
+    m.get("public_url", c.public_url);
+    m.get_size("max_body_bytes", c.max_body_bytes);
+    m.get_size("max_header_bytes", c.max_header_bytes);
+    m.get("max_connections", c.max_connections);
+    m.get("threads", c.threads);
+    m.get("webhook_path", c.webhook_path);
+    m.get("header_timeout", c.header_timeout);
+    m.get("body_timeout", c.body_timeout);
+    m.get("write_timeout", c.write_timeout);
+    m.get("idle_timeout", c.idle_timeout);
+    m.get("drain_timeout", c.drain_timeout);
+    if (c.webhook_path.empty() || c.webhook_path.front() != '/') m.error("webhook_path", "must start with /");
+    if (c.max_body_bytes == 0) m.error("max_body_bytes", "must be positive");
+    if (c.max_connections == 0) m.error("max_connections", "must be positive");
+    if (c.threads == 0 || c.threads > 64) m.error("threads", "must be from 1 to 64");
+}
+
+void parse_storage(YamlMap m, StorageConfig& c) {
+    m.get_path("path", c.path, true);
+    m.get("busy_timeout", c.busy_timeout);
+    m.get("max_pending_writes", c.max_pending_writes);
+    m.get("retry_after", c.retry_after);
+}
+
+void parse_ingest(YamlMap m, IngestConfig& c) {
+    secret_list(m, "secrets", c.secrets);
+    secret_list(m, "standard_webhooks_secrets", c.standard_webhooks_secrets);
+    m.get("max_clock_skew", c.max_clock_skew);
+    if (c.secrets.empty() && c.standard_webhooks_secrets.empty()) {
+        m.error("secrets", "at least one secret (ingest.secrets or ingest.standard_webhooks_secrets) is required");
+    }
+}
+
+void parse_trust(YamlMap m, TrustConfig& c) {
+    m.get("upstream_repo", c.upstream_repo);
+    m.get("downstream_repo", c.downstream_repo, true);
+    m.get("senders", c.senders);
+    m.get("fork_policy", c.fork_policy);
+    m.get("fork_labels", c.fork_labels);
+    m.get("events", c.events);
+    check_enum(m, "fork_policy", c.fork_policy, {"run", "require_label", "ignore"});
+    for (const auto& e : c.events) {
+        check_enum(m, "events", e, {"pull_request", "push", "pytorch-pr-trigger", "pytorch-crcr"});
+    }
+    if (c.fork_policy == "require_label" && c.fork_labels.empty()) {
+        m.error("fork_labels", "required when fork_policy is require_label");
+    }
+}
+
+void parse_runner(YamlMap& m, RunnerConfig& r) {
+    m.get("name", r.name, true);
+    m.get("labels", r.labels);
+    m.get("env", r.env);
+    m.get("devices", r.devices);
+    m.get("health_check", r.health_check);
+    m.get("device_model", r.device_model);
+}
+
+void parse_execution(YamlMap m, ExecutionConfig& c) {
+    m.get("command", c.command);
+    m.get_path("work_root", c.work_root);
+    m.get("env", c.env);
+    m.get("isolation", c.isolation);
+    m.get("user", c.user);
+    m.get("stall_timeout", c.stall_timeout);
+    m.get("device_wait", c.device_wait);
+    m.get("health_interval", c.health_interval);
+    m.get("lease_ttl", c.lease_ttl);
+    m.get_size("max_log_bytes", c.max_log_bytes);
+    m.get_size("min_free_bytes", c.min_free_bytes);
+    m.get("infra_retries", c.infra_retries);
+    m.get("flaky_reruns", c.flaky_reruns);
+    m.get("keep_failed_workspaces", c.keep_failed_workspaces);
+    m.get_path("backend_dir", c.backend_dir);
+    m.get("driver_version_command", c.driver_version_command);
+    check_enum(m, "isolation", c.isolation, {"bwrap", "user", "none"});
+    if (c.isolation == "user" && !c.user) m.error("user", "required when isolation is user");
+}
+
+void parse_patterns(YamlMap& m, const std::string& key, Strings& out) {
+    m.get(key, out);
+    for (std::size_t i = 0; i < out.size(); ++i) {
+        try {
+            std::regex re(out[i]);
+        } catch (const std::regex_error& e) {
+            m.error(key, "entry " + std::to_string(i) + " is not a valid regex: " + e.what());
+        }
+    }
+}
+
+void parse_report(YamlMap m, ReportConfig& c) {
+    if (m.has("github")) {
+        YamlMap g = m.child("github");
+        GithubReportConfig gh;
+        g.get("api_url", gh.api_url);
+        g.get("repo", gh.repo, true);
+        g.get_path("token_file", gh.token_file);
+        g.get_path("ca_file", gh.ca_file);
+        g.get("app_id", gh.app_id);
+        g.get_path("private_key_file", gh.private_key_file);
+        g.get("installation_id", gh.installation_id);
+        g.get("context_prefix", gh.context_prefix);
+        g.get("mode", gh.mode);
+        check_enum(g, "mode", gh.mode, {"advisory"});
+        bool app = gh.app_id || gh.private_key_file || gh.installation_id;
+        if (gh.token_file && app) {
+            g.error("token_file", "give either token_file or a GitHub App (app_id, private_key_file, installation_id), not both");
+        } else if (!gh.token_file && !app) {
+            g.error("token_file", "required (or a GitHub App: app_id, private_key_file, installation_id)");
+        } else if (app && !(gh.app_id && gh.private_key_file && gh.installation_id)) {
+            g.error("app_id", "a GitHub App needs all of app_id, private_key_file and installation_id");
+        }
+        c.github = gh;
+    } else {
+        m.raw("github");
+    }
+    m.get_path("file", c.file);
+    if (m.has("crcr_callback")) {
+        YamlMap cb = m.child("crcr_callback");
+        CrcrCallbackConfig cc;
+        cb.get("url", cc.url, true);
+        cb.get_path("token_file", cc.token_file, true);
+        cb.get_path("ca_file", cc.ca_file);
+        c.crcr_callback = cc;
+    } else {
+        m.raw("crcr_callback");
+    }
+}
+
+void parse_admin(YamlMap m, AdminConfig& c) {
+    static const std::regex k_hex64("^[0-9a-f]{64}$");
+    m.each("tokens", [&](YamlMap& t) {
+        AdminToken tok;
+        t.get("name", tok.name, true);
+        t.get("sha256", tok.sha256, true);
+        t.get("role", tok.role, true);
+        std::transform(tok.sha256.begin(), tok.sha256.end(), tok.sha256.begin(), ::tolower);
+        if (!tok.sha256.empty() && !std::regex_match(tok.sha256, k_hex64)) {
+            t.error("sha256", "must be the 64-character hex SHA-256 of the token");
+        }
+        if (!tok.role.empty()) check_enum(t, "role", tok.role, {"read", "admin"});
+        c.tokens.push_back(std::move(tok));
+    });
+    m.get("listen", c.listen);
+    m.get("metrics_public", c.metrics_public);
+}
+
+}  // namespace
+
+Loaded parse(const std::string& yaml_text, const Path& base_dir, const Path& source) {
+    Loaded out;
+    YAML::Node root;
+    try {
+        root = YAML::Load(yaml_text);
+    } catch (const YAML::Exception& e) {
+        out.errors.push_back("(yaml): " + e.msg + " (line " + std::to_string(e.mark.line + 1) + ")");
+        return out;
+    }
+    ParseContext ctx{&out.errors, base_dir};
+    if (!root.IsMap()) {
+        out.errors.push_back("(top): the configuration must be a YAML mapping");
+        return out;
+    }
+    Config c;
+    c.source = source;
+    {
+        YamlMap top(ctx, root, "");
+        top.get("log_level", c.log_level);
+        check_enum(top, "log_level", c.log_level, {"trace", "debug", "info", "warn", "error"});
+        parse_server(top.child("server"), c.server);
+        parse_storage(top.child("storage"), c.storage);
+        parse_ingest(top.child("ingest"), c.ingest);
+        parse_trust(top.child("trust"), c.trust);
+        {
+            YamlMap up = top.child("upstream");
+            up.get_path("mirror", c.upstream.mirror);
+            up.get("remote", c.upstream.remote);
+            up.get("git_timeout", c.upstream.git_timeout);
+        }
+        {
+            YamlMap sel = top.child("selection");
+            sel.get_path("rules", c.selection.rules);
+            sel.get("concurrency", c.selection.concurrency);
+            for (const auto& [event, key] : c.selection.concurrency) {
+                check_enum(sel, "concurrency", key, {"pr", "branch", "none"});
+                check_enum(sel, "concurrency", event, {"pull_request", "push", "schedule", "manual"});
+            }
+        }
+        std::set<std::string> names;
+        top.each("runners", [&](YamlMap& r) {
+            RunnerConfig rc;
+            parse_runner(r, rc);
+            if (!rc.name.empty() && !names.insert(rc.name).second) r.error("name", "duplicate runner name '" + rc.name + "'");
+            c.runners.push_back(std::move(rc));
+        });
+        parse_execution(top.child("execution"), c.execution);
+        {
+            YamlMap cl = top.child("classify");
+            parse_patterns(cl, "device_patterns", c.classify.device_patterns);
+            parse_patterns(cl, "infra_patterns", c.classify.infra_patterns);
+        }
+        parse_report(top.child("report"), c.report);
+        parse_admin(top.child("admin"), c.admin);
+    }
+    if (out.errors.empty()) out.config = std::move(c);
+    return out;
+}
+
+Loaded load(const Path& path) {
+    auto text = read_file(path, 4 * 1024 * 1024);
+    if (!text) {
+        Loaded out;
+        out.errors.push_back("(file): " + text.error().message);
+        return out;
+    }
+    Path abs = std::filesystem::absolute(path);
+    return parse(*text, abs.parent_path(), abs);
+}
+
+}  // namespace crcrd::config

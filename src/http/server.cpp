@@ -1,0 +1,329 @@
+#include "crcrd/http/server.hpp"
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/ssl.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/strand.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/asio/write.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+#include <boost/beast/ssl.hpp>
+#include <nlohmann/json.hpp>
+#include <openssl/ssl.h>
+#include <spdlog/spdlog.h>
+
+#include <atomic>
+#include <map>
+#include <mutex>
+
+namespace crcrd::http {
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace bhttp = beast::http;
+namespace ssl = asio::ssl;
+using tcp = asio::ip::tcp;
+using asio::awaitable;
+
+namespace {
+constexpr auto k_tuple = asio::as_tuple(asio::use_awaitable);
+
+/// One connection as the drain sees it; touched only on the connection's strand.
+struct Conn {
+    beast::tcp_stream* lowest = nullptr;
+    bool idle = false;
+};
+}  // namespace
+
+struct Server::Impl {
+    asio::io_context& ioc;
+    config::ServerConfig cfg;
+    Handler handler;
+    std::optional<ssl::context> tls;
+    tcp::acceptor acceptor;
+    std::uint16_t bound_port = 0;
+    std::atomic<std::size_t> active{0};
+    std::atomic<bool> draining{false};
+    std::mutex mu;
+    std::map<std::uint64_t, std::pair<asio::any_io_executor, std::shared_ptr<Conn>>> conns;
+    std::uint64_t next_id = 0;
+
+    Impl(asio::io_context& io, config::ServerConfig c, Handler h)
+        : ioc(io), cfg(std::move(c)), handler(std::move(h)), acceptor(io) {}
+};
+
+namespace {
+
+bhttp::response<bhttp::string_body> to_beast(const Response& r, unsigned version, bool keep_alive) {
+    bhttp::response<bhttp::string_body> res{static_cast<bhttp::status>(r.status), version};
+    res.set(bhttp::field::server, "crcrd/" CRCRD_VERSION);
+    res.set(bhttp::field::content_type, r.content_type);
+    for (const auto& [k, v] : r.headers) res.set(k, v);
+    res.body() = r.body;
+    res.keep_alive(keep_alive);
+    res.prepare_payload();
+    return res;
+}
+
+Response error_response(int status, const char* code) {
+    auto r = Response::json(status, {{"error", code}});
+    r.close = true;
+    return r;
+}
+
+template <class Stream>
+awaitable<bool> write_response(Server::Impl& self, Stream& stream, beast::tcp_stream& lowest,
+                               const Response& r, unsigned version, bool keep_alive) {
+    auto msg = to_beast(r, version, keep_alive);
+    lowest.expires_after(self.cfg.write_timeout);
+    auto [ec, n] = co_await bhttp::async_write(stream, msg, k_tuple);
+    co_return !ec;
+}
+
+template <class Stream>
+awaitable<void> serve_requests(Server::Impl& self, Stream& stream, beast::tcp_stream& lowest, Conn& conn,
+                               const std::string& remote) {
+    beast::flat_buffer buffer;
+    for (;;) {
+        if (self.draining) co_return;
+        if (buffer.size() == 0) {
+            // Idle keep-alive wait: the drain may cancel this read.
+            conn.idle = true;
+            lowest.expires_after(self.cfg.idle_timeout);
+            auto [ec, n] = co_await stream.async_read_some(buffer.prepare(4096), k_tuple);
+            conn.idle = false;
+            if (ec) co_return;
+            buffer.commit(n);
+        }
+        bhttp::request_parser<bhttp::string_body> parser;
+        parser.header_limit(static_cast<std::uint32_t>(self.cfg.max_header_bytes));
+        parser.body_limit(self.cfg.max_body_bytes);
+        lowest.expires_after(self.cfg.header_timeout);
+        auto [hec, hn] = co_await bhttp::async_read_header(stream, buffer, parser, k_tuple);
+        if (hec == bhttp::error::header_limit) {
+            const Response too_large = error_response(413, "payload_too_large");
+            co_await write_response(self, stream, lowest, too_large, 11, false);
+            co_return;
+        }
+        if (hec) {
+            if (hec.category() == bhttp::make_error_code(bhttp::error::bad_version).category()) {
+                const Response bad = error_response(400, "bad_request");
+                co_await write_response(self, stream, lowest, bad, 11, false);
+            }
+            co_return;
+        }
+        const auto& head = parser.get();
+        Request req;
+        req.method = std::string(head.method_string());
+        req.target = std::string(head.target());
+        auto q = req.target.find('?');
+        req.path = req.target.substr(0, q);
+        if (q != std::string::npos) req.query = req.target.substr(q + 1);
+        for (const auto& f : head) req.headers.emplace_back(std::string(f.name_string()), std::string(f.value()));
+        req.remote = remote;
+        const unsigned version = head.version();
+        bool client_keep_alive = head.keep_alive();
+
+        auto length = parser.content_length();
+        if (length && *length > self.cfg.max_body_bytes) {
+            req.refused_status = 413;
+        } else {
+            auto expect = req.header("Expect");
+            if (expect && beast::iequals(*expect, "100-continue")) {
+                lowest.expires_after(self.cfg.write_timeout);
+                static const char k_continue[] = "HTTP/1.1 100 Continue\r\n\r\n";
+                auto [wec, wn] = co_await asio::async_write(stream, asio::buffer(k_continue, sizeof k_continue - 1), k_tuple);
+                if (wec) co_return;
+            }
+            lowest.expires_after(self.cfg.body_timeout);
+            auto [bec, bn] = co_await bhttp::async_read(stream, buffer, parser, k_tuple);
+            if (bec == bhttp::error::body_limit) {
+                req.refused_status = 413;
+            } else if (bec) {
+                if (bec.category() == bhttp::make_error_code(bhttp::error::bad_version).category()) {
+                    const Response bad = error_response(400, "bad_request");
+                    co_await write_response(self, stream, lowest, bad, version, false);
+                }
+                co_return;
+            } else {
+                req.body = std::move(parser.get().body());
+            }
+        }
+
+        Response res;
+        try {
+            res = co_await self.handler(req);
+        } catch (const std::exception& e) {
+            spdlog::error("handler failed path={} error=\"{}\"", req.path, e.what());
+            res = error_response(500, "internal");
+        }
+        bool keep = client_keep_alive && !res.close && req.refused_status == 0 && !self.draining;
+        if (!co_await write_response(self, stream, lowest, res, version, keep)) co_return;
+        if (!keep) co_return;
+    }
+}
+
+awaitable<void> session(std::shared_ptr<Server::Impl> self, tcp::socket socket) {
+    std::string remote;
+    {
+        boost::system::error_code ec;
+        auto ep = socket.remote_endpoint(ec);
+        if (!ec) remote = ep.address().to_string() + ":" + std::to_string(ep.port());
+    }
+    auto conn = std::make_shared<Conn>();
+    std::uint64_t id;
+    {
+        std::lock_guard lk(self->mu);
+        id = self->next_id++;
+        self->conns.emplace(id, std::make_pair(socket.get_executor(), conn));
+    }
+    struct Unregister {
+        Server::Impl& s;
+        std::uint64_t id;
+        Conn& c;
+        ~Unregister() {
+            c.lowest = nullptr;
+            std::lock_guard lk(s.mu);
+            s.conns.erase(id);
+        }
+    } unregister{*self, id, *conn};
+
+    if (self->tls) {
+        beast::ssl_stream<beast::tcp_stream> stream(std::move(socket), *self->tls);
+        auto& lowest = beast::get_lowest_layer(stream);
+        conn->lowest = &lowest;
+        lowest.expires_after(self->cfg.header_timeout);
+        auto [hec] = co_await stream.async_handshake(ssl::stream_base::server, k_tuple);
+        if (hec) {
+            spdlog::debug("tls handshake failed remote={} error=\"{}\"", remote, hec.message());
+            co_return;
+        }
+        co_await serve_requests(*self, stream, lowest, *conn, remote);
+        lowest.expires_after(std::chrono::seconds(2));
+        co_await stream.async_shutdown(k_tuple);
+    } else {
+        beast::tcp_stream stream(std::move(socket));
+        conn->lowest = &stream;
+        co_await serve_requests(*self, stream, stream, *conn, remote);
+        boost::system::error_code ec;
+        stream.socket().shutdown(tcp::socket::shutdown_send, ec);
+    }
+}
+
+awaitable<void> accept_loop(std::shared_ptr<Server::Impl> self) {
+    asio::steady_timer backoff(self->ioc);
+    for (;;) {
+        auto [ec, socket] = co_await self->acceptor.async_accept(asio::make_strand(self->ioc), k_tuple);
+        if (ec) {
+            if (ec == asio::error::operation_aborted || !self->acceptor.is_open()) co_return;
+            spdlog::warn("accept failed error=\"{}\"", ec.message());
+            backoff.expires_after(std::chrono::milliseconds(100));  // e.g. out of file descriptors
+            co_await backoff.async_wait(k_tuple);
+            continue;
+        }
+        if (self->active.load() >= self->cfg.max_connections) {
+            spdlog::warn("connection refused: {} connections open (server.max_connections)", self->active.load());
+            boost::system::error_code ignored;
+            socket.close(ignored);
+            continue;
+        }
+        ++self->active;
+        auto ex = socket.get_executor();
+        asio::co_spawn(ex, session(self, std::move(socket)), [self](std::exception_ptr e) {
+            --self->active;
+            if (e) {
+                try {
+                    std::rethrow_exception(e);
+                } catch (const std::exception& ex) {
+                    spdlog::error("connection failed error=\"{}\"", ex.what());
+                }
+            }
+        });
+    }
+}
+
+}  // namespace
+
+Server::Server(asio::io_context& ioc, config::ServerConfig cfg, Handler handler)
+    : m_impl(std::make_shared<Impl>(ioc, std::move(cfg), std::move(handler))) {}
+
+Server::~Server() {
+    boost::system::error_code ec;
+    m_impl->acceptor.close(ec);
+}
+
+Status Server::start() {
+    auto& s = *m_impl;
+    if (s.cfg.tls) {
+        s.tls.emplace(ssl::context::tls_server);
+        auto& ctx = *s.tls;
+        ctx.set_options(ssl::context::default_workarounds | ssl::context::no_sslv2 |
+                        ssl::context::no_sslv3 | ssl::context::no_tlsv1 | ssl::context::no_tlsv1_1 |
+                        ssl::context::single_dh_use);
+        SSL_CTX_set_min_proto_version(ctx.native_handle(), TLS1_2_VERSION);
+        boost::system::error_code ec;
+        ctx.use_certificate_chain_file(s.cfg.tls->cert.string(), ec);
+        if (ec) return make_error("config", "server.tls.cert: cannot load " + s.cfg.tls->cert.string() + ": " + ec.message());
+        ctx.use_private_key_file(s.cfg.tls->key.string(), ssl::context::pem, ec);
+        if (ec) return make_error("config", "server.tls.key: cannot load " + s.cfg.tls->key.string() + ": " + ec.message());
+    }
+    boost::system::error_code ec;
+    std::string host = s.cfg.host == "localhost" ? "127.0.0.1" : s.cfg.host;
+    auto addr = asio::ip::make_address(host, ec);
+    if (ec) return make_error("config", "server.listen: '" + s.cfg.host + "' is not an IP address");
+    tcp::endpoint ep(addr, s.cfg.port);
+    s.acceptor.open(ep.protocol(), ec);
+    if (!ec) s.acceptor.set_option(asio::socket_base::reuse_address(true), ec);
+    if (!ec) s.acceptor.bind(ep, ec);
+    if (!ec) s.acceptor.listen(asio::socket_base::max_listen_connections, ec);
+    if (ec) return make_error("listen", "cannot listen on " + host + ":" + std::to_string(s.cfg.port) + ": " + ec.message());
+    s.bound_port = s.acceptor.local_endpoint().port();
+    asio::co_spawn(s.acceptor.get_executor(), accept_loop(m_impl), asio::detached);
+    return Ok{};
+}
+
+std::uint16_t Server::port() const { return m_impl->bound_port; }
+
+std::string Server::url() const {
+    std::string host = m_impl->cfg.host.find(':') != std::string::npos ? "[" + m_impl->cfg.host + "]" : m_impl->cfg.host;
+    return std::string(m_impl->tls ? "https://" : "http://") + host + ":" + std::to_string(port());
+}
+
+std::size_t Server::active_connections() const { return m_impl->active.load(); }
+
+void Server::drain(std::chrono::milliseconds deadline, std::function<void(std::size_t)> on_done) {
+    auto self = m_impl;
+    self->draining = true;
+    asio::post(self->acceptor.get_executor(), [self] {
+        boost::system::error_code ec;
+        self->acceptor.close(ec);
+    });
+    {
+        std::lock_guard lk(self->mu);
+        for (auto& [id, entry] : self->conns) {
+            asio::post(entry.first, [conn = entry.second] {
+                if (conn->lowest && conn->idle) conn->lowest->cancel();
+            });
+        }
+    }
+    asio::co_spawn(
+        self->ioc,
+        [self, deadline, on_done]() -> awaitable<void> {
+            asio::steady_timer t(self->ioc);
+            auto until = std::chrono::steady_clock::now() + deadline;
+            while (self->active.load() > 0 && std::chrono::steady_clock::now() < until) {
+                t.expires_after(std::chrono::milliseconds(20));
+                co_await t.async_wait(k_tuple);
+            }
+            on_done(self->active.load());
+        },
+        asio::detached);
+}
+
+}  // namespace crcrd::http

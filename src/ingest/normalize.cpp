@@ -1,0 +1,318 @@
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <set>
+
+#include "crcrd/ingest/event.hpp"
+
+namespace crcrd::ingest {
+
+using nlohmann::json;
+
+namespace {
+
+Error bad(const std::string& detail) { return make_error("bad_request", detail); }
+Error bad_sha() { return make_error("invalid_sha", "expected a full 40-character commit SHA"); }
+
+bool all_zeros(std::string_view s) {
+    return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) { return c == '0'; });
+}
+
+std::string lower(std::string s) {
+    std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return std::tolower(c); });
+    return s;
+}
+
+/// Field access that names the path on a type mismatch.
+class Fields {
+public:
+    Fields(const json& j, std::string path) : m_j(j), m_path(std::move(path)) {}
+
+    const json* find(const char* key) const {
+        if (!m_j.is_object()) return nullptr;
+        auto it = m_j.find(key);
+        return (it == m_j.end() || it->is_null()) ? nullptr : &*it;
+    }
+    std::string name(const char* key) const { return m_path.empty() ? key : m_path + "." + key; }
+
+    Result<std::string> str(const char* key) const {
+        const json* v = find(key);
+        if (!v) return bad("missing " + name(key));
+        if (!v->is_string()) return bad(name(key) + " must be a string");
+        return v->get<std::string>();
+    }
+    Result<std::optional<std::string>> opt_str(const char* key) const {
+        const json* v = find(key);
+        if (!v) return std::optional<std::string>();
+        if (!v->is_string()) return bad(name(key) + " must be a string");
+        return std::optional<std::string>(v->get<std::string>());
+    }
+    Result<std::int64_t> integer(const char* key) const {
+        const json* v = find(key);
+        if (!v) return bad("missing " + name(key));
+        if (!v->is_number_integer()) return bad(name(key) + " must be an integer");
+        return v->get<std::int64_t>();
+    }
+    Result<std::optional<std::int64_t>> opt_integer(const char* key) const {
+        const json* v = find(key);
+        if (!v) return std::optional<std::int64_t>();
+        if (!v->is_number_integer()) return bad(name(key) + " must be an integer");
+        return std::optional<std::int64_t>(v->get<std::int64_t>());
+    }
+    Result<Fields> object(const char* key) const {
+        const json* v = find(key);
+        if (!v) return bad("missing " + name(key));
+        if (!v->is_object()) return bad(name(key) + " must be an object");
+        return Fields(*v, name(key));
+    }
+    std::optional<Fields> opt_object(const char* key) const {
+        const json* v = find(key);
+        if (!v || !v->is_object()) return std::nullopt;
+        return Fields(*v, name(key));
+    }
+    Result<std::optional<std::vector<std::string>>> opt_strings(const char* key) const {
+        const json* v = find(key);
+        if (!v) return std::optional<std::vector<std::string>>();
+        if (!v->is_array()) return bad(name(key) + " must be a list of strings");
+        std::vector<std::string> out;
+        out.reserve(v->size());
+        for (const auto& e : *v) {
+            if (!e.is_string()) return bad(name(key) + " must be a list of strings");
+            out.push_back(e.get<std::string>());
+        }
+        return std::optional<std::vector<std::string>>(std::move(out));
+    }
+    const json& raw() const { return m_j; }
+
+private:
+    const json& m_j;
+    std::string m_path;
+};
+
+#define CRCRD_TRY(var, expr)                 \
+    auto var##_r = (expr);                   \
+    if (!var##_r) return var##_r.error();    \
+    auto var = std::move(var##_r.value())
+
+Status pin(std::string& sha) {
+    if (!valid_sha(sha)) return bad_sha();
+    sha = lower(sha);
+    return Ok{};
+}
+
+/// Base SHAs may be all zeros (a new branch); that means "no base".
+Status pin_base(std::string& sha) {
+    if (sha.empty() || all_zeros(sha)) {
+        sha.clear();
+        return Ok{};
+    }
+    return pin(sha);
+}
+
+std::optional<std::string> repo_name(const std::optional<Fields>& repo) {
+    if (!repo) return std::nullopt;
+    const json* n = repo->find("full_name");
+    if (n && n->is_string()) return n->get<std::string>();
+    return std::nullopt;
+}
+
+Result<Event> pull_request(const Fields& p, Event e) {
+    e.event = "pull_request";
+    CRCRD_TRY(action, p.str("action"));
+    e.action = action;
+    CRCRD_TRY(number, p.integer("number"));
+    e.pr = number;
+    e.upstream_repo = repo_name(p.opt_object("repository"));
+    CRCRD_TRY(pr, p.object("pull_request"));
+    if (action == "closed") {
+        e.intent = Intent::cancel_pr;
+        CRCRD_TRY(merge, pr.opt_str("merge_commit_sha"));
+        if (merge && valid_sha(*merge)) e.merge_commit_sha = lower(*merge);
+        return e;
+    }
+    if (action != "opened" && action != "reopened" && action != "synchronize") {
+        e.intent = Intent::ignore;
+        e.reason = "pull_request action '" + action + "' does not start a run";
+        return e;
+    }
+    CRCRD_TRY(head, pr.object("head"));
+    CRCRD_TRY(sha, head.str("sha"));
+    e.sha = sha;
+    if (auto s = pin(e.sha); !s) return s.error();
+    e.ref = "refs/pull/" + std::to_string(number) + "/head";
+    e.head_repo = repo_name(head.opt_object("repo"));
+    if (auto base = pr.opt_object("base")) {
+        CRCRD_TRY(base_ref, base->opt_str("ref"));
+        CRCRD_TRY(base_sha, base->opt_str("sha"));
+        e.base_ref = base_ref.value_or("");
+        e.base_sha = base_sha.value_or("");
+        if (auto s = pin_base(e.base_sha); !s) return s.error();
+        if (!e.upstream_repo) e.upstream_repo = repo_name(base->opt_object("repo"));
+    }
+    if (const json* labels = pr.find("labels")) {
+        if (!labels->is_array()) return bad(pr.name("labels") + " must be a list");
+        for (const auto& l : *labels) {
+            if (l.is_object() && l.contains("name") && l["name"].is_string()) {
+                e.labels.push_back(l["name"].get<std::string>());
+            }
+        }
+    }
+    e.intent = Intent::run;
+    return e;
+}
+
+Result<Event> push(const Fields& p, Event e) {
+    e.event = "push";
+    e.action = "push";
+    CRCRD_TRY(ref, p.str("ref"));
+    e.ref = ref;
+    e.upstream_repo = repo_name(p.opt_object("repository"));
+    CRCRD_TRY(after, p.str("after"));
+    const json* deleted = p.find("deleted");
+    if ((deleted && deleted->is_boolean() && deleted->get<bool>()) || all_zeros(after)) {
+        e.intent = Intent::ignore;
+        e.reason = "push deletes " + ref;
+        return e;
+    }
+    e.sha = after;
+    if (auto s = pin(e.sha); !s) return s.error();
+    CRCRD_TRY(before, p.opt_str("before"));
+    e.base_sha = before.value_or("");
+    if (auto s = pin_base(e.base_sha); !s) return s.error();
+    // refs/tags/ciflow/<name>/<pr> carries a PR number.
+    constexpr std::string_view k_ciflow = "refs/tags/ciflow/";
+    if (ref.rfind(k_ciflow, 0) == 0) {
+        auto slash = ref.rfind('/');
+        std::string tail = ref.substr(slash + 1);
+        if (slash > k_ciflow.size() && !tail.empty() && tail.size() < 12 &&
+            std::all_of(tail.begin(), tail.end(), ::isdigit)) {
+            e.pr = std::stoll(tail);
+        }
+    }
+    if (const json* commits = p.find("commits")) {
+        if (!commits->is_array()) return bad(p.name("commits") + " must be a list");
+        std::set<std::string> seen;
+        std::vector<std::string> files;
+        for (const auto& c : *commits) {
+            for (const char* k : {"added", "modified", "removed"}) {
+                if (!c.is_object() || !c.contains(k) || !c[k].is_array()) continue;
+                for (const auto& f : c[k]) {
+                    if (f.is_string() && seen.insert(f.get<std::string>()).second) files.push_back(f.get<std::string>());
+                }
+            }
+        }
+        e.push_files = std::move(files);
+        e.push_commit_count = commits->size();
+    }
+    e.intent = Intent::run;
+    return e;
+}
+
+Result<Event> legacy_trigger(const Fields& cp, Event e) {
+    e.form = "pytorch-pr-trigger";
+    e.event = "pull_request";
+    e.action = "pytorch-pr-trigger";
+    CRCRD_TRY(sha, cp.str("head_sha"));
+    CRCRD_TRY(pr, cp.integer("pr_number"));
+    CRCRD_TRY(head_ref, cp.opt_str("head_ref"));
+    CRCRD_TRY(base_ref, cp.opt_str("base_ref"));
+    e.sha = sha;
+    if (auto s = pin(e.sha); !s) return s.error();
+    e.pr = pr;
+    e.ref = "refs/pull/" + std::to_string(pr) + "/head";
+    e.base_ref = base_ref.value_or("");
+    (void)head_ref;
+    e.intent = Intent::run;
+    return e;
+}
+
+Result<Event> direct(const Fields& cp, Event e) {
+    e.form = "pytorch-crcr";
+    e.action = "pytorch-crcr";
+    CRCRD_TRY(sha, cp.str("upstream_sha"));
+    CRCRD_TRY(files, cp.opt_strings("changed_files"));
+    CRCRD_TRY(pr, cp.opt_integer("pr_number"));
+    CRCRD_TRY(ref, cp.opt_str("ref"));
+    CRCRD_TRY(base_sha, cp.opt_str("base_sha"));
+    e.sha = sha;
+    if (auto s = pin(e.sha); !s) return s.error();
+    e.changed_files = std::move(files);
+    e.pr = pr;
+    e.event = pr ? "pull_request" : "push";
+    e.ref = ref.value_or(pr ? "refs/pull/" + std::to_string(*pr) + "/head" : "");
+    e.base_sha = base_sha.value_or("");
+    if (auto s = pin_base(e.base_sha); !s) return s.error();
+    CRCRD_TRY(delivery, cp.opt_str("delivery_id"));
+    e.crcr_delivery_id = delivery;
+    e.intent = Intent::run;
+    return e;
+}
+
+Result<Event> crcr_v1(const std::string& action, const Fields& cp, Event e) {
+    e.form = "crcr-v1";
+    CRCRD_TRY(event_type, cp.str("event_type"));
+    if (event_type != action) {
+        return bad("client_payload.event_type '" + event_type + "' does not match the dispatch action '" + action + "'");
+    }
+    CRCRD_TRY(delivery, cp.opt_str("delivery_id"));
+    e.crcr_delivery_id = delivery;
+    CRCRD_TRY(payload, cp.object("payload"));
+    return action == "pull_request" ? pull_request(payload, std::move(e)) : push(payload, std::move(e));
+}
+
+/// The dispatch forms: a repository_dispatch webhook (`action`) or a create-dispatch request
+/// body (`event_type`), both with `client_payload`.
+Result<Event> dispatch(const Fields& body, const std::string& action, Event e) {
+    CRCRD_TRY(cp, body.object("client_payload"));
+    if (action == "pull_request" || action == "push") return crcr_v1(action, cp, std::move(e));
+    if (action == "pytorch-pr-trigger") return legacy_trigger(cp, std::move(e));
+    if (action == "pytorch-crcr") return direct(cp, std::move(e));
+    e.form = "dispatch";
+    e.action = action;
+    e.intent = Intent::ignore;
+    e.reason = "dispatch action '" + action + "' is not a CRCR event";
+    return e;
+}
+
+}  // namespace
+
+bool valid_sha(std::string_view sha) {
+    return sha.size() == 40 && std::all_of(sha.begin(), sha.end(), ::isxdigit) && !all_zeros(sha);
+}
+
+Result<Event> normalize(std::string_view github_event, const json& body) {
+    if (!body.is_object()) return bad("the body must be a JSON object");
+    Fields f(body, "");
+    Event e;
+    if (github_event == "ping" || (github_event.empty() && body.contains("zen") && body.contains("hook_id"))) {
+        e.form = "ping";
+        e.intent = Intent::ping;
+        return e;
+    }
+    const bool has_cp = body.contains("client_payload");
+    if (github_event == "repository_dispatch" || (github_event.empty() && has_cp)) {
+        if (const json* a = f.find("action")) {
+            if (!a->is_string()) return bad("action must be a string");
+            // A repository_dispatch webhook: the downstream repo and sender are checked by trust.
+            e.downstream_repo = repo_name(f.opt_object("repository"));
+            if (!e.downstream_repo) return bad("missing repository.full_name");
+            if (auto s = f.opt_object("sender")) {
+                if (const json* l = s->find("login"); l && l->is_string()) e.sender = l->get<std::string>();
+            }
+            return dispatch(f, a->get<std::string>(), std::move(e));
+        }
+        CRCRD_TRY(type, f.str("event_type"));
+        return dispatch(f, type, std::move(e));
+    }
+    if (github_event == "pull_request" || github_event == "push") {
+        e.form = "github";
+        return github_event == "pull_request" ? pull_request(f, std::move(e)) : push(f, std::move(e));
+    }
+    if (github_event.empty()) return bad("unrecognised body: expected a dispatch with client_payload");
+    e.form = "github";
+    e.intent = Intent::ignore;
+    e.reason = "GitHub event '" + std::string(github_event) + "' is not handled";
+    return e;
+}
+
+}  // namespace crcrd::ingest

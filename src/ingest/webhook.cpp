@@ -1,0 +1,216 @@
+#include "crcrd/ingest/webhook.hpp"
+
+#include <boost/asio/use_awaitable.hpp>
+#include <nlohmann/json.hpp>
+#include <spdlog/spdlog.h>
+
+#include <chrono>
+
+#include "crcrd/core/time.hpp"
+#include "crcrd/ingest/event.hpp"
+#include "crcrd/ingest/trust.hpp"
+#include "crcrd/store/async.hpp"
+#include "crcrd/store/deliveries.hpp"
+
+namespace crcrd::ingest {
+
+using nlohmann::json;
+using store::Verdict;
+
+namespace {
+
+bool is_json_content_type(std::string_view ct) {
+    auto semi = ct.find(';');
+    std::string_view media = ct.substr(0, semi);
+    while (!media.empty() && media.back() == ' ') media.remove_suffix(1);
+    std::string lower(media);
+    for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    return lower == "application/json" || (lower.rfind("application/", 0) == 0 && lower.size() > 5 &&
+                                           lower.compare(lower.size() - 5, 5, "+json") == 0);
+}
+
+store::NewRun to_run(const Event& e, const std::string& delivery_id) {
+    store::NewRun r;
+    r.event = e.event;
+    r.action = e.action;
+    r.sha = e.sha;
+    r.pr = e.pr;
+    r.ref = e.ref;
+    r.base_ref = e.base_ref;
+    r.base_sha = e.base_sha;
+    r.head_repo = e.head_repo;
+    r.labels_json = json(e.labels).dump();
+    r.delivery_id = e.crcr_delivery_id.value_or(delivery_id);
+    json inputs = {{"form", e.form}};
+    if (e.changed_files) inputs["changed_files"] = *e.changed_files;
+    if (e.push_files) {
+        inputs["push_files"] = *e.push_files;
+        inputs["push_commit_count"] = e.push_commit_count;
+    }
+    if (e.upstream_repo) inputs["upstream_repo"] = *e.upstream_repo;
+    r.inputs_json = inputs.dump();
+    return r;
+}
+
+/// Header values end up in the log and the database: keep them printable and short.
+std::string clean_header(std::optional<std::string_view> v) {
+    std::string out(v.value_or("").substr(0, 200));
+    for (char& c : out) {
+        if (!std::isalnum(static_cast<unsigned char>(c)) && std::string_view("-_.:").find(c) == std::string_view::npos) c = '?';
+    }
+    return out;
+}
+
+http::Response error(int status, const std::string& code, const std::string& detail = {}) {
+    json body = {{"error", code}};
+    if (!detail.empty()) body["detail"] = detail;
+    return http::Response::json(status, body);
+}
+
+}  // namespace
+
+WebhookHandler::WebhookHandler(std::shared_ptr<const Policy> policy, store::Writer& writer)
+    : m_policy(std::move(policy)), m_writer(writer) {}
+
+void WebhookHandler::set_policy(std::shared_ptr<const Policy> policy) {
+    std::lock_guard lk(m_mu);
+    m_policy = std::move(policy);
+}
+
+std::shared_ptr<const Policy> WebhookHandler::policy() const {
+    std::lock_guard lk(m_mu);
+    return m_policy;
+}
+
+boost::asio::awaitable<http::Response> WebhookHandler::handle(http::Request& req) {
+    const auto pol = policy();
+    auto d = std::make_shared<store::Delivery>();
+    d->received_at = now_rfc3339();
+    d->remote = req.remote;
+    d->event = clean_header(req.header("X-GitHub-Event"));
+    const bool standard = req.header("webhook-signature").has_value() || req.header("webhook-id").has_value();
+    d->scheme = standard ? "standard-webhooks" : "github";
+    d->delivery_id = clean_header(standard ? req.header("webhook-id") : req.header("X-GitHub-Delivery"));
+
+    http::Response res;
+    std::optional<Event> event;
+    // Each check either leaves `res` unset (status 0) or decides the answer.
+    res.status = 0;
+    if (req.method != "POST") {
+        res = error(405, "method_not_allowed", "use POST");
+        res.headers.emplace_back("Allow", "POST");
+    } else if (req.refused_status == 413) {
+        res = error(413, "payload_too_large");
+        res.close = true;
+    } else if (!is_json_content_type(req.header("Content-Type").value_or(""))) {
+        res = error(415, "unsupported_media_type");
+    } else {
+        Result<std::string> verified =
+            standard ? verify_standard(req.header("webhook-id").value_or(""), req.header("webhook-timestamp").value_or(""),
+                                       req.header("webhook-signature").value_or(""), req.body, pol->keys.standard,
+                                       std::chrono::duration_cast<std::chrono::seconds>(
+                                           std::chrono::system_clock::now().time_since_epoch()).count(),
+                                       std::chrono::duration_cast<std::chrono::seconds>(pol->ingest.max_clock_skew))
+                     : verify_github(req.header("X-Hub-Signature-256").value_or(""), req.body, pol->keys.github);
+        if (!verified) {
+            res = error(401, "unauthorized", verified.error().message);
+        } else if (d->delivery_id.empty()) {
+            res = error(400, "bad_request", "missing X-GitHub-Delivery");
+        } else {
+            json body = json::parse(req.body, nullptr, false);
+            if (body.is_discarded()) {
+                res = error(400, "bad_request", "body is not valid JSON");
+            } else if (auto ev = normalize(d->event, body); !ev) {
+                res = ev.error().code == "invalid_sha" ? error(422, "invalid_sha", ev.error().message)
+                                                       : error(400, "bad_request", ev.error().message);
+            } else {
+                event = std::move(*ev);
+                d->crcr_delivery_id = event->crcr_delivery_id;
+                if (d->event.empty()) d->event = event_type(*event);
+                auto trust = decide(*event, pol->trust);
+                if (trust.verdict == TrustDecision::Verdict::forbid) {
+                    res = error(403, "forbidden", trust.reason);
+                } else if (trust.verdict == TrustDecision::Verdict::ignore) {
+                    event->intent = Intent::ignore;
+                    event->reason = trust.reason;
+                }
+            }
+        }
+    }
+
+    if (res.status != 0) {
+        d->intended = Verdict::rejected;
+        d->http_status = res.status;
+        auto body = json::parse(res.body, nullptr, false);
+        d->reason = body.value("detail", body.value("error", ""));
+    } else {
+        d->body = req.body;
+        switch (event->intent) {
+            case Intent::run:
+                d->intended = Verdict::queued;
+                d->http_status = 202;
+                d->run = to_run(*event, d->delivery_id);
+                break;
+            case Intent::ignore:
+                d->intended = Verdict::ignored;
+                d->http_status = 200;
+                d->reason = event->reason;
+                break;
+            case Intent::cancel_pr:
+                d->intended = Verdict::cancelled;
+                d->http_status = 200;
+                d->cancel_pr = event->pr;
+                d->reason = "PR closed";
+                break;
+            case Intent::ping:
+                d->intended = Verdict::pong;
+                d->http_status = 200;
+                break;
+        }
+    }
+
+    // The operation is made in its own statement: g++ 12 can destroy temporaries of a
+    // co_await full-expression twice, so none with a destructor may live in one.
+    auto write = store::async_write<store::Outcome>(
+        m_writer, [d](store::Db& db) { return store::record_delivery(db, *d); }, boost::asio::use_awaitable);
+    auto [err, outcome] = co_await std::move(write);
+
+    if (err) {
+        spdlog::error("delivery id={} scheme={} event={} storage failed code={} error=\"{}\"", d->delivery_id,
+                      d->scheme, d->event, err->code, err->message);
+        if (d->intended != Verdict::rejected) {
+            res = error(503, "unavailable");
+            res.headers.emplace_back("Retry-After",
+                                     std::to_string(std::chrono::duration_cast<std::chrono::seconds>(pol->retry_after).count()));
+        }
+        co_return res;
+    }
+    switch (outcome.verdict) {
+        case Verdict::queued:
+            res = http::Response::json(202, {{"status", "queued"}, {"run_id", *outcome.run_id}, {"sha", event->sha},
+                                             {"delivery_id", d->delivery_id}});
+            break;
+        case Verdict::duplicate:
+            res = http::Response::json(200, {{"status", "duplicate"},
+                                             {"run_id", outcome.run_id ? json(*outcome.run_id) : json(nullptr)}});
+            break;
+        case Verdict::ignored:
+            res = http::Response::json(200, {{"status", "ignored"}, {"reason", d->reason}});
+            break;
+        case Verdict::cancelled:
+            res = http::Response::json(200, {{"status", "cancelled"}, {"run_ids", outcome.run_ids}});
+            break;
+        case Verdict::pong:
+            res = http::Response::json(200, {{"status", "pong"}});
+            break;
+        case Verdict::rejected:
+            break;  // `res` already holds the rejection
+    }
+    auto level = outcome.verdict == Verdict::rejected ? spdlog::level::warn : spdlog::level::info;
+    spdlog::log(level, "delivery id={} crcr_id={} scheme={} event={} verdict={} status={} run_id={} sha={} reason=\"{}\"",
+                d->delivery_id, d->crcr_delivery_id.value_or("-"), d->scheme, d->event, store::to_string(outcome.verdict),
+                res.status, outcome.run_id ? std::to_string(*outcome.run_id) : "-", event ? event->sha : "-", d->reason);
+    co_return res;
+}
+
+}  // namespace crcrd::ingest

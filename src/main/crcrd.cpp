@@ -1,0 +1,51 @@
+// crcrd: the daemon. Parses arguments and hands over to crcrd::app.
+#include <cstring>
+#include <iostream>
+#include <string>
+
+#include "crcrd/app/daemon.hpp"
+
+namespace {
+void usage(std::ostream& os) {
+    os << "usage: crcrd [--config PATH] [--check-config] [--version]\n"
+          "  --config PATH    configuration file (default /etc/crcrd/crcrd.yaml)\n"
+          "  --check-config   validate the configuration and its secret files, then exit (0 ok, 2 errors)\n"
+          "  --version        print the version\n";
+}
+}  // namespace
+
+int main(int argc, char** argv) {
+    std::string config = "/etc/crcrd/crcrd.yaml";
+    bool check = false;
+    for (int i = 1; i < argc; ++i) {
+        std::string a = argv[i];
+        if (a == "--version") {
+            std::cout << "crcrd " CRCRD_VERSION "\n";
+            return 0;
+        } else if (a == "--check-config") {
+            check = true;
+        } else if (a == "--config" && i + 1 < argc) {
+            config = argv[++i];
+        } else if (a.rfind("--config=", 0) == 0) {
+            config = a.substr(std::strlen("--config="));
+        } else if (a == "--help" || a == "-h") {
+            usage(std::cout);
+            return 0;
+        } else {
+            std::cerr << "crcrd: unknown argument '" << a << "'\n";
+            usage(std::cerr);
+            return 2;
+        }
+    }
+    try {
+        if (check) {
+            int rc = crcrd::app::check_config(config, std::cerr);
+            if (rc == 0) std::cout << config << ": ok\n";
+            return rc;
+        }
+        return crcrd::app::run(config);
+    } catch (const std::exception& e) {
+        std::cerr << "crcrd: fatal: " << e.what() << "\n";
+        return 1;
+    }
+}

@@ -1,0 +1,135 @@
+#include "crcrd/store/deliveries.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include "crcrd/core/time.hpp"
+
+namespace crcrd::store {
+
+std::string to_string(Verdict v) {
+    switch (v) {
+        case Verdict::queued: return "queued";
+        case Verdict::duplicate: return "duplicate";
+        case Verdict::ignored: return "ignored";
+        case Verdict::cancelled: return "cancelled";
+        case Verdict::pong: return "pong";
+        case Verdict::rejected: return "rejected";
+    }
+    return "rejected";
+}
+
+namespace {
+
+std::int64_t insert_delivery(Db& db, const Delivery& d, Verdict verdict, int status,
+                             std::optional<std::int64_t> run_id, const std::vector<std::int64_t>& run_ids,
+                             bool store_body) {
+    auto& st = db.cached(
+        "INSERT INTO deliveries (delivery_id, crcr_delivery_id, received_at, scheme, event, verdict, "
+        "http_status, reason, run_id, run_ids, remote, body) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)");
+    st.bind(1, d.delivery_id.empty() ? std::optional<std::string>() : d.delivery_id)
+        .bind(2, d.crcr_delivery_id)
+        .bind(3, d.received_at)
+        .bind(4, d.scheme)
+        .bind(5, d.event)
+        .bind(6, to_string(verdict))
+        .bind(7, std::int64_t{status})
+        .bind(8, d.reason)
+        .bind(9, run_id)
+        .bind(10, run_ids.empty() ? std::optional<std::string>() : nlohmann::json(run_ids).dump())
+        .bind(11, d.remote);
+    if (store_body) st.bind_blob(12, d.body);
+    else st.bind(12, std::nullopt);
+    st.run();
+    return db.last_insert_rowid();
+}
+
+std::vector<std::string> keys_of(const Delivery& d) {
+    std::vector<std::string> keys;
+    if (!d.delivery_id.empty()) keys.push_back("transport:" + d.delivery_id);
+    if (d.crcr_delivery_id && !d.crcr_delivery_id->empty()) keys.push_back("crcr:" + *d.crcr_delivery_id);
+    return keys;
+}
+
+/// The first accepted delivery holding one of `keys`: (found, run_id).
+std::optional<std::optional<std::int64_t>> find_key(Db& db, const std::vector<std::string>& keys) {
+    auto& st = db.cached("SELECT run_id FROM delivery_keys WHERE key = ?");
+    for (const auto& k : keys) {
+        st.reset();
+        st.bind(1, k);
+        if (st.step()) {
+            auto run = st.opt_int64(0);
+            st.reset();
+            return run;
+        }
+    }
+    return std::nullopt;
+}
+
+std::int64_t insert_run(Db& db, const NewRun& r, const std::string& now) {
+    auto& st = db.cached(
+        "INSERT INTO runs (event, action, sha, pr, ref, base_ref, base_sha, head_repo, labels, "
+        "delivery_id, state, inputs, created_at) VALUES (?,?,?,?,?,?,?,?,?,?,'queued',?,?)");
+    st.bind(1, r.event)
+        .bind(2, r.action)
+        .bind(3, r.sha)
+        .bind(4, r.pr)
+        .bind(5, r.ref)
+        .bind(6, r.base_ref.empty() ? std::optional<std::string>() : r.base_ref)
+        .bind(7, r.base_sha.empty() ? std::optional<std::string>() : r.base_sha)
+        .bind(8, r.head_repo)
+        .bind(9, r.labels_json)
+        .bind(10, r.delivery_id)
+        .bind(11, r.inputs_json)
+        .bind(12, now);
+    st.run();
+    return db.last_insert_rowid();
+}
+
+std::vector<std::int64_t> cancel_pr_runs(Db& db, std::int64_t pr, const std::string& reason,
+                                         const std::string& now) {
+    auto& st = db.cached(
+        "UPDATE runs SET state = 'cancelled', conclusion = 'cancelled', reason = ?, finished_at = ? "
+        "WHERE pr = ? AND event = 'pull_request' AND state IN ('queued','running') RETURNING id");
+    st.bind(1, reason).bind(2, now).bind(3, pr);
+    std::vector<std::int64_t> ids;
+    while (st.step()) ids.push_back(st.int64(0));
+    return ids;
+}
+
+}  // namespace
+
+Outcome record_delivery(Db& db, const Delivery& d) {
+    Outcome out;
+    if (d.intended == Verdict::rejected) {
+        insert_delivery(db, d, Verdict::rejected, d.http_status, std::nullopt, {}, false);
+        out.verdict = Verdict::rejected;
+        out.http_status = d.http_status;
+        return out;
+    }
+    auto keys = keys_of(d);
+    if (auto seen = find_key(db, keys)) {
+        out.verdict = Verdict::duplicate;
+        out.http_status = 200;
+        out.run_id = *seen;
+        insert_delivery(db, d, Verdict::duplicate, 200, out.run_id, {}, false);
+        return out;
+    }
+    const std::string now = now_rfc3339();
+    out.verdict = d.intended;
+    out.http_status = d.http_status;
+    if (d.intended == Verdict::queued && d.run) {
+        out.run_id = insert_run(db, *d.run, now);
+    } else if (d.intended == Verdict::cancelled && d.cancel_pr) {
+        out.run_ids = cancel_pr_runs(db, *d.cancel_pr, d.reason, now);
+    }
+    std::int64_t row = insert_delivery(db, d, out.verdict, out.http_status, out.run_id, out.run_ids, true);
+    auto& st = db.cached("INSERT INTO delivery_keys (key, delivery_row, run_id) VALUES (?,?,?)");
+    for (const auto& k : keys) {
+        st.reset();
+        st.bind(1, k).bind(2, row).bind(3, out.run_id);
+        st.run();
+    }
+    return out;
+}
+
+}  // namespace crcrd::store

@@ -1,0 +1,102 @@
+#include "crcrd/store/schema.hpp"
+
+#include <array>
+#include <string>
+
+namespace crcrd::store {
+
+namespace {
+
+// Each entry takes the schema from version i to i+1. Never edit a released entry; append.
+constexpr std::array<const char*, 1> k_migrations = {
+    R"sql(
+CREATE TABLE meta (
+  key   TEXT PRIMARY KEY,
+  value TEXT NOT NULL
+) WITHOUT ROWID;
+
+CREATE TABLE runs (
+  id          INTEGER PRIMARY KEY,
+  event       TEXT NOT NULL CHECK (event IN ('pull_request','push','schedule','manual')),
+  action      TEXT,
+  sha         TEXT NOT NULL CHECK (length(sha) = 40 AND sha = lower(sha)),
+  pr          INTEGER,
+  ref         TEXT,
+  base_ref    TEXT,
+  base_sha    TEXT,
+  head_repo   TEXT,
+  labels      TEXT NOT NULL DEFAULT '[]',
+  delivery_id TEXT,
+  state       TEXT NOT NULL CHECK (state IN ('queued','running','completed','cancelled')),
+  conclusion  TEXT,
+  reason      TEXT,
+  inputs      TEXT NOT NULL DEFAULT '{}',
+  created_at  TEXT NOT NULL,
+  finished_at TEXT
+);
+CREATE INDEX runs_by_pr ON runs (pr, state);
+CREATE INDEX runs_by_sha ON runs (sha);
+CREATE INDEX runs_by_state ON runs (state);
+
+-- A run's SHA never changes.
+CREATE TRIGGER runs_sha_immutable BEFORE UPDATE OF sha ON runs
+BEGIN SELECT RAISE(ABORT, 'a run''s sha never changes'); END;
+
+CREATE TABLE deliveries (
+  id               INTEGER PRIMARY KEY,
+  delivery_id      TEXT,
+  crcr_delivery_id TEXT,
+  received_at      TEXT NOT NULL,
+  scheme           TEXT,
+  event            TEXT,
+  verdict          TEXT NOT NULL CHECK (verdict IN ('queued','duplicate','ignored','cancelled','pong','rejected')),
+  http_status      INTEGER NOT NULL,
+  reason           TEXT,
+  run_id           INTEGER REFERENCES runs (id),
+  run_ids          TEXT,
+  remote           TEXT,
+  body             BLOB
+);
+CREATE INDEX deliveries_by_verdict ON deliveries (verdict, id);
+
+-- Idempotency keys of accepted deliveries: "transport:<id>" and "crcr:<delivery_id>".
+CREATE TABLE delivery_keys (
+  key          TEXT PRIMARY KEY,
+  delivery_row INTEGER NOT NULL REFERENCES deliveries (id),
+  run_id       INTEGER REFERENCES runs (id)
+) WITHOUT ROWID;
+)sql",
+};
+
+int current_version(Db& db) {
+    auto& st = db.cached("PRAGMA user_version");
+    st.step();
+    int v = static_cast<int>(st.int64(0));
+    st.reset();
+    return v;
+}
+
+}  // namespace
+
+int schema_version() { return static_cast<int>(k_migrations.size()); }
+
+Status migrate(Db& db) {
+    try {
+        int v = current_version(db);
+        if (v > schema_version()) {
+            return make_error("storage_version", "database schema version " + std::to_string(v) +
+                                                     " is newer than this crcrd (" + std::to_string(schema_version()) + ")");
+        }
+        for (; v < schema_version(); ++v) {
+            Transaction tx(db);
+            db.exec(k_migrations[static_cast<std::size_t>(v)]);
+            db.exec("PRAGMA user_version = " + std::to_string(v + 1));
+            tx.commit();
+        }
+    } catch (const SqlError& e) {
+        return make_error(e.kind(), std::string("migration failed: ") + e.what());
+    }
+    return Ok{};
+}
+
+}  // namespace crcrd::store

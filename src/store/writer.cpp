@@ -1,0 +1,87 @@
+#include "crcrd/store/writer.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include <vector>
+
+namespace crcrd::store {
+
+Writer::Writer(std::unique_ptr<Db> db, WriterOptions opts)
+    : m_db(std::move(db)), m_opts(opts), m_thread([this] { loop(); }) {}
+
+Writer::~Writer() { stop(); }
+
+bool Writer::submit(Work work, Done done) {
+    {
+        std::lock_guard lk(m_mu);
+        if (m_stopping || m_queue.size() >= m_opts.max_pending) return false;
+        m_queue.push_back(Item{std::move(work), std::move(done)});
+    }
+    m_cv.notify_one();
+    return true;
+}
+
+void Writer::stop() {
+    {
+        std::lock_guard lk(m_mu);
+        m_stopping = true;
+    }
+    m_cv.notify_one();
+    if (m_thread.joinable()) m_thread.join();
+}
+
+std::size_t Writer::pending() const {
+    std::lock_guard lk(m_mu);
+    return m_queue.size();
+}
+
+void Writer::loop() {
+    for (;;) {
+        std::deque<Item> batch;
+        {
+            std::unique_lock lk(m_mu);
+            m_cv.wait(lk, [&] { return m_stopping || !m_queue.empty(); });
+            if (m_queue.empty()) return;  // stopping and drained
+            while (!m_queue.empty() && batch.size() < m_opts.max_batch) {
+                batch.push_back(std::move(m_queue.front()));
+                m_queue.pop_front();
+            }
+        }
+        commit_batch(batch);
+    }
+}
+
+void Writer::commit_batch(std::deque<Item>& batch) {
+    std::vector<Status> results(batch.size(), Status(Ok{}));
+    Status batch_status = Ok{};
+    try {
+        Transaction tx(*m_db);
+        for (std::size_t i = 0; i < batch.size(); ++i) {
+            m_db->exec("SAVEPOINT item");
+            try {
+                batch[i].work(*m_db);
+                m_db->exec("RELEASE item");
+            } catch (const SqlError& e) {
+                results[i] = make_error(e.kind(), e.what());
+                m_db->exec("ROLLBACK TO item");
+                m_db->exec("RELEASE item");
+            } catch (const std::exception& e) {
+                results[i] = make_error("internal", e.what());
+                m_db->exec("ROLLBACK TO item");
+                m_db->exec("RELEASE item");
+            }
+        }
+        tx.commit();
+    } catch (const SqlError& e) {
+        spdlog::error("storage commit failed batch={} code={} error=\"{}\"", batch.size(), e.code(), e.what());
+        batch_status = make_error(e.kind(), e.what());
+    } catch (const std::exception& e) {
+        spdlog::error("storage batch failed: {}", e.what());
+        batch_status = make_error("storage", e.what());
+    }
+    for (std::size_t i = 0; i < batch.size(); ++i) {
+        batch[i].done(batch_status ? results[i] : batch_status);
+    }
+}
+
+}  // namespace crcrd::store
