@@ -103,7 +103,9 @@ awaitable<void> serve_requests(Server::Impl& self, Stream& stream, beast::tcp_st
         }
         bhttp::request_parser<bhttp::string_body> parser;
         parser.header_limit(static_cast<std::uint32_t>(self.cfg.max_header_bytes));
-        parser.body_limit(self.cfg.max_body_bytes);
+        // The body limit is applied after the header, so an oversized Content-Length still
+        // reaches the handler as a request to record (and answer 413), not a parse error.
+        parser.body_limit(boost::none);
         lowest.expires_after(self.cfg.header_timeout);
         auto [hec, hn] = co_await bhttp::async_read_header(stream, buffer, parser, k_tuple);
         if (hec == bhttp::error::header_limit) {
@@ -130,6 +132,7 @@ awaitable<void> serve_requests(Server::Impl& self, Stream& stream, beast::tcp_st
         const unsigned version = head.version();
         bool client_keep_alive = head.keep_alive();
 
+        parser.body_limit(self.cfg.max_body_bytes);
         auto length = parser.content_length();
         if (length && *length > self.cfg.max_body_bytes) {
             req.refused_status = 413;

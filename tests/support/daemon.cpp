@@ -1,0 +1,138 @@
+#include "support/daemon.hpp"
+
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <chrono>
+#include <fstream>
+#include <regex>
+#include <sstream>
+
+#include "crcrd/core/files.hpp"
+#include "crcrd/ingest/signature.hpp"
+#include "crcrd/store/sqlite.hpp"
+#include "support/certs.hpp"
+
+namespace crcrd {
+
+std::string fixture_text(const std::string& rel) {
+    auto t = read_file(std::string(CRCRD_FIXTURES_DIR) + "/" + rel);
+    if (!t) throw std::runtime_error(t.error().message);
+    return *t;
+}
+
+TestDaemon::TestDaemon(const std::filesystem::path& dir, std::string extra_yaml, bool tls) : m_dir(dir), m_tls(tls) {
+    write_file(m_dir / "secrets" / "webhook.secret", std::string(k_test_secret) + "\n", 0600);
+    write_file(m_dir / "secrets" / "relay.whsec", std::string(k_test_whsec) + "\n", 0600);
+    write_config(extra_yaml);
+}
+
+void TestDaemon::write_config(const std::string& extra_yaml, const std::string& server_yaml,
+                              const std::string& storage_yaml) {
+    const auto& certs = test_certs();
+    std::ostringstream y;
+    y << "log_level: debug\n"
+      << "server:\n  listen: \"127.0.0.1:0\"\n";
+    if (m_tls) y << "  tls: {cert: " << certs.cert.string() << ", key: " << certs.key.string() << "}\n";
+    y << "  max_connections: 2048\n" << server_yaml
+      << "storage: {path: state/crcrd.db" << storage_yaml << "}\n"
+      << "ingest:\n  secrets: [{id: current, file: secrets/webhook.secret}]\n"
+      << "  standard_webhooks_secrets: [{id: relay, file: secrets/relay.whsec}]\n"
+      << "trust:\n  downstream_repo: torch-spyre/torch-spyre\n  fork_labels: [ciflow/crcr/spyre]\n"
+      << extra_yaml;
+    write_file(config_path(), y.str());
+}
+
+TestDaemon::~TestDaemon() {
+    if (m_proc && m_proc->running()) {
+        m_proc->signal(SIGTERM);
+        if (!m_proc->wait_for(std::chrono::seconds(15))) m_proc->signal(SIGKILL);
+    }
+}
+
+std::string TestDaemon::log() const {
+    auto t = read_file(log_path(), 256 * 1024 * 1024);
+    return t ? *t : std::string();
+}
+
+void TestDaemon::start() {
+    std::size_t offset = log().size();
+    m_proc = std::make_unique<Process>(std::vector<std::string>{CRCRD_BIN, "--config", config_path().string()}, log_path());
+    static const std::regex k_listening(R"(listening on https?://127\.0\.0\.1:([0-9]+))");
+    std::smatch m;
+    bool up = eventually([&] {
+        std::string tail = log().substr(offset);
+        if (std::regex_search(tail, m, k_listening)) {
+            m_port = static_cast<std::uint16_t>(std::stoi(m[1].str()));
+            return true;
+        }
+        return !m_proc->running();
+    });
+    ASSERT_TRUE(up && m_port != 0) << "crcrd did not start:\n" << log().substr(offset);
+}
+
+int TestDaemon::stop() {
+    m_proc->signal(SIGTERM);
+    auto rc = m_proc->wait_for(std::chrono::seconds(30));
+    EXPECT_TRUE(rc) << "crcrd did not stop after SIGTERM";
+    return rc.value_or(-1);
+}
+
+void TestDaemon::kill9() {
+    m_proc->signal(SIGKILL);
+    m_proc->wait_for(std::chrono::seconds(10));
+}
+
+std::string TestDaemon::url(const std::string& path) const {
+    return std::string(m_tls ? "https" : "http") + "://127.0.0.1:" + std::to_string(m_port) + path;
+}
+
+Result<http::ClientResponse> TestDaemon::request(const std::string& method, const std::string& path,
+                                                 const http::Headers& headers, const std::string& body) {
+    http::ClientOptions o;
+    o.ca_file = test_certs().ca;
+    o.timeout = std::chrono::seconds(30);
+    return http::send(method, url(path), headers, body, o);
+}
+
+Result<http::ClientResponse> TestDaemon::post_github(const std::string& body, const std::string& delivery_id,
+                                                     const std::string& event, const std::string& secret) {
+    return request("POST", "/webhook",
+                   {{"Content-Type", "application/json"},
+                    {"X-GitHub-Event", event},
+                    {"X-GitHub-Delivery", delivery_id},
+                    {"X-Hub-Signature-256", ingest::sign_github(secret, body)}},
+                   body);
+}
+
+Result<http::ClientResponse> TestDaemon::post_standard(const std::string& body, const std::string& id,
+                                                       std::optional<std::int64_t> timestamp) {
+    auto key = ingest::decode_whsec(k_test_whsec);
+    std::int64_t ts = timestamp.value_or(std::chrono::duration_cast<std::chrono::seconds>(
+                                             std::chrono::system_clock::now().time_since_epoch())
+                                             .count());
+    return request("POST", "/webhook",
+                   {{"Content-Type", "application/json"},
+                    {"webhook-id", id},
+                    {"webhook-timestamp", std::to_string(ts)},
+                    {"webhook-signature", ingest::sign_standard(*key, id, ts, body)}},
+                   body);
+}
+
+std::int64_t TestDaemon::scalar(const std::string& sql) const {
+    auto db = store::Db::open(db_path(), store::OpenOptions{true, 5000});
+    if (!db) throw std::runtime_error(db.error().message);
+    auto st = (*db)->prepare(sql);
+    if (!st.step()) throw std::runtime_error("no row: " + sql);
+    return st.int64(0);
+}
+
+std::string TestDaemon::text(const std::string& sql) const {
+    auto db = store::Db::open(db_path(), store::OpenOptions{true, 5000});
+    if (!db) throw std::runtime_error(db.error().message);
+    auto st = (*db)->prepare(sql);
+    if (!st.step()) throw std::runtime_error("no row: " + sql);
+    return st.text(0);
+}
+
+}  // namespace crcrd

@@ -1,0 +1,42 @@
+#pragma once
+// Real child processes for tests: spawn with output to a file, signal, wait with a deadline.
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <functional>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace crcrd {
+
+class Process {
+public:
+    /// Starts argv[0] (looked up in PATH) with stdout and stderr appended to `log`.
+    Process(const std::vector<std::string>& argv, const std::filesystem::path& log);
+    /// SIGKILLs the child if it still runs.
+    ~Process();
+    Process(const Process&) = delete;
+    Process& operator=(const Process&) = delete;
+
+    pid_t pid() const { return m_pid; }
+    bool running();
+    void signal(int sig);
+    /// The exit code (128+signal when killed), or nullopt if still running after `timeout`.
+    std::optional<int> wait_for(std::chrono::milliseconds timeout);
+
+private:
+    pid_t m_pid = -1;
+    std::optional<int> m_status;
+};
+
+/// Runs a command to completion; returns its exit code and fills `output` (stdout+stderr).
+int run_command(const std::vector<std::string>& argv, std::string* output = nullptr,
+                const std::string& stdin_text = "");
+
+/// Polls `cond` until it is true or `timeout` passes; returns the last value.
+bool eventually(const std::function<bool()>& cond, std::chrono::milliseconds timeout = std::chrono::seconds(20));
+
+}  // namespace crcrd

@@ -1,0 +1,154 @@
+#include <gtest/gtest.h>
+
+#include <fstream>
+
+#include "crcrd/config/config.hpp"
+#include "support/temp_dir.hpp"
+
+namespace crcrd::config {
+namespace {
+
+const char* k_minimal = R"(
+server: {listen: "127.0.0.1:8443"}
+storage: {path: state/crcrd.db}
+ingest: {secrets: [{id: current, file: webhook.secret}]}
+trust: {downstream_repo: torch-spyre/torch-spyre, fork_labels: [ciflow/crcr/spyre]}
+)";
+
+bool has_error(const Loaded& l, const std::string& text) {
+    for (const auto& e : l.errors)
+        if (e.find(text) != std::string::npos) return true;
+    return false;
+}
+
+std::string all(const Loaded& l) {
+    std::string s;
+    for (const auto& e : l.errors) s += e + "\n";
+    return s;
+}
+
+TEST(Config, MinimalGetsDefaultsAndResolvesRelativePaths) {
+    auto l = parse(k_minimal, "/etc/crcrd");
+    ASSERT_TRUE(l.config) << all(l);
+    const auto& c = *l.config;
+    EXPECT_EQ(c.server.port, 8443);
+    EXPECT_FALSE(c.server.tls);
+    EXPECT_EQ(c.server.max_body_bytes, 1024u * 1024u);
+    EXPECT_EQ(c.storage.path, "/etc/crcrd/state/crcrd.db");
+    EXPECT_EQ(c.ingest.secrets.at(0).file, "/etc/crcrd/webhook.secret");
+    EXPECT_EQ(c.ingest.max_clock_skew, std::chrono::seconds(300));
+    EXPECT_EQ(c.trust.upstream_repo, "pytorch/pytorch");
+    EXPECT_EQ(c.execution.isolation, "bwrap");
+}
+
+TEST(Config, TheContractExampleIsValid) {
+    // CONTRACT.md §2, verbatim in content.
+    const char* text = R"(
+server:
+  listen: "127.0.0.1:8443"
+  tls: {cert: /etc/crcrd/tls.crt, key: /etc/crcrd/tls.key}
+  public_url: "https://ci.example.org:8443"
+  max_body_bytes: 1048576
+storage: {path: /var/lib/crcrd/crcrd.db}
+ingest:
+  secrets: [{id: current, file: /etc/crcrd/webhook.secret}]
+  standard_webhooks_secrets: [{id: relay, file: /etc/crcrd/relay.whsec}]
+  max_clock_skew: 300s
+trust:
+  upstream_repo: pytorch/pytorch
+  downstream_repo: torch-spyre/torch-spyre
+  senders: []
+  fork_policy: require_label
+  fork_labels: ["ciflow/crcr/spyre"]
+upstream: {mirror: /var/lib/crcrd/pytorch.git, remote: "https://github.com/pytorch/pytorch.git"}
+selection: {rules: /etc/crcrd/selection.yaml}
+runners:
+  - {name: spyre-0, labels: [spyre_pf_x1], env: {SPYRE_DEVICES: "0"}, devices: [/dev/vfio/0],
+     health_check: ["/usr/local/bin/spyre-health", "0"], device_model: "IBM Spyre"}
+execution:
+  command: ["/opt/torch-spyre/ci/run-crcr-tests.sh"]
+  work_root: /var/lib/crcrd/work
+  env: {PIP_CACHE_DIR: /var/cache/crcrd/pip}
+  isolation: bwrap
+  stall_timeout: 300s
+  device_wait: 30m
+  health_interval: 30s
+  max_log_bytes: 64MiB
+  infra_retries: 2
+  flaky_reruns: 1
+  backend_dir: /opt/torch-spyre
+  driver_version_command: ["/usr/local/bin/spyre-smi", "--driver-version"]
+classify:
+  device_patterns: ["RAS::VFIO::DeviceOpenFail"]
+  infra_patterns: ["No space left on device", "ERROR: Could not install packages"]
+report:
+  github: {api_url: "https://api.github.com", repo: pytorch/pytorch, token_file: /etc/crcrd/gh.token, context_prefix: crcr/spyre, mode: advisory}
+  file: /var/lib/crcrd/statuses.jsonl
+admin:
+  tokens: [{name: ops, sha256: "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08", role: admin}]
+)";
+    auto l = parse(text, "/");
+    ASSERT_TRUE(l.config) << all(l);
+    const auto& c = *l.config;
+    ASSERT_TRUE(c.server.tls);
+    EXPECT_EQ(c.runners.at(0).env.at("SPYRE_DEVICES"), "0");
+    EXPECT_EQ(c.runners.at(0).device_model, "IBM Spyre");
+    EXPECT_EQ(c.execution.max_log_bytes, 64u << 20);
+    EXPECT_EQ(c.execution.device_wait, std::chrono::minutes(30));
+    EXPECT_EQ(c.report.github->context_prefix, "crcr/spyre");
+    EXPECT_EQ(c.admin.tokens.at(0).role, "admin");
+}
+
+TEST(Config, ErrorsNameTheKeyPath) {
+    struct Case {
+        std::string yaml_tail;
+        std::string expect;
+    };
+    const std::vector<Case> cases = {
+        {"bogus: 1\n", "bogus: unknown key"},
+        {"execution: {stall_timeout: 5}\n", "execution.stall_timeout: '5' is not a duration"},
+        {"execution: {isolation: docker}\n", "execution.isolation: 'docker' is not one of bwrap | user | none"},
+        {"execution: {max_log_bytes: lots}\n", "execution.max_log_bytes"},
+        {"runners: [{labels: [a]}]\n", "runners[0].name: required"},
+        {"runners: [{name: a, labelz: [a]}]\n", "runners[0].labelz: unknown key"},
+        {"admin: {tokens: [{name: a, sha256: abc, role: admin}]}\n", "admin.tokens[0].sha256"},
+        {"admin: {tokens: [{name: a, sha256: 9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08, role: root}]}\n",
+         "admin.tokens[0].role"},
+        {"classify: {infra_patterns: ['(unclosed']}\n", "classify.infra_patterns"},
+        {"report: {github: {repo: pytorch/pytorch}}\n", "report.github.token_file: required"},
+    };
+    for (const auto& c : cases) {
+        auto l = parse(std::string(k_minimal) + c.yaml_tail, "/etc");
+        EXPECT_FALSE(l.config) << c.yaml_tail;
+        EXPECT_TRUE(has_error(l, c.expect)) << "wanted '" << c.expect << "' in:\n" << all(l);
+    }
+}
+
+TEST(Config, StructuralErrors) {
+    auto l = parse("server: {listen: \"0.0.0.0:8443\"}\nstorage: {path: x}\ningest: {secrets: []}\ntrust: {fork_policy: run}\n", "/");
+    EXPECT_FALSE(l.config);
+    EXPECT_TRUE(has_error(l, "server.tls: required")) << all(l);
+    EXPECT_TRUE(has_error(l, "ingest.secrets: at least one secret")) << all(l);
+    EXPECT_TRUE(has_error(l, "trust.downstream_repo: required")) << all(l);
+
+    auto bad_listen = parse(std::string(k_minimal) + "execution: {}\n", "/");
+    EXPECT_TRUE(bad_listen.config) << all(bad_listen);
+    auto no_port = parse("server: {listen: \"127.0.0.1\"}\nstorage: {path: x}\ningest: {secrets: [{id: a, file: f}]}\ntrust: {downstream_repo: a/b, fork_policy: run}\n", "/");
+    EXPECT_TRUE(has_error(no_port, "server.listen")) << all(no_port);
+
+    auto yaml = parse("server: [\n", "/");
+    EXPECT_FALSE(yaml.config);
+    EXPECT_TRUE(has_error(yaml, "line")) << all(yaml);
+
+    auto line = parse(std::string(k_minimal) + "execution:\n  stall_timeout: forever\n", "/");
+    EXPECT_TRUE(has_error(line, "(line 7)")) << all(line);
+}
+
+TEST(Config, LoadReportsUnreadableFile) {
+    auto l = load("/nonexistent/crcrd.yaml");
+    EXPECT_FALSE(l.config);
+    EXPECT_TRUE(has_error(l, "/nonexistent/crcrd.yaml"));
+}
+
+}  // namespace
+}  // namespace crcrd::config
