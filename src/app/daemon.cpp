@@ -7,6 +7,7 @@
 #include <boost/asio/signal_set.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
+#include <sys/resource.h>
 #include <systemd/sd-daemon.h>
 
 #include <iostream>
@@ -57,6 +58,15 @@ Checked load_checked(const std::filesystem::path& path) {
 
 void notify(const char* state) { sd_notify(0, state); }
 
+/// Each connection and the database take descriptors: allow as many as the hard limit does.
+void raise_fd_limit() {
+    rlimit rl{};
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+        rl.rlim_cur = rl.rlim_max;
+        setrlimit(RLIMIT_NOFILE, &rl);
+    }
+}
+
 }  // namespace
 
 int check_config(const std::filesystem::path& path, std::ostream& err) {
@@ -73,6 +83,7 @@ int run(const std::filesystem::path& config_path) {
     }
     const config::Config& cfg = *checked.config;
     log::init(cfg.log_level);
+    raise_fd_limit();
 
     std::error_code fs_ec;
     std::filesystem::create_directories(cfg.storage.path.parent_path(), fs_ec);
