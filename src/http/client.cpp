@@ -95,6 +95,8 @@ asio::awaitable<Result<ClientResponse>> run(asio::io_context& ioc, const Url& u,
     lowest.expires_after(deadline);
     auto [cec, ep] = co_await lowest.async_connect(results, k_tuple);
     if (cec) co_return make_error("network", "cannot connect to " + u.host + ":" + std::to_string(u.port) + ": " + cec.message());
+    boost::system::error_code nodelay_ec;
+    lowest.socket().set_option(tcp::no_delay(true), nodelay_ec);
     auto [hec] = co_await stream.async_handshake(ssl::stream_base::client, k_tuple);
     if (hec) co_return make_error("network", "TLS handshake with " + u.host + " failed: " + hec.message());
     auto result = co_await exchange(stream, lowest, req, opts);

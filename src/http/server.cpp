@@ -8,7 +8,6 @@
 #include <boost/asio/post.hpp>
 #include <boost/asio/ssl.hpp>
 #include <boost/asio/steady_timer.hpp>
-#include <boost/asio/strand.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/write.hpp>
 #include <boost/beast/core.hpp>
@@ -34,7 +33,7 @@ using asio::awaitable;
 namespace {
 constexpr auto k_tuple = asio::as_tuple(asio::use_awaitable);
 
-/// One connection as the drain sees it; touched only on the connection's strand.
+/// One connection as the drain sees it; touched only on the connection's own context.
 struct Conn {
     beast::tcp_stream* lowest = nullptr;
     bool idle = false;
@@ -42,7 +41,9 @@ struct Conn {
 }  // namespace
 
 struct Server::Impl {
-    asio::io_context& ioc;
+    std::vector<asio::io_context*> contexts;
+    asio::io_context& ioc;  // contexts[0]: the acceptor and the drain
+    std::size_t next_context = 0;
     config::ServerConfig cfg;
     Handler handler;
     std::optional<ssl::context> tls;
@@ -54,8 +55,8 @@ struct Server::Impl {
     std::map<std::uint64_t, std::pair<asio::any_io_executor, std::shared_ptr<Conn>>> conns;
     std::uint64_t next_id = 0;
 
-    Impl(asio::io_context& io, config::ServerConfig c, Handler h)
-        : ioc(io), cfg(std::move(c)), handler(std::move(h)), acceptor(io) {}
+    Impl(std::vector<asio::io_context*> ctxs, config::ServerConfig c, Handler h)
+        : contexts(std::move(ctxs)), ioc(*contexts.at(0)), cfg(std::move(c)), handler(std::move(h)), acceptor(ioc) {}
 };
 
 namespace {
@@ -222,7 +223,8 @@ awaitable<void> session(std::shared_ptr<Server::Impl> self, tcp::socket socket) 
 awaitable<void> accept_loop(std::shared_ptr<Server::Impl> self) {
     asio::steady_timer backoff(self->ioc);
     for (;;) {
-        auto [ec, socket] = co_await self->acceptor.async_accept(asio::make_strand(self->ioc), k_tuple);
+        asio::io_context& target = *self->contexts[self->next_context++ % self->contexts.size()];
+        auto [ec, socket] = co_await self->acceptor.async_accept(target.get_executor(), k_tuple);
         if (ec) {
             if (ec == asio::error::operation_aborted || !self->acceptor.is_open()) co_return;
             spdlog::warn("accept failed error=\"{}\"", ec.message());
@@ -236,6 +238,10 @@ awaitable<void> accept_loop(std::shared_ptr<Server::Impl> self) {
             socket.close(ignored);
             continue;
         }
+        // Answers are small and written in pieces (TLS records): without TCP_NODELAY each
+        // piece after the first waits for the peer's delayed ACK (tens of milliseconds).
+        boost::system::error_code nodelay_ec;
+        socket.set_option(tcp::no_delay(true), nodelay_ec);
         ++self->active;
         auto ex = socket.get_executor();
         asio::co_spawn(ex, session(self, std::move(socket)), [self](std::exception_ptr e) {
@@ -253,8 +259,8 @@ awaitable<void> accept_loop(std::shared_ptr<Server::Impl> self) {
 
 }  // namespace
 
-Server::Server(asio::io_context& ioc, config::ServerConfig cfg, Handler handler)
-    : m_impl(std::make_shared<Impl>(ioc, std::move(cfg), std::move(handler))) {}
+Server::Server(std::vector<asio::io_context*> contexts, config::ServerConfig cfg, Handler handler)
+    : m_impl(std::make_shared<Impl>(std::move(contexts), std::move(cfg), std::move(handler))) {}
 
 Server::~Server() {
     boost::system::error_code ec;

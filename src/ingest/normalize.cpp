@@ -1,4 +1,7 @@
-#include <nlohmann/json.hpp>
+// Normalisation reads the body with simdjson's DOM: a delivery is tens of KiB of upstream
+// payload of which a dozen fields matter, and building a full nlohmann tree per request cost
+// a third of the daemon's CPU under load (docs/performance.md).
+#include <simdjson.h>
 
 #include <algorithm>
 #include <set>
@@ -7,9 +10,18 @@
 
 namespace crcrd::ingest {
 
-using nlohmann::json;
-
 namespace {
+
+using simdjson::dom::element;
+using simdjson::dom::element_type;
+
+/// The array inside an element already known to be one (a named value, so that a range-for
+/// does not iterate a member of a destroyed temporary).
+simdjson::dom::array as_array(element e) {
+    simdjson::dom::array a;
+    if (e.get_array().get(a) != simdjson::SUCCESS) return simdjson::dom::array();
+    return a;
+}
 
 Error bad(const std::string& detail) { return make_error("bad_request", detail); }
 Error bad_sha() { return make_error("invalid_sha", "expected a full 40-character commit SHA"); }
@@ -23,75 +35,82 @@ std::string lower(std::string s) {
     return s;
 }
 
-/// Field access that names the path on a type mismatch.
+/// Field access on one JSON object that names the path on a type mismatch. A JSON null is
+/// treated as absent.
 class Fields {
 public:
-    Fields(const json& j, std::string path) : m_j(j), m_path(std::move(path)) {}
+    Fields(element e, std::string path) : m_e(e), m_path(std::move(path)) {}
 
-    const json* find(const char* key) const {
-        if (!m_j.is_object()) return nullptr;
-        auto it = m_j.find(key);
-        return (it == m_j.end() || it->is_null()) ? nullptr : &*it;
+    std::optional<element> find(const char* key) const {
+        if (!m_e.is_object()) return std::nullopt;
+        element v;
+        if (m_e.get_object().at_key(key).get(v) != simdjson::SUCCESS || v.is_null()) return std::nullopt;
+        return v;
     }
+    bool has(const char* key) const { return find(key).has_value(); }
     std::string name(const char* key) const { return m_path.empty() ? key : m_path + "." + key; }
 
     Result<std::string> str(const char* key) const {
-        const json* v = find(key);
+        auto v = find(key);
         if (!v) return bad("missing " + name(key));
         if (!v->is_string()) return bad(name(key) + " must be a string");
-        return v->get<std::string>();
+        return std::string(v->get_string().value_unsafe());
     }
     Result<std::optional<std::string>> opt_str(const char* key) const {
-        const json* v = find(key);
+        auto v = find(key);
         if (!v) return std::optional<std::string>();
         if (!v->is_string()) return bad(name(key) + " must be a string");
-        return std::optional<std::string>(v->get<std::string>());
+        return std::optional<std::string>(std::string(v->get_string().value_unsafe()));
     }
     Result<std::int64_t> integer(const char* key) const {
-        const json* v = find(key);
+        auto v = find(key);
         if (!v) return bad("missing " + name(key));
-        if (!v->is_number_integer()) return bad(name(key) + " must be an integer");
-        return v->get<std::int64_t>();
+        if (!v->is_int64()) return bad(name(key) + " must be an integer");
+        return v->get_int64().value_unsafe();
     }
     Result<std::optional<std::int64_t>> opt_integer(const char* key) const {
-        const json* v = find(key);
+        auto v = find(key);
         if (!v) return std::optional<std::int64_t>();
-        if (!v->is_number_integer()) return bad(name(key) + " must be an integer");
-        return std::optional<std::int64_t>(v->get<std::int64_t>());
+        if (!v->is_int64()) return bad(name(key) + " must be an integer");
+        return std::optional<std::int64_t>(v->get_int64().value_unsafe());
     }
     Result<Fields> object(const char* key) const {
-        const json* v = find(key);
+        auto v = find(key);
         if (!v) return bad("missing " + name(key));
         if (!v->is_object()) return bad(name(key) + " must be an object");
         return Fields(*v, name(key));
     }
     std::optional<Fields> opt_object(const char* key) const {
-        const json* v = find(key);
+        auto v = find(key);
         if (!v || !v->is_object()) return std::nullopt;
         return Fields(*v, name(key));
     }
     Result<std::optional<std::vector<std::string>>> opt_strings(const char* key) const {
-        const json* v = find(key);
+        auto v = find(key);
         if (!v) return std::optional<std::vector<std::string>>();
         if (!v->is_array()) return bad(name(key) + " must be a list of strings");
         std::vector<std::string> out;
-        out.reserve(v->size());
-        for (const auto& e : *v) {
+        for (element e : as_array(*v)) {
             if (!e.is_string()) return bad(name(key) + " must be a list of strings");
-            out.push_back(e.get<std::string>());
+            out.emplace_back(e.get_string().value_unsafe());
         }
         return std::optional<std::vector<std::string>>(std::move(out));
     }
-    const json& raw() const { return m_j; }
+    /// A string member or nullopt, whatever else is there.
+    std::optional<std::string> loose_str(const char* key) const {
+        auto v = find(key);
+        if (!v || !v->is_string()) return std::nullopt;
+        return std::string(v->get_string().value_unsafe());
+    }
 
 private:
-    const json& m_j;
+    element m_e;
     std::string m_path;
 };
 
-#define CRCRD_TRY(var, expr)                 \
-    auto var##_r = (expr);                   \
-    if (!var##_r) return var##_r.error();    \
+#define CRCRD_TRY(var, expr)              \
+    auto var##_r = (expr);                \
+    if (!var##_r) return var##_r.error(); \
     auto var = std::move(var##_r.value())
 
 Status pin(std::string& sha) {
@@ -110,10 +129,7 @@ Status pin_base(std::string& sha) {
 }
 
 std::optional<std::string> repo_name(const std::optional<Fields>& repo) {
-    if (!repo) return std::nullopt;
-    const json* n = repo->find("full_name");
-    if (n && n->is_string()) return n->get<std::string>();
-    return std::nullopt;
+    return repo ? repo->loose_str("full_name") : std::nullopt;
 }
 
 Result<Event> pull_request(const Fields& p, Event e) {
@@ -149,12 +165,10 @@ Result<Event> pull_request(const Fields& p, Event e) {
         if (auto s = pin_base(e.base_sha); !s) return s.error();
         if (!e.upstream_repo) e.upstream_repo = repo_name(base->opt_object("repo"));
     }
-    if (const json* labels = pr.find("labels")) {
+    if (auto labels = pr.find("labels")) {
         if (!labels->is_array()) return bad(pr.name("labels") + " must be a list");
-        for (const auto& l : *labels) {
-            if (l.is_object() && l.contains("name") && l["name"].is_string()) {
-                e.labels.push_back(l["name"].get<std::string>());
-            }
+        for (element l : as_array(*labels)) {
+            if (auto name = Fields(l, "").loose_str("name")) e.labels.push_back(*name);
         }
     }
     e.intent = Intent::run;
@@ -168,8 +182,8 @@ Result<Event> push(const Fields& p, Event e) {
     e.ref = ref;
     e.upstream_repo = repo_name(p.opt_object("repository"));
     CRCRD_TRY(after, p.str("after"));
-    const json* deleted = p.find("deleted");
-    if ((deleted && deleted->is_boolean() && deleted->get<bool>()) || all_zeros(after)) {
+    auto deleted = p.find("deleted");
+    if ((deleted && deleted->is_bool() && deleted->get_bool().value_unsafe()) || all_zeros(after)) {
         e.intent = Intent::ignore;
         e.reason = "push deletes " + ref;
         return e;
@@ -189,20 +203,25 @@ Result<Event> push(const Fields& p, Event e) {
             e.pr = std::stoll(tail);
         }
     }
-    if (const json* commits = p.find("commits")) {
+    if (auto commits = p.find("commits")) {
         if (!commits->is_array()) return bad(p.name("commits") + " must be a list");
-        std::set<std::string> seen;
+        std::set<std::string, std::less<>> seen;
         std::vector<std::string> files;
-        for (const auto& c : *commits) {
+        std::size_t count = 0;
+        for (element c : as_array(*commits)) {
+            ++count;
             for (const char* k : {"added", "modified", "removed"}) {
-                if (!c.is_object() || !c.contains(k) || !c[k].is_array()) continue;
-                for (const auto& f : c[k]) {
-                    if (f.is_string() && seen.insert(f.get<std::string>()).second) files.push_back(f.get<std::string>());
+                auto list = Fields(c, "").find(k);
+                if (!list || !list->is_array()) continue;
+                for (element f : as_array(*list)) {
+                    if (!f.is_string()) continue;
+                    std::string_view path = f.get_string().value_unsafe();
+                    if (seen.emplace(path).second) files.emplace_back(path);
                 }
             }
         }
         e.push_files = std::move(files);
-        e.push_commit_count = commits->size();
+        e.push_commit_count = count;
     }
     e.intent = Intent::run;
     return e;
@@ -280,26 +299,29 @@ bool valid_sha(std::string_view sha) {
     return sha.size() == 40 && std::all_of(sha.begin(), sha.end(), ::isxdigit) && !all_zeros(sha);
 }
 
-Result<Event> normalize(std::string_view github_event, const json& body) {
-    if (!body.is_object()) return bad("the body must be a JSON object");
-    Fields f(body, "");
+Result<Event> normalize(std::string_view github_event, std::string_view body) {
+    // One parser per thread: its buffers are reused from one delivery to the next.
+    thread_local simdjson::dom::parser parser;
+    element root;
+    if (auto err = parser.parse(body.data(), body.size()).get(root); err) {
+        return bad(std::string("body is not valid JSON: ") + simdjson::error_message(err));
+    }
+    if (!root.is_object()) return bad("the body must be a JSON object");
+    Fields f(root, "");
     Event e;
-    if (github_event == "ping" || (github_event.empty() && body.contains("zen") && body.contains("hook_id"))) {
+    if (github_event == "ping" || (github_event.empty() && f.has("zen") && f.has("hook_id"))) {
         e.form = "ping";
         e.intent = Intent::ping;
         return e;
     }
-    const bool has_cp = body.contains("client_payload");
-    if (github_event == "repository_dispatch" || (github_event.empty() && has_cp)) {
-        if (const json* a = f.find("action")) {
+    if (github_event == "repository_dispatch" || (github_event.empty() && f.has("client_payload"))) {
+        if (auto a = f.find("action")) {
             if (!a->is_string()) return bad("action must be a string");
             // A repository_dispatch webhook: the downstream repo and sender are checked by trust.
             e.downstream_repo = repo_name(f.opt_object("repository"));
             if (!e.downstream_repo) return bad("missing repository.full_name");
-            if (auto s = f.opt_object("sender")) {
-                if (const json* l = s->find("login"); l && l->is_string()) e.sender = l->get<std::string>();
-            }
-            return dispatch(f, a->get<std::string>(), std::move(e));
+            if (auto s = f.opt_object("sender")) e.sender = s->loose_str("login");
+            return dispatch(f, std::string(a->get_string().value_unsafe()), std::move(e));
         }
         CRCRD_TRY(type, f.str("event_type"));
         return dispatch(f, type, std::move(e));

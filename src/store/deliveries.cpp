@@ -25,7 +25,7 @@ std::int64_t insert_delivery(Db& db, const Delivery& d, Verdict verdict, int sta
                              bool store_body) {
     auto& st = db.cached(
         "INSERT INTO deliveries (delivery_id, crcr_delivery_id, received_at, scheme, event, verdict, "
-        "http_status, reason, run_id, run_ids, remote, body) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)");
+        "http_status, reason, run_id, run_ids, remote, body, body_size) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)");
     st.bind(1, d.delivery_id.empty() ? std::optional<std::string>() : d.delivery_id)
         .bind(2, d.crcr_delivery_id)
         .bind(3, d.received_at)
@@ -37,8 +37,11 @@ std::int64_t insert_delivery(Db& db, const Delivery& d, Verdict verdict, int sta
         .bind(9, run_id)
         .bind(10, run_ids.empty() ? std::optional<std::string>() : nlohmann::json(run_ids).dump())
         .bind(11, d.remote);
-    if (store_body) st.bind_blob(12, d.body);
-    else st.bind(12, std::nullopt);
+    if (store_body) {
+        st.bind_blob(12, d.body).bind(13, static_cast<std::int64_t>(d.body_size));
+    } else {
+        st.bind(12, std::nullopt).bind(13, std::nullopt);
+    }
     st.run();
     return db.last_insert_rowid();
 }

@@ -55,7 +55,8 @@ CREATE TABLE deliveries (
   run_id           INTEGER REFERENCES runs (id),
   run_ids          TEXT,
   remote           TEXT,
-  body             BLOB
+  body             BLOB,             -- zstd-compressed request body (accepted deliveries only)
+  body_size        INTEGER           -- its size before compression
 );
 CREATE INDEX deliveries_by_verdict ON deliveries (verdict, id);
 

@@ -29,8 +29,9 @@ public:
     explicit TestDaemon(const std::filesystem::path& dir, std::string extra_yaml = "", bool tls = true);
     ~TestDaemon();
 
-    /// Starts crcrd and waits until it logs its listening address.
-    void start();
+    /// Starts crcrd (with `env` added to its environment) and waits until it logs its
+    /// listening address.
+    void start(const std::vector<std::string>& env = {});
     /// SIGTERM; returns the exit code.
     int stop();
     /// SIGKILL, as a crash.

@@ -76,6 +76,10 @@ asio::awaitable<void> worker(Shared& sh) {
         std::size_t first = sh.next++;
         auto [cec] = co_await lowest.async_connect(sh.endpoint, k_tuple);
         bool ok = !cec;
+        if (ok) {
+            boost::system::error_code nodelay_ec;
+            lowest.socket().set_option(tcp::no_delay(true), nodelay_ec);
+        }
         if (ok && sh.opts.tls) {
             auto [hec] = co_await tls.async_handshake(ssl::stream_base::client, k_tuple);
             ok = !hec;

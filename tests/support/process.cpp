@@ -26,7 +26,8 @@ int decode(int status) {
 }
 }  // namespace
 
-Process::Process(const std::vector<std::string>& argv, const std::filesystem::path& log) {
+Process::Process(const std::vector<std::string>& argv, const std::filesystem::path& log,
+                 const std::vector<std::string>& env) {
     int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
     if (fd < 0) throw std::runtime_error("cannot open " + log.string());
     auto args = c_argv(argv);
@@ -36,6 +37,7 @@ Process::Process(const std::vector<std::string>& argv, const std::filesystem::pa
         ::dup2(fd, 2);
         int devnull = ::open("/dev/null", O_RDONLY);
         ::dup2(devnull, 0);
+        for (const auto& e : env) ::putenv(const_cast<char*>(e.c_str()));
         ::execvp(args[0], args.data());
         ::_exit(127);
     }

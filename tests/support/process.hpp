@@ -14,8 +14,10 @@ namespace crcrd {
 
 class Process {
 public:
-    /// Starts argv[0] (looked up in PATH) with stdout and stderr appended to `log`.
-    Process(const std::vector<std::string>& argv, const std::filesystem::path& log);
+    /// Starts argv[0] (looked up in PATH) with stdout and stderr appended to `log`, and
+    /// `env` ("NAME=value") added to the inherited environment.
+    Process(const std::vector<std::string>& argv, const std::filesystem::path& log,
+            const std::vector<std::string>& env = {});
     /// SIGKILLs the child if it still runs.
     ~Process();
     Process(const Process&) = delete;

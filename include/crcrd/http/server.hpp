@@ -9,6 +9,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "crcrd/config/config.hpp"
 #include "crcrd/core/result.hpp"
@@ -26,7 +27,10 @@ using Handler = std::function<boost::asio::awaitable<Response>(Request&)>;
 
 class Server {
 public:
-    Server(boost::asio::io_context& ioc, config::ServerConfig cfg, Handler handler);
+    /// `contexts[0]` accepts; connections are spread round-robin over all of them. Each
+    /// context is meant to be run by exactly one thread (no locking inside Asio), so a
+    /// connection never needs a strand.
+    Server(std::vector<boost::asio::io_context*> contexts, config::ServerConfig cfg, Handler handler);
     ~Server();
     Server(const Server&) = delete;
     Server& operator=(const Server&) = delete;

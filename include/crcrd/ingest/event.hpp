@@ -7,8 +7,6 @@
 #include <string_view>
 #include <vector>
 
-#include <nlohmann/json_fwd.hpp>
-
 #include "crcrd/core/result.hpp"
 
 namespace crcrd::ingest {
@@ -49,9 +47,10 @@ struct Event {
 /// True for exactly 40 hex characters (either case) that are not all zeros.
 bool valid_sha(std::string_view sha);
 
-/// Normalises a parsed body. `github_event` is the X-GitHub-Event header (empty for Standard
-/// Webhooks). Errors: "bad_request" (missing field, wrong type, unknown shape; the message
-/// names the field) and "invalid_sha". Never trusts the payload: trust is checked separately.
-Result<Event> normalize(std::string_view github_event, const nlohmann::json& body);
+/// Parses and normalises a raw body (already authenticated). `github_event` is the
+/// X-GitHub-Event header (empty for Standard Webhooks). Errors: "bad_request" (not JSON,
+/// missing field, wrong type, unknown shape; the message names the field) and
+/// "invalid_sha". Never trusts the payload: trust is checked separately.
+Result<Event> normalize(std::string_view github_event, std::string_view body);
 
 }  // namespace crcrd::ingest

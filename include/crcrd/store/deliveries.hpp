@@ -41,7 +41,8 @@ struct Delivery {
     Verdict intended = Verdict::rejected;  // queued, ignored, cancelled, pong or rejected
     int http_status = 400;
     std::string reason;
-    std::string body;                     // stored only when not rejected
+    std::string body;                     // zstd-compressed; stored only when not rejected
+    std::size_t body_size = 0;            // size before compression
     std::optional<NewRun> run;            // with queued
     std::optional<std::int64_t> cancel_pr;  // with cancelled
 };

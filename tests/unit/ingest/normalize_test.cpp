@@ -61,7 +61,7 @@ const FixtureCase k_fixtures[] = {
 TEST(Normalize, EveryFixture) {
     for (const auto& c : k_fixtures) {
         SCOPED_TRACE(c.file);
-        auto e = normalize(c.header, fixture(c.file));
+        auto e = normalize(c.header, fixture(c.file).dump());
         ASSERT_TRUE(e) << e.error().message;
         EXPECT_EQ(e->intent, c.intent);
         EXPECT_EQ(e->form, c.form);
@@ -74,7 +74,7 @@ TEST(Normalize, EveryFixture) {
 }
 
 TEST(Normalize, CrcrPullRequestDetails) {
-    auto e = normalize("repository_dispatch", fixture("crcr/pull_request-synchronize.dispatch.json"));
+    auto e = normalize("repository_dispatch", fixture("crcr/pull_request-synchronize.dispatch.json").dump());
     ASSERT_TRUE(e);
     EXPECT_EQ(e->event, "pull_request");
     EXPECT_EQ(e->action, "synchronize");
@@ -86,20 +86,20 @@ TEST(Normalize, CrcrPullRequestDetails) {
     EXPECT_EQ(e->labels, std::vector<std::string>{"bug"});
     EXPECT_FALSE(e->changed_files);
 
-    auto fork = normalize("repository_dispatch", fixture("crcr/pull_request-fork.dispatch.json"));
+    auto fork = normalize("repository_dispatch", fixture("crcr/pull_request-fork.dispatch.json").dump());
     ASSERT_TRUE(fork);
     EXPECT_EQ(fork->head_repo, "someone/pytorch");
     EXPECT_TRUE(fork->labels.empty());
 }
 
 TEST(Normalize, PushCommitsAndDirectChangedFiles) {
-    auto push = normalize("repository_dispatch", fixture("crcr/push.dispatch.json"));
+    auto push = normalize("repository_dispatch", fixture("crcr/push.dispatch.json").dump());
     ASSERT_TRUE(push);
     ASSERT_TRUE(push->push_files);
     EXPECT_EQ(*push->push_files, std::vector<std::string>{"README.md"});
     EXPECT_EQ(push->push_commit_count, 1u);
 
-    auto direct = normalize("", fixture("crcr/direct-pytorch-crcr.json"));
+    auto direct = normalize("", fixture("crcr/direct-pytorch-crcr.json").dump());
     ASSERT_TRUE(direct);
     ASSERT_TRUE(direct->changed_files);
     EXPECT_EQ(direct->changed_files->size(), 2u);
@@ -111,14 +111,14 @@ TEST(Normalize, ShaIsPinnedLowerCaseAndValidated) {
     auto& sha = body["client_payload"]["payload"]["pull_request"]["head"]["sha"];
 
     sha = "EC26C3E57CA3A959CA5AAD62DE7213C562F8C821";
-    auto upper = normalize("repository_dispatch", body);
+    auto upper = normalize("repository_dispatch", body.dump());
     ASSERT_TRUE(upper);
     EXPECT_EQ(upper->sha, k_pr_sha);
 
     for (const char* bad : {"ec26c3e", "0000000000000000000000000000000000000000",
                             "ec26c3e57ca3a959ca5aad62de7213c562f8c82g", "ec26c3e57ca3a959ca5aad62de7213c562f8c8210"}) {
         sha = bad;
-        auto r = normalize("repository_dispatch", body);
+        auto r = normalize("repository_dispatch", body.dump());
         ASSERT_FALSE(r) << bad;
         EXPECT_EQ(r.error().code, "invalid_sha") << bad;
     }
@@ -143,19 +143,23 @@ TEST(Normalize, MissingFieldsAndWrongTypesNameTheField) {
     for (const auto& c : cases) {
         auto body = fixture("crcr/pull_request-synchronize.dispatch.json");
         c.mutate(body);
-        auto r = normalize("repository_dispatch", body);
+        auto r = normalize("repository_dispatch", body.dump());
         ASSERT_FALSE(r) << c.expect_in_message;
         EXPECT_EQ(r.error().code, "bad_request");
         EXPECT_NE(r.error().message.find(c.expect_in_message), std::string::npos) << r.error().message;
     }
-    EXPECT_FALSE(normalize("", json::array()));
-    EXPECT_FALSE(normalize("", json{{"hello", "world"}}));
+    EXPECT_FALSE(normalize("", json::array().dump()));
+    EXPECT_FALSE(normalize("", json{{"hello", "world"}}.dump()));
+    auto broken = normalize("repository_dispatch", "{\"action\": ");
+    ASSERT_FALSE(broken);
+    EXPECT_EQ(broken.error().code, "bad_request");
+    EXPECT_NE(broken.error().message.find("not valid JSON"), std::string::npos);
 }
 
 TEST(Normalize, LegacyTriggerNeedsShaAndPr) {
     auto body = fixture("crcr/legacy-pr-trigger.dispatch.json");
     body["client_payload"].erase("pr_number");
-    auto r = normalize("repository_dispatch", body);
+    auto r = normalize("repository_dispatch", body.dump());
     ASSERT_FALSE(r);
     EXPECT_NE(r.error().message.find("client_payload.pr_number"), std::string::npos);
 }
@@ -163,7 +167,7 @@ TEST(Normalize, LegacyTriggerNeedsShaAndPr) {
 TEST(Normalize, PushDeletedRefAndCiflowTag) {
     auto body = fixture("crcr/push.dispatch.json");
     body["client_payload"]["payload"]["after"] = "0000000000000000000000000000000000000000";
-    auto del = normalize("repository_dispatch", body);
+    auto del = normalize("repository_dispatch", body.dump());
     ASSERT_TRUE(del);
     EXPECT_EQ(del->intent, Intent::ignore);
     EXPECT_NE(del->reason.find("deletes"), std::string::npos);
@@ -171,7 +175,7 @@ TEST(Normalize, PushDeletedRefAndCiflowTag) {
     body = fixture("crcr/push.dispatch.json");
     body["client_payload"]["payload"]["ref"] = "refs/tags/ciflow/crcr/spyre/12345";
     body["client_payload"]["payload"]["before"] = k_base_sha;
-    auto tag = normalize("repository_dispatch", body);
+    auto tag = normalize("repository_dispatch", body.dump());
     ASSERT_TRUE(tag);
     EXPECT_EQ(tag->intent, Intent::run);
     EXPECT_EQ(tag->pr, 12345);
