@@ -47,10 +47,7 @@ http {
 }
 CONF
 nginx -p "$work/nginx" -c "$work/nginx/nginx.conf" -g 'daemon off;' &
-for _ in $(seq 100); do (echo > /dev/tcp/127.0.0.1/$nport) 2>/dev/null && break; sleep 0.05; done
-"$build/bench/bench_ingest" --label "nginx static 202" --port "$nport" --ca "$work/tls.crt" --fixture "$fixture" \
-  --connections "$connections" --total "$total" || true
-kill %1; wait %1 2>/dev/null || true
+nginx_pid=$!
 
 # 2. crcrd: signature check, JSON, normalisation, trust, group commit with synchronous=FULL.
 cport=$(free_port)
@@ -62,8 +59,21 @@ ingest: {secrets: [{id: bench, file: webhook.secret}]}
 trust: {downstream_repo: torch-spyre/torch-spyre, fork_labels: [ciflow/crcr/spyre]}
 CONF
 ${CRCRD_WRAP:-} "$build/crcrd" --config "$work/crcrd.yaml" 2> "$work/crcrd.log" &
-for _ in $(seq 100); do (echo > /dev/tcp/127.0.0.1/$cport) 2>/dev/null && break; sleep 0.05; done
-rss_before=$(awk '/VmRSS/ {print $2}' /proc/$!/status)
-"$build/bench/bench_ingest" --label "crcrd verify+store" --port "$cport" --ca "$work/tls.crt" --fixture "$fixture" \
-  --connections "$connections" --total "$total" --db "$work/state/crcrd.db"
-echo "crcrd rss: ${rss_before} KiB idle, $(awk '/VmHWM/ {print $2}' /proc/$!/status) KiB peak; database $(du -k "$work/state/crcrd.db" | cut -f1) KiB"
+crcrd_pid=$!
+for port in $nport $cport; do
+  for _ in $(seq 100); do (echo > /dev/tcp/127.0.0.1/$port) 2>/dev/null && break; sleep 0.05; done
+done
+rss_idle=$(awk '/VmRSS/ {print $2}' /proc/$crcrd_pid/status)
+
+# The machine is shared with the load generator and noisy: alternate the two, several rounds.
+rounds=${ROUNDS:-3}
+for round in $(seq "$rounds"); do
+  "$build/bench/bench_ingest" --label "nginx static 202" --port "$nport" --ca "$work/tls.crt" --fixture "$fixture" \
+    --connections "$connections" --total "$total" | tee -a "$work/results"
+  "$build/bench/bench_ingest" --label "crcrd verify+store" --port "$cport" --ca "$work/tls.crt" --fixture "$fixture" \
+    --connections "$connections" --total "$total" --db "$work/state/crcrd.db" --run "round$round" | tee -a "$work/results"
+done
+echo "crcrd rss: ${rss_idle} KiB idle, $(awk '/VmHWM/ {print $2}' /proc/$crcrd_pid/status) KiB peak; database $(du -k "$work/state/crcrd.db" | cut -f1) KiB for $((total * rounds)) deliveries"
+median() { grep "^$1" "$work/results" | sed -E 's/.*rate=([0-9]+).*/\1/' | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
+n=$(median nginx); c=$(median crcrd)
+echo "median: nginx ${n}/s, crcrd ${c}/s, ratio $(awk -v c="$c" -v n="$n" 'BEGIN {printf "%.2f", c/n}')"

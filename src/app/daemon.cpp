@@ -110,7 +110,10 @@ int run(const std::filesystem::path& config_path) {
         spdlog::critical("storage: {}", m.error().message);
         return 1;
     }
-    store::Writer writer(std::move(*db), store::WriterOptions{cfg.storage.max_pending_writes, 1024});
+    store::WriterOptions writer_opts;
+    writer_opts.max_pending = cfg.storage.max_pending_writes;
+    writer_opts.checkpoint_path = cfg.storage.path;
+    store::Writer writer(std::move(*db), writer_opts);
     ingest::WebhookHandler webhook(checked.policy, writer);
 
     // One single-threaded io_context per network thread: Asio then takes no locks, and each

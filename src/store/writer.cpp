@@ -6,8 +6,18 @@
 
 namespace crcrd::store {
 
-Writer::Writer(std::unique_ptr<Db> db, WriterOptions opts)
-    : m_db(std::move(db)), m_opts(opts), m_thread([this] { loop(); }) {}
+Writer::Writer(std::unique_ptr<Db> db, WriterOptions opts) : m_db(std::move(db)), m_opts(std::move(opts)) {
+    if (!m_opts.checkpoint_path.empty()) {
+        auto cp = Db::open(m_opts.checkpoint_path);
+        if (cp) {
+            m_db->exec("PRAGMA wal_autocheckpoint=0");
+            m_checkpointer = std::thread([this, c = std::move(*cp)]() mutable { checkpoint_loop(std::move(c)); });
+        } else {
+            spdlog::warn("storage: checkpoints stay in the writer: {}", cp.error().message);
+        }
+    }
+    m_thread = std::thread([this] { loop(); });
+}
 
 Writer::~Writer() { stop(); }
 
@@ -27,7 +37,33 @@ void Writer::stop() {
         m_stopping = true;
     }
     m_cv.notify_one();
+    m_stop_cv.notify_all();
     if (m_thread.joinable()) m_thread.join();
+    if (m_checkpointer.joinable()) m_checkpointer.join();
+}
+
+void Writer::checkpoint_loop(std::unique_ptr<Db> db) {
+    // PASSIVE never blocks the writer; the WAL file is reused from its start once a
+    // checkpoint has caught up, and journal_size_limit trims it after a burst.
+    db->exec("PRAGMA journal_size_limit=67108864");
+    auto& st = db->cached("PRAGMA wal_checkpoint(PASSIVE)");
+    for (;;) {
+        {
+            std::unique_lock lk(m_mu);
+            if (m_stop_cv.wait_for(lk, m_opts.checkpoint_interval, [&] { return m_stopping; })) break;
+        }
+        try {
+            st.reset();
+            st.run();
+        } catch (const SqlError& e) {
+            spdlog::warn("storage checkpoint failed code={} error=\"{}\"", e.code(), e.what());
+        }
+    }
+    try {
+        db->exec("PRAGMA wal_checkpoint(TRUNCATE)");
+    } catch (const SqlError& e) {
+        spdlog::warn("storage final checkpoint failed: {}", e.what());
+    }
 }
 
 std::size_t Writer::pending() const {

@@ -9,6 +9,8 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <chrono>
+#include <filesystem>
 #include <thread>
 
 #include "crcrd/core/result.hpp"
@@ -19,6 +21,10 @@ namespace crcrd::store {
 struct WriterOptions {
     std::size_t max_pending = 10000;  // submit() refuses beyond this ("overloaded")
     std::size_t max_batch = 1024;
+    /// When set, WAL checkpoints run on a second connection and thread instead of inside
+    /// the writer's commits, so a commit never waits for the database file to be synced.
+    std::filesystem::path checkpoint_path;
+    std::chrono::milliseconds checkpoint_interval{500};
 };
 
 class Writer {
@@ -53,14 +59,17 @@ private:
     };
     void loop();
     void commit_batch(std::deque<Item>& batch);
+    void checkpoint_loop(std::unique_ptr<Db> db);
 
     std::unique_ptr<Db> m_db;
     WriterOptions m_opts;
     mutable std::mutex m_mu;
-    std::condition_variable m_cv;
+    std::condition_variable m_cv;       // the writer waits for work
+    std::condition_variable m_stop_cv;  // the checkpointer waits for its interval or stop
     std::deque<Item> m_queue;
     bool m_stopping = false;
     std::thread m_thread;
+    std::thread m_checkpointer;
 };
 
 }  // namespace crcrd::store

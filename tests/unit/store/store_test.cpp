@@ -6,6 +6,7 @@
 #include "crcrd/store/deliveries.hpp"
 #include "crcrd/store/schema.hpp"
 #include "crcrd/store/writer.hpp"
+#include "support/process.hpp"
 #include "support/temp_dir.hpp"
 
 namespace crcrd::store {
@@ -152,9 +153,39 @@ TEST(Writer, GroupCommitCompletesEveryItemAndIsolatesFailures) {
     EXPECT_EQ(count(*db, "SELECT count(*) FROM deliveries WHERE delivery_id='id-57'"), 0);
 }
 
+TEST(Writer, CheckpointsRunOnTheSide) {
+    TempDir dir;
+    auto path = dir.path() / "a.db";
+    WriterOptions opts;
+    opts.checkpoint_path = path;
+    opts.checkpoint_interval = std::chrono::milliseconds(5);
+    Writer writer(open_db(path), opts);
+    auto initial = std::filesystem::file_size(path);
+    std::vector<std::promise<Status>> done(300);
+    for (int i = 0; i < 300; ++i) {
+        ASSERT_TRUE(writer.submit(
+            [i](Db& db) {
+                auto d = queued("cp-" + std::to_string(i));
+                d.body = std::string(2000, 'b');
+                record_delivery(db, d);
+            },
+            [&done, i](Status s) { done[static_cast<std::size_t>(i)].set_value(s); }));
+    }
+    for (auto& d : done) EXPECT_TRUE(d.get_future().get());
+    // The writer itself never checkpoints (wal_autocheckpoint=0); the side thread moves the
+    // committed pages into the database file while the writer keeps running.
+    EXPECT_TRUE(eventually([&] { return std::filesystem::file_size(path) > initial + 300 * 2000; }));
+    writer.stop();
+    auto db = open_db(path);
+    EXPECT_EQ(count(*db, "SELECT count(*) FROM runs"), 300);
+}
+
 TEST(Writer, RefusesBeyondCapacityAndAfterStop) {
     TempDir dir;
-    Writer writer(open_db(dir.path() / "a.db"), WriterOptions{1, 1});
+    WriterOptions opts;
+    opts.max_pending = 1;
+    opts.max_batch = 1;
+    Writer writer(open_db(dir.path() / "a.db"), opts);
     std::promise<void> release;
     auto gate = release.get_future().share();
     std::promise<void> started;
