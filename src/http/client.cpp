@@ -46,8 +46,7 @@ bool is_ip(const std::string& host) {
 }
 
 template <class Stream>
-asio::awaitable<Result<ClientResponse>> exchange(Stream& stream, beast::tcp_stream& lowest,
-                                                 bhttp::request<bhttp::string_body>& req,
+asio::awaitable<Result<ClientResponse>> exchange(Stream& stream, bhttp::request<bhttp::string_body>& req,
                                                  const ClientOptions& opts) {
     auto [wec, wn] = co_await bhttp::async_write(stream, req, k_tuple);
     if (wec) co_return make_error("network", "write failed: " + wec.message());
@@ -57,7 +56,6 @@ asio::awaitable<Result<ClientResponse>> exchange(Stream& stream, beast::tcp_stre
     parser.header_limit(64 * 1024);
     auto [rec, rn] = co_await bhttp::async_read(stream, buffer, parser, k_tuple);
     if (rec) co_return make_error("network", "read failed: " + rec.message());
-    (void)lowest;
     ClientResponse out;
     auto& res = parser.get();
     out.status = static_cast<int>(res.result_int());
@@ -77,7 +75,7 @@ asio::awaitable<Result<ClientResponse>> run(asio::io_context& ioc, const Url& u,
         stream.expires_after(deadline);
         auto [cec, ep] = co_await stream.async_connect(results, k_tuple);
         if (cec) co_return make_error("network", "cannot connect to " + u.host + ":" + std::to_string(u.port) + ": " + cec.message());
-        co_return co_await exchange(stream, stream, req, opts);
+        co_return co_await exchange(stream, req, opts);
     }
     ssl::context ctx(ssl::context::tls_client);
     SSL_CTX_set_min_proto_version(ctx.native_handle(), TLS1_2_VERSION);
@@ -99,7 +97,7 @@ asio::awaitable<Result<ClientResponse>> run(asio::io_context& ioc, const Url& u,
     lowest.socket().set_option(tcp::no_delay(true), nodelay_ec);
     auto [hec] = co_await stream.async_handshake(ssl::stream_base::client, k_tuple);
     if (hec) co_return make_error("network", "TLS handshake with " + u.host + " failed: " + hec.message());
-    auto result = co_await exchange(stream, lowest, req, opts);
+    auto result = co_await exchange(stream, req, opts);
     lowest.expires_after(std::chrono::seconds(2));
     co_await stream.async_shutdown(k_tuple);
     co_return result;

@@ -95,16 +95,21 @@ boost::asio::awaitable<http::Response> WebhookHandler::handle(http::Request& req
 
     http::Response res;
     std::optional<Event> event;
-    // Each check either leaves `res` unset (status 0) or decides the answer.
+    // Each check either leaves `res` unset (status 0) or rejects: the answer and the reason
+    // the delivery log keeps are set together.
     res.status = 0;
+    auto reject = [&](int status, const std::string& code, const std::string& detail = {}) {
+        res = error(status, code, detail);
+        d->reason = detail.empty() ? code : detail;
+    };
     if (req.method != "POST") {
-        res = error(405, "method_not_allowed", "use POST");
+        reject(405, "method_not_allowed", "use POST");
         res.headers.emplace_back("Allow", "POST");
     } else if (req.refused_status == 413) {
-        res = error(413, "payload_too_large");
+        reject(413, "payload_too_large");
         res.close = true;
     } else if (!is_json_content_type(req.header("Content-Type").value_or(""))) {
-        res = error(415, "unsupported_media_type");
+        reject(415, "unsupported_media_type");
     } else {
         Result<std::string> verified =
             standard ? verify_standard(req.header("webhook-id").value_or(""), req.header("webhook-timestamp").value_or(""),
@@ -114,20 +119,20 @@ boost::asio::awaitable<http::Response> WebhookHandler::handle(http::Request& req
                                        std::chrono::duration_cast<std::chrono::seconds>(pol->ingest.max_clock_skew))
                      : verify_github(req.header("X-Hub-Signature-256").value_or(""), req.body, pol->keys.github);
         if (!verified) {
-            res = error(401, "unauthorized", verified.error().message);
+            reject(401, "unauthorized", verified.error().message);
         } else if (d->delivery_id.empty()) {
-            res = error(400, "bad_request", "missing X-GitHub-Delivery");
+            reject(400, "bad_request", "missing X-GitHub-Delivery");
         } else {
             if (auto ev = normalize(d->event, req.body); !ev) {
-                res = ev.error().code == "invalid_sha" ? error(422, "invalid_sha", ev.error().message)
-                                                       : error(400, "bad_request", ev.error().message);
+                const bool sha = ev.error().code == "invalid_sha";
+                reject(sha ? 422 : 400, sha ? "invalid_sha" : "bad_request", ev.error().message);
             } else {
                 event = std::move(*ev);
                 d->crcr_delivery_id = event->crcr_delivery_id;
                 if (d->event.empty()) d->event = event_type(*event);
                 auto trust = decide(*event, pol->trust);
                 if (trust.verdict == TrustDecision::Verdict::forbid) {
-                    res = error(403, "forbidden", trust.reason);
+                    reject(403, "forbidden", trust.reason);
                 } else if (trust.verdict == TrustDecision::Verdict::ignore) {
                     event->intent = Intent::ignore;
                     event->reason = trust.reason;
@@ -139,8 +144,6 @@ boost::asio::awaitable<http::Response> WebhookHandler::handle(http::Request& req
     if (res.status != 0) {
         d->intended = Verdict::rejected;
         d->http_status = res.status;
-        auto body = json::parse(res.body, nullptr, false);
-        d->reason = body.value("detail", body.value("error", ""));
     } else {
         // Compressed here, on a network thread, so the single writer only writes.
         d->body_size = req.body.size();

@@ -119,20 +119,24 @@ Result<http::ClientResponse> TestDaemon::post_standard(const std::string& body, 
                    body);
 }
 
-std::int64_t TestDaemon::scalar(const std::string& sql) const {
-    auto db = store::Db::open(db_path(), store::OpenOptions{true, 5000});
+namespace {
+/// Runs `sql` on a fresh read-only connection and hands the first row to `read`.
+template <class T, class Read>
+T first_row(const std::filesystem::path& db_path, const std::string& sql, Read read) {
+    auto db = store::Db::open(db_path, store::OpenOptions{true, 5000});
     if (!db) throw std::runtime_error(db.error().message);
     auto st = (*db)->prepare(sql);
     if (!st.step()) throw std::runtime_error("no row: " + sql);
-    return st.int64(0);
+    return read(st);
+}
+}  // namespace
+
+std::int64_t TestDaemon::scalar(const std::string& sql) const {
+    return first_row<std::int64_t>(db_path(), sql, [](store::Stmt& st) { return st.int64(0); });
 }
 
 std::string TestDaemon::text(const std::string& sql) const {
-    auto db = store::Db::open(db_path(), store::OpenOptions{true, 5000});
-    if (!db) throw std::runtime_error(db.error().message);
-    auto st = (*db)->prepare(sql);
-    if (!st.step()) throw std::runtime_error("no row: " + sql);
-    return st.text(0);
+    return first_row<std::string>(db_path(), sql, [](store::Stmt& st) { return st.text(0); });
 }
 
 }  // namespace crcrd
