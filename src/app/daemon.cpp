@@ -21,6 +21,7 @@
 #include "crcrd/core/log.hpp"
 #include "crcrd/http/server.hpp"
 #include "crcrd/ingest/webhook.hpp"
+#include "crcrd/select/rules.hpp"
 #include "crcrd/store/schema.hpp"
 #include "crcrd/store/writer.hpp"
 
@@ -47,7 +48,11 @@ Checked load_checked(const std::filesystem::path& path) {
         return out;
     }
     auto ring = ingest::load_keyring(loaded.config->ingest, &out.errors);
-    if (!ring) return out;
+    if (!loaded.config->selection.rules.empty()) {
+        // Checked here so that --check-config and SIGHUP refuse a broken rules file too.
+        (void)select::load_rules(loaded.config->selection.rules, &out.errors);
+    }
+    if (!ring || !out.errors.empty()) return out;
     auto pol = std::make_shared<ingest::Policy>();
     pol->keys = std::move(*ring);
     pol->ingest = loaded.config->ingest;

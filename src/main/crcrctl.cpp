@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "crcrd/app/explain.hpp"
 #include "crcrd/app/send.hpp"
 
 namespace {
@@ -12,7 +13,9 @@ void usage(std::ostream& os) {
     os << "usage: crcrctl [--version] COMMAND ...\n"
           "  send --scheme github|standard-webhooks --secret-file F [--url U] [--cacert F]\n"
           "       [--event NAME] [--delivery-id ID] EVENT.json\n"
-          "       sign EVENT.json and post it (default URL https://127.0.0.1:8443/webhook)\n";
+          "       sign EVENT.json and post it (default URL https://127.0.0.1:8443/webhook)\n"
+          "  explain --rules FILE --changed-files FILE|- [--event pull_request|push|schedule] [--json]\n"
+          "       print the selection a run would get for these changed paths\n";
 }
 
 int send(const std::vector<std::string>& args) {
@@ -43,6 +46,28 @@ int send(const std::vector<std::string>& args) {
     return crcrd::app::send_event(o, std::cout, std::cerr);
 }
 
+int explain(const std::vector<std::string>& args) {
+    crcrd::app::ExplainOptions o;
+    for (std::size_t i = 0; i < args.size(); ++i) {
+        const std::string& a = args[i];
+        bool has_value = i + 1 < args.size();
+        if (a == "--rules" && has_value) o.rules = args[++i];
+        else if (a == "--changed-files" && has_value) o.changed_files = args[++i];
+        else if (a == "--event" && has_value) o.event = args[++i];
+        else if (a == "--json") o.json = true;
+        else {
+            std::cerr << "crcrctl explain: unexpected argument '" << a << "'\n";
+            usage(std::cerr);
+            return 2;
+        }
+    }
+    if (o.rules.empty() || o.changed_files.empty()) {
+        std::cerr << "crcrctl explain: --rules and --changed-files are required\n";
+        return 2;
+    }
+    return crcrd::app::explain(o, std::cin, std::cout, std::cerr);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -59,6 +84,7 @@ int main(int argc, char** argv) {
     args.erase(args.begin());
     try {
         if (cmd == "send") return send(args);
+        if (cmd == "explain") return explain(args);
     } catch (const std::exception& e) {
         std::cerr << "crcrctl: " << e.what() << "\n";
         return 1;
