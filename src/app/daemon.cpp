@@ -21,6 +21,7 @@
 #include "crcrd/core/log.hpp"
 #include "crcrd/http/server.hpp"
 #include "crcrd/ingest/webhook.hpp"
+#include "crcrd/sched/planner.hpp"
 #include "crcrd/select/rules.hpp"
 #include "crcrd/store/schema.hpp"
 #include "crcrd/store/writer.hpp"
@@ -37,6 +38,7 @@ constexpr auto k_tuple = asio::as_tuple(asio::use_awaitable);
 struct Checked {
     std::optional<config::Config> config;
     std::shared_ptr<const ingest::Policy> policy;
+    std::shared_ptr<const sched::PlannerConfig> planner;  // null without selection.rules
     std::vector<std::string> errors;
 };
 
@@ -50,7 +52,15 @@ Checked load_checked(const std::filesystem::path& path) {
     auto ring = ingest::load_keyring(loaded.config->ingest, &out.errors);
     if (!loaded.config->selection.rules.empty()) {
         // Checked here so that --check-config and SIGHUP refuse a broken rules file too.
-        (void)select::load_rules(loaded.config->selection.rules, &out.errors);
+        auto rules = select::load_rules(loaded.config->selection.rules, &out.errors);
+        if (rules) {
+            auto pc = std::make_shared<sched::PlannerConfig>();
+            pc->rules = std::make_shared<const select::Rules>(std::move(*rules));
+            pc->sources.upstream = loaded.config->upstream;
+            pc->sources.github = loaded.config->report.github;
+            pc->sources.upstream_repo = loaded.config->trust.upstream_repo;
+            out.planner = std::move(pc);
+        }
     }
     if (!ring || !out.errors.empty()) return out;
     auto pol = std::make_shared<ingest::Policy>();
@@ -120,6 +130,9 @@ int run(const std::filesystem::path& config_path) {
     writer_opts.checkpoint_path = cfg.storage.path;
     store::Writer writer(std::move(*db), writer_opts);
     ingest::WebhookHandler webhook(checked.policy, writer);
+    sched::Planner planner(writer, cfg.storage.path, checked.planner);
+    webhook.on_queued([&planner] { planner.notify(); });
+    planner.start();
 
     // One single-threaded io_context per network thread: Asio then takes no locks, and each
     // connection lives on one thread. contexts[0] also runs signals, timers and the acceptor.
@@ -152,6 +165,7 @@ int run(const std::filesystem::path& config_path) {
                     auto next = load_checked(config_path);
                     if (next.errors.empty()) {
                         webhook.set_policy(next.policy);
+                        planner.set_config(next.planner);
                         spdlog::info("reloaded {}: secrets={} standard_secrets={}", config_path.string(),
                                      next.policy->keys.github.size(), next.policy->keys.standard.size());
                     } else {
@@ -201,6 +215,7 @@ int run(const std::filesystem::path& config_path) {
     }
     ioc.run();
     for (auto& t : threads) t.join();
+    planner.stop();
     writer.stop();
     spdlog::info("stopped");
     return 0;

@@ -190,6 +190,7 @@ boost::asio::awaitable<http::Response> WebhookHandler::handle(http::Request& req
     }
     switch (outcome.verdict) {
         case Verdict::queued:
+            if (m_on_queued) m_on_queued();
             res = http::Response::json(202, {{"status", "queued"}, {"run_id", *outcome.run_id}, {"sha", event->sha},
                                              {"delivery_id", d->delivery_id}});
             break;

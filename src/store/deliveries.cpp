@@ -96,6 +96,14 @@ std::vector<std::int64_t> cancel_pr_runs(Db& db, std::int64_t pr, const std::str
     st.bind(1, reason).bind(2, now).bind(3, pr);
     std::vector<std::int64_t> ids;
     while (st.step()) ids.push_back(st.int64(0));
+    auto& jobs = db.cached(
+        "UPDATE jobs SET state = 'cancelled', conclusion = 'cancelled', reason = ?, finished_at = ? "
+        "WHERE run_id = ? AND state IN ('queued','leased','running')");
+    for (auto id : ids) {
+        jobs.reset();
+        jobs.bind(1, reason).bind(2, now).bind(3, id);
+        jobs.run();
+    }
     return ids;
 }
 

@@ -8,7 +8,7 @@ namespace crcrd::store {
 namespace {
 
 // Each entry takes the schema from version i to i+1. Never edit a released entry; append.
-constexpr std::array<const char*, 1> k_migrations = {
+constexpr std::array<const char*, 2> k_migrations = {
     R"sql(
 CREATE TABLE meta (
   key   TEXT PRIMARY KEY,
@@ -66,6 +66,31 @@ CREATE TABLE delivery_keys (
   delivery_row INTEGER NOT NULL REFERENCES deliveries (id),
   run_id       INTEGER REFERENCES runs (id)
 ) WITHOUT ROWID;
+)sql",
+    // 2: selection and jobs.
+    R"sql(
+ALTER TABLE runs ADD COLUMN selection TEXT;  -- the explanation (JSON), set once the run is planned
+
+CREATE TABLE jobs (
+  id          INTEGER PRIMARY KEY,
+  run_id      INTEGER NOT NULL REFERENCES runs (id),
+  tier        TEXT NOT NULL,
+  position    INTEGER NOT NULL,               -- the tier's place in the rules file
+  state       TEXT NOT NULL CHECK (state IN ('queued','leased','running','completed','cancelled')),
+  conclusion  TEXT,
+  reason      TEXT,
+  attempt     INTEGER NOT NULL DEFAULT 1,
+  slot        TEXT,
+  tests       TEXT NOT NULL DEFAULT '[]',
+  timeout_ms  INTEGER NOT NULL,
+  exit_status INTEGER,
+  metadata    TEXT,
+  created_at  TEXT NOT NULL,
+  started_at  TEXT,
+  finished_at TEXT
+);
+CREATE INDEX jobs_by_run ON jobs (run_id, position);
+CREATE INDEX jobs_by_state ON jobs (state);
 )sql",
 };
 

@@ -1,0 +1,59 @@
+#pragma once
+// The planner turns a queued run into jobs: it resolves the run's changed paths (§3.2),
+// decides the tiers (§3.1), stores the explanation on the run (§3.3) and creates one queued
+// job per selected tier. A run with nothing selected completes at once as passed.
+// It works on its own thread (git and HTTPS block) and writes through the Writer.
+
+#include <condition_variable>
+#include <filesystem>
+#include <memory>
+#include <mutex>
+#include <thread>
+
+#include "crcrd/select/changed_paths.hpp"
+#include "crcrd/select/rules.hpp"
+#include "crcrd/store/writer.hpp"
+
+namespace crcrd::sched {
+
+/// What SIGHUP may replace for the planner.
+struct PlannerConfig {
+    std::shared_ptr<const select::Rules> rules;
+    select::SourceSettings sources;
+};
+
+class Planner {
+public:
+    Planner(store::Writer& writer, std::filesystem::path db_path, std::shared_ptr<const PlannerConfig> cfg);
+    ~Planner();
+    Planner(const Planner&) = delete;
+    Planner& operator=(const Planner&) = delete;
+
+    /// Starts the thread; it plans whatever is queued, then waits for notify() (or a
+    /// periodic look, for runs stored while it was busy).
+    void start();
+    /// New runs were stored.
+    void notify();
+    void set_config(std::shared_ptr<const PlannerConfig> cfg);
+    /// Finishes the run in hand and stops. Idempotent.
+    void stop();
+
+    /// Plans every queued, unplanned run once, on the calling thread; returns how many.
+    /// (The thread's body; public for tests.)
+    std::size_t plan_pending();
+
+private:
+    void loop();
+    std::shared_ptr<const PlannerConfig> config() const;
+
+    store::Writer& m_writer;
+    std::filesystem::path m_db_path;
+    mutable std::mutex m_mu;
+    std::condition_variable m_cv;
+    std::shared_ptr<const PlannerConfig> m_cfg;
+    bool m_pending = true;
+    bool m_stopping = false;
+    std::thread m_thread;
+};
+
+}  // namespace crcrd::sched

@@ -1,0 +1,51 @@
+#pragma once
+// Resolving a run's changed paths (CONTRACT.md §3.2): payload, complete push commits, the
+// local upstream mirror, GitHub's PR files API, else unknown. Blocking (git, HTTPS): call it
+// from a worker thread.
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "crcrd/config/config.hpp"
+#include "crcrd/select/selection.hpp"
+
+namespace crcrd::select {
+
+/// What a run knows about its commit.
+struct RunRef {
+    std::string event;  // pull_request | push | schedule | manual
+    std::string sha;
+    std::optional<std::int64_t> pr;
+    std::string ref;
+    std::string base_ref;
+    std::string base_sha;
+    nlohmann::json inputs = nlohmann::json::object();  // changed_files, push_files, push_commit_count
+};
+
+struct SourceSettings {
+    config::UpstreamConfig upstream;                  // mirror empty: no git source
+    std::optional<config::GithubReportConfig> github;  // unset: no API source
+    std::string upstream_repo = "pytorch/pytorch";
+};
+
+/// GitHub includes at most this many commits in a push payload; a push with this many is
+/// not known to be complete.
+inline constexpr std::size_t k_push_commit_cap = 20;
+
+/// Tries each source in order and returns the first answer; `note` says why earlier ones
+/// did not answer. Never throws; the worst case is Source::unknown.
+ChangedPaths resolve_changed_paths(const RunRef& run, const SourceSettings& settings);
+
+/// The mirror source alone: fetches what is missing into the bare repository at
+/// `upstream.mirror` (created on first use), then `git diff --name-only <merge-base> <sha>`.
+Result<std::vector<std::string>> git_changed_paths(const RunRef& run, const config::UpstreamConfig& upstream);
+
+/// The API source alone: GET /repos/{repo}/pulls/{n}/files, every page.
+Result<std::vector<std::string>> github_changed_paths(std::int64_t pr, const config::GithubReportConfig& gh,
+                                                      const std::string& upstream_repo);
+
+}  // namespace crcrd::select

@@ -1,0 +1,96 @@
+#include "crcrd/core/subprocess.hpp"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+namespace crcrd {
+
+namespace {
+void close_fd(int& fd) {
+    if (fd >= 0) ::close(fd);
+    fd = -1;
+}
+}  // namespace
+
+Result<SubprocessResult> run_subprocess(const std::vector<std::string>& argv, const SubprocessOptions& opts) {
+    if (argv.empty()) return make_error("exec", "empty command");
+    int out_pipe[2], err_pipe[2];
+    if (::pipe2(out_pipe, O_CLOEXEC) != 0) return make_error("exec", std::string("pipe: ") + std::strerror(errno));
+    if (::pipe2(err_pipe, O_CLOEXEC) != 0) {
+        ::close(out_pipe[0]);
+        ::close(out_pipe[1]);
+        return make_error("exec", std::string("pipe: ") + std::strerror(errno));
+    }
+    std::vector<char*> args;
+    for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+    args.push_back(nullptr);
+    std::vector<char*> envp;
+    if (opts.env) {
+        for (const auto& e : *opts.env) envp.push_back(const_cast<char*>(e.c_str()));
+        envp.push_back(nullptr);
+    }
+    pid_t pid = ::fork();
+    if (pid < 0) return make_error("exec", std::string("fork: ") + std::strerror(errno));
+    if (pid == 0) {
+        ::setpgid(0, 0);
+        int devnull = ::open("/dev/null", O_RDONLY);
+        ::dup2(devnull, 0);
+        ::dup2(out_pipe[1], 1);
+        ::dup2(err_pipe[1], 2);
+        if (opts.cwd && ::chdir(opts.cwd->c_str()) != 0) ::_exit(126);
+        if (opts.env) ::execvpe(args[0], args.data(), envp.data());
+        else ::execvp(args[0], args.data());
+        ::_exit(127);
+    }
+    ::setpgid(pid, pid);
+    ::close(out_pipe[1]);
+    ::close(err_pipe[1]);
+    int fds[2] = {out_pipe[0], err_pipe[0]};
+    SubprocessResult r;
+    auto deadline = std::chrono::steady_clock::now() + opts.timeout;
+    char buf[65536];
+    while (fds[0] >= 0 || fds[1] >= 0) {
+        auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+        if (left.count() <= 0) {
+            r.timed_out = true;
+            ::kill(-pid, SIGKILL);
+            break;
+        }
+        pollfd p[2];
+        int n = 0;
+        for (int fd : fds)
+            if (fd >= 0) p[n++] = pollfd{fd, POLLIN, 0};
+        int rc = ::poll(p, static_cast<nfds_t>(n), static_cast<int>(std::min<long long>(left.count(), 1000)));
+        if (rc < 0 && errno != EINTR) break;
+        for (int i = 0; i < n; ++i) {
+            if (!(p[i].revents & (POLLIN | POLLHUP | POLLERR))) continue;
+            ssize_t got = ::read(p[i].fd, buf, sizeof buf);
+            int& fd = p[i].fd == fds[0] ? fds[0] : fds[1];
+            std::string& sink = p[i].fd == fds[0] ? r.out : r.err;
+            std::size_t cap = p[i].fd == fds[0] ? opts.max_output : 64 * 1024;
+            if (got <= 0) {
+                close_fd(fd);
+            } else if (sink.size() < cap) {
+                sink.append(buf, std::min(static_cast<std::size_t>(got), cap - sink.size()));
+            }
+        }
+    }
+    close_fd(fds[0]);
+    close_fd(fds[1]);
+    int status = 0;
+    ::waitpid(pid, &status, 0);
+    if (WIFEXITED(status)) r.exit_code = WEXITSTATUS(status);
+    if (WIFSIGNALED(status)) r.signal = WTERMSIG(status);
+    if (r.exit_code == 127 && r.out.empty() && r.err.empty()) {
+        return make_error("exec", "cannot execute " + argv[0]);
+    }
+    return r;
+}
+
+}  // namespace crcrd

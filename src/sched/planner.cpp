@@ -1,0 +1,162 @@
+#include "crcrd/sched/planner.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include <future>
+
+#include "crcrd/core/time.hpp"
+#include "crcrd/store/sqlite.hpp"
+
+namespace crcrd::sched {
+
+using nlohmann::json;
+
+namespace {
+
+std::vector<select::RunRef> unplanned(const std::filesystem::path& db_path, std::vector<std::int64_t>& ids) {
+    std::vector<select::RunRef> out;
+    auto db = store::Db::open(db_path, store::OpenOptions{true, 5000});
+    if (!db) {
+        spdlog::error("planner: {}", db.error().message);
+        return out;
+    }
+    auto st = (*db)->prepare(
+        "SELECT id, event, sha, pr, coalesce(ref,''), coalesce(base_ref,''), coalesce(base_sha,''), inputs "
+        "FROM runs WHERE state = 'queued' AND selection IS NULL ORDER BY id LIMIT 64");
+    while (st.step()) {
+        select::RunRef r;
+        ids.push_back(st.int64(0));
+        r.event = st.text(1);
+        r.sha = st.text(2);
+        r.pr = st.opt_int64(3);
+        r.ref = st.text(4);
+        r.base_ref = st.text(5);
+        r.base_sha = st.text(6);
+        r.inputs = json::parse(st.text(7), nullptr, false);
+        if (!r.inputs.is_object()) r.inputs = json::object();
+        out.push_back(std::move(r));
+    }
+    return out;
+}
+
+/// Stores the plan of one run; false when the run was cancelled meanwhile.
+bool store_plan(store::Db& db, std::int64_t run_id, const select::Selection& sel, const select::Rules& rules) {
+    const std::string now = now_rfc3339();
+    auto& upd = db.cached("UPDATE runs SET selection = ? WHERE id = ? AND state = 'queued' AND selection IS NULL");
+    upd.bind(1, sel.to_json().dump()).bind(2, run_id);
+    upd.run();
+    if (db.changes() == 0) return false;
+    if (sel.tiers.empty()) {
+        auto& done = db.cached(
+            "UPDATE runs SET state = 'completed', conclusion = 'passed', reason = ?, finished_at = ? WHERE id = ?");
+        done.bind(1, "nothing to run: " + sel.reason).bind(2, now).bind(3, run_id);
+        done.run();
+        return true;
+    }
+    auto& job = db.cached(
+        "INSERT INTO jobs (run_id, tier, position, state, tests, timeout_ms, created_at) "
+        "VALUES (?, ?, ?, 'queued', ?, ?, ?)");
+    for (const auto& t : sel.tiers) {
+        std::int64_t position = 0;
+        for (std::size_t i = 0; i < rules.tiers.size(); ++i)
+            if (rules.tiers[i].name == t.name) position = static_cast<std::int64_t>(i);
+        const select::Tier* tier = rules.tier(t.name);
+        job.reset();
+        job.bind(1, run_id)
+            .bind(2, t.name)
+            .bind(3, position)
+            .bind(4, json(t.tests).dump())
+            .bind(5, static_cast<std::int64_t>(tier ? tier->timeout.count() : 3'600'000))
+            .bind(6, now);
+        job.run();
+    }
+    return true;
+}
+
+}  // namespace
+
+Planner::Planner(store::Writer& writer, std::filesystem::path db_path, std::shared_ptr<const PlannerConfig> cfg)
+    : m_writer(writer), m_db_path(std::move(db_path)), m_cfg(std::move(cfg)) {}
+
+Planner::~Planner() { stop(); }
+
+void Planner::start() {
+    m_thread = std::thread([this] { loop(); });
+}
+
+void Planner::notify() {
+    {
+        std::lock_guard lk(m_mu);
+        m_pending = true;
+    }
+    m_cv.notify_one();
+}
+
+void Planner::set_config(std::shared_ptr<const PlannerConfig> cfg) {
+    std::lock_guard lk(m_mu);
+    m_cfg = std::move(cfg);
+}
+
+std::shared_ptr<const PlannerConfig> Planner::config() const {
+    std::lock_guard lk(m_mu);
+    return m_cfg;
+}
+
+void Planner::stop() {
+    {
+        std::lock_guard lk(m_mu);
+        m_stopping = true;
+    }
+    m_cv.notify_one();
+    if (m_thread.joinable()) m_thread.join();
+}
+
+void Planner::loop() {
+    for (;;) {
+        {
+            std::unique_lock lk(m_mu);
+            m_cv.wait_for(lk, std::chrono::seconds(5), [&] { return m_stopping || m_pending; });
+            if (m_stopping) return;
+            m_pending = false;
+        }
+        while (plan_pending() > 0) {
+            std::lock_guard lk(m_mu);
+            if (m_stopping) return;
+        }
+    }
+}
+
+std::size_t Planner::plan_pending() {
+    auto cfg = config();
+    if (!cfg || !cfg->rules) return 0;
+    std::vector<std::int64_t> ids;
+    auto runs = unplanned(m_db_path, ids);
+    std::size_t planned = 0;
+    for (std::size_t i = 0; i < runs.size(); ++i) {
+        auto changed = select::resolve_changed_paths(runs[i], cfg->sources);
+        auto sel = select::decide(*cfg->rules, changed, runs[i].event);
+        auto rules = cfg->rules;
+        std::int64_t id = ids[i];
+        std::promise<Status> done;
+        auto stored = std::make_shared<bool>(false);
+        if (!m_writer.submit([id, sel, rules, stored](store::Db& db) { *stored = store_plan(db, id, sel, *rules); },
+                             [&done](Status s) { done.set_value(std::move(s)); })) {
+            spdlog::warn("planner: storage busy, run_id={} will be planned later", id);
+            break;
+        }
+        auto status = done.get_future().get();
+        if (!status) {
+            spdlog::error("planner: run_id={} could not be stored: {}", id, status.error().message);
+            break;
+        }
+        ++planned;
+        std::string tiers;
+        for (const auto& t : sel.tiers) tiers += (tiers.empty() ? "" : ",") + t.name;
+        spdlog::info("planned run_id={} sha={} source={} changed_paths={} tiers={} {}", id, runs[i].sha,
+                     select::to_string(sel.source), sel.changed_paths, tiers.empty() ? "-" : tiers,
+                     *stored ? "" : "(cancelled meanwhile)");
+    }
+    return planned;
+}
+
+}  // namespace crcrd::sched

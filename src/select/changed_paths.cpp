@@ -1,0 +1,197 @@
+#include "crcrd/select/changed_paths.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include <filesystem>
+#include <regex>
+
+#include "crcrd/core/files.hpp"
+#include "crcrd/core/subprocess.hpp"
+#include "crcrd/http/client.hpp"
+
+namespace crcrd::select {
+
+using nlohmann::json;
+
+namespace {
+
+Result<SubprocessResult> git(const config::UpstreamConfig& up, std::vector<std::string> args) {
+    std::vector<std::string> argv = {"git", "--git-dir=" + up.mirror.string()};
+    argv.insert(argv.end(), args.begin(), args.end());
+    SubprocessOptions o;
+    o.timeout = up.git_timeout;
+    // No prompts, no user configuration: the mirror behaves the same under systemd and in tests.
+    o.env = std::vector<std::string>{"PATH=/usr/local/bin:/usr/bin:/bin", "GIT_TERMINAL_PROMPT=0",
+                                     "GIT_CONFIG_NOSYSTEM=1", "HOME=/nonexistent", "LANG=C"};
+    auto r = run_subprocess(argv, o);
+    if (!r) return r.error();
+    if (r->timed_out) return make_error("git", "git " + args.front() + " timed out");
+    if (r->exit_code != 0) {
+        std::string msg = trim(r->err);
+        if (msg.size() > 300) msg.resize(300);
+        return make_error("git", "git " + args.front() + ": " + msg);
+    }
+    return r;
+}
+
+bool has_commit(const config::UpstreamConfig& up, const std::string& rev) {
+    return static_cast<bool>(git(up, {"cat-file", "-e", rev + "^{commit}"}));
+}
+
+Status ensure_mirror(const config::UpstreamConfig& up) {
+    if (std::filesystem::exists(up.mirror / "HEAD")) return Ok{};
+    std::error_code ec;
+    std::filesystem::create_directories(up.mirror, ec);
+    auto r = run_subprocess({"git", "init", "--bare", "--quiet", up.mirror.string()});
+    if (!r || r->exit_code != 0) return make_error("git", "cannot create mirror " + up.mirror.string());
+    return Ok{};
+}
+
+/// Fetches `revs` that the mirror does not have yet (SHAs or ref names).
+Status fetch(const config::UpstreamConfig& up, const std::vector<std::string>& revs) {
+    std::vector<std::string> missing;
+    for (const auto& r : revs)
+        if (!has_commit(up, r)) missing.push_back(r);
+    if (missing.empty()) return Ok{};
+    if (up.remote.empty()) return make_error("git", "upstream.remote is not set and the mirror lacks " + missing.front());
+    std::vector<std::string> args = {"fetch", "--quiet", "--no-tags", "--no-write-fetch-head", up.remote};
+    args.insert(args.end(), missing.begin(), missing.end());
+    auto r = git(up, args);
+    if (!r) return r.error();
+    return Ok{};
+}
+
+std::vector<std::string> lines_z(const std::string& out) {
+    std::vector<std::string> v;
+    std::size_t start = 0;
+    while (start < out.size()) {
+        auto end = out.find('\0', start);
+        if (end == std::string::npos) end = out.size();
+        if (end > start) v.push_back(out.substr(start, end - start));
+        start = end + 1;
+    }
+    return v;
+}
+
+std::optional<std::vector<std::string>> strings_at(const json& j, const char* key) {
+    if (!j.contains(key) || !j[key].is_array()) return std::nullopt;
+    std::vector<std::string> v;
+    for (const auto& e : j[key])
+        if (e.is_string()) v.push_back(e.get<std::string>());
+    return v;
+}
+
+std::optional<std::string> next_link(const std::string& link) {
+    static const std::regex k_next(R"(<([^>]+)>;\s*rel="next")");
+    std::smatch m;
+    if (std::regex_search(link, m, k_next)) return m[1].str();
+    return std::nullopt;
+}
+
+}  // namespace
+
+Result<std::vector<std::string>> git_changed_paths(const RunRef& run, const config::UpstreamConfig& up) {
+    if (auto s = ensure_mirror(up); !s) return s.error();
+    // The base: the payload's base SHA, else the base branch's tip.
+    std::string base = run.base_sha;
+    if (base.empty() && !run.base_ref.empty()) base = "refs/heads/" + run.base_ref;
+    if (base.empty()) return make_error("git", "no base commit to compare with");
+    std::vector<std::string> want = {run.sha};
+    if (base.rfind("refs/", 0) == 0) {
+        // A branch is fetched into the mirror under its own name, so it can be compared.
+        if (!up.remote.empty()) {
+            auto r = git(up, {"fetch", "--quiet", "--no-tags", "--no-write-fetch-head", up.remote, "+" + base + ":" + base});
+            if (!r) return r.error();
+        } else if (!has_commit(up, base)) {
+            return make_error("git", "the mirror has no " + base + " and upstream.remote is not set");
+        }
+    } else {
+        want.push_back(base);
+    }
+    if (auto s = fetch(up, want); !s) return s.error();
+    if (!has_commit(up, run.sha)) return make_error("git", "the mirror cannot fetch " + run.sha);
+    auto mb = git(up, {"merge-base", base, run.sha});
+    if (!mb) return mb.error();
+    std::string merge_base = trim(mb->out);
+    auto diff = git(up, {"diff", "--name-only", "-z", "--no-renames", merge_base, run.sha});
+    if (!diff) return diff.error();
+    return lines_z(diff->out);
+}
+
+Result<std::vector<std::string>> github_changed_paths(std::int64_t pr, const config::GithubReportConfig& gh,
+                                                      const std::string& upstream_repo) {
+    http::Headers headers = {{"Accept", "application/vnd.github+json"}, {"X-GitHub-Api-Version", "2022-11-28"}};
+    if (gh.token_file) {
+        auto token = read_file(*gh.token_file, 64 * 1024);
+        if (!token) return make_error("github_api", token.error().message);
+        headers.emplace_back("Authorization", "Bearer " + trim(*token));
+    } else {
+        return make_error("github_api", "GitHub App credentials are not supported for the files API yet");
+    }
+    http::ClientOptions opts;
+    opts.ca_file = gh.ca_file;
+    opts.timeout = std::chrono::seconds(30);
+    std::string base = gh.api_url;
+    while (!base.empty() && base.back() == '/') base.pop_back();
+    std::optional<std::string> url =
+        base + "/repos/" + upstream_repo + "/pulls/" + std::to_string(pr) + "/files?per_page=100";
+    std::vector<std::string> files;
+    for (int page = 0; url && page < 40; ++page) {
+        auto res = http::send("GET", *url, headers, "", opts);
+        if (!res) return make_error("github_api", res.error().message);
+        if (res->status != 200) {
+            return make_error("github_api", "GET " + *url + " answered " + std::to_string(res->status));
+        }
+        auto j = json::parse(res->body, nullptr, false);
+        if (!j.is_array()) return make_error("github_api", "unexpected answer from " + *url);
+        for (const auto& f : j) {
+            if (f.is_object() && f.contains("filename") && f["filename"].is_string()) {
+                files.push_back(f["filename"].get<std::string>());
+            }
+            // A rename changes its old path too.
+            if (f.is_object() && f.contains("previous_filename") && f["previous_filename"].is_string()) {
+                files.push_back(f["previous_filename"].get<std::string>());
+            }
+        }
+        auto link = res->header("Link");
+        url = link ? next_link(std::string(*link)) : std::nullopt;
+    }
+    return files;
+}
+
+ChangedPaths resolve_changed_paths(const RunRef& run, const SourceSettings& settings) {
+    ChangedPaths out;
+    std::string notes;
+    auto note = [&](const std::string& n) { notes += (notes.empty() ? "" : "; ") + n; };
+
+    if (auto files = strings_at(run.inputs, "changed_files")) {
+        return ChangedPaths{Source::payload, std::move(*files), ""};
+    }
+    if (auto files = strings_at(run.inputs, "push_files")) {
+        std::size_t commits = run.inputs.value("push_commit_count", std::size_t{0});
+        if (commits < k_push_commit_cap && !run.base_sha.empty()) {
+            return ChangedPaths{Source::push_commits, std::move(*files), ""};
+        }
+        note(run.base_sha.empty() ? "push_commits: a new ref has no base to compare with"
+                                  : "push_commits: " + std::to_string(commits) + " commits may be truncated");
+    }
+    if (!settings.upstream.mirror.empty()) {
+        auto files = git_changed_paths(run, settings.upstream);
+        if (files) return ChangedPaths{Source::git, std::move(*files), notes};
+        note(files.error().message);
+    } else {
+        note("git: no upstream.mirror configured");
+    }
+    if (run.pr && settings.github) {
+        auto files = github_changed_paths(*run.pr, *settings.github, settings.upstream_repo);
+        if (files) return ChangedPaths{Source::github_api, std::move(*files), notes};
+        note(files.error().message);
+    } else {
+        note(run.pr ? "github_api: report.github is not configured" : "github_api: not a pull request");
+    }
+    out.source = Source::unknown;
+    out.note = notes;
+    return out;
+}
+
+}  // namespace crcrd::select

@@ -1,0 +1,174 @@
+// Planning runs end to end: a real git repository plays upstream PyTorch, the real daemon
+// receives signed deliveries, and the planner stores the selection and the jobs.
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "support/daemon.hpp"
+
+namespace crcrd {
+namespace {
+
+using nlohmann::json;
+
+const char* k_rules = R"(tiers:
+  - {name: import,   always: true, tests: [tests/test_import.py], timeout: 10m}
+  - {name: smoke,    always: true, tests: [tests/smoke]}
+  - {name: affected, from_rules: true, timeout: 60m}
+  - {name: full,     scheduled: true, tests: ["${PYTORCH_DIR}/test/test_torch.py"]}
+rules:
+  - {name: dispatch, paths: ["aten/src/ATen/native/**", "c10/core/**"], tests: ["${PYTORCH_DIR}/test/test_ops.py"]}
+  - {name: compile,  paths: ["torch/_inductor/**"], tests: ["${PYTORCH_DIR}/test/inductor/test_torchinductor.py"]}
+  - {name: docs,     paths: ["docs/**", "**/*.md"], skip: true}
+unmatched: all_rules
+docs_only: nothing
+)";
+
+/// A small upstream repository: main, and a PR branch whose merge-base is not main's tip.
+class Upstream {
+public:
+    explicit Upstream(const std::filesystem::path& dir) : m_dir(dir) {
+        git({"init", "--quiet", "-b", "main", m_dir.string()});
+        write("aten/src/ATen/native/BinaryOps.cpp", "int add();\n");
+        write("docs/index.rst", "docs\n");
+        write("setup.py", "print(1)\n");
+        m_fork_point = commit("initial");
+        git({"-C", m_dir.string(), "checkout", "--quiet", "-b", "pr"});
+        write("aten/src/ATen/native/BinaryOps.cpp", "int add(int);\n");
+        m_pr_head = commit("change a kernel");
+        git({"-C", m_dir.string(), "checkout", "--quiet", "-b", "docs", m_fork_point});
+        write("docs/index.rst", "better docs\n");
+        m_docs_head = commit("docs only");
+        git({"-C", m_dir.string(), "checkout", "--quiet", "main"});
+        write("setup.py", "print(2)\n");
+        m_main = commit("main moves on");
+    }
+    std::string sha(const std::string& which) const {
+        if (which == "pr") return m_pr_head;
+        if (which == "docs") return m_docs_head;
+        if (which == "fork_point") return m_fork_point;
+        return m_main;
+    }
+    const std::filesystem::path& dir() const { return m_dir; }
+
+private:
+    std::string git(std::vector<std::string> args) {
+        args.insert(args.begin(), {"git", "-c", "user.name=test", "-c", "user.email=test@example.org"});
+        std::string out;
+        if (run_command(args, &out) != 0) throw std::runtime_error("git failed: " + out);
+        return out;
+    }
+    void write(const std::string& rel, const std::string& content) { write_file(m_dir / rel, content); }
+    std::string commit(const std::string& msg) {
+        git({"-C", m_dir.string(), "add", "-A"});
+        git({"-C", m_dir.string(), "commit", "--quiet", "-m", msg});
+        return trim_nl(git({"-C", m_dir.string(), "rev-parse", "HEAD"}));
+    }
+    static std::string trim_nl(std::string s) {
+        while (!s.empty() && (s.back() == '\n' || s.back() == '\r')) s.pop_back();
+        return s;
+    }
+    std::filesystem::path m_dir;
+    std::string m_fork_point, m_pr_head, m_docs_head, m_main;
+};
+
+std::string pr_delivery(const std::string& crcr_id, const std::string& head, const std::string& base_sha, int pr = 2) {
+    json j = json::parse(fixture_text("crcr/pull_request-synchronize.dispatch.json"));
+    j["client_payload"]["delivery_id"] = crcr_id;
+    auto& p = j["client_payload"]["payload"];
+    p["number"] = pr;
+    p["pull_request"]["head"]["sha"] = head;
+    p["pull_request"]["base"]["sha"] = base_sha;
+    p["pull_request"]["base"]["ref"] = "main";
+    return j.dump();
+}
+
+class SelectionTest : public ::testing::Test {
+protected:
+    void SetUp() override {
+        upstream = std::make_unique<Upstream>(dir.path() / "upstream");
+        write_file(dir.path() / "selection.yaml", k_rules);
+        daemon = std::make_unique<TestDaemon>(
+            dir.path(), "upstream: {mirror: state/pytorch.git, remote: " + upstream->dir().string() +
+                            "}\nselection: {rules: selection.yaml}\n");
+        daemon->start();
+    }
+
+    /// The stored selection of a run, once planned.
+    json planned(std::int64_t run_id) {
+        std::string sql = "SELECT coalesce(selection, '') FROM runs WHERE id=" + std::to_string(run_id);
+        EXPECT_TRUE(eventually([&] { return !daemon->text(sql).empty(); }, std::chrono::seconds(60)))
+            << daemon->log();
+        return json::parse(daemon->text(sql));
+    }
+
+    std::int64_t post(const std::string& body, const std::string& id) {
+        auto r = daemon->post_github(body, id);
+        EXPECT_TRUE(r && r->status == 202) << (r ? r->body : r.error().message);
+        return json::parse(r->body)["run_id"].get<std::int64_t>();
+    }
+
+    TempDir dir;
+    std::unique_ptr<Upstream> upstream;
+    std::unique_ptr<TestDaemon> daemon;
+};
+
+TEST_F(SelectionTest, MirrorDiffsAgainstTheMergeBaseAndQueuesOneJobPerTier) {
+    auto run = post(pr_delivery("sel-1", upstream->sha("pr"), upstream->sha("main")), "d-1");
+    auto sel = planned(run);
+    EXPECT_EQ(sel["source"], "git");
+    // Only the PR's own change: main's later change to setup.py is not the PR's.
+    EXPECT_EQ(sel["changed_paths"], 1);
+    ASSERT_EQ(sel["rules"].size(), 1u);
+    EXPECT_EQ(sel["rules"][0]["name"], "dispatch");
+    EXPECT_EQ(sel["rules"][0]["paths"], json::array({"aten/src/ATen/native/BinaryOps.cpp"}));
+    EXPECT_EQ(sel["tiers"].size(), 3u);
+    EXPECT_EQ(daemon->scalar("SELECT count(*) FROM jobs WHERE run_id=" + std::to_string(run) + " AND state='queued'"), 3);
+    EXPECT_EQ(daemon->text("SELECT group_concat(tier, ',') FROM (SELECT tier FROM jobs WHERE run_id=" +
+                           std::to_string(run) + " ORDER BY position)"),
+              "import,smoke,affected");
+    EXPECT_EQ(daemon->text("SELECT tests FROM jobs WHERE tier='affected' AND run_id=" + std::to_string(run)),
+              R"(["${PYTORCH_DIR}/test/test_ops.py"])");
+    EXPECT_EQ(daemon->scalar("SELECT timeout_ms FROM jobs WHERE tier='import' AND run_id=" + std::to_string(run)), 600000);
+    EXPECT_EQ(daemon->text("SELECT state FROM runs WHERE id=" + std::to_string(run)), "queued");
+}
+
+TEST_F(SelectionTest, DocsOnlyChangeWithNothingPolicyCompletesAtOnce) {
+    auto run = post(pr_delivery("sel-2", upstream->sha("docs"), upstream->sha("fork_point"), 3), "d-2");
+    auto sel = planned(run);
+    EXPECT_EQ(sel["source"], "git");
+    EXPECT_EQ(sel["docs_only"], true);
+    EXPECT_TRUE(sel["tiers"].empty());
+    EXPECT_EQ(daemon->text("SELECT state || '/' || conclusion FROM runs WHERE id=" + std::to_string(run)), "completed/passed");
+    EXPECT_NE(daemon->text("SELECT reason FROM runs WHERE id=" + std::to_string(run)).find("documentation-only"),
+              std::string::npos);
+    EXPECT_EQ(daemon->scalar("SELECT count(*) FROM jobs WHERE run_id=" + std::to_string(run)), 0);
+}
+
+TEST_F(SelectionTest, AShaTheMirrorCannotFetchIsRecordedAndEveryRuleRuns) {
+    auto run = post(pr_delivery("sel-3", "1234567890abcdef1234567890abcdef12345678", upstream->sha("main"), 4), "d-3");
+    auto sel = planned(run);
+    EXPECT_EQ(sel["source"], "unknown");
+    EXPECT_NE(sel["note"].get<std::string>().find("git fetch"), std::string::npos) << sel.dump();
+    ASSERT_EQ(sel["tiers"].size(), 3u);
+    EXPECT_EQ(sel["tiers"][2]["tests"].size(), 2u);
+    EXPECT_NE(sel["tiers"][2]["reason"].get<std::string>().find("fail safe"), std::string::npos);
+}
+
+TEST_F(SelectionTest, PayloadChangedFilesWinAndClosedPrCancelsJobs) {
+    json j = json::parse(fixture_text("crcr/direct-pytorch-crcr.json"));
+    j["client_payload"]["changed_files"] = json::array({"torch/_inductor/ir.py"});
+    auto run = json::parse(daemon->post_standard(j.dump(), "msg-1")->body)["run_id"].get<std::int64_t>();
+    auto sel = planned(run);
+    EXPECT_EQ(sel["source"], "payload");
+    EXPECT_EQ(sel["rules"][0]["name"], "compile");
+    EXPECT_EQ(daemon->scalar("SELECT count(*) FROM jobs WHERE run_id=" + std::to_string(run)), 3);
+
+    auto closed = daemon->post_github(fixture_text("crcr/pull_request-closed.dispatch.json"), "close-1");
+    ASSERT_EQ(closed->status, 200);
+    EXPECT_EQ(daemon->scalar("SELECT count(*) FROM jobs WHERE run_id=" + std::to_string(run) +
+                             " AND state='cancelled' AND reason='PR closed'"),
+              3);
+}
+
+}  // namespace
+}  // namespace crcrd
