@@ -3,7 +3,9 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "support/certs.hpp"
 #include "support/daemon.hpp"
+#include "support/fake_github.hpp"
 
 namespace crcrd {
 namespace {
@@ -168,6 +170,53 @@ TEST_F(SelectionTest, PayloadChangedFilesWinAndClosedPrCancelsJobs) {
     EXPECT_EQ(daemon->scalar("SELECT count(*) FROM jobs WHERE run_id=" + std::to_string(run) +
                              " AND state='cancelled' AND reason='PR closed'"),
               3);
+}
+
+TEST(SelectionGithubApi, PrFilesAreReadFromEveryPage) {
+    TempDir dir;
+    // 250 files over three pages, linked as GitHub does (Link: <...&page=2>; rel="next").
+    auto base_url = std::make_shared<std::string>();
+    FakeGithub gh([base_url](const http::Request& req) {
+        if (req.path != "/repos/pytorch/pytorch/pulls/7/files") return http::Response::json(404, {{"message", "Not Found"}});
+        int page = std::stoi(req.query_param("page").value_or("1"));
+        json files = json::array();
+        for (int i = 0; i < (page < 3 ? 100 : 50); ++i) {
+            files.push_back({{"filename", "c10/core/F" + std::to_string((page - 1) * 100 + i) + ".h"}, {"status", "modified"}});
+        }
+        auto r = http::Response::json(200, files);
+        std::string link = "<" + *base_url + req.path + "?per_page=100&page=1>; rel=\"first\"";
+        if (page < 3) link += ", <" + *base_url + req.path + "?per_page=100&page=" + std::to_string(page + 1) + ">; rel=\"next\"";
+        r.headers.emplace_back("Link", link);
+        return r;
+    });
+    *base_url = gh.url();
+    write_file(dir.path() / "secrets" / "gh.token", "ghs_test_token\n", 0600);
+    write_file(dir.path() / "selection.yaml", k_rules);
+    TestDaemon d(dir.path(), "selection: {rules: selection.yaml}\nreport:\n  github: {api_url: \"" + gh.url() +
+                                 "\", repo: pytorch/pytorch, token_file: secrets/gh.token, ca_file: " +
+                                 test_certs().ca.string() + "}\n");
+    d.start();
+    // No mirror is configured, so the API answers.
+    auto r = d.post_github(pr_delivery("api-1", "ec26c3e57ca3a959ca5aad62de7213c562f8c821",
+                                       "f95f852bd8fca8fcc58a9a2d6c842781e32a215e", 7),
+                           "api-d1");
+    ASSERT_EQ(r->status, 202);
+    auto run = json::parse(r->body)["run_id"].get<std::int64_t>();
+    std::string sql = "SELECT coalesce(selection, '') FROM runs WHERE id=" + std::to_string(run);
+    ASSERT_TRUE(eventually([&] { return !d.text(sql).empty(); }, std::chrono::seconds(60))) << d.log();
+    auto sel = json::parse(d.text(sql));
+    EXPECT_EQ(sel["source"], "github_api");
+    EXPECT_EQ(sel["changed_paths"], 250);
+    EXPECT_EQ(sel["rules"][0]["name"], "dispatch");
+    EXPECT_EQ(sel["rules"][0]["matched"], 250);
+    auto seen = gh.requests();
+    ASSERT_EQ(seen.size(), 3u);
+    for (const auto& req : seen) {
+        EXPECT_EQ(req.header("Authorization").value_or(""), "Bearer ghs_test_token");
+        EXPECT_EQ(req.header("Accept").value_or(""), "application/vnd.github+json");
+        EXPECT_EQ(req.header("X-GitHub-Api-Version").value_or(""), "2022-11-28");
+    }
+    EXPECT_EQ(seen[2].query_param("page"), "3");
 }
 
 }  // namespace
