@@ -67,6 +67,7 @@ Checked load_checked(const std::filesystem::path& path) {
     pol->keys = std::move(*ring);
     pol->ingest = loaded.config->ingest;
     pol->trust = loaded.config->trust;
+    pol->concurrency = loaded.config->selection.concurrency;
     pol->retry_after = loaded.config->storage.retry_after;
     out.policy = std::move(pol);
     out.config = std::move(loaded.config);

@@ -30,6 +30,15 @@ bool is_json_content_type(std::string_view ct) {
                                            lower.compare(lower.size() - 5, 5, "+json") == 0);
 }
 
+/// The run's concurrency group under the configured key for its event (CONTRACT.md §4).
+std::string group_of(const Event& e, const std::map<std::string, std::string>& keys) {
+    auto it = keys.find(e.event);
+    std::string key = it == keys.end() ? "none" : it->second;
+    if (key == "pr" && e.pr) return "pr:" + std::to_string(*e.pr);
+    if (key == "branch" && !e.ref.empty()) return "branch:" + e.ref;
+    return {};
+}
+
 store::NewRun to_run(const Event& e, const std::string& delivery_id) {
     store::NewRun r;
     r.event = e.event;
@@ -153,6 +162,7 @@ boost::asio::awaitable<http::Response> WebhookHandler::handle(http::Request& req
                 d->intended = Verdict::queued;
                 d->http_status = 202;
                 d->run = to_run(*event, d->delivery_id);
+                d->run->concurrency_group = group_of(*event, pol->concurrency);
                 break;
             case Intent::ignore:
                 d->intended = Verdict::ignored;
@@ -191,8 +201,11 @@ boost::asio::awaitable<http::Response> WebhookHandler::handle(http::Request& req
     switch (outcome.verdict) {
         case Verdict::queued:
             if (m_on_queued) m_on_queued();
-            res = http::Response::json(202, {{"status", "queued"}, {"run_id", *outcome.run_id}, {"sha", event->sha},
-                                             {"delivery_id", d->delivery_id}});
+        {
+            json body = {{"status", "queued"}, {"run_id", *outcome.run_id}, {"sha", event->sha}, {"delivery_id", d->delivery_id}};
+            if (!outcome.superseded.empty()) body["superseded"] = outcome.superseded;
+            res = http::Response::json(202, body);
+        }
             break;
         case Verdict::duplicate:
             res = http::Response::json(200, {{"status", "duplicate"},

@@ -71,7 +71,7 @@ std::optional<std::optional<std::int64_t>> find_key(Db& db, const std::vector<st
 std::int64_t insert_run(Db& db, const NewRun& r, const std::string& now) {
     auto& st = db.cached(
         "INSERT INTO runs (event, action, sha, pr, ref, base_ref, base_sha, head_repo, labels, "
-        "delivery_id, state, inputs, created_at) VALUES (?,?,?,?,?,?,?,?,?,?,'queued',?,?)");
+        "delivery_id, state, inputs, created_at, concurrency_group) VALUES (?,?,?,?,?,?,?,?,?,?,'queued',?,?,?)");
     st.bind(1, r.event)
         .bind(2, r.action)
         .bind(3, r.sha)
@@ -83,9 +83,21 @@ std::int64_t insert_run(Db& db, const NewRun& r, const std::string& now) {
         .bind(9, r.labels_json)
         .bind(10, r.delivery_id)
         .bind(11, r.inputs_json)
-        .bind(12, now);
+        .bind(12, now)
+        .bind(13, r.concurrency_group.empty() ? std::optional<std::string>() : r.concurrency_group);
     st.run();
     return db.last_insert_rowid();
+}
+
+void cancel_jobs(Db& db, const std::vector<std::int64_t>& ids, const std::string& reason, const std::string& now) {
+    auto& jobs = db.cached(
+        "UPDATE jobs SET state = 'cancelled', conclusion = 'cancelled', reason = ?, finished_at = ? "
+        "WHERE run_id = ? AND state IN ('queued','leased','running')");
+    for (auto id : ids) {
+        jobs.reset();
+        jobs.bind(1, reason).bind(2, now).bind(3, id);
+        jobs.run();
+    }
 }
 
 std::vector<std::int64_t> cancel_pr_runs(Db& db, std::int64_t pr, const std::string& reason,
@@ -96,14 +108,20 @@ std::vector<std::int64_t> cancel_pr_runs(Db& db, std::int64_t pr, const std::str
     st.bind(1, reason).bind(2, now).bind(3, pr);
     std::vector<std::int64_t> ids;
     while (st.step()) ids.push_back(st.int64(0));
-    auto& jobs = db.cached(
-        "UPDATE jobs SET state = 'cancelled', conclusion = 'cancelled', reason = ?, finished_at = ? "
-        "WHERE run_id = ? AND state IN ('queued','leased','running')");
-    for (auto id : ids) {
-        jobs.reset();
-        jobs.bind(1, reason).bind(2, now).bind(3, id);
-        jobs.run();
-    }
+    cancel_jobs(db, ids, reason, now);
+    return ids;
+}
+
+std::vector<std::int64_t> supersede(Db& db, const NewRun& r, std::int64_t new_id, const std::string& now) {
+    if (r.concurrency_group.empty()) return {};
+    const std::string reason = "superseded by " + r.sha;
+    auto& st = db.cached(
+        "UPDATE runs SET state = 'cancelled', conclusion = 'cancelled', reason = ?, finished_at = ? "
+        "WHERE concurrency_group = ? AND state IN ('queued','running') AND sha <> ? AND id <> ? RETURNING id");
+    st.bind(1, reason).bind(2, now).bind(3, r.concurrency_group).bind(4, r.sha).bind(5, new_id);
+    std::vector<std::int64_t> ids;
+    while (st.step()) ids.push_back(st.int64(0));
+    cancel_jobs(db, ids, reason, now);
     return ids;
 }
 
@@ -130,6 +148,7 @@ Outcome record_delivery(Db& db, const Delivery& d) {
     out.http_status = d.http_status;
     if (d.intended == Verdict::queued && d.run) {
         out.run_id = insert_run(db, *d.run, now);
+        out.superseded = supersede(db, *d.run, *out.run_id, now);
     } else if (d.intended == Verdict::cancelled && d.cancel_pr) {
         out.run_ids = cancel_pr_runs(db, *d.cancel_pr, d.reason, now);
     }

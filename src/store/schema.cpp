@@ -70,6 +70,8 @@ CREATE TABLE delivery_keys (
     // 2: selection and jobs.
     R"sql(
 ALTER TABLE runs ADD COLUMN selection TEXT;  -- the explanation (JSON), set once the run is planned
+ALTER TABLE runs ADD COLUMN concurrency_group TEXT;  -- "pr:<n>", "branch:<ref>" or NULL
+CREATE INDEX runs_by_group ON runs (concurrency_group, state);
 
 CREATE TABLE jobs (
   id          INTEGER PRIMARY KEY,

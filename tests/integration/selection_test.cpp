@@ -172,6 +172,48 @@ TEST_F(SelectionTest, PayloadChangedFilesWinAndClosedPrCancelsJobs) {
               3);
 }
 
+TEST_F(SelectionTest, ANewerShaSupersedesThePrsQueuedWork) {
+    auto first = post(pr_delivery("sup-1", upstream->sha("pr"), upstream->sha("main"), 9), "s-1");
+    planned(first);
+    auto r = daemon->post_github(pr_delivery("sup-2", upstream->sha("docs"), upstream->sha("main"), 9), "s-2");
+    ASSERT_EQ(r->status, 202);
+    auto body = json::parse(r->body);
+    EXPECT_EQ(body["superseded"], json::array({first}));
+    EXPECT_EQ(daemon->text("SELECT state || '/' || conclusion || '/' || reason FROM runs WHERE id=" + std::to_string(first)),
+              "cancelled/cancelled/superseded by " + upstream->sha("docs"));
+    EXPECT_EQ(daemon->scalar("SELECT count(*) FROM jobs WHERE run_id=" + std::to_string(first) +
+                             " AND state='cancelled' AND reason LIKE 'superseded by %'"),
+              3);
+    // Another PR and the same SHA again are left alone.
+    auto other = post(pr_delivery("sup-3", upstream->sha("pr"), upstream->sha("main"), 10), "s-3");
+    auto same = daemon->post_github(pr_delivery("sup-4", upstream->sha("docs"), upstream->sha("main"), 9), "s-4");
+    EXPECT_FALSE(json::parse(same->body).contains("superseded"));
+    EXPECT_EQ(daemon->text("SELECT state FROM runs WHERE id=" + std::to_string(other)), "queued");
+}
+
+TEST(Concurrency, GroupKeyIsConfigurablePerEvent) {
+    TempDir dir;
+    TestDaemon d(dir.path(), "selection: {concurrency: {pull_request: none, push: branch}}\n");
+    d.start();
+    auto push = [&](const std::string& id, const std::string& sha) {
+        json j = json::parse(fixture_text("crcr/push.dispatch.json"));
+        j["client_payload"]["delivery_id"] = id;
+        j["client_payload"]["payload"]["after"] = sha;
+        return json::parse(d.post_github(j.dump(), id)->body);
+    };
+    auto p1 = push("push-1", "1111111111111111111111111111111111111111");
+    auto p2 = push("push-2", "2222222222222222222222222222222222222222");
+    EXPECT_EQ(p2["superseded"], json::array({p1["run_id"]}));
+    auto pr = [&](const std::string& id, const std::string& sha) {
+        return json::parse(d.post_github(pr_delivery(id, sha, "f95f852bd8fca8fcc58a9a2d6c842781e32a215e"), id)->body);
+    };
+    auto a = pr("pr-1", "3333333333333333333333333333333333333333");
+    auto b = pr("pr-2", "4444444444444444444444444444444444444444");
+    EXPECT_FALSE(b.contains("superseded"));  // pull_request: none
+    EXPECT_EQ(d.scalar("SELECT count(*) FROM runs WHERE state='queued'"), 3);
+    (void)a;
+}
+
 TEST(SelectionGithubApi, PrFilesAreReadFromEveryPage) {
     TempDir dir;
     // 250 files over three pages, linked as GitHub does (Link: <...&page=2>; rel="next").

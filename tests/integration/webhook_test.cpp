@@ -148,10 +148,18 @@ TEST_F(WebhookTest, ClosingThePrCancelsItsRuns) {
                  j["client_payload"]["payload"]["pull_request"]["head"]["sha"] = "f95f852bd8fca8fcc58a9a2d6c842781e32a215e";
              }),
         "d-2"));
+    // The newer SHA superseded the first run; closing cancels what is left.
+    EXPECT_EQ(b["superseded"], json::array({a["run_id"]}));
     auto r = daemon->post_github(fixture_text("crcr/pull_request-closed.dispatch.json"), "close-1");
     EXPECT_EQ(r->status, 200);
-    EXPECT_EQ(body_of(r), (json{{"status", "cancelled"}, {"run_ids", {a["run_id"], b["run_id"]}}}));
-    EXPECT_EQ(daemon->scalar("SELECT count(*) FROM runs WHERE state='cancelled' AND reason='PR closed'"), 2);
+    EXPECT_EQ(body_of(r), (json{{"status", "cancelled"}, {"run_ids", {b["run_id"]}}}));
+    EXPECT_EQ(daemon->scalar("SELECT count(*) FROM runs WHERE state='cancelled' AND reason='PR closed'"), 1);
+    EXPECT_EQ(daemon->scalar("SELECT count(*) FROM runs WHERE state='queued'"), 0);
+    // Closing again finds nothing left to cancel.
+    auto again = daemon->post_github(
+        with("crcr/pull_request-closed.dispatch.json", [](json& j) { j["client_payload"]["delivery_id"] = "close-2"; }),
+        "close-2");
+    EXPECT_EQ(body_of(again), (json{{"status", "cancelled"}, {"run_ids", json::array()}}));
 }
 
 TEST_F(WebhookTest, Ping) {

@@ -6,6 +6,7 @@
 #include <boost/asio/awaitable.hpp>
 
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 
@@ -21,6 +22,7 @@ struct Policy {
     KeyRing keys;
     config::IngestConfig ingest;
     config::TrustConfig trust;
+    std::map<std::string, std::string> concurrency;  // event -> pr | branch | none
     Duration retry_after = std::chrono::seconds(30);
 };
 

@@ -28,6 +28,9 @@ struct NewRun {
     std::string labels_json = "[]";
     std::string delivery_id;
     std::string inputs_json = "{}";  // what selection needs later: changed files, push commits
+    /// Runs of the same group with another SHA that are still queued or running are
+    /// cancelled as "superseded by <sha>" (CONTRACT.md §4). Empty: no group.
+    std::string concurrency_group;
 };
 
 /// One incoming request and what ingest decided about it.
@@ -52,7 +55,8 @@ struct Outcome {
     Verdict verdict = Verdict::rejected;
     int http_status = 400;
     std::optional<std::int64_t> run_id;
-    std::vector<std::int64_t> run_ids;
+    std::vector<std::int64_t> run_ids;     // cancelled by a PR close
+    std::vector<std::int64_t> superseded;  // cancelled by the new run
 };
 
 /// Applies `d` on `db` (inside the caller's transaction). Throws SqlError on storage failure,
