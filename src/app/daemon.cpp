@@ -7,6 +7,7 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/signal_set.hpp>
 #include <boost/asio/steady_timer.hpp>
+#include <boost/asio/thread_pool.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <malloc.h>
 #include <sys/resource.h>
@@ -144,7 +145,9 @@ int run(const std::filesystem::path& config_path) {
         context_ptrs.push_back(contexts.back().get());
     }
     asio::io_context& ioc = *contexts.front();
-    Router router(cfg.server.webhook_path, webhook, writer);
+    asio::thread_pool readers(2);  // blocking reads of the admin API
+    admin::Api api(cfg.storage.path, cfg.admin.tokens, readers.get_executor(), writer);
+    Router router(cfg.server.webhook_path, webhook, api, writer);
     http::Server server(context_ptrs, cfg.server, [&router](http::Request& r) { return router.route(r); });
     if (auto s = server.start(); !s) {
         spdlog::critical("{}", s.error().message);
@@ -167,6 +170,7 @@ int run(const std::filesystem::path& config_path) {
                     if (next.errors.empty()) {
                         webhook.set_policy(next.policy);
                         planner.set_config(next.planner);
+                        api.set_tokens(next.config->admin.tokens);
                         spdlog::info("reloaded {}: secrets={} standard_secrets={}", config_path.string(),
                                      next.policy->keys.github.size(), next.policy->keys.standard.size());
                     } else {
@@ -216,6 +220,7 @@ int run(const std::filesystem::path& config_path) {
     }
     ioc.run();
     for (auto& t : threads) t.join();
+    readers.join();
     planner.stop();
     writer.stop();
     spdlog::info("stopped");

@@ -20,6 +20,7 @@ http::Response method_not_allowed(const char* allow) {
 
 boost::asio::awaitable<http::Response> Router::route(http::Request& req) {
     if (req.path == m_webhook_path) co_return co_await m_webhook.handle(req);
+    if (admin::Api::owns(req.path)) co_return co_await m_api.handle(req);
     if (req.path == "/healthz") {
         if (req.method != "GET" && req.method != "HEAD") co_return method_not_allowed("GET, HEAD");
         co_return http::Response::json(200, {{"status", "ok"}});

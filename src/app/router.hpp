@@ -1,11 +1,12 @@
 #pragma once
-// Maps paths to handlers: health, readiness and the webhook. Unknown paths get 404, known
+// Maps paths to handlers: health, readiness, the webhook and the admin API. Unknown paths get 404, known
 // paths with the wrong method 405.
 
 #include <boost/asio/awaitable.hpp>
 
 #include <string>
 
+#include "crcrd/admin/api.hpp"
 #include "crcrd/http/message.hpp"
 #include "crcrd/ingest/webhook.hpp"
 #include "crcrd/store/writer.hpp"
@@ -14,8 +15,8 @@ namespace crcrd::app {
 
 class Router {
 public:
-    Router(std::string webhook_path, ingest::WebhookHandler& webhook, store::Writer& writer)
-        : m_webhook_path(std::move(webhook_path)), m_webhook(webhook), m_writer(writer) {}
+    Router(std::string webhook_path, ingest::WebhookHandler& webhook, admin::Api& api, store::Writer& writer)
+        : m_webhook_path(std::move(webhook_path)), m_webhook(webhook), m_api(api), m_writer(writer) {}
 
     boost::asio::awaitable<http::Response> route(http::Request& req);
 
@@ -24,6 +25,7 @@ private:
 
     std::string m_webhook_path;
     ingest::WebhookHandler& m_webhook;
+    admin::Api& m_api;
     store::Writer& m_writer;
 };
 

@@ -149,6 +149,10 @@ Stmt& Db::cached(const std::string& sql) {
     return it->second;
 }
 
+void Db::reset_cached() {
+    for (auto& [sql, st] : m_cache) st.reset();
+}
+
 std::int64_t Db::last_insert_rowid() const { return sqlite3_last_insert_rowid(m_db); }
 int Db::changes() const { return sqlite3_changes(m_db); }
 

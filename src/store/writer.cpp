@@ -108,6 +108,7 @@ void Writer::commit_batch(std::deque<Item>& batch) {
             }
         }
         tx.commit();
+        m_db->reset_cached();  // a statement stepped but not finished would pin the WAL
     } catch (const SqlError& e) {
         spdlog::error("storage commit failed batch={} code={} error=\"{}\"", batch.size(), e.code(), e.what());
         batch_status = make_error(e.kind(), e.what());

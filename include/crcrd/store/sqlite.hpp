@@ -84,6 +84,9 @@ public:
     void exec(std::string_view sql);
     /// A statement prepared once per connection and reused; it comes back reset.
     Stmt& cached(const std::string& sql);
+    /// Resets every cached statement, so that none keeps a read snapshot open (which would
+    /// hold back checkpoints).
+    void reset_cached();
     Stmt prepare(std::string_view sql) { return Stmt(m_db, sql); }
     std::int64_t last_insert_rowid() const;
     int changes() const;

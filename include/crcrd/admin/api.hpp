@@ -1,0 +1,46 @@
+#pragma once
+// The admin REST API under /api/v1 (CONTRACT.md §7): bearer tokens, read routes for runs
+// and deliveries, and run cancellation for admin tokens. Reads run on a worker pool, never
+// on the network threads; writes go through the Writer.
+
+#include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/awaitable.hpp>
+
+#include <filesystem>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "crcrd/config/config.hpp"
+#include "crcrd/http/message.hpp"
+#include "crcrd/store/writer.hpp"
+
+namespace crcrd::admin {
+
+class Api {
+public:
+    /// `workers` runs the blocking reads (a thread pool's executor).
+    Api(std::filesystem::path db_path, std::vector<config::AdminToken> tokens, boost::asio::any_io_executor workers,
+        store::Writer& writer);
+
+    /// SIGHUP: tokens replaced for requests that start afterwards.
+    void set_tokens(std::vector<config::AdminToken> tokens);
+
+    /// True for paths this API answers (everything under /api/).
+    static bool owns(const std::string& path) { return path.rfind("/api/", 0) == 0; }
+
+    /// 401 without a valid token, 403 for a read token on an admin route, 404/405/400 as
+    /// usual; JSON always.
+    boost::asio::awaitable<http::Response> handle(http::Request& req);
+
+private:
+    std::shared_ptr<const std::vector<config::AdminToken>> tokens() const;
+
+    std::filesystem::path m_db_path;
+    mutable std::mutex m_mu;
+    std::shared_ptr<const std::vector<config::AdminToken>> m_tokens;
+    boost::asio::any_io_executor m_workers;
+    store::Writer& m_writer;
+};
+
+}  // namespace crcrd::admin

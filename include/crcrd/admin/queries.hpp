@@ -1,0 +1,40 @@
+#pragma once
+// The read side of the admin API: runs, jobs and deliveries as the JSON shapes of
+// CONTRACT.md §7. Blocking SQLite reads on a read-only connection: call from a worker.
+
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "crcrd/core/result.hpp"
+
+namespace crcrd::admin {
+
+struct RunFilter {
+    std::optional<std::string> state, conclusion, sha, event, since, until;
+    std::optional<std::int64_t> pr;
+    std::optional<std::int64_t> before_id;  // from the cursor
+    int limit = 50;
+};
+
+struct DeliveryFilter {
+    std::optional<std::string> verdict;
+    std::optional<std::int64_t> before_id;
+    int limit = 50;
+};
+
+/// {"items":[run...],"next_cursor":"..."|null}, newest first.
+Result<nlohmann::json> list_runs(const std::filesystem::path& db, const RunFilter& f);
+/// A run with its selection, jobs and statuses; code "not_found" when there is none.
+Result<nlohmann::json> get_run(const std::filesystem::path& db, std::int64_t id);
+/// {"items":[delivery...],"next_cursor":...}, newest first.
+Result<nlohmann::json> list_deliveries(const std::filesystem::path& db, const DeliveryFilter& f);
+
+/// Opaque cursors: the id to continue below.
+std::string make_cursor(std::int64_t last_id);
+std::optional<std::int64_t> parse_cursor(const std::string& cursor);
+
+}  // namespace crcrd::admin

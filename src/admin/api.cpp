@@ -1,0 +1,216 @@
+#include "crcrd/admin/api.hpp"
+
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <nlohmann/json.hpp>
+#include <spdlog/spdlog.h>
+
+#include <charconv>
+#include <regex>
+
+#include "crcrd/admin/auth.hpp"
+#include "crcrd/admin/queries.hpp"
+#include "crcrd/core/time.hpp"
+#include "crcrd/ingest/event.hpp"
+#include "crcrd/store/async.hpp"
+
+namespace crcrd::admin {
+
+namespace asio = boost::asio;
+using nlohmann::json;
+
+namespace {
+
+http::Response error(int status, const std::string& code, const std::string& detail = {}) {
+    json body = {{"error", code}};
+    if (!detail.empty()) body["detail"] = detail;
+    return http::Response::json(status, body);
+}
+
+/// A query parameter as an integer in [lo, hi]; an error names the parameter.
+Result<std::optional<std::int64_t>> int_param(const http::Request& req, const char* name, std::int64_t lo, std::int64_t hi) {
+    auto v = req.query_param(name);
+    if (!v) return std::optional<std::int64_t>();
+    std::int64_t n = 0;
+    auto [p, ec] = std::from_chars(v->data(), v->data() + v->size(), n);
+    if (ec != std::errc() || p != v->data() + v->size() || n < lo || n > hi) {
+        return make_error("bad_request", std::string(name) + " must be an integer from " + std::to_string(lo) + " to " +
+                                             std::to_string(hi));
+    }
+    return std::optional<std::int64_t>(n);
+}
+
+Status one_of(const std::optional<std::string>& v, const char* name, std::initializer_list<const char*> allowed) {
+    if (!v) return Ok{};
+    for (const char* a : allowed)
+        if (*v == a) return Ok{};
+    std::string list;
+    for (const char* a : allowed) list += (list.empty() ? "" : ", ") + std::string(a);
+    return make_error("bad_request", std::string(name) + " must be one of " + list);
+}
+
+Status rfc3339_like(const std::optional<std::string>& v, const char* name) {
+    static const std::regex k_time(R"(^\d{4}-\d{2}-\d{2}(T\d{2}:\d{2}(:\d{2}(\.\d+)?)?Z?)?$)");
+    if (v && !std::regex_match(*v, k_time)) return make_error("bad_request", std::string(name) + " must be an RFC 3339 UTC time");
+    return Ok{};
+}
+
+Result<int> limit_of(const http::Request& req) {
+    auto l = int_param(req, "limit", 1, 200);
+    if (!l) return l.error();
+    return static_cast<int>(l->value_or(50));
+}
+
+Result<std::optional<std::int64_t>> cursor_of(const http::Request& req) {
+    auto c = req.query_param("cursor");
+    if (!c || c->empty()) return std::optional<std::int64_t>();
+    auto id = parse_cursor(*c);
+    if (!id) return make_error("bad_request", "cursor is not one this server gave out");
+    return std::optional<std::int64_t>(*id);
+}
+
+http::Response from(const Result<json>& r) {
+    if (r) return http::Response::json(200, *r);
+    if (r.error().code == "not_found") return error(404, "not_found", r.error().message);
+    if (r.error().code == "bad_request") return error(400, "bad_request", r.error().message);
+    return error(503, "unavailable", r.error().message);
+}
+
+/// Runs a blocking query on the worker pool and resumes on the caller's executor.
+template <class Fn>
+asio::awaitable<Result<json>> on_workers(asio::any_io_executor workers, Fn fn) {
+    // co_spawn needs a default-constructible value: carry the Result in an optional.
+    auto op = asio::co_spawn(
+        workers, [fn = std::move(fn)]() -> asio::awaitable<std::optional<Result<json>>> { co_return fn(); },
+        asio::use_awaitable);
+    auto r = co_await std::move(op);
+    co_return std::move(*r);
+}
+
+}  // namespace
+
+Api::Api(std::filesystem::path db_path, std::vector<config::AdminToken> tokens, asio::any_io_executor workers,
+         store::Writer& writer)
+    : m_db_path(std::move(db_path)),
+      m_tokens(std::make_shared<const std::vector<config::AdminToken>>(std::move(tokens))),
+      m_workers(std::move(workers)),
+      m_writer(writer) {}
+
+void Api::set_tokens(std::vector<config::AdminToken> tokens) {
+    auto next = std::make_shared<const std::vector<config::AdminToken>>(std::move(tokens));
+    std::lock_guard lk(m_mu);
+    m_tokens = std::move(next);
+}
+
+std::shared_ptr<const std::vector<config::AdminToken>> Api::tokens() const {
+    std::lock_guard lk(m_mu);
+    return m_tokens;
+}
+
+asio::awaitable<http::Response> Api::handle(http::Request& req) {
+    auto caller = authenticate(req.header("Authorization"), *tokens());
+    if (!caller) {
+        auto r = error(401, "unauthorized", "a valid bearer token is required");
+        r.headers.emplace_back("WWW-Authenticate", "Bearer");
+        co_return r;
+    }
+    static const std::regex k_run(R"(^/api/v1/runs/([0-9]{1,18})$)");
+    static const std::regex k_cancel(R"(^/api/v1/runs/([0-9]{1,18})/cancel$)");
+    std::smatch m;
+    const std::string path = req.path;
+    const bool get = req.method == "GET";
+
+    if (path == "/api/v1/runs") {
+        if (!get) co_return error(405, "method_not_allowed");
+        RunFilter f;
+        f.state = req.query_param("state");
+        f.conclusion = req.query_param("conclusion");
+        f.event = req.query_param("event");
+        f.since = req.query_param("since");
+        f.until = req.query_param("until");
+        if (auto sha = req.query_param("sha")) {
+            if (!ingest::valid_sha(*sha)) co_return error(400, "bad_request", "sha must be a full 40-character commit SHA");
+            std::string lower = *sha;
+            for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+            f.sha = lower;
+        }
+        for (const Status& s : {one_of(f.state, "state", {"queued", "running", "completed", "cancelled"}),
+                                one_of(f.conclusion, "conclusion",
+                                       {"passed", "flaky", "regression", "infra_error", "device_unavailable", "timeout", "cancelled"}),
+                                one_of(f.event, "event", {"pull_request", "push", "schedule", "manual"}),
+                                rfc3339_like(f.since, "since"), rfc3339_like(f.until, "until")}) {
+            if (!s) co_return error(400, "bad_request", s.error().message);
+        }
+        auto pr = int_param(req, "pr", 1, std::numeric_limits<std::int64_t>::max());
+        if (!pr) co_return error(400, "bad_request", pr.error().message);
+        f.pr = *pr;
+        auto limit = limit_of(req);
+        if (!limit) co_return error(400, "bad_request", limit.error().message);
+        f.limit = *limit;
+        auto cursor = cursor_of(req);
+        if (!cursor) co_return error(400, "bad_request", cursor.error().message);
+        f.before_id = *cursor;
+        auto query = on_workers(m_workers, [db = m_db_path, f] { return list_runs(db, f); });
+        co_return from(co_await std::move(query));
+    }
+    if (std::regex_match(path, m, k_run)) {
+        if (!get) co_return error(405, "method_not_allowed");
+        std::int64_t id = std::stoll(m[1].str());
+        auto query = on_workers(m_workers, [db = m_db_path, id] { return get_run(db, id); });
+        co_return from(co_await std::move(query));
+    }
+    if (std::regex_match(path, m, k_cancel)) {
+        if (req.method != "POST") co_return error(405, "method_not_allowed");
+        if (caller->role != Role::admin) co_return error(403, "forbidden", "this route needs an admin token");
+        std::int64_t id = std::stoll(m[1].str());
+        std::string reason = "cancelled by " + caller->name;
+        auto write = store::async_write<int>(
+            m_writer,
+            [id, reason](store::Db& db) {
+                const std::string now = now_rfc3339();
+                auto& st = db.cached(
+                    "UPDATE runs SET state = 'cancelled', conclusion = 'cancelled', reason = ?, finished_at = ? "
+                    "WHERE id = ? AND state IN ('queued','running')");
+                st.bind(1, reason).bind(2, now).bind(3, id);
+                st.run();
+                if (db.changes() == 0) {
+                    auto& exists = db.cached("SELECT count(*) FROM runs WHERE id = ?");
+                    exists.bind(1, id);
+                    exists.step();
+                    return exists.int64(0) ? 409 : 404;
+                }
+                auto& jobs = db.cached(
+                    "UPDATE jobs SET state = 'cancelled', conclusion = 'cancelled', reason = ?, finished_at = ? "
+                    "WHERE run_id = ? AND state IN ('queued','leased','running')");
+                jobs.bind(1, reason).bind(2, now).bind(3, id);
+                jobs.run();
+                return 200;
+            },
+            asio::use_awaitable);
+        auto [err, status] = co_await std::move(write);
+        if (err) co_return error(503, "unavailable", err->message);
+        if (status == 404) co_return error(404, "not_found", "no run " + std::to_string(id));
+        if (status == 409) co_return error(409, "conflict", "run " + std::to_string(id) + " has already finished");
+        spdlog::info("run_id={} {}", id, reason);
+        co_return http::Response::json(200, {{"status", "cancelled"}, {"run_id", id}, {"reason", reason}});
+    }
+    if (path == "/api/v1/deliveries") {
+        if (!get) co_return error(405, "method_not_allowed");
+        DeliveryFilter f;
+        f.verdict = req.query_param("verdict");
+        if (auto s = one_of(f.verdict, "verdict", {"queued", "duplicate", "ignored", "cancelled", "pong", "rejected"}); !s) {
+            co_return error(400, "bad_request", s.error().message);
+        }
+        auto limit = limit_of(req);
+        if (!limit) co_return error(400, "bad_request", limit.error().message);
+        f.limit = *limit;
+        auto cursor = cursor_of(req);
+        if (!cursor) co_return error(400, "bad_request", cursor.error().message);
+        f.before_id = *cursor;
+        auto query = on_workers(m_workers, [db = m_db_path, f] { return list_deliveries(db, f); });
+        co_return from(co_await std::move(query));
+    }
+    co_return error(404, "not_found", "no route for " + path.substr(0, 200));
+}
+
+}  // namespace crcrd::admin

@@ -1,0 +1,210 @@
+#include "crcrd/admin/queries.hpp"
+
+#include <variant>
+#include <vector>
+
+#include "crcrd/core/crypto.hpp"
+#include "crcrd/store/sqlite.hpp"
+
+namespace crcrd::admin {
+
+using nlohmann::json;
+
+namespace {
+
+/// One read-only connection per worker thread and database.
+Result<store::Db*> reader(const std::filesystem::path& path) {
+    thread_local std::unique_ptr<store::Db> db;
+    thread_local std::filesystem::path opened;
+    if (!db || opened != path) {
+        auto d = store::Db::open(path, store::OpenOptions{true, 5000});
+        if (!d) return d.error();
+        db = std::move(*d);
+        opened = path;
+    }
+    return db.get();
+}
+
+json opt_text(const store::Stmt& st, int col) {
+    auto v = st.opt_text(col);
+    return v ? json(*v) : json(nullptr);
+}
+json opt_int(const store::Stmt& st, int col) {
+    auto v = st.opt_int64(col);
+    return v ? json(*v) : json(nullptr);
+}
+
+constexpr const char* k_run_columns =
+    "id, event, sha, pr, ref, base_sha, delivery_id, state, conclusion, reason, created_at, finished_at, selection, "
+    "base_ref, head_repo";
+
+json run_json(const store::Stmt& st) {
+    json sel = nullptr;
+    if (auto s = st.opt_text(12)) {
+        sel = json::parse(*s, nullptr, false);
+        if (sel.is_discarded()) sel = nullptr;
+    }
+    return {{"id", st.int64(0)},        {"event", st.text(1)},          {"sha", st.text(2)},
+            {"pr", opt_int(st, 3)},     {"ref", opt_text(st, 4)},       {"base_sha", opt_text(st, 5)},
+            {"delivery_id", opt_text(st, 6)}, {"state", st.text(7)},    {"conclusion", opt_text(st, 8)},
+            {"reason", opt_text(st, 9)}, {"created_at", st.text(10)},   {"finished_at", opt_text(st, 11)},
+            {"selection", sel},         {"base_ref", opt_text(st, 13)}, {"head_repo", opt_text(st, 14)}};
+}
+
+template <class Fn>
+Result<json> guarded(Fn fn) {
+    try {
+        return fn();
+    } catch (const store::SqlError& e) {
+        return make_error(e.kind(), e.what());
+    }
+}
+
+}  // namespace
+
+std::string make_cursor(std::int64_t last_id) { return crypto::base64url_encode("id<" + std::to_string(last_id)); }
+
+std::optional<std::int64_t> parse_cursor(const std::string& cursor) {
+    std::string padded = cursor;
+    for (char& c : padded) {
+        if (c == '-') c = '+';
+        else if (c == '_') c = '/';
+    }
+    while (padded.size() % 4) padded.push_back('=');
+    auto raw = crypto::base64_decode(padded);
+    if (!raw || raw->rfind("id<", 0) != 0) return std::nullopt;
+    try {
+        std::size_t used = 0;
+        auto id = std::stoll(raw->substr(3), &used);
+        if (used != raw->size() - 3) return std::nullopt;
+        return id;
+    } catch (const std::exception&) {
+        return std::nullopt;
+    }
+}
+
+namespace {
+
+/// A WHERE clause built from optional filters, with its values in order.
+struct Where {
+    std::string sql;
+    std::vector<std::variant<std::string, std::int64_t>> args;
+
+    template <class T>
+    void add(const std::optional<T>& v, const char* clause) {
+        if (!v) return;
+        sql += std::string(" AND ") + clause;
+        args.emplace_back(*v);
+    }
+    void bind(store::Stmt& st, int limit) const {
+        int i = 1;
+        for (const auto& a : args) {
+            if (const auto* s = std::get_if<std::string>(&a)) st.bind(i++, *s);
+            else st.bind(i++, std::get<std::int64_t>(a));
+        }
+        st.bind(i, std::int64_t{limit});
+    }
+};
+
+json page(std::vector<json> items, int limit) {
+    json next = nullptr;
+    if (static_cast<int>(items.size()) == limit && !items.empty()) next = make_cursor(items.back()["id"].get<std::int64_t>());
+    return {{"items", std::move(items)}, {"next_cursor", next}};
+}
+
+}  // namespace
+
+Result<json> list_runs(const std::filesystem::path& path, const RunFilter& f) {
+    auto db = reader(path);
+    if (!db) return db.error();
+    return guarded([&]() -> json {
+        Where w;
+        w.add(f.state, "state = ?");
+        w.add(f.conclusion, "conclusion = ?");
+        w.add(f.sha, "sha = ?");
+        w.add(f.event, "event = ?");
+        w.add(f.pr, "pr = ?");
+        w.add(f.since, "created_at >= ?");
+        w.add(f.until, "created_at < ?");
+        w.add(f.before_id, "id < ?");
+        auto st = (*db)->prepare(std::string("SELECT ") + k_run_columns + " FROM runs WHERE 1=1" + w.sql +
+                                 " ORDER BY id DESC LIMIT ?");
+        w.bind(st, f.limit);
+        std::vector<json> items;
+        while (st.step()) {
+            items.push_back(run_json(st));  // a list item is a run without jobs and statuses
+        }
+        return page(std::move(items), f.limit);
+    });
+}
+
+Result<json> get_run(const std::filesystem::path& path, std::int64_t id) {
+    auto db = reader(path);
+    if (!db) return db.error();
+    return guarded([&]() -> Result<json> {
+        auto st = (*db)->prepare(std::string("SELECT ") + k_run_columns + " FROM runs WHERE id = ?");
+        st.bind(1, id);
+        if (!st.step()) return make_error("not_found", "no run " + std::to_string(id));
+        json run = run_json(st);
+        auto jobs = (*db)->prepare(
+            "SELECT id, run_id, tier, state, conclusion, reason, attempt, slot, started_at, finished_at, exit_status, "
+            "tests, metadata, timeout_ms FROM jobs WHERE run_id = ? ORDER BY position, attempt");
+        jobs.bind(1, id);
+        json list = json::array();
+        while (jobs.step()) {
+            json tests = json::parse(jobs.text(11), nullptr, false);
+            json meta = jobs.is_null(12) ? json::object() : json::parse(jobs.text(12), nullptr, false);
+            if (!meta.is_object()) meta = json::object();
+            if (!meta.contains("tests")) meta["tests"] = tests.is_array() ? tests : json::array();
+            list.push_back({{"id", jobs.int64(0)},
+                            {"run_id", jobs.int64(1)},
+                            {"tier", jobs.text(2)},
+                            {"state", jobs.text(3)},
+                            {"conclusion", opt_text(jobs, 4)},
+                            {"reason", opt_text(jobs, 5)},
+                            {"attempt", jobs.int64(6)},
+                            {"slot", opt_text(jobs, 7)},
+                            {"started_at", opt_text(jobs, 8)},
+                            {"finished_at", opt_text(jobs, 9)},
+                            {"exit_status", opt_int(jobs, 10)},
+                            {"timeout_s", jobs.int64(13) / 1000},
+                            {"tests", {{"passed", 0}, {"failed", 0}, {"skipped", 0}, {"flaky", 0}}},
+                            {"metadata", meta}});
+        }
+        run["jobs"] = std::move(list);
+        run["statuses"] = json::array();  // reporting (the outbox) comes with classification
+        return run;
+    });
+}
+
+Result<json> list_deliveries(const std::filesystem::path& path, const DeliveryFilter& f) {
+    auto db = reader(path);
+    if (!db) return db.error();
+    return guarded([&]() -> json {
+        Where w;
+        w.add(f.verdict, "verdict = ?");
+        w.add(f.before_id, "id < ?");
+        auto st = (*db)->prepare(
+            "SELECT id, delivery_id, received_at, scheme, event, verdict, http_status, reason, run_id, crcr_delivery_id, "
+            "run_ids FROM deliveries WHERE 1=1" + w.sql + " ORDER BY id DESC LIMIT ?");
+        w.bind(st, f.limit);
+        std::vector<json> items;
+        while (st.step()) {
+            json run_ids = st.is_null(10) ? json::array() : json::parse(st.text(10), nullptr, false);
+            items.push_back({{"id", st.int64(0)},
+                             {"delivery_id", opt_text(st, 1)},
+                             {"received_at", st.text(2)},
+                             {"scheme", opt_text(st, 3)},
+                             {"event", opt_text(st, 4)},
+                             {"verdict", st.text(5)},
+                             {"http_status", st.int64(6)},
+                             {"reason", opt_text(st, 7)},
+                             {"run_id", opt_int(st, 8)},
+                             {"crcr_delivery_id", opt_text(st, 9)},
+                             {"run_ids", run_ids}});
+        }
+        return page(std::move(items), f.limit);
+    });
+}
+
+}  // namespace crcrd::admin

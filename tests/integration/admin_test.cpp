@@ -1,0 +1,162 @@
+// The read side of the admin API (CONTRACT.md §7) and run cancellation, against the real
+// daemon: tokens, roles, filters, cursor paging, shapes.
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <set>
+
+#include "crcrd/core/crypto.hpp"
+#include "support/daemon.hpp"
+
+namespace crcrd {
+namespace {
+
+using nlohmann::json;
+
+const char* k_rules = R"(tiers:
+  - {name: import, always: true, tests: [tests/test_import.py], timeout: 10m}
+  - {name: affected, from_rules: true}
+rules:
+  - {name: all, paths: ["**"], tests: [test/test_ops.py]}
+)";
+
+class AdminTest : public ::testing::Test {
+protected:
+    void SetUp() override {
+        write_file(dir.path() / "selection.yaml", k_rules);
+        daemon = std::make_unique<TestDaemon>(
+            dir.path(), "selection: {rules: selection.yaml}\nadmin:\n  tokens:\n    - {name: viewer, sha256: " +
+                            crypto::sha256_hex("read-token") + ", role: read}\n    - {name: ops, sha256: " +
+                            crypto::sha256_hex("admin-token") + ", role: admin}\n");
+        daemon->start();
+    }
+
+    Result<http::ClientResponse> get(const std::string& path, const std::string& token = "read-token") {
+        return daemon->request("GET", path, {{"Authorization", "Bearer " + token}}, "");
+    }
+    json get_json(const std::string& path, int status = 200) {
+        auto r = get(path);
+        EXPECT_TRUE(r);
+        EXPECT_EQ(r->status, status) << path << ": " << r->body;
+        return json::parse(r->body);
+    }
+    std::int64_t queue_pr(int pr, const std::string& sha) {
+        json j = json::parse(fixture_text("crcr/pull_request-synchronize.dispatch.json"));
+        j["client_payload"]["delivery_id"] = "pr-" + std::to_string(pr) + "-" + sha.substr(0, 4);
+        j["client_payload"]["payload"]["number"] = pr;
+        j["client_payload"]["payload"]["pull_request"]["head"]["sha"] = sha;
+        auto r = daemon->post_github(j.dump(), "d-" + std::to_string(pr) + sha.substr(0, 4));
+        EXPECT_EQ(r->status, 202) << r->body;
+        return json::parse(r->body)["run_id"].get<std::int64_t>();
+    }
+
+    TempDir dir;
+    std::unique_ptr<TestDaemon> daemon;
+};
+
+TEST_F(AdminTest, TokensAndRoles) {
+    auto none = daemon->request("GET", "/api/v1/runs", {}, "");
+    EXPECT_EQ(none->status, 401);
+    EXPECT_EQ(json::parse(none->body)["error"], "unauthorized");
+    EXPECT_EQ(get("/api/v1/runs", "not-a-token")->status, 401);
+    EXPECT_EQ(get("/api/v1/runs", "admin-token")->status, 200);
+    auto run = queue_pr(2, "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa");
+    auto cancel = "/api/v1/runs/" + std::to_string(run) + "/cancel";
+    auto as_reader = daemon->request("POST", cancel, {{"Authorization", "Bearer read-token"}}, "");
+    EXPECT_EQ(as_reader->status, 403);
+    EXPECT_EQ(json::parse(as_reader->body)["error"], "forbidden");
+    auto as_admin = daemon->request("POST", cancel, {{"Authorization", "Bearer admin-token"}}, "");
+    EXPECT_EQ(as_admin->status, 200) << as_admin->body;
+    auto shown = get_json("/api/v1/runs/" + std::to_string(run));
+    EXPECT_EQ(shown["state"], "cancelled");
+    EXPECT_EQ(shown["conclusion"], "cancelled");
+    EXPECT_EQ(shown["reason"], "cancelled by ops");
+    for (const auto& j : shown["jobs"]) EXPECT_EQ(j["state"], "cancelled");
+    EXPECT_EQ(daemon->request("POST", cancel, {{"Authorization", "Bearer admin-token"}}, "")->status, 409);
+    EXPECT_EQ(daemon->request("POST", "/api/v1/runs/99999/cancel", {{"Authorization", "Bearer admin-token"}}, "")->status, 404);
+    EXPECT_EQ(get("/api/v1/nothing")->status, 404);
+}
+
+TEST_F(AdminTest, RunsAreListedNewestFirstWithFiltersAndCursors) {
+    std::vector<std::int64_t> ids;
+    for (int pr = 10; pr < 15; ++pr) {
+        ids.push_back(queue_pr(pr, std::string(40, static_cast<char>('a' + pr - 10))));
+    }
+    std::vector<std::int64_t> seen;
+    std::string path = "/api/v1/runs?limit=2";
+    for (int pages = 0; pages < 10; ++pages) {
+        auto page = get_json(path);
+        for (const auto& item : page["items"]) {
+            seen.push_back(item["id"].get<std::int64_t>());
+            EXPECT_FALSE(item.contains("jobs"));
+        }
+        if (page["next_cursor"].is_null()) break;
+        path = "/api/v1/runs?limit=2&cursor=" + page["next_cursor"].get<std::string>();
+    }
+    EXPECT_EQ(seen, (std::vector<std::int64_t>{ids[4], ids[3], ids[2], ids[1], ids[0]}));
+
+    auto by_pr = get_json("/api/v1/runs?pr=12");
+    ASSERT_EQ(by_pr["items"].size(), 1u);
+    EXPECT_EQ(by_pr["items"][0]["id"], ids[2]);
+    EXPECT_EQ(by_pr["items"][0]["pr"], 12);
+    auto by_sha = get_json("/api/v1/runs?sha=" + std::string(40, 'D'));  // upper case is accepted
+    ASSERT_EQ(by_sha["items"].size(), 1u);
+    EXPECT_EQ(by_sha["items"][0]["id"], ids[3]);
+    EXPECT_EQ(get_json("/api/v1/runs?event=push")["items"].size(), 0u);
+    EXPECT_EQ(get_json("/api/v1/runs?state=queued&event=pull_request")["items"].size(), 5u);
+    EXPECT_EQ(get_json("/api/v1/runs?since=2000-01-01T00:00:00Z&until=2100-01-01")["items"].size(), 5u);
+    EXPECT_EQ(get_json("/api/v1/runs?until=2000-01-01")["items"].size(), 0u);
+
+    for (const char* bad : {"/api/v1/runs?limit=500", "/api/v1/runs?limit=0", "/api/v1/runs?cursor=garbage",
+                            "/api/v1/runs?sha=abc", "/api/v1/runs?state=sleeping", "/api/v1/runs?pr=x",
+                            "/api/v1/runs?since=yesterday"}) {
+        auto r = get(bad);
+        EXPECT_EQ(r->status, 400) << bad;
+        EXPECT_EQ(json::parse(r->body)["error"], "bad_request") << bad;
+    }
+}
+
+TEST_F(AdminTest, RunDetailHasSelectionJobsAndStatuses) {
+    auto id = queue_pr(20, "abcdefabcdefabcdefabcdefabcdefabcdefabcd");
+    // No mirror and no API are configured: the source is unknown and every rule is selected.
+    ASSERT_TRUE(eventually([&] { return get_json("/api/v1/runs/" + std::to_string(id))["jobs"].size() == 2; }));
+    auto run = get_json("/api/v1/runs/" + std::to_string(id));
+    for (const char* key : {"id", "event", "sha", "pr", "ref", "base_sha", "delivery_id", "state", "conclusion", "reason",
+                            "created_at", "finished_at", "selection", "jobs", "statuses"}) {
+        EXPECT_TRUE(run.contains(key)) << key;
+    }
+    EXPECT_EQ(run["event"], "pull_request");
+    EXPECT_EQ(run["sha"], "abcdefabcdefabcdefabcdefabcdefabcdefabcd");
+    EXPECT_EQ(run["ref"], "refs/pull/20/head");
+    EXPECT_EQ(run["selection"]["source"], "unknown");
+    EXPECT_EQ(run["selection"]["tiers"][0]["name"], "import");
+    EXPECT_EQ(run["selection"]["tiers"][0]["reason"], "always");
+    const auto& job = run["jobs"][0];
+    EXPECT_EQ(job["tier"], "import");
+    EXPECT_EQ(job["state"], "queued");
+    EXPECT_EQ(job["attempt"], 1);
+    EXPECT_TRUE(job["slot"].is_null());
+    EXPECT_EQ(job["metadata"]["tests"], json::array({"tests/test_import.py"}));
+    EXPECT_TRUE(run["statuses"].is_array());
+    EXPECT_EQ(get("/api/v1/runs/424242")->status, 404);
+}
+
+TEST_F(AdminTest, DeliveriesAreListedWithVerdicts) {
+    queue_pr(30, "1111111111111111111111111111111111111111");
+    EXPECT_EQ(daemon->post_github("{}", "bad-sig", "repository_dispatch", "wrong")->status, 401);
+    auto all = get_json("/api/v1/deliveries");
+    ASSERT_EQ(all["items"].size(), 2u);
+    EXPECT_EQ(all["items"][0]["verdict"], "rejected");
+    EXPECT_EQ(all["items"][0]["http_status"], 401);
+    EXPECT_EQ(all["items"][1]["verdict"], "queued");
+    for (const char* key : {"id", "delivery_id", "received_at", "scheme", "event", "verdict", "http_status", "reason", "run_id"}) {
+        EXPECT_TRUE(all["items"][1].contains(key)) << key;
+    }
+    auto rejected = get_json("/api/v1/deliveries?verdict=rejected");
+    ASSERT_EQ(rejected["items"].size(), 1u);
+    EXPECT_EQ(rejected["items"][0]["delivery_id"], "bad-sig");
+    EXPECT_EQ(get("/api/v1/deliveries?verdict=maybe")->status, 400);
+}
+
+}  // namespace
+}  // namespace crcrd
