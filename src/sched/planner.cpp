@@ -76,7 +76,14 @@ bool store_plan(store::Db& db, std::int64_t run_id, const select::Selection& sel
 }  // namespace
 
 Planner::Planner(store::Writer& writer, std::filesystem::path db_path, std::shared_ptr<const PlannerConfig> cfg)
-    : m_writer(writer), m_db_path(std::move(db_path)), m_cfg(std::move(cfg)) {}
+    : m_writer(writer),
+      m_db_path(db_path),
+      m_cfg(std::move(cfg)),
+      m_full_matrix(writer, db_path, [this](const std::string& ref) -> Result<std::string> {
+          auto c = config();
+          if (!c) return make_error("git", "no configuration");
+          return select::newest_sha(c->sources.upstream, ref);
+      }) {}
 
 Planner::~Planner() { stop(); }
 
@@ -119,6 +126,7 @@ void Planner::loop() {
             if (m_stopping) return;
             m_pending = false;
         }
+        if (auto cfg = config(); cfg && cfg->rules) m_full_matrix.tick(*cfg->rules);
         while (plan_pending() > 0) {
             std::lock_guard lk(m_mu);
             if (m_stopping) return;

@@ -118,6 +118,19 @@ Result<std::vector<std::string>> git_changed_paths(const RunRef& run, const conf
     return lines_z(diff->out);
 }
 
+Result<std::string> newest_sha(const config::UpstreamConfig& up, const std::string& ref) {
+    if (up.mirror.empty()) return make_error("git", "no upstream.mirror configured");
+    if (auto s = ensure_mirror(up); !s) return s.error();
+    const std::string full = "refs/heads/" + ref;
+    if (!up.remote.empty()) {
+        auto f = git(up, {"fetch", "--quiet", "--no-tags", "--no-write-fetch-head", up.remote, "+" + full + ":" + full});
+        if (!f) return f.error();
+    }
+    auto r = git(up, {"rev-parse", "--verify", full + "^{commit}"});
+    if (!r) return r.error();
+    return trim(r->out);
+}
+
 Result<std::vector<std::string>> github_changed_paths(std::int64_t pr, const config::GithubReportConfig& gh,
                                                       const std::string& upstream_repo) {
     http::Headers headers = {{"Accept", "application/vnd.github+json"}, {"X-GitHub-Api-Version", "2022-11-28"}};
@@ -164,6 +177,7 @@ ChangedPaths resolve_changed_paths(const RunRef& run, const SourceSettings& sett
     std::string notes;
     auto note = [&](const std::string& n) { notes += (notes.empty() ? "" : "; ") + n; };
 
+    if (run.event == "schedule") return ChangedPaths{Source::schedule, {}, ""};  // every tier anyway
     if (auto files = strings_at(run.inputs, "changed_files")) {
         return ChangedPaths{Source::payload, std::move(*files), ""};
     }

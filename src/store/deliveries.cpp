@@ -68,7 +68,7 @@ std::optional<std::optional<std::int64_t>> find_key(Db& db, const std::vector<st
     return std::nullopt;
 }
 
-std::int64_t insert_run(Db& db, const NewRun& r, const std::string& now) {
+std::int64_t insert_run_row(Db& db, const NewRun& r, const std::string& now) {
     auto& st = db.cached(
         "INSERT INTO runs (event, action, sha, pr, ref, base_ref, base_sha, head_repo, labels, "
         "delivery_id, state, inputs, created_at, concurrency_group) VALUES (?,?,?,?,?,?,?,?,?,?,'queued',?,?,?)");
@@ -127,6 +127,12 @@ std::vector<std::int64_t> supersede(Db& db, const NewRun& r, std::int64_t new_id
 
 }  // namespace
 
+std::int64_t insert_run(Db& db, const NewRun& r, const std::string& now) {
+    auto id = insert_run_row(db, r, now);
+    supersede(db, r, id, now);
+    return id;
+}
+
 Outcome record_delivery(Db& db, const Delivery& d) {
     Outcome out;
     if (d.intended == Verdict::rejected) {
@@ -147,7 +153,7 @@ Outcome record_delivery(Db& db, const Delivery& d) {
     out.verdict = d.intended;
     out.http_status = d.http_status;
     if (d.intended == Verdict::queued && d.run) {
-        out.run_id = insert_run(db, *d.run, now);
+        out.run_id = insert_run_row(db, *d.run, now);
         out.superseded = supersede(db, *d.run, *out.run_id, now);
     } else if (d.intended == Verdict::cancelled && d.cancel_pr) {
         out.run_ids = cancel_pr_runs(db, *d.cancel_pr, d.reason, now);

@@ -2,6 +2,7 @@
 // receives signed deliveries, and the planner stores the selection and the jobs.
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
+#include <sqlite3.h>
 
 #include "support/certs.hpp"
 #include "support/daemon.hpp"
@@ -189,6 +190,39 @@ TEST_F(SelectionTest, ANewerShaSupersedesThePrsQueuedWork) {
     auto same = daemon->post_github(pr_delivery("sup-4", upstream->sha("docs"), upstream->sha("main"), 9), "s-4");
     EXPECT_FALSE(json::parse(same->body).contains("superseded"));
     EXPECT_EQ(daemon->text("SELECT state FROM runs WHERE id=" + std::to_string(other)), "queued");
+}
+
+TEST(FullMatrix, AMissedSlotRunsOnceAtStartUpOnTheNewestShaOfTheRef) {
+    TempDir dir;
+    Upstream upstream(dir.path() / "upstream");
+    write_file(dir.path() / "selection.yaml", std::string(k_rules) + "full_matrix: {schedule: \"0 3 * * *\", ref: main}\n");
+    TestDaemon d(dir.path(), "upstream: {mirror: state/pytorch.git, remote: " + upstream.dir().string() +
+                                 "}\nselection: {rules: selection.yaml}\n");
+    d.start();
+    ASSERT_TRUE(eventually([&] { return d.scalar("SELECT count(*) FROM meta WHERE key='full_matrix_next'") == 1; }));
+    EXPECT_EQ(d.stop(), 0);
+    EXPECT_EQ(d.scalar("SELECT count(*) FROM runs"), 0);
+    // The daemon was down over three slots.
+    sqlite3* db = nullptr;
+    ASSERT_EQ(sqlite3_open(d.db_path().c_str(), &db), SQLITE_OK);
+    auto three_days_ago = std::chrono::duration_cast<std::chrono::seconds>(
+                              (std::chrono::system_clock::now() - std::chrono::hours(72)).time_since_epoch())
+                              .count();
+    std::string sql = "UPDATE meta SET value='" + std::to_string(three_days_ago) + "' WHERE key='full_matrix_next'";
+    ASSERT_EQ(sqlite3_exec(db, sql.c_str(), nullptr, nullptr, nullptr), SQLITE_OK);
+    sqlite3_close(db);
+    d.start();
+    ASSERT_TRUE(eventually([&] {
+        return d.scalar("SELECT count(*) FROM runs WHERE event='schedule' AND selection IS NOT NULL") == 1;
+    }, std::chrono::seconds(30))) << d.log();
+    EXPECT_EQ(d.text("SELECT sha FROM runs WHERE event='schedule'"), upstream.sha("main"));
+    auto sel = json::parse(d.text("SELECT selection FROM runs WHERE event='schedule'"));
+    EXPECT_EQ(sel["source"], "schedule");
+    EXPECT_EQ(sel["tiers"].size(), 4u);  // every tier, the scheduled one included
+    EXPECT_EQ(d.scalar("SELECT count(*) FROM jobs"), 4);
+    // One run for the missed slots, not three.
+    EXPECT_EQ(d.stop(), 0);
+    EXPECT_EQ(d.scalar("SELECT count(*) FROM runs WHERE event='schedule'"), 1);
 }
 
 TEST(Concurrency, GroupKeyIsConfigurablePerEvent) {

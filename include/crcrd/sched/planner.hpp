@@ -10,6 +10,7 @@
 #include <mutex>
 #include <thread>
 
+#include "crcrd/sched/full_matrix.hpp"
 #include "crcrd/select/changed_paths.hpp"
 #include "crcrd/select/rules.hpp"
 #include "crcrd/store/writer.hpp"
@@ -30,7 +31,8 @@ public:
     Planner& operator=(const Planner&) = delete;
 
     /// Starts the thread; it plans whatever is queued, then waits for notify() (or a
-    /// periodic look, for runs stored while it was busy).
+    /// periodic look every few seconds, for runs stored while it was busy and for the
+    /// full matrix schedule).
     void start();
     /// New runs were stored.
     void notify();
@@ -53,6 +55,7 @@ private:
     std::shared_ptr<const PlannerConfig> m_cfg;
     bool m_pending = true;
     bool m_stopping = false;
+    FullMatrixTrigger m_full_matrix;
     std::thread m_thread;
 };
 

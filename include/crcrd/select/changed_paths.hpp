@@ -44,6 +44,10 @@ ChangedPaths resolve_changed_paths(const RunRef& run, const SourceSettings& sett
 /// `upstream.mirror` (created on first use), then `git diff --name-only <merge-base> <sha>`.
 Result<std::vector<std::string>> git_changed_paths(const RunRef& run, const config::UpstreamConfig& upstream);
 
+/// The newest commit of branch `ref` in the mirror, fetched from the remote first when one
+/// is configured.
+Result<std::string> newest_sha(const config::UpstreamConfig& upstream, const std::string& ref);
+
 /// The API source alone: GET /repos/{repo}/pulls/{n}/files, every page.
 Result<std::vector<std::string>> github_changed_paths(std::int64_t pr, const config::GithubReportConfig& gh,
                                                       const std::string& upstream_repo);

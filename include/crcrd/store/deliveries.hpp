@@ -59,6 +59,10 @@ struct Outcome {
     std::vector<std::int64_t> superseded;  // cancelled by the new run
 };
 
+/// Inserts a queued run (for triggers other than a delivery: schedule, manual) and returns
+/// its id. Throws SqlError.
+std::int64_t insert_run(Db& db, const NewRun& r, const std::string& now);
+
 /// Applies `d` on `db` (inside the caller's transaction). Throws SqlError on storage failure,
 /// leaving the caller to roll back. Rejected deliveries leave one row without a body and no
 /// keys; accepted ones store their body and claim their idempotency keys.

@@ -1,0 +1,109 @@
+#include "crcrd/sched/full_matrix.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include <future>
+
+#include "crcrd/core/time.hpp"
+#include "crcrd/store/deliveries.hpp"
+#include "crcrd/store/sqlite.hpp"
+
+namespace crcrd::sched {
+
+namespace {
+
+using std::chrono::system_clock;
+
+/// meta rows: full_matrix_schedule (the expression the next time belongs to) and
+/// full_matrix_next (Unix seconds).
+struct Recorded {
+    std::string schedule;
+    std::optional<std::int64_t> next;
+};
+
+Recorded read_recorded(const std::filesystem::path& path) {
+    Recorded r;
+    auto db = store::Db::open(path, store::OpenOptions{true, 5000});
+    if (!db) return r;
+    auto st = (*db)->prepare("SELECT key, value FROM meta WHERE key IN ('full_matrix_schedule', 'full_matrix_next')");
+    while (st.step()) {
+        if (st.text(0) == "full_matrix_schedule") r.schedule = st.text(1);
+        else r.next = std::stoll(st.text(1));
+    }
+    return r;
+}
+
+void put_meta(store::Db& db, const std::string& key, const std::string& value) {
+    auto& st = db.cached(
+        "INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value");
+    st.bind(1, key).bind(2, value);
+    st.run();
+}
+
+std::int64_t unix_seconds(system_clock::time_point t) {
+    return std::chrono::duration_cast<std::chrono::seconds>(t.time_since_epoch()).count();
+}
+
+template <class Fn>
+Status write_sync(store::Writer& writer, Fn fn) {
+    std::promise<Status> done;
+    if (!writer.submit(std::move(fn), [&done](Status s) { done.set_value(std::move(s)); })) {
+        return make_error("overloaded", "storage busy");
+    }
+    return done.get_future().get();
+}
+
+}  // namespace
+
+FullMatrixTrigger::FullMatrixTrigger(store::Writer& writer, std::filesystem::path db_path, NewestSha newest_sha,
+                                     Clock clock)
+    : m_writer(writer), m_db_path(std::move(db_path)), m_newest_sha(std::move(newest_sha)), m_clock(std::move(clock)) {}
+
+std::optional<std::int64_t> FullMatrixTrigger::tick(const select::Rules& rules) {
+    if (!rules.full_matrix) return std::nullopt;
+    const auto& fm = *rules.full_matrix;
+    const auto now = m_clock();
+    const auto rec = read_recorded(m_db_path);
+    const std::string next_after_now = std::to_string(unix_seconds(fm.schedule.next_after(now)));
+
+    if (!rec.next || rec.schedule != fm.schedule.text()) {
+        auto s = write_sync(m_writer, [&](store::Db& db) {
+            put_meta(db, "full_matrix_schedule", fm.schedule.text());
+            put_meta(db, "full_matrix_next", next_after_now);
+        });
+        if (!s) spdlog::warn("full matrix: cannot record the schedule: {}", s.error().message);
+        return std::nullopt;
+    }
+    if (unix_seconds(now) < *rec.next) return std::nullopt;
+
+    const auto slot = system_clock::time_point(std::chrono::seconds(*rec.next));
+    auto sha = m_newest_sha(fm.ref);
+    std::optional<std::int64_t> run_id;
+    auto s = write_sync(m_writer, [&](store::Db& db) {
+        if (sha) {
+            store::NewRun r;
+            r.event = "schedule";
+            r.action = "full_matrix";
+            r.sha = *sha;
+            r.ref = "refs/heads/" + fm.ref;
+            r.delivery_id = "schedule:" + rfc3339(slot);
+            r.inputs_json = R"({"form":"schedule"})";
+            r.concurrency_group = "schedule";
+            run_id = store::insert_run(db, r, now_rfc3339());
+        }
+        // The next slot after now: slots missed while the daemon was down collapse into this one.
+        put_meta(db, "full_matrix_next", next_after_now);
+    });
+    if (!sha) {
+        spdlog::error("full matrix: slot {} skipped: cannot resolve {}: {}", rfc3339(slot), fm.ref, sha.error().message);
+        return std::nullopt;
+    }
+    if (!s) {
+        spdlog::error("full matrix: cannot store the run: {}", s.error().message);
+        return std::nullopt;
+    }
+    spdlog::info("full matrix: run_id={} sha={} ref={} slot={}", *run_id, *sha, fm.ref, rfc3339(slot));
+    return run_id;
+}
+
+}  // namespace crcrd::sched
