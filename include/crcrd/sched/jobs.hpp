@@ -1,0 +1,37 @@
+#pragma once
+// The job state machine between tiers (CONTRACT.md §3.1, §4, §5): a tier starts only when
+// the tiers before it passed; a tier that ends otherwise cancels the later ones with the
+// reason; a run completes with the most severe class of its jobs. Functions run inside the
+// writer's transaction (they throw SqlError).
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "crcrd/store/sqlite.hpp"
+
+namespace crcrd::sched {
+
+/// §5's classes in order of severity, most severe first.
+inline const std::vector<std::string>& severity_order() {
+    static const std::vector<std::string> k = {"regression", "infra_error", "device_unavailable", "timeout", "flaky",
+                                               "passed"};
+    return k;
+}
+
+/// The more severe of two classes ("" counts as nothing).
+std::string more_severe(const std::string& a, const std::string& b);
+
+/// Jobs that may start now: queued, of a queued or running run, and every job of an earlier
+/// tier of that run completed as passed or flaky. At most one per run, oldest runs first.
+std::vector<std::int64_t> startable_jobs(store::Db& db, int limit = 64);
+
+/// Records that a job ended with `conclusion` (a §5 class). When that is neither passed nor
+/// flaky, the run's later queued jobs end cancelled ("<tier> ended <class>"). When no job of
+/// the run is left queued, leased or running, the run completes with the most severe class
+/// of its completed jobs. Returns the run's conclusion when it completed.
+std::optional<std::string> finish_job(store::Db& db, std::int64_t job_id, const std::string& conclusion,
+                                      const std::string& reason, std::optional<int> exit_status = std::nullopt);
+
+}  // namespace crcrd::sched

@@ -1,0 +1,76 @@
+#include "crcrd/sched/jobs.hpp"
+
+#include <algorithm>
+
+#include "crcrd/core/time.hpp"
+
+namespace crcrd::sched {
+
+std::string more_severe(const std::string& a, const std::string& b) {
+    if (a.empty()) return b;
+    if (b.empty()) return a;
+    const auto& order = severity_order();
+    auto ia = std::find(order.begin(), order.end(), a);
+    auto ib = std::find(order.begin(), order.end(), b);
+    return ia <= ib ? a : b;
+}
+
+std::vector<std::int64_t> startable_jobs(store::Db& db, int limit) {
+    auto& st = db.cached(
+        "SELECT j.id FROM jobs j JOIN runs r ON r.id = j.run_id "
+        "WHERE j.state = 'queued' AND r.state IN ('queued','running') "
+        "AND NOT EXISTS (SELECT 1 FROM jobs e WHERE e.run_id = j.run_id AND e.position < j.position "
+        "                AND NOT (e.state = 'completed' AND e.conclusion IN ('passed','flaky'))) "
+        "AND NOT EXISTS (SELECT 1 FROM jobs s WHERE s.run_id = j.run_id AND s.state IN ('leased','running')) "
+        "AND j.id = (SELECT min(q.id) FROM jobs q WHERE q.run_id = j.run_id AND q.state = 'queued') "
+        "ORDER BY j.run_id LIMIT ?");
+    st.bind(1, std::int64_t{limit});
+    std::vector<std::int64_t> ids;
+    while (st.step()) ids.push_back(st.int64(0));
+    st.reset();
+    return ids;
+}
+
+std::optional<std::string> finish_job(store::Db& db, std::int64_t job_id, const std::string& conclusion,
+                                      const std::string& reason, std::optional<int> exit_status) {
+    const std::string now = now_rfc3339();
+    auto& upd = db.cached(
+        "UPDATE jobs SET state = 'completed', conclusion = ?, reason = ?, exit_status = ?, finished_at = ? "
+        "WHERE id = ? AND state IN ('queued','leased','running') RETURNING run_id, tier");
+    upd.bind(1, conclusion).bind(2, reason).bind(3, exit_status ? std::optional<std::int64_t>(*exit_status) : std::nullopt)
+        .bind(4, now).bind(5, job_id);
+    if (!upd.step()) return std::nullopt;  // already ended (e.g. cancelled meanwhile)
+    const std::int64_t run_id = upd.int64(0);
+    const std::string tier = upd.text(1);
+    upd.reset();
+
+    if (conclusion != "passed" && conclusion != "flaky") {
+        auto& cancel = db.cached(
+            "UPDATE jobs SET state = 'cancelled', conclusion = 'cancelled', reason = ?, finished_at = ? "
+            "WHERE run_id = ? AND state = 'queued'");
+        cancel.bind(1, tier + " ended " + conclusion).bind(2, now).bind(3, run_id);
+        cancel.run();
+    }
+    auto& open = db.cached("SELECT count(*) FROM jobs WHERE run_id = ? AND state IN ('queued','leased','running')");
+    open.bind(1, run_id);
+    open.step();
+    const bool done = open.int64(0) == 0;
+    open.reset();
+    if (!done) return std::nullopt;
+
+    std::string worst;
+    auto& classes = db.cached("SELECT conclusion FROM jobs WHERE run_id = ? AND state = 'completed'");
+    classes.bind(1, run_id);
+    while (classes.step()) worst = more_severe(worst, classes.text(0));
+    classes.reset();
+    if (worst.empty()) worst = "cancelled";
+    auto& run = db.cached(
+        "UPDATE runs SET state = 'completed', conclusion = ?, reason = ?, finished_at = ? "
+        "WHERE id = ? AND state IN ('queued','running')");
+    run.bind(1, worst).bind(2, worst == "passed" ? "every selected tier passed" : tier + " ended " + conclusion)
+        .bind(3, now).bind(4, run_id);
+    run.run();
+    return worst;
+}
+
+}  // namespace crcrd::sched
