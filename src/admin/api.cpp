@@ -55,18 +55,17 @@ Status rfc3339_like(const std::optional<std::string>& v, const char* name) {
     return Ok{};
 }
 
-Result<int> limit_of(const http::Request& req) {
+/// `limit` (1-200, default 50) and `cursor` of a list request.
+Result<Page> page_of(const http::Request& req) {
+    Page page;
     auto l = int_param(req, "limit", 1, 200);
     if (!l) return l.error();
-    return static_cast<int>(l->value_or(50));
-}
-
-Result<std::optional<std::int64_t>> cursor_of(const http::Request& req) {
-    auto c = req.query_param("cursor");
-    if (!c || c->empty()) return std::optional<std::int64_t>();
-    auto id = parse_cursor(*c);
-    if (!id) return make_error("bad_request", "cursor is not one this server gave out");
-    return std::optional<std::int64_t>(*id);
+    page.limit = static_cast<int>(l->value_or(50));
+    if (auto c = req.query_param("cursor"); c && !c->empty()) {
+        page.before_id = parse_cursor(*c);
+        if (!page.before_id) return make_error("bad_request", "cursor is not one this server gave out");
+    }
+    return page;
 }
 
 http::Response from(const Result<json>& r) {
@@ -144,12 +143,9 @@ asio::awaitable<http::Response> Api::handle(http::Request& req) {
         auto pr = int_param(req, "pr", 1, std::numeric_limits<std::int64_t>::max());
         if (!pr) co_return error(400, "bad_request", pr.error().message);
         f.pr = *pr;
-        auto limit = limit_of(req);
-        if (!limit) co_return error(400, "bad_request", limit.error().message);
-        f.limit = *limit;
-        auto cursor = cursor_of(req);
-        if (!cursor) co_return error(400, "bad_request", cursor.error().message);
-        f.before_id = *cursor;
+        auto page = page_of(req);
+        if (!page) co_return error(400, "bad_request", page.error().message);
+        f.page = *page;
         auto query = on_workers(m_workers, [db = m_db_path, f] { return list_runs(db, f); });
         co_return from(co_await std::move(query));
     }
@@ -201,12 +197,9 @@ asio::awaitable<http::Response> Api::handle(http::Request& req) {
         if (auto s = one_of(f.verdict, "verdict", {"queued", "duplicate", "ignored", "cancelled", "pong", "rejected"}); !s) {
             co_return error(400, "bad_request", s.error().message);
         }
-        auto limit = limit_of(req);
-        if (!limit) co_return error(400, "bad_request", limit.error().message);
-        f.limit = *limit;
-        auto cursor = cursor_of(req);
-        if (!cursor) co_return error(400, "bad_request", cursor.error().message);
-        f.before_id = *cursor;
+        auto page = page_of(req);
+        if (!page) co_return error(400, "bad_request", page.error().message);
+        f.page = *page;
         auto query = on_workers(m_workers, [db = m_db_path, f] { return list_deliveries(db, f); });
         co_return from(co_await std::move(query));
     }

@@ -126,15 +126,15 @@ Result<json> list_runs(const std::filesystem::path& path, const RunFilter& f) {
         w.add(f.pr, "pr = ?");
         w.add(f.since, "created_at >= ?");
         w.add(f.until, "created_at < ?");
-        w.add(f.before_id, "id < ?");
+        w.add(f.page.before_id, "id < ?");
         auto st = (*db)->prepare(std::string("SELECT ") + k_run_columns + " FROM runs WHERE 1=1" + w.sql +
                                  " ORDER BY id DESC LIMIT ?");
-        w.bind(st, f.limit);
+        w.bind(st, f.page.limit);
         std::vector<json> items;
         while (st.step()) {
             items.push_back(run_json(st));  // a list item is a run without jobs and statuses
         }
-        return page(std::move(items), f.limit);
+        return page(std::move(items), f.page.limit);
     });
 }
 
@@ -183,11 +183,11 @@ Result<json> list_deliveries(const std::filesystem::path& path, const DeliveryFi
     return guarded([&]() -> json {
         Where w;
         w.add(f.verdict, "verdict = ?");
-        w.add(f.before_id, "id < ?");
+        w.add(f.page.before_id, "id < ?");
         auto st = (*db)->prepare(
             "SELECT id, delivery_id, received_at, scheme, event, verdict, http_status, reason, run_id, crcr_delivery_id, "
             "run_ids FROM deliveries WHERE 1=1" + w.sql + " ORDER BY id DESC LIMIT ?");
-        w.bind(st, f.limit);
+        w.bind(st, f.page.limit);
         std::vector<json> items;
         while (st.step()) {
             json run_ids = st.is_null(10) ? json::array() : json::parse(st.text(10), nullptr, false);
@@ -203,7 +203,7 @@ Result<json> list_deliveries(const std::filesystem::path& path, const DeliveryFi
                              {"crcr_delivery_id", opt_text(st, 9)},
                              {"run_ids", run_ids}});
         }
-        return page(std::move(items), f.limit);
+        return page(std::move(items), f.page.limit);
     });
 }
 

@@ -13,17 +13,21 @@
 
 namespace crcrd::admin {
 
+/// One page of a newest-first list.
+struct Page {
+    int limit = 50;
+    std::optional<std::int64_t> before_id;  // from the cursor
+};
+
 struct RunFilter {
     std::optional<std::string> state, conclusion, sha, event, since, until;
     std::optional<std::int64_t> pr;
-    std::optional<std::int64_t> before_id;  // from the cursor
-    int limit = 50;
+    Page page;
 };
 
 struct DeliveryFilter {
     std::optional<std::string> verdict;
-    std::optional<std::int64_t> before_id;
-    int limit = 50;
+    Page page;
 };
 
 /// {"items":[run...],"next_cursor":"..."|null}, newest first.
