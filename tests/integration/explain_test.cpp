@@ -1,6 +1,7 @@
 // `crcrctl explain` and the rules file as the daemon checks it (start-up, --check-config).
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
+#include <signal.h>
 
 #include "support/daemon.hpp"
 
@@ -59,6 +60,26 @@ TEST(Explain, InvalidRulesAreReportedWithFileLineAndKey) {
 
     write_file(dir.path() / "bad.yaml", k_rules);
     EXPECT_EQ(run_command({CRCRD_BIN, "--check-config", "--config", d.config_path().string()}, &out), 0) << out;
+}
+
+TEST(Explain, SighupRefusesABrokenRulesFileAndKeepsTheRunningRules) {
+    TempDir dir;
+    write_file(dir.path() / "sel.yaml", k_rules);
+    TestDaemon d(dir.path(), "selection: {rules: sel.yaml}\n");
+    d.start();
+    write_file(dir.path() / "sel.yaml", "tiers: []\nrulez: 1\n");
+    auto before = d.log().size();
+    d.process().signal(SIGHUP);
+    ASSERT_TRUE(eventually([&] { return d.log().find("keeping the running configuration", before) != std::string::npos; }));
+    EXPECT_NE(d.log().find("sel.yaml: rulez: unknown key", before), std::string::npos) << d.log().substr(before);
+    // The rules in force still plan runs.
+    nlohmann::json j = nlohmann::json::parse(fixture_text("crcr/direct-pytorch-crcr.json"));
+    auto r = d.post_standard(j.dump(), "msg-hup");
+    ASSERT_EQ(r->status, 202);
+    auto run = nlohmann::json::parse(r->body)["run_id"].get<std::int64_t>();
+    ASSERT_TRUE(eventually([&] {
+        return d.scalar("SELECT count(*) FROM jobs WHERE run_id=" + std::to_string(run)) == 2;
+    }));
 }
 
 }  // namespace
