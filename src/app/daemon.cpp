@@ -149,6 +149,9 @@ int run(const std::filesystem::path& config_path) {
     admin::Api api(cfg.storage.path, cfg.admin.tokens, readers.get_executor(), writer);
     Router router(cfg.server.webhook_path, webhook, api, writer);
     http::Server server(context_ptrs, cfg.server, [&router](http::Request& r) { return router.route(r); });
+    // Signals are taken over before the listener announces itself: a SIGHUP sent as soon as
+    // the daemon is up must reload, not end the process (SIGHUP's default action).
+    asio::signal_set signals(ioc, SIGTERM, SIGINT, SIGHUP);
     if (auto s = server.start(); !s) {
         spdlog::critical("{}", s.error().message);
         return s.error().code == "config" ? 2 : 1;
@@ -157,7 +160,6 @@ int run(const std::filesystem::path& config_path) {
                  cfg.server.webhook_path, cfg.storage.path.string());
 
     bool stopping = false;
-    asio::signal_set signals(ioc, SIGTERM, SIGINT, SIGHUP);
     asio::co_spawn(
         ioc,
         [&]() -> asio::awaitable<void> {
