@@ -1,0 +1,207 @@
+#include "crcrd/exec/supervisor.hpp"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+
+namespace crcrd::exec {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+/// argv[0] as execve needs it: absolute or relative with a slash as given, else searched in
+/// the PATH of the job's own environment (never the daemon's).
+std::optional<std::string> resolve(const std::string& prog, const std::vector<std::string>& env) {
+    if (prog.find('/') != std::string::npos) return prog;
+    std::string path = "/usr/bin:/bin";
+    for (const auto& e : env)
+        if (e.rfind("PATH=", 0) == 0) path = e.substr(5);
+    std::size_t start = 0;
+    while (start <= path.size()) {
+        auto end = path.find(':', start);
+        std::string dir = path.substr(start, end == std::string::npos ? std::string::npos : end - start);
+        std::string candidate = (dir.empty() ? "." : dir) + "/" + prog;
+        if (::access(candidate.c_str(), X_OK) == 0) return candidate;
+        if (end == std::string::npos) break;
+        start = end + 1;
+    }
+    return std::nullopt;
+}
+
+/// Keeps the first half of the budget in the file as it comes, the last half in a ring,
+/// and writes the ring after a marker at the end.
+class CappedLog {
+public:
+    CappedLog(int fd, std::uint64_t max) : m_fd(fd), m_head_max(max / 2), m_tail_max(max - max / 2) {}
+
+    void write(const char* p, std::size_t n) {
+        m_total += n;
+        if (m_head < m_head_max) {
+            std::size_t take = static_cast<std::size_t>(std::min<std::uint64_t>(n, m_head_max - m_head));
+            write_all(p, take);
+            m_head += take;
+            p += take;
+            n -= take;
+        }
+        if (n == 0 || m_tail_max == 0) return;
+        m_ring.append(p, n);
+        if (m_ring.size() > 2 * m_tail_max) m_ring.erase(0, m_ring.size() - m_tail_max);
+    }
+    /// Writes the tail; returns whether anything was left out.
+    bool finish() {
+        if (m_ring.size() > m_tail_max) m_ring.erase(0, m_ring.size() - m_tail_max);
+        std::uint64_t omitted = m_total - m_head - m_ring.size();
+        if (omitted > 0) {
+            std::string marker = "\n[crcrd: " + std::to_string(omitted) + " bytes of output omitted]\n";
+            write_all(marker.data(), marker.size());
+        }
+        write_all(m_ring.data(), m_ring.size());
+        return omitted > 0;
+    }
+    std::uint64_t total() const { return m_total; }
+
+private:
+    void write_all(const char* p, std::size_t n) {
+        while (n > 0) {
+            ssize_t w = ::write(m_fd, p, n);
+            if (w < 0 && errno == EINTR) continue;
+            if (w <= 0) return;  // a full disk: the job's log is best effort, its result is not
+            p += w;
+            n -= static_cast<std::size_t>(w);
+        }
+    }
+    int m_fd;
+    std::uint64_t m_head_max, m_tail_max;
+    std::uint64_t m_head = 0, m_total = 0;
+    std::string m_ring;
+};
+
+}  // namespace
+
+Result<ProcessResult> run_supervised(const ProcessSpec& spec, const std::atomic<bool>* cancel) {
+    if (spec.argv.empty()) return make_error("exec", "empty command");
+    auto prog = resolve(spec.argv[0], spec.env);
+    if (!prog) return make_error("exec", "command not found: " + spec.argv[0]);
+    int log_fd = ::open(spec.log_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0640);
+    if (log_fd < 0) return make_error("exec", "cannot create " + spec.log_path.string() + ": " + std::strerror(errno));
+    int pipe_fd[2];
+    if (::pipe2(pipe_fd, O_CLOEXEC) != 0) {
+        ::close(log_fd);
+        return make_error("exec", std::string("pipe: ") + std::strerror(errno));
+    }
+    // Everything the child needs is prepared before fork: no allocation after it.
+    std::vector<char*> argv, envp;
+    for (const auto& a : spec.argv) argv.push_back(const_cast<char*>(a.c_str()));
+    argv.push_back(nullptr);
+    for (const auto& e : spec.env) envp.push_back(const_cast<char*>(e.c_str()));
+    envp.push_back(nullptr);
+    const pid_t parent = ::getpid();
+    const auto started = Clock::now();
+
+    pid_t pid = ::fork();
+    if (pid < 0) {
+        ::close(log_fd);
+        ::close(pipe_fd[0]);
+        ::close(pipe_fd[1]);
+        return make_error("exec", std::string("fork: ") + std::strerror(errno));
+    }
+    if (pid == 0) {
+        ::setpgid(0, 0);
+        ::prctl(PR_SET_PDEATHSIG, SIGKILL);  // dies with the daemon
+        if (::getppid() != parent) ::_exit(127);
+        sigset_t none;
+        sigemptyset(&none);
+        ::sigprocmask(SIG_SETMASK, &none, nullptr);
+        int devnull = ::open("/dev/null", O_RDONLY);
+        ::dup2(devnull, 0);
+        ::dup2(pipe_fd[1], 1);
+        ::dup2(pipe_fd[1], 2);
+        ::close_range(3, ~0U, 0);
+        if (::chdir(spec.cwd.c_str()) != 0) ::_exit(126);
+        ::execve(prog->c_str(), argv.data(), envp.data());
+        ::_exit(127);
+    }
+    ::setpgid(pid, pid);
+    ::close(pipe_fd[1]);
+
+    ProcessResult r;
+    r.pgid = pid;
+    CappedLog log(log_fd, spec.max_log_bytes);
+    auto last_output = started;
+    const auto deadline = started + spec.timeout;
+    std::optional<Clock::time_point> kill_at;  // SIGKILL due after SIGTERM
+    bool exited = false, pipe_open = true;
+    int status = 0;
+    char buf[65536];
+
+    auto terminate = [&](bool& flag) {
+        if (kill_at) return;
+        flag = true;
+        ::kill(-pid, SIGTERM);
+        kill_at = Clock::now() + spec.kill_grace;
+    };
+    while (pipe_open || !exited) {
+        auto now = Clock::now();
+        if (!exited) {
+            // Seen without reaping, so the group id cannot be reused before it is killed.
+            siginfo_t info{};
+            if (::waitid(P_PID, static_cast<id_t>(pid), &info, WEXITED | WNOHANG | WNOWAIT) == 0 && info.si_pid == pid) {
+                ::kill(-pid, SIGKILL);  // whatever it left in its group (a grandchild) ends with it
+                ::waitpid(pid, &status, 0);
+                exited = true;
+            }
+        }
+        if (!kill_at && !exited) {
+            if (now >= deadline) terminate(r.timed_out);
+            else if (now - last_output >= spec.stall_timeout) terminate(r.stalled);
+            else if (cancel && cancel->load()) {
+                bool ignored = false;
+                terminate(ignored);
+            }
+        }
+        if (kill_at && now >= *kill_at) {
+            ::kill(-pid, SIGKILL);
+            kill_at = Clock::time_point::max();
+        }
+        if (!pipe_open) {
+            // Only waiting for the exit status now.
+            ::usleep(5000);
+            continue;
+        }
+        auto next = std::min({deadline, last_output + spec.stall_timeout, now + std::chrono::milliseconds(100)});
+        if (kill_at) next = std::min(next, *kill_at);
+        int wait_ms = static_cast<int>(std::max<long long>(
+            0, std::chrono::duration_cast<std::chrono::milliseconds>(next - now).count()));
+        pollfd p{pipe_fd[0], POLLIN, 0};
+        int rc = ::poll(&p, 1, exited ? std::min(wait_ms, 10) : wait_ms);
+        if (rc > 0) {
+            ssize_t n = ::read(pipe_fd[0], buf, sizeof buf);
+            if (n > 0) {
+                log.write(buf, static_cast<std::size_t>(n));
+                last_output = Clock::now();
+            } else if (n == 0 || errno != EINTR) {
+                pipe_open = false;
+            }
+        } else if (rc == 0 && exited) {
+            pipe_open = false;  // the group is gone and nothing more came
+        }
+    }
+    ::close(pipe_fd[0]);
+    r.log_truncated = log.finish();
+    r.output_bytes = log.total();
+    ::close(log_fd);
+    if (WIFEXITED(status)) r.exit_code = WEXITSTATUS(status);
+    if (WIFSIGNALED(status)) r.signal = WTERMSIG(status);
+    r.duration = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - started);
+    return r;
+}
+
+}  // namespace crcrd::exec

@@ -1,0 +1,131 @@
+// Real child processes under the supervisor.
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <set>
+#include <sstream>
+
+#include "crcrd/core/files.hpp"
+#include "crcrd/exec/supervisor.hpp"
+#include "support/process.hpp"
+#include "support/temp_dir.hpp"
+
+namespace crcrd::exec {
+namespace {
+
+using namespace std::chrono_literals;
+
+class SupervisorTest : public ::testing::Test {
+protected:
+    ProcessSpec spec(const std::string& script) {
+        ProcessSpec s;
+        s.argv = {"/bin/sh", "-c", script};
+        s.env = {"PATH=/usr/bin:/bin", "HOME=" + dir.path().string(), "LANG=C.UTF-8"};
+        s.cwd = dir.path();
+        s.log_path = dir.path() / "job.log";
+        s.timeout = 60s;
+        s.stall_timeout = 60s;
+        s.kill_grace = 2s;
+        return s;
+    }
+    ProcessResult run(const ProcessSpec& s) {
+        auto r = run_supervised(s);
+        EXPECT_TRUE(r) << (r ? "" : r.error().message);
+        return r ? *r : ProcessResult{};
+    }
+    std::string log() { return read_file(dir.path() / "job.log", 256u << 20).value(); }
+
+    TempDir dir;
+};
+
+TEST_F(SupervisorTest, ExitCodesSignalsAndOutput) {
+    auto ok = run(spec("echo hello; echo to-stderr >&2; pwd"));
+    EXPECT_EQ(ok.exit_code, 0);
+    EXPECT_FALSE(ok.signal);
+    EXPECT_EQ(log(), "hello\nto-stderr\n" + dir.path().string() + "\n");
+
+    auto failed = run(spec("exit 3"));
+    EXPECT_EQ(failed.exit_code, 3);
+
+    auto crashed = run(spec("kill -SEGV $$"));
+    EXPECT_FALSE(crashed.exit_code);
+    EXPECT_EQ(crashed.signal, SIGSEGV);
+}
+
+TEST_F(SupervisorTest, ExactlyTheGivenEnvironment) {
+    ::setenv("CRCRD_DAEMON_ONLY", "secret-value", 1);
+    auto s = spec("");
+    s.argv = {"env"};  // looked up in the job's PATH
+    s.env = {"PATH=/usr/bin:/bin", "CRCR_TIER=smoke", "CRCR_RUN_ID=7"};
+    auto r = run(s);
+    EXPECT_EQ(r.exit_code, 0);
+    std::set<std::string> lines;
+    std::istringstream in(log());
+    for (std::string l; std::getline(in, l);) lines.insert(l);
+    EXPECT_EQ(lines, (std::set<std::string>{"PATH=/usr/bin:/bin", "CRCR_TIER=smoke", "CRCR_RUN_ID=7"}));
+    EXPECT_EQ(log().find("secret-value"), std::string::npos);
+}
+
+TEST_F(SupervisorTest, StallTimeoutAndTierTimeoutEndTheGroup) {
+    auto s = spec("echo started; sleep 30");
+    s.stall_timeout = 300ms;
+    auto stalled = run(s);
+    EXPECT_TRUE(stalled.stalled);
+    EXPECT_FALSE(stalled.timed_out);
+    EXPECT_EQ(stalled.signal, SIGTERM);
+
+    auto t = spec("while true; do echo tick; sleep 0.05; done");
+    t.timeout = 500ms;
+    auto timed = run(t);
+    EXPECT_TRUE(timed.timed_out);
+    EXPECT_FALSE(timed.stalled);
+    EXPECT_EQ(timed.signal, SIGTERM);
+    EXPECT_NE(log().find("tick"), std::string::npos);
+}
+
+TEST_F(SupervisorTest, SigkillAfterTheGraceWhenSigtermIsIgnored) {
+    auto s = spec("trap '' TERM; while :; do echo .; sleep 0.05; done");
+    s.timeout = 300ms;
+    s.kill_grace = 200ms;
+    auto r = run(s);
+    EXPECT_TRUE(r.timed_out);
+    EXPECT_EQ(r.signal, SIGKILL);
+}
+
+TEST_F(SupervisorTest, AGrandchildLeftBehindIsKilled) {
+    auto r = run(spec("(sleep 300; echo late > late.txt) & echo $! > grandchild.pid; exit 0"));
+    EXPECT_EQ(r.exit_code, 0);
+    pid_t gc = std::stoi(trim(read_file(dir.path() / "grandchild.pid").value()));
+    EXPECT_TRUE(eventually([&] { return ::kill(gc, 0) != 0 && errno == ESRCH; }, 10s)) << "grandchild " << gc << " survived";
+}
+
+TEST_F(SupervisorTest, FiftyMegabytesOfOutputKeepHeadAndTail) {
+    auto s = spec("echo FIRST-LINE; head -c 52428800 /dev/zero | tr '\\\\0' 'a'; echo; echo LAST-LINE");
+    s.max_log_bytes = 1 << 20;
+    auto r = run(s);
+    EXPECT_EQ(r.exit_code, 0);
+    EXPECT_TRUE(r.log_truncated);
+    EXPECT_EQ(r.output_bytes, 52428800u + 11 + 1 + 10);
+    auto text = log();
+    EXPECT_LE(text.size(), (1u << 20) + 100);
+    EXPECT_EQ(text.rfind("FIRST-LINE\n", 0), 0u);
+    EXPECT_EQ(text.substr(text.size() - 10), "LAST-LINE\n");
+    EXPECT_NE(text.find("bytes of output omitted"), std::string::npos);
+}
+
+TEST_F(SupervisorTest, CancelAndStartFailures) {
+    std::atomic<bool> cancel{true};
+    auto s = spec("sleep 30");
+    auto r = run_supervised(s, &cancel);
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->signal, SIGTERM);
+
+    auto missing = spec("");
+    missing.argv = {"no-such-program-here"};
+    auto m = run_supervised(missing);
+    ASSERT_FALSE(m);
+    EXPECT_NE(m.error().message.find("not found"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace crcrd::exec
