@@ -1,0 +1,111 @@
+// JUnit XML is read with pugixml (Debian libpugixml-dev): entities, CDATA and attributes need
+// a real XML parser, and its parse errors carry the offset an operator needs.
+#include "crcrd/exec/junit.hpp"
+
+#include <pugixml.hpp>
+
+#include <algorithm>
+
+#include "crcrd/core/files.hpp"
+
+namespace crcrd::exec {
+
+namespace {
+
+std::string clip(std::string s) {
+    if (s.size() > 4096) s.resize(4096);
+    return s;
+}
+
+void collect(const pugi::xml_node& node, std::vector<TestResult>& out) {
+    for (const auto& child : node.children()) {
+        std::string tag = child.name();
+        if (tag == "testsuite" || tag == "testsuites") {
+            collect(child, out);
+            continue;
+        }
+        if (tag != "testcase") continue;
+        TestResult t;
+        std::string file = child.attribute("file").as_string();
+        std::string cls = child.attribute("classname").as_string();
+        std::string name = child.attribute("name").as_string();
+        if (!file.empty()) {
+            // xunit1: classname "test.test_ops.TestX" and file "test/test_ops.py" -> the class is
+            // what follows the module's dotted path.
+            std::string module = file.substr(0, file.rfind(".py"));
+            std::replace(module.begin(), module.end(), '/', '.');
+            std::string klass = cls.rfind(module, 0) == 0 ? cls.substr(std::min(cls.size(), module.size() + 1)) : cls;
+            t.name = file + (klass.empty() ? "" : "::" + klass) + "::" + name;
+        } else {
+            t.name = cls.empty() ? name : cls + "::" + name;
+        }
+        t.duration_s = child.attribute("time").as_double(0.0);
+        t.outcome = "passed";
+        for (const char* bad : {"failure", "error"}) {
+            if (auto f = child.child(bad)) {
+                t.outcome = "failed";
+                std::string msg = f.attribute("message").as_string();
+                t.message = clip(msg.empty() ? f.text().as_string() : msg);
+                break;
+            }
+        }
+        if (t.outcome == "passed") {
+            if (auto s = child.child("skipped")) {
+                t.outcome = "skipped";
+                t.message = clip(s.attribute("message").as_string());
+            }
+        }
+        out.push_back(std::move(t));
+    }
+}
+
+}  // namespace
+
+Result<std::vector<TestResult>> parse_junit(const std::string& xml, const std::string& source_name) {
+    pugi::xml_document doc;
+    auto parsed = doc.load_buffer(xml.data(), xml.size());
+    if (!parsed) {
+        return make_error("junit", source_name + ": malformed XML at offset " + std::to_string(parsed.offset) + ": " +
+                                       parsed.description());
+    }
+    auto root = doc.document_element();
+    std::string tag = root.name();
+    if (tag != "testsuites" && tag != "testsuite") {
+        return make_error("junit", source_name + ": root element <" + tag + "> is not <testsuites> or <testsuite>");
+    }
+    std::vector<TestResult> out;
+    if (tag == "testsuite") collect(doc, out);
+    else collect(root, out);
+    return out;
+}
+
+Result<std::vector<TestResult>> read_junit_dir(const std::filesystem::path& dir) {
+    std::vector<std::filesystem::path> files;
+    std::error_code ec;
+    for (const auto& e : std::filesystem::directory_iterator(dir, ec)) {
+        if (e.is_regular_file() && e.path().extension() == ".xml") files.push_back(e.path());
+    }
+    if (ec) return make_error("junit", "cannot read " + dir.string() + ": " + ec.message());
+    std::sort(files.begin(), files.end());
+    std::vector<TestResult> all;
+    for (const auto& f : files) {
+        auto text = read_file(f, 256u << 20);
+        if (!text) return make_error("junit", text.error().message);
+        auto r = parse_junit(*text, f.filename().string());
+        if (!r) return r.error();
+        all.insert(all.end(), std::make_move_iterator(r->begin()), std::make_move_iterator(r->end()));
+    }
+    return all;
+}
+
+TestCounts count(const std::vector<TestResult>& results) {
+    TestCounts c;
+    for (const auto& t : results) {
+        if (t.outcome == "passed") ++c.passed;
+        else if (t.outcome == "skipped") ++c.skipped;
+        else ++c.failed;
+    }
+    return c;
+}
+
+}  // namespace crcrd::exec
