@@ -1,0 +1,55 @@
+#pragma once
+// What a test command gets (CONTRACT.md §4): exactly this environment and nothing of the
+// daemon's own, a tests file with ${PYTORCH_DIR} expanded, and (by default) a bubblewrap
+// sandbox that hides the daemon's configuration, secrets, database and /proc.
+
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "crcrd/core/result.hpp"
+
+namespace crcrd::exec {
+
+struct JobContext {
+    std::int64_t run_id = 0;
+    std::int64_t job_id = 0;
+    int attempt = 1;
+    std::string tier;
+    std::string pytorch_sha;
+    std::optional<std::filesystem::path> pytorch_dir;  // the pinned checkout, when a mirror is set
+    std::optional<std::int64_t> pr;
+    std::string slot;
+    std::filesystem::path job_dir;    // fresh, the command's cwd and HOME
+    std::filesystem::path tests_file; // inside job_dir
+    std::filesystem::path junit_dir;  // inside job_dir
+};
+
+/// The environment, in order: PATH, HOME (the job directory), LANG; then
+/// `execution.env`; then the slot's `env` (a slot's value wins over the global one); then the
+/// CRCR_* variables, which nothing overrides. PATH may be set by either env map.
+std::vector<std::string> job_environment(const JobContext& ctx, const std::map<std::string, std::string>& execution_env,
+                                         const std::map<std::string, std::string>& slot_env);
+
+/// Writes one test per line into ctx.tests_file, ${PYTORCH_DIR} replaced by the checkout
+/// (entries stay as written when there is none), and creates ctx.junit_dir.
+Status write_tests_file(const JobContext& ctx, const std::vector<std::string>& tests);
+
+/// What the sandbox must hide and what it must expose.
+struct SandboxSpec {
+    std::vector<std::filesystem::path> hidden_dirs;   // tmpfs over each (config dir, state dir, work root)
+    std::vector<std::filesystem::path> hidden_files;  // /dev/null over each (secrets, tokens, keys)
+    std::filesystem::path job_dir;                    // bound read-write
+    std::optional<std::filesystem::path> pytorch_dir; // bound read-only
+    std::vector<std::string> devices;                 // the slot's devices, bound in
+};
+
+/// The bwrap argv prefix: its own pid, IPC and UTS namespaces, a fresh /proc and /dev, a
+/// read-only view of the host, tmpfs over the hidden directories and /tmp, the job directory
+/// writable, dies with its parent. Append the command after it.
+std::vector<std::string> bwrap_prefix(const SandboxSpec& spec);
+
+}  // namespace crcrd::exec
