@@ -7,6 +7,7 @@
 
 #include "crcrd/core/files.hpp"
 #include "crcrd/core/subprocess.hpp"
+#include "crcrd/select/mirror.hpp"
 #include "crcrd/http/client.hpp"
 
 namespace crcrd::select {
@@ -14,52 +15,6 @@ namespace crcrd::select {
 using nlohmann::json;
 
 namespace {
-
-Result<SubprocessResult> git(const config::UpstreamConfig& up, std::vector<std::string> args) {
-    std::vector<std::string> argv = {"git", "--git-dir=" + up.mirror.string()};
-    argv.insert(argv.end(), args.begin(), args.end());
-    SubprocessOptions o;
-    o.timeout = up.git_timeout;
-    // No prompts, no user configuration: the mirror behaves the same under systemd and in tests.
-    o.env = std::vector<std::string>{"PATH=/usr/local/bin:/usr/bin:/bin", "GIT_TERMINAL_PROMPT=0",
-                                     "GIT_CONFIG_NOSYSTEM=1", "HOME=/nonexistent", "LANG=C"};
-    auto r = run_subprocess(argv, o);
-    if (!r) return r.error();
-    if (r->timed_out) return make_error("git", "git " + args.front() + " timed out");
-    if (r->exit_code != 0) {
-        std::string msg = trim(r->err);
-        if (msg.size() > 300) msg.resize(300);
-        return make_error("git", "git " + args.front() + ": " + msg);
-    }
-    return r;
-}
-
-bool has_commit(const config::UpstreamConfig& up, const std::string& rev) {
-    return static_cast<bool>(git(up, {"cat-file", "-e", rev + "^{commit}"}));
-}
-
-Status ensure_mirror(const config::UpstreamConfig& up) {
-    if (std::filesystem::exists(up.mirror / "HEAD")) return Ok{};
-    std::error_code ec;
-    std::filesystem::create_directories(up.mirror, ec);
-    auto r = run_subprocess({"git", "init", "--bare", "--quiet", up.mirror.string()});
-    if (!r || r->exit_code != 0) return make_error("git", "cannot create mirror " + up.mirror.string());
-    return Ok{};
-}
-
-/// Fetches `revs` that the mirror does not have yet (SHAs or ref names).
-Status fetch(const config::UpstreamConfig& up, const std::vector<std::string>& revs) {
-    std::vector<std::string> missing;
-    for (const auto& r : revs)
-        if (!has_commit(up, r)) missing.push_back(r);
-    if (missing.empty()) return Ok{};
-    if (up.remote.empty()) return make_error("git", "upstream.remote is not set and the mirror lacks " + missing.front());
-    std::vector<std::string> args = {"fetch", "--quiet", "--no-tags", "--no-write-fetch-head", up.remote};
-    args.insert(args.end(), missing.begin(), missing.end());
-    auto r = git(up, args);
-    if (!r) return r.error();
-    return Ok{};
-}
 
 std::vector<std::string> lines_z(const std::string& out) {
     std::vector<std::string> v;

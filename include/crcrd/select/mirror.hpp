@@ -1,0 +1,37 @@
+#pragma once
+// The local upstream mirror: a bare repository crcrd keeps up to date, used for changed
+// paths (select), the newest SHA of a branch (full matrix) and pinned checkouts (exec).
+// git runs by execve with `upstream.git_timeout`, no prompts and a clean environment.
+// Blocking: call from worker threads.
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "crcrd/config/config.hpp"
+#include "crcrd/core/result.hpp"
+#include "crcrd/core/subprocess.hpp"
+
+namespace crcrd::select {
+
+/// Runs `git --git-dir=<mirror> ARGS`; a non-zero exit is an error (code "git") carrying
+/// git's message.
+Result<SubprocessResult> git(const config::UpstreamConfig& up, std::vector<std::string> args);
+
+/// Whether the mirror has `rev` as a commit.
+bool has_commit(const config::UpstreamConfig& up, const std::string& rev);
+
+/// Creates the bare mirror on first use.
+Status ensure_mirror(const config::UpstreamConfig& up);
+
+/// Fetches those of `revs` (SHAs) the mirror does not have from `upstream.remote`.
+Status fetch(const config::UpstreamConfig& up, const std::vector<std::string>& revs);
+
+/// A detached worktree of the mirror at `sha` in `dest` (fetched first when missing),
+/// verified to have HEAD == sha. Errors name the step that failed.
+Status add_checkout(const config::UpstreamConfig& up, const std::filesystem::path& dest, const std::string& sha);
+
+/// Removes a checkout made by add_checkout (and git's record of it). Best effort.
+void remove_checkout(const config::UpstreamConfig& up, const std::filesystem::path& dest);
+
+}  // namespace crcrd::select

@@ -1,0 +1,76 @@
+#include "crcrd/select/mirror.hpp"
+
+#include "crcrd/core/files.hpp"
+
+namespace crcrd::select {
+
+Result<SubprocessResult> git(const config::UpstreamConfig& up, std::vector<std::string> args) {
+    std::vector<std::string> argv = {"git", "--git-dir=" + up.mirror.string()};
+    argv.insert(argv.end(), args.begin(), args.end());
+    SubprocessOptions o;
+    o.timeout = up.git_timeout;
+    // No prompts, no user configuration: the mirror behaves the same under systemd and in tests.
+    o.env = std::vector<std::string>{"PATH=/usr/local/bin:/usr/bin:/bin", "GIT_TERMINAL_PROMPT=0",
+                                     "GIT_CONFIG_NOSYSTEM=1", "HOME=/nonexistent", "LANG=C"};
+    auto r = run_subprocess(argv, o);
+    if (!r) return r.error();
+    if (r->timed_out) return make_error("git", "git " + args.front() + " timed out");
+    if (r->exit_code != 0) {
+        std::string msg = trim(r->err);
+        if (msg.size() > 300) msg.resize(300);
+        return make_error("git", "git " + args.front() + ": " + msg);
+    }
+    return r;
+}
+
+bool has_commit(const config::UpstreamConfig& up, const std::string& rev) {
+    return static_cast<bool>(git(up, {"cat-file", "-e", rev + "^{commit}"}));
+}
+
+Status ensure_mirror(const config::UpstreamConfig& up) {
+    if (std::filesystem::exists(up.mirror / "HEAD")) return Ok{};
+    std::error_code ec;
+    std::filesystem::create_directories(up.mirror, ec);
+    auto r = run_subprocess({"git", "init", "--bare", "--quiet", up.mirror.string()});
+    if (!r || r->exit_code != 0) return make_error("git", "cannot create mirror " + up.mirror.string());
+    return Ok{};
+}
+
+/// Fetches `revs` that the mirror does not have yet (SHAs or ref names).
+Status fetch(const config::UpstreamConfig& up, const std::vector<std::string>& revs) {
+    std::vector<std::string> missing;
+    for (const auto& r : revs)
+        if (!has_commit(up, r)) missing.push_back(r);
+    if (missing.empty()) return Ok{};
+    if (up.remote.empty()) return make_error("git", "upstream.remote is not set and the mirror lacks " + missing.front());
+    std::vector<std::string> args = {"fetch", "--quiet", "--no-tags", "--no-write-fetch-head", up.remote};
+    args.insert(args.end(), missing.begin(), missing.end());
+    auto r = git(up, args);
+    if (!r) return r.error();
+    return Ok{};
+}
+
+Status add_checkout(const config::UpstreamConfig& up, const std::filesystem::path& dest, const std::string& sha) {
+    if (up.mirror.empty()) return make_error("git", "no upstream.mirror configured");
+    if (auto s = ensure_mirror(up); !s) return s;
+    if (auto s = fetch(up, {sha}); !s) return s;
+    std::error_code ec;
+    std::filesystem::create_directories(dest.parent_path(), ec);
+    auto added = git(up, {"worktree", "add", "--quiet", "--detach", "--force", dest.string(), sha});
+    if (!added) return added.error();
+    auto head = run_subprocess({"git", "-C", dest.string(), "rev-parse", "HEAD"});
+    if (!head || head->exit_code != 0 || trim(head->out) != sha) {
+        remove_checkout(up, dest);
+        return make_error("git", "checkout " + dest.string() + " is not at " + sha);
+    }
+    return Ok{};
+}
+
+void remove_checkout(const config::UpstreamConfig& up, const std::filesystem::path& dest) {
+    (void)git(up, {"worktree", "remove", "--force", dest.string()});
+    std::error_code ec;
+    std::filesystem::remove_all(dest, ec);
+    (void)git(up, {"worktree", "prune"});
+}
+
+}  // namespace crcrd::select
