@@ -13,6 +13,7 @@
 #include <sys/resource.h>
 #include <systemd/sd-daemon.h>
 
+#include <future>
 #include <iostream>
 #include <thread>
 #include <vector>
@@ -22,6 +23,8 @@
 #include "crcrd/core/log.hpp"
 #include "crcrd/http/server.hpp"
 #include "crcrd/ingest/webhook.hpp"
+#include "crcrd/exec/local_executor.hpp"
+#include "crcrd/sched/dispatcher.hpp"
 #include "crcrd/sched/planner.hpp"
 #include "crcrd/select/rules.hpp"
 #include "crcrd/store/schema.hpp"
@@ -36,6 +39,27 @@ namespace {
 constexpr auto k_tuple = asio::as_tuple(asio::use_awaitable);
 
 /// The config plus what it points at (secrets), or every error found.
+/// What the sandbox hides: the configuration and state folders, and every secret file.
+std::shared_ptr<const exec::LocalSettings> local_settings(const config::Config& c) {
+    auto s = std::make_shared<exec::LocalSettings>();
+    s->runners = c.runners;
+    s->execution = c.execution;
+    s->upstream = c.upstream;
+    s->classify = c.classify;
+    s->hidden_dirs = {c.source.parent_path(), c.storage.path.parent_path()};
+    if (!c.execution.work_root.empty()) s->hidden_dirs.push_back(c.execution.work_root);
+    s->hidden_files = {c.source};
+    for (const auto& r : c.ingest.secrets) s->hidden_files.push_back(r.file);
+    for (const auto& r : c.ingest.standard_webhooks_secrets) s->hidden_files.push_back(r.file);
+    if (c.server.tls) s->hidden_files.push_back(c.server.tls->key);
+    if (c.report.github) {
+        if (c.report.github->token_file) s->hidden_files.push_back(*c.report.github->token_file);
+        if (c.report.github->private_key_file) s->hidden_files.push_back(*c.report.github->private_key_file);
+    }
+    if (c.report.crcr_callback) s->hidden_files.push_back(c.report.crcr_callback->token_file);
+    return s;
+}
+
 struct Checked {
     std::optional<config::Config> config;
     std::shared_ptr<const ingest::Policy> policy;
@@ -134,6 +158,33 @@ int run(const std::filesystem::path& config_path) {
     ingest::WebhookHandler webhook(checked.policy, writer);
     sched::Planner planner(writer, cfg.storage.path, checked.planner);
     webhook.on_queued([&planner] { planner.notify(); });
+
+    // Execution: only with a command and runner slots.
+    exec::LocalExecutor executor(local_settings(cfg));
+    std::unique_ptr<sched::Dispatcher> dispatcher;
+    if (!cfg.execution.command.empty() && !cfg.runners.empty()) {
+        if (cfg.execution.work_root.empty()) {
+            std::cerr << config_path.string() << ": execution.work_root: required with execution.command\n";
+            return 2;
+        }
+        std::promise<Status> synced;
+        writer.submit([&cfg](store::Db& db) { exec::LocalExecutor::sync_slots(db, cfg.runners); },
+                      [&synced](Status s) { synced.set_value(std::move(s)); });
+        if (auto s = synced.get_future().get(); !s) {
+            spdlog::critical("storage: {}", s.error().message);
+            return 1;
+        }
+        sched::DispatcherSettings ds{cfg.execution.device_wait, cfg.execution.health_interval, cfg.execution.lease_ttl,
+                                     cfg.execution.infra_retries};
+        dispatcher = std::make_unique<sched::Dispatcher>(writer, cfg.storage.path, executor, ds);
+        if (auto s = dispatcher->recover(); !s) {
+            spdlog::critical("storage: {}", s.error().message);
+            return 1;
+        }
+        dispatcher->start();
+        spdlog::info("execution: {} runner slot(s), isolation={}, work_root={}", cfg.runners.size(),
+                     cfg.execution.isolation, cfg.execution.work_root.string());
+    }
     planner.start();
 
     // One single-threaded io_context per network thread: Asio then takes no locks, and each
@@ -173,6 +224,12 @@ int run(const std::filesystem::path& config_path) {
                         webhook.set_policy(next.policy);
                         planner.set_config(next.planner);
                         api.set_tokens(next.config->admin.tokens);
+                        executor.set_settings(local_settings(*next.config));
+                        if (dispatcher) {
+                            auto runners = next.config->runners;
+                            writer.submit([runners](store::Db& db) { exec::LocalExecutor::sync_slots(db, runners); },
+                                          [](Status) {});
+                        }
                         spdlog::info("reloaded {}: secrets={} standard_secrets={}", config_path.string(),
                                      next.policy->keys.github.size(), next.policy->keys.standard.size());
                     } else {
@@ -223,6 +280,7 @@ int run(const std::filesystem::path& config_path) {
     ioc.run();
     for (auto& t : threads) t.join();
     readers.join();
+    if (dispatcher) dispatcher->stop();
     planner.stop();
     writer.stop();
     spdlog::info("stopped");

@@ -130,6 +130,11 @@ void parse_runner(YamlMap& m, RunnerConfig& r) {
 
 void parse_execution(YamlMap m, ExecutionConfig& c) {
     m.get("command", c.command);
+    // A relative program path (with a slash) is relative to the configuration file.
+    if (!c.command.empty() && c.command.front().find('/') != std::string::npos &&
+        c.command.front().front() != '/') {
+        c.command.front() = (m.base_dir() / c.command.front()).lexically_normal().string();
+    }
     m.get_path("work_root", c.work_root);
     m.get("env", c.env);
     m.get("isolation", c.isolation);

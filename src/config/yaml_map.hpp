@@ -59,6 +59,7 @@ public:
     YamlMap child(const std::string& key);
 
     void error(const std::string& key, const std::string& message) const;
+    const std::filesystem::path& base_dir() const { return m_ctx.base_dir; }
 
 private:
     std::optional<std::string> scalar(const std::string& key, const YAML::Node& n);

@@ -60,6 +60,7 @@ std::vector<std::string> bwrap_prefix(const SandboxSpec& spec) {
     for (const auto& f : spec.hidden_files) {
         a.insert(a.end(), {"--ro-bind-try", "/dev/null", f.string()});
     }
+    for (const auto& d : spec.visible_dirs) a.insert(a.end(), {"--ro-bind", d.string(), d.string()});
     if (spec.pytorch_dir) a.insert(a.end(), {"--ro-bind", spec.pytorch_dir->string(), spec.pytorch_dir->string()});
     a.insert(a.end(), {"--bind", spec.job_dir.string(), spec.job_dir.string()});
     for (const auto& dev : spec.devices) a.insert(a.end(), {"--dev-bind-try", dev, dev});

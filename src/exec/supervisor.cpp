@@ -131,6 +131,7 @@ Result<ProcessResult> run_supervised(const ProcessSpec& spec, const std::atomic<
     }
     ::setpgid(pid, pid);
     ::close(pipe_fd[1]);
+    if (spec.on_start) spec.on_start(pid);
 
     ProcessResult r;
     r.pgid = pid;

@@ -59,7 +59,10 @@ std::optional<std::string> finish_job(store::Db& db, std::int64_t job_id, const 
     if (!done) return std::nullopt;
 
     std::string worst;
-    auto& classes = db.cached("SELECT conclusion FROM jobs WHERE run_id = ? AND state = 'completed'");
+    // The last attempt of each tier counts: a retried infra failure does not.
+    auto& classes = db.cached(
+        "SELECT conclusion FROM jobs j WHERE run_id = ? AND state = 'completed' "
+        "AND attempt = (SELECT max(attempt) FROM jobs k WHERE k.run_id = j.run_id AND k.position = j.position)");
     classes.bind(1, run_id);
     while (classes.step()) worst = more_severe(worst, classes.text(0));
     classes.reset();
@@ -71,6 +74,24 @@ std::optional<std::string> finish_job(store::Db& db, std::int64_t job_id, const 
         .bind(3, now).bind(4, run_id);
     run.run();
     return worst;
+}
+
+std::optional<std::int64_t> retry_job(store::Db& db, std::int64_t job_id, const std::string& conclusion,
+                                      const std::string& reason, std::optional<int> exit_status) {
+    const std::string now = now_rfc3339();
+    auto& upd = db.cached(
+        "UPDATE jobs SET state = 'completed', conclusion = ?, reason = ?, exit_status = ?, finished_at = ? "
+        "WHERE id = ? AND state IN ('queued','leased','running')");
+    upd.bind(1, conclusion).bind(2, reason + " (retried)")
+        .bind(3, exit_status ? std::optional<std::int64_t>(*exit_status) : std::nullopt).bind(4, now).bind(5, job_id);
+    upd.run();
+    if (db.changes() == 0) return std::nullopt;
+    auto& ins = db.cached(
+        "INSERT INTO jobs (run_id, tier, position, state, tests, timeout_ms, created_at, labels, attempt) "
+        "SELECT run_id, tier, position, 'queued', tests, timeout_ms, ?, labels, attempt + 1 FROM jobs WHERE id = ?");
+    ins.bind(1, now).bind(2, job_id);
+    ins.run();
+    return db.last_insert_rowid();
 }
 
 }  // namespace crcrd::sched

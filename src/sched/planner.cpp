@@ -54,8 +54,8 @@ bool store_plan(store::Db& db, std::int64_t run_id, const select::Selection& sel
         return true;
     }
     auto& job = db.cached(
-        "INSERT INTO jobs (run_id, tier, position, state, tests, timeout_ms, created_at) "
-        "VALUES (?, ?, ?, 'queued', ?, ?, ?)");
+        "INSERT INTO jobs (run_id, tier, position, state, tests, timeout_ms, created_at, labels) "
+        "VALUES (?, ?, ?, 'queued', ?, ?, ?, ?)");
     for (const auto& t : sel.tiers) {
         std::int64_t position = 0;
         for (std::size_t i = 0; i < rules.tiers.size(); ++i)
@@ -67,7 +67,8 @@ bool store_plan(store::Db& db, std::int64_t run_id, const select::Selection& sel
             .bind(3, position)
             .bind(4, json(t.tests).dump())
             .bind(5, static_cast<std::int64_t>(tier ? tier->timeout.count() : 3'600'000))
-            .bind(6, now);
+            .bind(6, now)
+            .bind(7, json(tier ? tier->labels : std::vector<std::string>{}).dump());
         job.run();
     }
     return true;

@@ -8,7 +8,7 @@ namespace crcrd::store {
 namespace {
 
 // Each entry takes the schema from version i to i+1. Never edit a released entry; append.
-constexpr std::array<const char*, 2> k_migrations = {
+constexpr std::array<const char*, 3> k_migrations = {
     R"sql(
 CREATE TABLE meta (
   key   TEXT PRIMARY KEY,
@@ -93,6 +93,32 @@ CREATE TABLE jobs (
 );
 CREATE INDEX jobs_by_run ON jobs (run_id, position);
 CREATE INDEX jobs_by_state ON jobs (state);
+)sql",
+    // 3: execution: runner slots and their leases, per-test results, job details.
+    R"sql(
+CREATE TABLE slots (
+  name             TEXT PRIMARY KEY,
+  state            TEXT NOT NULL DEFAULT 'idle' CHECK (state IN ('idle','busy','offline')),
+  drained          INTEGER NOT NULL DEFAULT 0,
+  job_id           INTEGER,
+  lease_expires_at TEXT,
+  last_health      TEXT,               -- JSON: {ok, at, exit_status, output}
+  next_health_at   TEXT
+) WITHOUT ROWID;
+
+ALTER TABLE jobs ADD COLUMN labels TEXT NOT NULL DEFAULT '[]';  -- runner labels the tier needs
+ALTER TABLE jobs ADD COLUMN pgid INTEGER;                        -- the test command's process group
+ALTER TABLE jobs ADD COLUMN log_path TEXT;
+ALTER TABLE jobs ADD COLUMN counts TEXT;                         -- {"passed","failed","skipped","flaky"}
+
+CREATE TABLE test_results (
+  job_id     INTEGER NOT NULL REFERENCES jobs (id),
+  name       TEXT NOT NULL,
+  outcome    TEXT NOT NULL,
+  duration_s REAL,
+  message    TEXT
+);
+CREATE INDEX test_results_by_job ON test_results (job_id, outcome);
 )sql",
 };
 

@@ -50,6 +50,10 @@ Stmt& Stmt::bind(int i, std::int64_t v) {
     if (int rc = sqlite3_bind_int64(m_stmt, i, v); rc != SQLITE_OK) fail(m_db, rc, "bind");
     return *this;
 }
+Stmt& Stmt::bind(int i, double v) {
+    if (int rc = sqlite3_bind_double(m_stmt, i, v); rc != SQLITE_OK) fail(m_db, rc, "bind");
+    return *this;
+}
 Stmt& Stmt::bind(int i, std::string_view v) {
     if (int rc = sqlite3_bind_text(m_stmt, i, v.data(), static_cast<int>(v.size()), SQLITE_TRANSIENT); rc != SQLITE_OK)
         fail(m_db, rc, "bind");
@@ -85,6 +89,7 @@ void Stmt::reset() {
 
 bool Stmt::is_null(int col) const { return sqlite3_column_type(m_stmt, col) == SQLITE_NULL; }
 std::int64_t Stmt::int64(int col) const { return sqlite3_column_int64(m_stmt, col); }
+double Stmt::real(int col) const { return sqlite3_column_double(m_stmt, col); }
 std::optional<std::int64_t> Stmt::opt_int64(int col) const {
     if (is_null(col)) return std::nullopt;
     return int64(col);

@@ -45,6 +45,7 @@ struct SandboxSpec {
     std::filesystem::path job_dir;                    // bound read-write
     std::optional<std::filesystem::path> pytorch_dir; // bound read-only
     std::vector<std::string> devices;                 // the slot's devices, bound in
+    std::vector<std::filesystem::path> visible_dirs;  // bound back read-only inside a hidden one
 };
 
 /// The bwrap argv prefix: its own pid, IPC and UTS namespaces, a fresh /proc and /dev, a

@@ -39,6 +39,7 @@ public:
     ~Stmt();
 
     Stmt& bind(int i, std::int64_t v);
+    Stmt& bind(int i, double v);
     Stmt& bind(int i, std::string_view v);
     Stmt& bind(int i, const std::string& v) { return bind(i, std::string_view(v)); }
     Stmt& bind(int i, const char* v) { return bind(i, std::string_view(v)); }
@@ -58,6 +59,7 @@ public:
 
     bool is_null(int col) const;
     std::int64_t int64(int col) const;
+    double real(int col) const;
     std::optional<std::int64_t> opt_int64(int col) const;
     std::string text(int col) const;
     std::optional<std::string> opt_text(int col) const;

@@ -1,0 +1,45 @@
+#pragma once
+// The class of a finished job (CONTRACT.md §5) from what the test command left behind: its
+// exit, timeouts, its JUnit results and its log. Flaky reruns and run aggregation live in
+// the scheduler; this decides one attempt.
+
+#include <optional>
+#include <regex>
+#include <string>
+#include <vector>
+
+namespace crcrd::classify {
+
+struct Evidence {
+    std::optional<int> exit_code;
+    std::optional<int> signal;
+    bool timed_out = false;
+    bool stalled = false;
+    bool cancelled = false;
+    std::optional<std::string> junit_error;  // the parser's message for malformed JUnit
+    std::size_t tests_total = 0;
+    std::size_t tests_failed = 0;
+    std::string log_text;                     // the kept log (head and tail)
+};
+
+struct Verdict {
+    std::string conclusion;  // a §5 class
+    std::string reason;      // for people: which evidence decided it
+};
+
+struct Patterns {
+    std::vector<std::regex> device;
+    std::vector<std::regex> infra;
+    std::vector<std::string> device_text, infra_text;  // as configured, for reasons
+};
+
+/// Compiles the configured regexes (ECMAScript). Invalid ones were refused by the config.
+Patterns compile_patterns(const std::vector<std::string>& device, const std::vector<std::string>& infra);
+
+/// In order: cancelled; timeout (tier or stall); a device-failure signature in the log →
+/// device_unavailable; malformed JUnit → infra_error; failed tests → regression; an infra
+/// signature → infra_error; a non-zero exit or a signal without failed tests → infra_error;
+/// otherwise passed.
+Verdict decide(const Evidence& e, const Patterns& p);
+
+}  // namespace crcrd::classify

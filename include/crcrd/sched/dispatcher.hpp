@@ -1,0 +1,65 @@
+#pragma once
+// The dispatcher: starts jobs whose turn has come (tier order) on slots an Executor leases,
+// renews leases, ends jobs that waited longer than `execution.device_wait` for a slot as
+// device_unavailable, rechecks offline slots, cancels the processes of cancelled jobs, and
+// records each outcome (retrying infra-class ones while attempts remain). At start-up it
+// ends what a previous daemon left leased or running ("daemon restarted").
+
+#include <atomic>
+#include <condition_variable>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "crcrd/exec/executor.hpp"
+#include "crcrd/store/writer.hpp"
+
+namespace crcrd::sched {
+
+struct DispatcherSettings {
+    std::chrono::milliseconds device_wait{std::chrono::minutes(30)};
+    std::chrono::milliseconds health_interval{std::chrono::seconds(30)};
+    std::chrono::milliseconds lease_ttl{std::chrono::seconds(60)};
+    std::uint32_t infra_retries = 2;
+};
+
+class Dispatcher {
+public:
+    Dispatcher(store::Writer& writer, std::filesystem::path db_path, exec::Executor& executor, DispatcherSettings settings);
+    ~Dispatcher();
+
+    /// Ends jobs a previous daemon left leased or running: their stray processes are killed,
+    /// they end infra_error "daemon restarted" and are retried if attempts remain; busy
+    /// slots are freed. Call once before start().
+    Status recover();
+    void start();
+    void notify();
+    /// Stops starting jobs, ends the running ones (SIGTERM, grace, SIGKILL), records them,
+    /// and joins every thread.
+    void stop();
+
+private:
+    void loop();
+    void dispatch_once();
+    void work(exec::JobToRun job, std::shared_ptr<std::atomic<bool>> cancel);
+    void recheck(const std::string& slot);
+    Status write(std::function<void(store::Db&)> fn);
+
+    store::Writer& m_writer;
+    std::filesystem::path m_db_path;
+    exec::Executor& m_executor;
+    DispatcherSettings m_settings;
+    std::mutex m_mu;
+    std::condition_variable m_cv;
+    bool m_stopping = false;
+    bool m_pending = true;
+    std::map<std::int64_t, std::shared_ptr<std::atomic<bool>>> m_running;  // job id -> cancel flag
+    std::map<std::string, bool> m_rechecking;
+    std::vector<std::thread> m_workers;
+    std::thread m_thread;
+};
+
+}  // namespace crcrd::sched

@@ -1,0 +1,51 @@
+#include "crcrd/classify/classify.hpp"
+
+namespace crcrd::classify {
+
+namespace {
+
+/// The first line of `log` matching one of `res`, shortened, for the reason.
+std::optional<std::string> find_line(const std::string& log, const std::vector<std::regex>& res) {
+    std::size_t start = 0;
+    while (start < log.size()) {
+        auto end = log.find('\n', start);
+        if (end == std::string::npos) end = log.size();
+        std::string line = log.substr(start, end - start);
+        for (const auto& re : res) {
+            if (std::regex_search(line, re)) return line.size() > 200 ? line.substr(0, 200) : line;
+        }
+        start = end + 1;
+    }
+    return std::nullopt;
+}
+
+}  // namespace
+
+Patterns compile_patterns(const std::vector<std::string>& device, const std::vector<std::string>& infra) {
+    Patterns p;
+    for (const auto& d : device) p.device.emplace_back(d);
+    for (const auto& i : infra) p.infra.emplace_back(i);
+    p.device_text = device;
+    p.infra_text = infra;
+    return p;
+}
+
+Verdict decide(const Evidence& e, const Patterns& p) {
+    if (e.cancelled) return {"cancelled", "cancelled while running"};
+    if (e.timed_out) return {"timeout", "tier timeout reached"};
+    if (e.stalled) return {"timeout", "no output for the stall timeout"};
+    if (auto line = find_line(e.log_text, p.device)) return {"device_unavailable", "device failure in the log: " + *line};
+    if (e.junit_error) return {"infra_error", "malformed JUnit: " + *e.junit_error};
+    if (e.tests_failed > 0) {
+        return {"regression", std::to_string(e.tests_failed) + " of " + std::to_string(e.tests_total) + " tests failed"};
+    }
+    if (auto line = find_line(e.log_text, p.infra)) return {"infra_error", "infrastructure failure in the log: " + *line};
+    if (e.signal) return {"infra_error", "the test command was killed by signal " + std::to_string(*e.signal)};
+    if (e.exit_code && *e.exit_code != 0) {
+        return {"infra_error", "exit status " + std::to_string(*e.exit_code) + " without a failed test" +
+                                   (e.tests_total == 0 ? " (no JUnit results)" : "")};
+    }
+    return {"passed", std::to_string(e.tests_total) + " tests passed"};
+}
+
+}  // namespace crcrd::classify

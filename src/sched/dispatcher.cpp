@@ -1,0 +1,312 @@
+#include "crcrd/sched/dispatcher.hpp"
+
+#include <signal.h>
+#include <spdlog/spdlog.h>
+
+#include <future>
+#include <set>
+
+#include "crcrd/core/files.hpp"
+#include "crcrd/core/time.hpp"
+#include "crcrd/sched/jobs.hpp"
+
+namespace crcrd::sched {
+
+using nlohmann::json;
+using std::chrono::system_clock;
+
+namespace {
+
+exec::JobToRun load_job(store::Db& db, std::int64_t id) {
+    auto& st = db.cached(
+        "SELECT j.id, j.run_id, j.attempt, j.tier, r.sha, r.pr, j.tests, j.labels, j.timeout_ms "
+        "FROM jobs j JOIN runs r ON r.id = j.run_id WHERE j.id = ?");
+    st.bind(1, id);
+    st.step();
+    exec::JobToRun j;
+    j.job_id = st.int64(0);
+    j.run_id = st.int64(1);
+    j.attempt = static_cast<int>(st.int64(2));
+    j.tier = st.text(3);
+    j.sha = st.text(4);
+    j.pr = st.opt_int64(5);
+    auto tests = json::parse(st.text(6), nullptr, false);
+    if (tests.is_array()) j.tests = tests.get<std::vector<std::string>>();
+    auto labels = json::parse(st.text(7), nullptr, false);
+    if (labels.is_array()) j.labels = labels.get<std::vector<std::string>>();
+    j.timeout = std::chrono::milliseconds(st.int64(8));
+    st.reset();
+    return j;
+}
+
+/// When the job became startable: the end of its run's previous tier, or its creation.
+system_clock::time_point waiting_since(store::Db& db, std::int64_t id) {
+    auto& st = db.cached(
+        "SELECT coalesce((SELECT max(p.finished_at) FROM jobs p WHERE p.run_id = j.run_id AND p.position < j.position), "
+        "j.created_at) FROM jobs j WHERE j.id = ?");
+    st.bind(1, id);
+    st.step();
+    std::string at = st.text(0);
+    st.reset();
+    std::tm tm{};
+    int ms = 0;
+    if (std::sscanf(at.c_str(), "%d-%d-%dT%d:%d:%d.%dZ", &tm.tm_year, &tm.tm_mon, &tm.tm_mday, &tm.tm_hour, &tm.tm_min,
+                    &tm.tm_sec, &ms) < 6) {
+        return system_clock::now();
+    }
+    tm.tm_year -= 1900;
+    tm.tm_mon -= 1;
+    return system_clock::from_time_t(timegm(&tm)) + std::chrono::milliseconds(ms);
+}
+
+/// Ends an attempt: retried when it is infra-class and attempts remain, else final.
+void end_attempt(store::Db& db, const exec::JobToRun& job, const std::string& conclusion, const std::string& reason,
+                 std::optional<int> exit_status, std::uint32_t infra_retries) {
+    const bool infra = conclusion == "infra_error" || conclusion == "device_unavailable";
+    if (infra && static_cast<std::uint32_t>(job.attempt) <= infra_retries) {
+        retry_job(db, job.job_id, conclusion, reason, exit_status);
+    } else {
+        finish_job(db, job.job_id, conclusion, reason, exit_status);
+    }
+}
+
+/// A process group is only killed when it is the job's own (its environment names the job).
+bool is_job_process(std::int64_t pgid, std::int64_t job_id) {
+    auto env = read_file("/proc/" + std::to_string(pgid) + "/environ", 1 << 20);
+    if (!env) return false;
+    std::string needle = std::string("CRCR_JOB_ID=") + std::to_string(job_id);
+    std::size_t pos = 0;
+    while (pos < env->size()) {
+        auto end = env->find('\0', pos);
+        if (env->compare(pos, (end == std::string::npos ? env->size() : end) - pos, needle) == 0) return true;
+        if (end == std::string::npos) break;
+        pos = end + 1;
+    }
+    return false;
+}
+
+}  // namespace
+
+Dispatcher::Dispatcher(store::Writer& writer, std::filesystem::path db_path, exec::Executor& executor,
+                       DispatcherSettings settings)
+    : m_writer(writer), m_db_path(std::move(db_path)), m_executor(executor), m_settings(settings) {}
+
+Dispatcher::~Dispatcher() { stop(); }
+
+Status Dispatcher::write(std::function<void(store::Db&)> fn) {
+    std::promise<Status> done;
+    if (!m_writer.submit(std::move(fn), [&done](Status s) { done.set_value(std::move(s)); })) {
+        return make_error("overloaded", "storage busy");
+    }
+    return done.get_future().get();
+}
+
+Status Dispatcher::recover() {
+    const auto retries = m_settings.infra_retries;
+    return write([retries](store::Db& db) {
+        auto st = db.prepare("SELECT id, pgid FROM jobs WHERE state IN ('leased','running')");
+        std::vector<std::pair<std::int64_t, std::optional<std::int64_t>>> left;
+        while (st.step()) left.emplace_back(st.int64(0), st.opt_int64(1));
+        for (const auto& [id, pgid] : left) {
+            if (pgid && is_job_process(*pgid, id)) {
+                ::kill(static_cast<pid_t>(-*pgid), SIGKILL);
+                spdlog::warn("job_id={} killed stray process group {} of the previous daemon", id, *pgid);
+            }
+            auto job = load_job(db, id);
+            end_attempt(db, job, "infra_error", "daemon restarted", std::nullopt, retries);
+            spdlog::warn("job_id={} run_id={} ended infra_error: daemon restarted", id, job.run_id);
+        }
+        db.exec("UPDATE slots SET state = 'idle', job_id = NULL, lease_expires_at = NULL WHERE state = 'busy'");
+    });
+}
+
+void Dispatcher::start() {
+    m_thread = std::thread([this] { loop(); });
+}
+
+void Dispatcher::notify() {
+    {
+        std::lock_guard lk(m_mu);
+        m_pending = true;
+    }
+    m_cv.notify_one();
+}
+
+void Dispatcher::stop() {
+    {
+        std::lock_guard lk(m_mu);
+        if (m_stopping && !m_thread.joinable()) return;
+        m_stopping = true;
+        for (auto& [id, flag] : m_running) flag->store(true);
+    }
+    m_cv.notify_all();
+    if (m_thread.joinable()) m_thread.join();
+    std::vector<std::thread> workers;
+    {
+        std::lock_guard lk(m_mu);
+        workers.swap(m_workers);
+    }
+    for (auto& w : workers)
+        if (w.joinable()) w.join();
+}
+
+void Dispatcher::loop() {
+    for (;;) {
+        {
+            std::unique_lock lk(m_mu);
+            m_cv.wait_for(lk, std::chrono::milliseconds(500), [&] { return m_stopping || m_pending; });
+            if (m_stopping) return;
+            m_pending = false;
+        }
+        try {
+            dispatch_once();
+        } catch (const std::exception& e) {
+            spdlog::error("dispatcher: {}", e.what());
+        }
+    }
+}
+
+void Dispatcher::dispatch_once() {
+    std::vector<exec::JobToRun> started;
+    std::vector<std::int64_t> cancelled;
+    std::vector<std::string> due;
+    std::set<std::int64_t> running;
+    {
+        std::lock_guard lk(m_mu);
+        for (const auto& [id, flag] : m_running) running.insert(id);
+    }
+    const auto device_wait = m_settings.device_wait;
+    const auto ttl = m_settings.lease_ttl;
+    auto s = write([&](store::Db& db) {
+        const auto now = system_clock::now();
+        auto& renew = db.cached("UPDATE slots SET lease_expires_at = ? WHERE state = 'busy'");
+        renew.bind(1, rfc3339(now + ttl));
+        renew.run();
+        for (auto id : startable_jobs(db)) {
+            auto job = load_job(db, id);
+            if (auto slot = m_executor.lease(db, job)) {
+                job.slot = *slot;
+                auto& upd = db.cached("UPDATE jobs SET state = 'leased', slot = ? WHERE id = ?");
+                upd.bind(1, *slot).bind(2, id);
+                upd.run();
+                auto& run = db.cached("UPDATE runs SET state = 'running' WHERE id = ? AND state = 'queued'");
+                run.bind(1, job.run_id);
+                run.run();
+                started.push_back(std::move(job));
+            } else if (now - waiting_since(db, id) > device_wait) {
+                std::string labels = json(job.labels).dump();
+                finish_job(db, id, "device_unavailable",
+                           "no healthy runner slot with labels " + labels + " within " +
+                               std::to_string(std::chrono::duration_cast<std::chrono::seconds>(device_wait).count()) + "s");
+            }
+        }
+        // Jobs cancelled meanwhile (superseded, PR closed, operator) whose process still runs.
+        auto& st = db.cached("SELECT state FROM jobs WHERE id = ?");
+        for (auto id : running) {
+            st.reset();
+            st.bind(1, id);
+            if (st.step() && st.text(0) == "cancelled") cancelled.push_back(id);
+        }
+        st.reset();
+        auto& off = db.cached("SELECT name FROM slots WHERE state = 'offline' AND next_health_at <= ?");
+        off.bind(1, rfc3339(now));
+        while (off.step()) due.push_back(off.text(0));
+        off.reset();
+    });
+    if (!s) {
+        spdlog::warn("dispatcher: {}", s.error().message);
+        return;
+    }
+    std::lock_guard lk(m_mu);
+    for (auto id : cancelled)
+        if (auto it = m_running.find(id); it != m_running.end()) it->second->store(true);
+    for (auto& job : started) {
+        auto flag = std::make_shared<std::atomic<bool>>(false);
+        m_running[job.job_id] = flag;
+        spdlog::info("job_id={} run_id={} tier={} attempt={} leased slot={}", job.job_id, job.run_id, job.tier,
+                     job.attempt, job.slot);
+        m_workers.emplace_back([this, job, flag] { work(job, flag); });
+    }
+    for (const auto& slot : due) {
+        if (m_rechecking[slot]) continue;
+        m_rechecking[slot] = true;
+        m_workers.emplace_back([this, slot] { recheck(slot); });
+    }
+}
+
+void Dispatcher::recheck(const std::string& slot) {
+    json h = m_executor.check_health(slot);
+    const bool ok = h.value("ok", false);
+    const auto interval = m_settings.health_interval;
+    auto s = write([&](store::Db& db) {
+        auto& st = db.cached(
+            "UPDATE slots SET state = CASE WHEN ? THEN 'idle' ELSE 'offline' END, last_health = ?, next_health_at = ? "
+            "WHERE name = ? AND state = 'offline'");
+        st.bind(1, std::int64_t{ok}).bind(2, h.dump()).bind(3, rfc3339(system_clock::now() + interval)).bind(4, slot);
+        st.run();
+    });
+    spdlog::log(ok ? spdlog::level::info : spdlog::level::warn, "slot={} health recheck {}", slot, ok ? "passed: back online" : "failed");
+    {
+        std::lock_guard lk(m_mu);
+        m_rechecking[slot] = false;
+    }
+    if (ok) notify();
+}
+
+void Dispatcher::work(exec::JobToRun job, std::shared_ptr<std::atomic<bool>> cancel) {
+    auto outcome = m_executor.run(job, *cancel, [this, id = job.job_id](std::int64_t pgid) {
+        m_writer.submit(
+            [id, pgid](store::Db& db) {
+                auto& st = db.cached(
+                    "UPDATE jobs SET state = 'running', pgid = ?, started_at = ? WHERE id = ? AND state = 'leased'");
+                st.bind(1, pgid).bind(2, now_rfc3339()).bind(3, id);
+                st.run();
+            },
+            [](Status) {});
+    });
+    bool stopping;
+    {
+        std::lock_guard lk(m_mu);
+        stopping = m_stopping;
+    }
+    if (stopping && outcome.conclusion == "cancelled") {
+        outcome.conclusion = "infra_error";
+        outcome.reason = "daemon stopped while the job ran";
+    }
+    const auto retries = m_settings.infra_retries;
+    auto s = write([&](store::Db& db) {
+        if (outcome.requeue) {
+            auto& back = db.cached("UPDATE jobs SET state = 'queued', slot = NULL WHERE id = ? AND state IN ('leased','running')");
+            back.bind(1, job.job_id);
+            back.run();
+        } else {
+            auto& ins = db.cached("INSERT INTO test_results (job_id, name, outcome, duration_s, message) VALUES (?,?,?,?,?)");
+            exec::TestCounts c = exec::count(outcome.results);
+            for (const auto& t : outcome.results) {
+                ins.reset();
+                ins.bind(1, job.job_id).bind(2, t.name).bind(3, t.outcome);
+                ins.bind(4, t.duration_s).bind(5, t.message);
+                ins.run();
+            }
+            auto& upd = db.cached("UPDATE jobs SET metadata = ?, log_path = ?, counts = ? WHERE id = ?");
+            upd.bind(1, outcome.metadata.dump())
+                .bind(2, outcome.log_path)
+                .bind(3, json{{"passed", c.passed}, {"failed", c.failed}, {"skipped", c.skipped}, {"flaky", 0}}.dump())
+                .bind(4, job.job_id);
+            upd.run();
+            end_attempt(db, job, outcome.conclusion, outcome.reason, outcome.exit_status, retries);
+        }
+        m_executor.release(db, job, outcome);
+    });
+    spdlog::log(outcome.conclusion == "passed" ? spdlog::level::info : spdlog::level::warn,
+                "job_id={} run_id={} tier={} attempt={} slot={} ended {}: {}", job.job_id, job.run_id, job.tier,
+                job.attempt, job.slot, outcome.requeue ? "requeued" : outcome.conclusion, outcome.reason);
+    if (!s) spdlog::error("job_id={} outcome not stored: {}", job.job_id, s.error().message);
+    {
+        std::lock_guard lk(m_mu);
+        m_running.erase(job.job_id);
+    }
+    notify();
+}
+
+}  // namespace crcrd::sched
