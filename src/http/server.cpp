@@ -32,6 +32,8 @@ using asio::awaitable;
 
 namespace {
 constexpr auto k_tuple = asio::as_tuple(asio::use_awaitable);
+/// A refused body up to this size is read and dropped so that the client sees the 413.
+constexpr std::uint64_t k_max_drain = 16ULL * 1024 * 1024;
 
 /// One connection as the drain sees it; touched only on the connection's own context.
 struct Conn {
@@ -169,6 +171,19 @@ awaitable<void> serve_requests(Server::Impl& self, Stream& stream, beast::tcp_st
         }
         bool keep = client_keep_alive && !res.close && req.refused_status == 0 && !self.draining;
         if (!co_await write_response(self, stream, lowest, res, version, keep)) co_return;
+        if (req.refused_status != 0 && length && *length <= k_max_drain) {
+            // The client is usually still sending the body it was refused. Closing with unread
+            // data makes the kernel reset the connection, and the client may lose the answer;
+            // read and drop what it announced (bounded in size and time) before closing.
+            std::uint64_t left = *length > buffer.size() ? *length - buffer.size() : 0;
+            buffer.consume(buffer.size());
+            lowest.expires_after(self.cfg.body_timeout);
+            while (left > 0) {
+                auto [dec, dn] = co_await stream.async_read_some(buffer.prepare(64 * 1024), k_tuple);
+                if (dec) break;
+                left -= std::min<std::uint64_t>(left, dn);
+            }
+        }
         if (!keep) co_return;
     }
 }

@@ -19,10 +19,13 @@ std::vector<std::int64_t> startable_jobs(store::Db& db, int limit) {
     auto& st = db.cached(
         "SELECT j.id FROM jobs j JOIN runs r ON r.id = j.run_id "
         "WHERE j.state = 'queued' AND r.state IN ('queued','running') "
+        // every earlier tier's latest attempt passed
         "AND NOT EXISTS (SELECT 1 FROM jobs e WHERE e.run_id = j.run_id AND e.position < j.position "
+        "                AND e.attempt = (SELECT max(k.attempt) FROM jobs k WHERE k.run_id = e.run_id AND k.position = e.position) "
         "                AND NOT (e.state = 'completed' AND e.conclusion IN ('passed','flaky'))) "
         "AND NOT EXISTS (SELECT 1 FROM jobs s WHERE s.run_id = j.run_id AND s.state IN ('leased','running')) "
-        "AND j.id = (SELECT min(q.id) FROM jobs q WHERE q.run_id = j.run_id AND q.state = 'queued') "
+        // the run's earliest queued tier (a retry comes before the tiers after it)
+        "AND j.id = (SELECT q.id FROM jobs q WHERE q.run_id = j.run_id AND q.state = 'queued' ORDER BY q.position, q.id LIMIT 1) "
         "ORDER BY j.run_id LIMIT ?");
     st.bind(1, std::int64_t{limit});
     std::vector<std::int64_t> ids;

@@ -72,6 +72,20 @@ TEST_F(JobsTest, AFailedTierCancelsTheLaterOnesWithTheReason) {
     EXPECT_FALSE(finish_job(*db, jobs[1], "passed", "late"));  // a cancelled job stays cancelled
 }
 
+TEST_F(JobsTest, ARetryRunsBeforeTheLaterTiersAndOnlyTheLastAttemptCounts) {
+    std::int64_t run = 0;
+    auto jobs = run_with({"import", "smoke"}, &run);
+    auto retry = retry_job(*db, jobs[0], "infra_error", "runner crashed");
+    ASSERT_TRUE(retry);
+    EXPECT_EQ(startable_jobs(*db), std::vector<std::int64_t>{*retry});
+    EXPECT_EQ(text("SELECT attempt || ':' || tier FROM jobs WHERE id=" + std::to_string(*retry)), "2:import");
+    EXPECT_FALSE(finish_job(*db, *retry, "passed", "ok"));
+    EXPECT_EQ(startable_jobs(*db), std::vector<std::int64_t>{jobs[1]});
+    auto done = finish_job(*db, jobs[1], "passed", "ok");
+    ASSERT_TRUE(done);
+    EXPECT_EQ(*done, "passed");  // the failed first attempt does not count
+}
+
 TEST_F(JobsTest, SeverityOrder) {
     EXPECT_EQ(more_severe("passed", "regression"), "regression");
     EXPECT_EQ(more_severe("timeout", "infra_error"), "infra_error");

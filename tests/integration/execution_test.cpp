@@ -1,0 +1,172 @@
+// Runs end to end through the real daemon: leased slots, bubblewrap, real child processes,
+// JUnit, tier order, retries, a device that fails its health check, and a kill -9 mid-job.
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "crcrd/core/files.hpp"
+#include "support/daemon.hpp"
+
+namespace crcrd {
+namespace {
+
+using nlohmann::json;
+
+// A backend CI script in miniature: each selected "test" says what to do.
+const char* k_script = R"(#!/bin/sh
+out="$CRCR_JUNIT_DIR/results.xml"
+echo '<testsuite name="ci">' > "$out.part"
+status=0
+while IFS= read -r t; do
+  case "$t" in
+    ok_*) echo "<testcase classname=\"ci\" name=\"$t\" time=\"0.01\"/>" >> "$out.part" ;;
+    fail_*) echo "<testcase classname=\"ci\" name=\"$t\"><failure message=\"boom\">assert</failure></testcase>" >> "$out.part"; status=1 ;;
+    crash) echo "the runner crashed"; exit 3 ;;
+    hang) echo hanging; exec sleep 3601.5 ;;
+  esac
+done < "$CRCR_TESTS_FILE"
+echo '</testsuite>' >> "$out.part"
+mv "$out.part" "$out"
+echo "slot=$CRCR_SLOT device=$SIM_DEVICE tier=$CRCR_TIER"
+exit $status
+)";
+
+std::string rules(const std::string& import_tests) {
+    return "tiers:\n"
+           "  - {name: import, always: true, tests: [" + import_tests + "], labels: [sim]}\n"
+           "  - {name: smoke, always: true, tests: [ok_smoke]}\n"
+           "  - {name: affected, from_rules: true, timeout: 10m}\n"
+           "rules:\n"
+           "  - {name: dispatch, paths: [\"aten/**\"], tests: [fail_ops]}\n"
+           "  - {name: compile, paths: [\"torch/_inductor/**\"], tests: [ok_compile]}\n"
+           "  - {name: slow, paths: [\"slow/**\"], tests: [hang]}\n"
+           "unmatched: nothing\n";
+}
+
+class ExecutionTest : public ::testing::Test {
+protected:
+    void start(const std::string& import_tests = "ok_import", const std::string& health = "[/bin/true]") {
+        std::string out;
+        if (run_command({"bwrap", "--ro-bind", "/", "/", "--unshare-pid", "--proc", "/proc", "true"}, &out) != 0) {
+            GTEST_SKIP() << "bubblewrap cannot create namespaces here: " << out;
+        }
+        write_file(dir.path() / "ci" / "ci.sh", k_script, 0755);
+        write_file(dir.path() / "selection.yaml", rules(import_tests));
+        daemon = std::make_unique<TestDaemon>(
+            dir.path(), "selection: {rules: selection.yaml}\n"
+                        "runners:\n"
+                        "  - {name: sim-0, labels: [sim], env: {SIM_DEVICE: \"0\"}, health_check: " + health +
+                            ", device_model: Simulated}\n"
+                        "execution:\n"
+                        "  command: [ci/ci.sh]\n"
+                        "  work_root: state/work\n"
+                        "  min_free_bytes: 1MiB\n"
+                        "  infra_retries: 1\n"
+                        "  device_wait: 2s\n"
+                        "  health_interval: 1s\n");
+        daemon->start();
+    }
+
+    std::int64_t post(const std::vector<std::string>& changed, const std::string& id) {
+        json j = json::parse(fixture_text("crcr/direct-pytorch-crcr.json"));
+        j["client_payload"]["changed_files"] = changed;
+        j["client_payload"]["pr_number"] = next_pr++;
+        auto r = daemon->post_standard(j.dump(), id);
+        EXPECT_EQ(r->status, 202) << r->body;
+        return json::parse(r->body)["run_id"].get<std::int64_t>();
+    }
+    std::string finished(std::int64_t run) {
+        std::string sql = "SELECT state || '/' || coalesce(conclusion, '') FROM runs WHERE id=" + std::to_string(run);
+        EXPECT_TRUE(eventually([&] { return daemon->text(sql).rfind("completed/", 0) == 0; }, std::chrono::seconds(60)))
+            << daemon->text(sql) << "\n" << daemon->log();
+        return daemon->text(sql);
+    }
+    std::string jobs(std::int64_t run) {
+        return daemon->text("SELECT group_concat(tier || ':' || state || ':' || coalesce(conclusion,'') || ':' || attempt, ' ') "
+                            "FROM (SELECT * FROM jobs WHERE run_id=" + std::to_string(run) + " ORDER BY position, attempt)");
+    }
+
+    TempDir dir;
+    std::unique_ptr<TestDaemon> daemon;
+    int next_pr = 100;
+};
+
+TEST_F(ExecutionTest, APassingRunWalksEveryTierOnALeasedSlot) {
+    start();
+    auto run = post({"torch/_inductor/ir.py"}, "m-1");
+    EXPECT_EQ(finished(run), "completed/passed");
+    EXPECT_EQ(jobs(run), "import:completed:passed:1 smoke:completed:passed:1 affected:completed:passed:1");
+    auto id = std::to_string(daemon->scalar("SELECT id FROM jobs WHERE tier='affected' AND run_id=" + std::to_string(run)));
+    EXPECT_EQ(daemon->text("SELECT group_concat(name || '=' || outcome) FROM test_results WHERE job_id=" + id), "ci::ok_compile=passed");
+    auto meta = json::parse(daemon->text("SELECT metadata FROM jobs WHERE id=" + id));
+    EXPECT_EQ(meta["pytorch_sha"], "ec26c3e57ca3a959ca5aad62de7213c562f8c821");
+    EXPECT_EQ(meta["device_model"], "Simulated");
+    EXPECT_EQ(meta["slot"], "sim-0");
+    EXPECT_EQ(meta["tests"], json::array({"ok_compile"}));
+    EXPECT_EQ(meta["isolation"], "bwrap");
+    auto log = read_file(daemon->text("SELECT log_path FROM jobs WHERE id=" + id)).value();
+    EXPECT_NE(log.find("slot=sim-0 device=0 tier=affected"), std::string::npos) << log;
+    EXPECT_EQ(daemon->text("SELECT state FROM slots WHERE name='sim-0'"), "idle");
+    // The workspace is gone after a pass.
+    EXPECT_FALSE(std::filesystem::exists(dir.path() / "state" / "work" / "jobs" / id));
+}
+
+TEST_F(ExecutionTest, AFailedTestIsARegressionAndStopsTheLaterTiers) {
+    start();
+    auto run = post({"aten/src/ATen/native/BinaryOps.cpp"}, "m-2");
+    EXPECT_EQ(finished(run), "completed/regression");
+    EXPECT_EQ(jobs(run), "import:completed:passed:1 smoke:completed:passed:1 affected:completed:regression:1");
+    EXPECT_EQ(daemon->text("SELECT reason FROM jobs WHERE tier='affected' AND run_id=" + std::to_string(run)),
+              "1 of 1 tests failed");
+}
+
+TEST_F(ExecutionTest, ACrashIsRetriedThenInfraErrorAndLaterTiersAreCancelled) {
+    start("crash");
+    auto run = post({"torch/_inductor/ir.py"}, "m-3");
+    EXPECT_EQ(finished(run), "completed/infra_error");
+    EXPECT_EQ(jobs(run), "import:completed:infra_error:1 import:completed:infra_error:2 smoke:cancelled:cancelled:1 "
+                         "affected:cancelled:cancelled:1");
+    EXPECT_NE(daemon->text("SELECT reason FROM jobs WHERE tier='smoke' AND run_id=" + std::to_string(run)).find("import ended infra_error"),
+              std::string::npos);
+}
+
+TEST_F(ExecutionTest, AnUnhealthyDeviceGoesOfflineAndTheJobEndsDeviceUnavailable) {
+    start("ok_import", "[/bin/false]");
+    auto run = post({"torch/_inductor/ir.py"}, "m-4");
+    EXPECT_EQ(finished(run), "completed/device_unavailable");
+    EXPECT_NE(daemon->text("SELECT reason FROM jobs WHERE tier='import' AND run_id=" + std::to_string(run)).find("no healthy runner slot"),
+              std::string::npos);
+    EXPECT_EQ(daemon->text("SELECT state FROM slots WHERE name='sim-0'"), "offline");
+    EXPECT_EQ(json::parse(daemon->text("SELECT last_health FROM slots WHERE name='sim-0'"))["ok"], false);
+}
+
+TEST_F(ExecutionTest, Kill9MidJobIsReconciledAtRestartWithoutOrphans) {
+    start();
+    auto run = post({"slow/x"}, "m-5");
+    std::string sql = "SELECT count(*) FROM jobs WHERE tier='affected' AND state='running' AND run_id=" + std::to_string(run);
+    ASSERT_TRUE(eventually([&] { return daemon->scalar(sql) == 1; }, std::chrono::seconds(60))) << daemon->log();
+    std::string out;
+    ASSERT_TRUE(eventually([&] { return run_command({"pgrep", "-f", "sleep 3601.5"}, &out) == 0; }));
+    daemon->kill9();
+    // The test process dies with the daemon (its sandbox dies with its parent).
+    EXPECT_TRUE(eventually([&] { return run_command({"pgrep", "-f", "sleep 3601.5"}, &out) == 1; }, std::chrono::seconds(10)))
+        << out;
+    daemon->start();
+    std::string first = "SELECT conclusion || ':' || reason FROM jobs WHERE tier='affected' AND attempt=1 AND run_id=" +
+                        std::to_string(run);
+    ASSERT_TRUE(eventually([&] { return daemon->text(first) == "infra_error:daemon restarted (retried)"; }))
+        << daemon->text(first);
+    // The retry runs again (and would hang again): it exists as attempt 2.
+    EXPECT_TRUE(eventually([&] {
+        return daemon->scalar("SELECT count(*) FROM jobs WHERE tier='affected' AND attempt=2 AND run_id=" + std::to_string(run)) == 1;
+    }));
+    // A clean stop ends the retry's process too and records it for the next start.
+    EXPECT_TRUE(eventually([&] { return run_command({"pgrep", "-f", "sleep 3601.5"}, &out) == 0; }));
+    EXPECT_EQ(daemon->stop(), 0);
+    EXPECT_EQ(run_command({"pgrep", "-f", "sleep 3601.5"}, &out), 1) << out;
+    EXPECT_EQ(daemon->text("SELECT conclusion || ':' || reason FROM jobs WHERE tier='affected' AND attempt=2 AND run_id=" +
+                           std::to_string(run)),
+              "infra_error:daemon stopped while the job ran");
+}
+
+}  // namespace
+}  // namespace crcrd
