@@ -13,7 +13,6 @@
 #include <sys/resource.h>
 #include <systemd/sd-daemon.h>
 
-#include <future>
 #include <iostream>
 #include <thread>
 #include <vector>
@@ -167,10 +166,7 @@ int run(const std::filesystem::path& config_path) {
             std::cerr << config_path.string() << ": execution.work_root: required with execution.command\n";
             return 2;
         }
-        std::promise<Status> synced;
-        writer.submit([&cfg](store::Db& db) { exec::LocalExecutor::sync_slots(db, cfg.runners); },
-                      [&synced](Status s) { synced.set_value(std::move(s)); });
-        if (auto s = synced.get_future().get(); !s) {
+        if (auto s = writer.run_sync([&cfg](store::Db& db) { exec::LocalExecutor::sync_slots(db, cfg.runners); }); !s) {
             spdlog::critical("storage: {}", s.error().message);
             return 1;
         }

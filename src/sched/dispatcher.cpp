@@ -93,17 +93,9 @@ Dispatcher::Dispatcher(store::Writer& writer, std::filesystem::path db_path, exe
 
 Dispatcher::~Dispatcher() { stop(); }
 
-Status Dispatcher::write(std::function<void(store::Db&)> fn) {
-    std::promise<Status> done;
-    if (!m_writer.submit(std::move(fn), [&done](Status s) { done.set_value(std::move(s)); })) {
-        return make_error("overloaded", "storage busy");
-    }
-    return done.get_future().get();
-}
-
 Status Dispatcher::recover() {
     const auto retries = m_settings.infra_retries;
-    return write([retries](store::Db& db) {
+    return m_writer.run_sync([retries](store::Db& db) {
         auto st = db.prepare("SELECT id, pgid FROM jobs WHERE state IN ('leased','running')");
         std::vector<std::pair<std::int64_t, std::optional<std::int64_t>>> left;
         while (st.step()) left.emplace_back(st.int64(0), st.opt_int64(1));
@@ -177,7 +169,7 @@ void Dispatcher::dispatch_once() {
     }
     const auto device_wait = m_settings.device_wait;
     const auto ttl = m_settings.lease_ttl;
-    auto s = write([&](store::Db& db) {
+    auto s = m_writer.run_sync([&](store::Db& db) {
         const auto now = system_clock::now();
         auto& renew = db.cached("UPDATE slots SET lease_expires_at = ? WHERE state = 'busy'");
         renew.bind(1, rfc3339(now + ttl));
@@ -238,7 +230,7 @@ void Dispatcher::recheck(const std::string& slot) {
     json h = m_executor.check_health(slot);
     const bool ok = h.value("ok", false);
     const auto interval = m_settings.health_interval;
-    auto s = write([&](store::Db& db) {
+    auto s = m_writer.run_sync([&](store::Db& db) {
         auto& st = db.cached(
             "UPDATE slots SET state = CASE WHEN ? THEN 'idle' ELSE 'offline' END, last_health = ?, next_health_at = ? "
             "WHERE name = ? AND state = 'offline'");
@@ -274,7 +266,7 @@ void Dispatcher::work(exec::JobToRun job, std::shared_ptr<std::atomic<bool>> can
         outcome.reason = "daemon stopped while the job ran";
     }
     const auto retries = m_settings.infra_retries;
-    auto s = write([&](store::Db& db) {
+    auto s = m_writer.run_sync([&](store::Db& db) {
         if (outcome.requeue) {
             auto& back = db.cached("UPDATE jobs SET state = 'queued', slot = NULL WHERE id = ? AND state IN ('leased','running')");
             back.bind(1, job.job_id);

@@ -2,7 +2,6 @@
 
 #include <spdlog/spdlog.h>
 
-#include <future>
 
 #include "crcrd/core/time.hpp"
 #include "crcrd/store/deliveries.hpp"
@@ -44,15 +43,6 @@ std::int64_t unix_seconds(system_clock::time_point t) {
     return std::chrono::duration_cast<std::chrono::seconds>(t.time_since_epoch()).count();
 }
 
-template <class Fn>
-Status write_sync(store::Writer& writer, Fn fn) {
-    std::promise<Status> done;
-    if (!writer.submit(std::move(fn), [&done](Status s) { done.set_value(std::move(s)); })) {
-        return make_error("overloaded", "storage busy");
-    }
-    return done.get_future().get();
-}
-
 }  // namespace
 
 FullMatrixTrigger::FullMatrixTrigger(store::Writer& writer, std::filesystem::path db_path, NewestSha newest_sha,
@@ -67,7 +57,7 @@ std::optional<std::int64_t> FullMatrixTrigger::tick(const select::Rules& rules) 
     const std::string next_after_now = std::to_string(unix_seconds(fm.schedule.next_after(now)));
 
     if (!rec.next || rec.schedule != fm.schedule.text()) {
-        auto s = write_sync(m_writer, [&](store::Db& db) {
+        auto s = m_writer.run_sync([&](store::Db& db) {
             put_meta(db, "full_matrix_schedule", fm.schedule.text());
             put_meta(db, "full_matrix_next", next_after_now);
         });
@@ -79,7 +69,7 @@ std::optional<std::int64_t> FullMatrixTrigger::tick(const select::Rules& rules) 
     const auto slot = system_clock::time_point(std::chrono::seconds(*rec.next));
     auto sha = m_newest_sha(fm.ref);
     std::optional<std::int64_t> run_id;
-    auto s = write_sync(m_writer, [&](store::Db& db) {
+    auto s = m_writer.run_sync([&](store::Db& db) {
         if (sha) {
             store::NewRun r;
             r.event = "schedule";

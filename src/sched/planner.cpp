@@ -2,7 +2,6 @@
 
 #include <spdlog/spdlog.h>
 
-#include <future>
 
 #include "crcrd/core/time.hpp"
 #include "crcrd/store/sqlite.hpp"
@@ -146,14 +145,8 @@ std::size_t Planner::plan_pending() {
         auto sel = select::decide(*cfg->rules, changed, runs[i].event);
         auto rules = cfg->rules;
         std::int64_t id = ids[i];
-        std::promise<Status> done;
-        auto stored = std::make_shared<bool>(false);
-        if (!m_writer.submit([id, sel, rules, stored](store::Db& db) { *stored = store_plan(db, id, sel, *rules); },
-                             [&done](Status s) { done.set_value(std::move(s)); })) {
-            spdlog::warn("planner: storage busy, run_id={} will be planned later", id);
-            break;
-        }
-        auto status = done.get_future().get();
+        bool stored = false;
+        auto status = m_writer.run_sync([&](store::Db& db) { stored = store_plan(db, id, sel, *rules); });
         if (!status) {
             spdlog::error("planner: run_id={} could not be stored: {}", id, status.error().message);
             break;
@@ -163,7 +156,7 @@ std::size_t Planner::plan_pending() {
         for (const auto& t : sel.tiers) tiers += (tiers.empty() ? "" : ",") + t.name;
         spdlog::info("planned run_id={} sha={} source={} changed_paths={} tiers={} {}", id, runs[i].sha,
                      select::to_string(sel.source), sel.changed_paths, tiers.empty() ? "-" : tiers,
-                     *stored ? "" : "(cancelled meanwhile)");
+                     stored ? "" : "(cancelled meanwhile)");
     }
     return planned;
 }

@@ -2,6 +2,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <future>
 #include <vector>
 
 namespace crcrd::store {
@@ -29,6 +30,15 @@ bool Writer::submit(Work work, Done done) {
     }
     m_cv.notify_one();
     return true;
+}
+
+Status Writer::run_sync(Work work) {
+    std::promise<Status> done;
+    auto result = done.get_future();
+    if (!submit(std::move(work), [&done](Status s) { done.set_value(std::move(s)); })) {
+        return make_error("overloaded", "too many writes pending");
+    }
+    return result.get();
 }
 
 void Writer::stop() {

@@ -46,7 +46,6 @@ private:
     void dispatch_once();
     void work(exec::JobToRun job, std::shared_ptr<std::atomic<bool>> cancel);
     void recheck(const std::string& slot);
-    Status write(std::function<void(store::Db&)> fn);
 
     store::Writer& m_writer;
     std::filesystem::path m_db_path;

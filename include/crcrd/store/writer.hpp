@@ -46,6 +46,10 @@ public:
     /// writer is stopping: the caller answers 503.
     bool submit(Work work, Done done);
 
+    /// Submits `work` and waits for its commit: for worker threads (planner, dispatcher,
+    /// start-up), never for a network thread. "overloaded" when the queue is full.
+    Status run_sync(Work work);
+
     /// Stops accepting work, finishes what was queued, joins the thread. Idempotent.
     void stop();
 
