@@ -6,6 +6,7 @@
 #include <spdlog/spdlog.h>
 
 #include <charconv>
+#include <fstream>
 #include <regex>
 
 #include "crcrd/admin/auth.hpp"
@@ -99,6 +100,12 @@ void Api::set_tokens(std::vector<config::AdminToken> tokens) {
     auto next = std::make_shared<const std::vector<config::AdminToken>>(std::move(tokens));
     std::lock_guard lk(m_mu);
     m_tokens = std::move(next);
+}
+
+void Api::set_runners(std::vector<config::RunnerConfig> runners) {
+    auto next = std::make_shared<const std::vector<config::RunnerConfig>>(std::move(runners));
+    std::lock_guard lk(m_mu);
+    m_runners = std::move(next);
 }
 
 std::shared_ptr<const std::vector<config::AdminToken>> Api::tokens() const {
@@ -202,6 +209,93 @@ asio::awaitable<http::Response> Api::handle(http::Request& req) {
         f.page = *page;
         auto query = on_workers(m_workers, [db = m_db_path, f] { return list_deliveries(db, f); });
         co_return from(co_await std::move(query));
+    }
+    co_return co_await jobs_and_runners(req, caller->role == Role::admin);
+}
+
+asio::awaitable<http::Response> Api::jobs_and_runners(http::Request& req, bool admin) {
+    static const std::regex k_job(R"(^/api/v1/jobs/([0-9]{1,18})(/log|/tests)?$)");
+    static const std::regex k_slot(R"(^/api/v1/runners/([A-Za-z0-9._-]{1,100})/(drain|undrain)$)");
+    std::smatch m;
+    const std::string path = req.path;
+    if (std::regex_match(path, m, k_job)) {
+        if (req.method != "GET") co_return error(405, "method_not_allowed");
+        std::int64_t id = std::stoll(m[1].str());
+        const std::string what = m[2].str();
+        if (what.empty()) {
+            auto query = on_workers(m_workers, [db = m_db_path, id] { return get_job(db, id); });
+            co_return from(co_await std::move(query));
+        }
+        if (what == "/tests") {
+            auto page = page_of(req);
+            if (!page) co_return error(400, "bad_request", page.error().message);
+            auto outcome = req.query_param("outcome");
+            if (auto s = one_of(outcome, "outcome", {"passed", "failed", "skipped", "flaky"}); !s) {
+                co_return error(400, "bad_request", s.error().message);
+            }
+            auto query = on_workers(m_workers, [db = m_db_path, id, outcome, p = *page] { return list_tests(db, id, outcome, p); });
+            co_return from(co_await std::move(query));
+        }
+        auto tail = int_param(req, "tail", 1, std::int64_t{1} << 40);
+        if (!tail) co_return error(400, "bad_request", tail.error().message);
+        auto query = on_workers(m_workers, [db = m_db_path, id, n = *tail]() -> Result<json> {
+            auto where = job_log_path(db, id);
+            if (!where) return where.error();
+            std::ifstream in(*where, std::ios::binary | std::ios::ate);
+            if (!in) return make_error("not_found", "the log of job " + std::to_string(id) + " is gone");
+            std::int64_t size = in.tellg();
+            std::int64_t from = n ? std::max<std::int64_t>(0, size - *n) : 0;
+            in.seekg(from);
+            std::string text(static_cast<std::size_t>(size - from), '\0');
+            in.read(text.data(), static_cast<std::streamsize>(text.size()));
+            return json(text);
+        });
+        auto r = co_await std::move(query);
+        if (!r) co_return from(r);
+        http::Response res;
+        res.content_type = "text/plain; charset=utf-8";
+        res.body = r->get<std::string>();
+        co_return res;
+    }
+    if (path == "/api/v1/runners") {
+        if (req.method != "GET") co_return error(405, "method_not_allowed");
+        std::shared_ptr<const std::vector<config::RunnerConfig>> runners;
+        {
+            std::lock_guard lk(m_mu);
+            runners = m_runners;
+        }
+        auto query = on_workers(m_workers, [db = m_db_path] { return list_slots(db); });
+        auto r = co_await std::move(query);
+        if (!r) co_return from(r);
+        json items = json::array();
+        for (auto slot : *r) {
+            json labels = json::array();
+            for (const auto& rc : *runners)
+                if (rc.name == slot["name"]) labels = rc.labels;
+            slot["labels"] = labels;
+            items.push_back(std::move(slot));
+        }
+        co_return http::Response::json(200, {{"items", items}, {"next_cursor", nullptr}});
+    }
+    if (std::regex_match(path, m, k_slot)) {
+        if (req.method != "POST") co_return error(405, "method_not_allowed");
+        if (!admin) co_return error(403, "forbidden", "this route needs an admin token");
+        const std::string name = m[1].str();
+        const bool drain = m[2].str() == "drain";
+        auto write = store::async_write<int>(
+            m_writer,
+            [name, drain](store::Db& db) {
+                auto& st = db.cached("UPDATE slots SET drained = ? WHERE name = ?");
+                st.bind(1, std::int64_t{drain}).bind(2, name);
+                st.run();
+                return db.changes();
+            },
+            asio::use_awaitable);
+        auto [err, changed] = co_await std::move(write);
+        if (err) co_return error(503, "unavailable", err->message);
+        if (changed == 0) co_return error(404, "not_found", "no runner " + name);
+        spdlog::info("slot={} {}", name, drain ? "drained" : "undrained");
+        co_return http::Response::json(200, {{"name", name}, {"drained", drain}});
     }
     co_return error(404, "not_found", "no route for " + path.substr(0, 200));
 }

@@ -51,6 +51,35 @@ json run_json(const store::Stmt& st) {
             {"selection", sel},         {"base_ref", opt_text(st, 13)}, {"head_repo", opt_text(st, 14)}};
 }
 
+constexpr const char* k_job_columns =
+    "id, run_id, tier, state, conclusion, reason, attempt, slot, started_at, finished_at, exit_status, tests, metadata, "
+    "timeout_ms, counts";
+
+json job_json(const store::Stmt& st) {
+    json tests = json::parse(st.text(11), nullptr, false);
+    json meta = st.is_null(12) ? json::object() : json::parse(st.text(12), nullptr, false);
+    if (!meta.is_object()) meta = json::object();
+    if (!meta.contains("tests")) meta["tests"] = tests.is_array() ? tests : json::array();
+    json counts = st.is_null(14) ? json::object() : json::parse(st.text(14), nullptr, false);
+    if (!counts.is_object()) counts = json::object();
+    for (const char* k : {"passed", "failed", "skipped", "flaky"})
+        if (!counts.contains(k)) counts[k] = 0;
+    return {{"id", st.int64(0)},
+            {"run_id", st.int64(1)},
+            {"tier", st.text(2)},
+            {"state", st.text(3)},
+            {"conclusion", opt_text(st, 4)},
+            {"reason", opt_text(st, 5)},
+            {"attempt", st.int64(6)},
+            {"slot", opt_text(st, 7)},
+            {"started_at", opt_text(st, 8)},
+            {"finished_at", opt_text(st, 9)},
+            {"exit_status", opt_int(st, 10)},
+            {"timeout_s", st.int64(13) / 1000},
+            {"tests", counts},
+            {"metadata", meta}};
+}
+
 template <class Fn>
 Result<json> guarded(Fn fn) {
     try {
@@ -146,31 +175,10 @@ Result<json> get_run(const std::filesystem::path& path, std::int64_t id) {
         st.bind(1, id);
         if (!st.step()) return make_error("not_found", "no run " + std::to_string(id));
         json run = run_json(st);
-        auto jobs = (*db)->prepare(
-            "SELECT id, run_id, tier, state, conclusion, reason, attempt, slot, started_at, finished_at, exit_status, "
-            "tests, metadata, timeout_ms FROM jobs WHERE run_id = ? ORDER BY position, attempt");
+        auto jobs = (*db)->prepare(std::string("SELECT ") + k_job_columns + " FROM jobs WHERE run_id = ? ORDER BY position, attempt");
         jobs.bind(1, id);
         json list = json::array();
-        while (jobs.step()) {
-            json tests = json::parse(jobs.text(11), nullptr, false);
-            json meta = jobs.is_null(12) ? json::object() : json::parse(jobs.text(12), nullptr, false);
-            if (!meta.is_object()) meta = json::object();
-            if (!meta.contains("tests")) meta["tests"] = tests.is_array() ? tests : json::array();
-            list.push_back({{"id", jobs.int64(0)},
-                            {"run_id", jobs.int64(1)},
-                            {"tier", jobs.text(2)},
-                            {"state", jobs.text(3)},
-                            {"conclusion", opt_text(jobs, 4)},
-                            {"reason", opt_text(jobs, 5)},
-                            {"attempt", jobs.int64(6)},
-                            {"slot", opt_text(jobs, 7)},
-                            {"started_at", opt_text(jobs, 8)},
-                            {"finished_at", opt_text(jobs, 9)},
-                            {"exit_status", opt_int(jobs, 10)},
-                            {"timeout_s", jobs.int64(13) / 1000},
-                            {"tests", {{"passed", 0}, {"failed", 0}, {"skipped", 0}, {"flaky", 0}}},
-                            {"metadata", meta}});
-        }
+        while (jobs.step()) list.push_back(job_json(jobs));
         run["jobs"] = std::move(list);
         run["statuses"] = json::array();  // reporting (the outbox) comes with classification
         return run;
@@ -204,6 +212,72 @@ Result<json> list_deliveries(const std::filesystem::path& path, const DeliveryFi
                              {"run_ids", run_ids}});
         }
         return page(std::move(items), f.page.limit);
+    });
+}
+
+Result<json> get_job(const std::filesystem::path& path, std::int64_t id) {
+    auto db = reader(path);
+    if (!db) return db.error();
+    return guarded([&]() -> Result<json> {
+        auto st = (*db)->prepare(std::string("SELECT ") + k_job_columns + " FROM jobs WHERE id = ?");
+        st.bind(1, id);
+        if (!st.step()) return make_error("not_found", "no job " + std::to_string(id));
+        return job_json(st);
+    });
+}
+
+Result<std::string> job_log_path(const std::filesystem::path& path, std::int64_t id) {
+    auto db = reader(path);
+    if (!db) return db.error();
+    try {
+        auto st = (*db)->prepare("SELECT log_path FROM jobs WHERE id = ?");
+        st.bind(1, id);
+        if (!st.step()) return make_error("not_found", "no job " + std::to_string(id));
+        if (st.is_null(0)) return make_error("not_found", "job " + std::to_string(id) + " has no log yet");
+        return st.text(0);
+    } catch (const store::SqlError& e) {
+        return make_error(e.kind(), e.what());
+    }
+}
+
+Result<json> list_tests(const std::filesystem::path& path, std::int64_t job, const std::optional<std::string>& outcome,
+                        const Page& p) {
+    auto db = reader(path);
+    if (!db) return db.error();
+    return guarded([&]() -> json {
+        Where w;
+        w.add(std::optional<std::int64_t>(job), "job_id = ?");
+        w.add(outcome, "outcome = ?");
+        w.add(p.before_id, "rowid < ?");
+        auto st = (*db)->prepare("SELECT rowid, name, outcome, duration_s, message FROM test_results WHERE 1=1" + w.sql +
+                                 " ORDER BY rowid DESC LIMIT ?");
+        w.bind(st, p.limit);
+        std::vector<json> items;
+        while (st.step()) {
+            items.push_back({{"id", st.int64(0)},
+                             {"name", st.text(1)},
+                             {"outcome", st.text(2)},
+                             {"duration_s", st.real(3)},
+                             {"message", opt_text(st, 4)}});
+        }
+        return page(std::move(items), p.limit);
+    });
+}
+
+Result<json> list_slots(const std::filesystem::path& path) {
+    auto db = reader(path);
+    if (!db) return db.error();
+    return guarded([&]() -> json {
+        auto st = (*db)->prepare("SELECT name, state, drained, job_id, last_health FROM slots ORDER BY name");
+        json items = json::array();
+        while (st.step()) {
+            std::string state = st.text(1);
+            if (st.int64(2) && state == "idle") state = "drained";
+            json health = st.is_null(4) ? json(nullptr) : json::parse(st.text(4), nullptr, false);
+            items.push_back({{"name", st.text(0)}, {"state", state}, {"drained", st.int64(2) != 0},
+                             {"job_id", opt_int(st, 3)}, {"last_health", health}});
+        }
+        return items;
     });
 }
 

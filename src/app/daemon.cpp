@@ -194,6 +194,7 @@ int run(const std::filesystem::path& config_path) {
     asio::io_context& ioc = *contexts.front();
     asio::thread_pool readers(2);  // blocking reads of the admin API
     admin::Api api(cfg.storage.path, cfg.admin.tokens, readers.get_executor(), writer);
+    api.set_runners(cfg.runners);
     Router router(cfg.server.webhook_path, webhook, api, writer);
     http::Server server(context_ptrs, cfg.server, [&router](http::Request& r) { return router.route(r); });
     // Signals are taken over before the listener announces itself: a SIGHUP sent as soon as
@@ -220,6 +221,7 @@ int run(const std::filesystem::path& config_path) {
                         webhook.set_policy(next.policy);
                         planner.set_config(next.planner);
                         api.set_tokens(next.config->admin.tokens);
+                        api.set_runners(next.config->runners);
                         executor.set_settings(local_settings(*next.config));
                         if (dispatcher) {
                             auto runners = next.config->runners;

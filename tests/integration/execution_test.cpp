@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "crcrd/core/crypto.hpp"
 #include "crcrd/core/files.hpp"
 #include "support/daemon.hpp"
 
@@ -62,7 +63,8 @@ protected:
                         "  min_free_bytes: 1MiB\n"
                         "  infra_retries: 1\n"
                         "  device_wait: 2s\n"
-                        "  health_interval: 1s\n");
+                        "  health_interval: 1s\n"
+                        "admin: {tokens: [{name: ops, role: admin, sha256: " + crypto::sha256_hex("ops-token") + "}]}\n");
         daemon->start();
     }
 
@@ -108,6 +110,52 @@ TEST_F(ExecutionTest, APassingRunWalksEveryTierOnALeasedSlot) {
     EXPECT_EQ(daemon->text("SELECT state FROM slots WHERE name='sim-0'"), "idle");
     // The workspace is gone after a pass.
     EXPECT_FALSE(std::filesystem::exists(dir.path() / "state" / "work" / "jobs" / id));
+}
+
+TEST_F(ExecutionTest, JobsLogsTestsAndRunnersThroughTheAdminApi) {
+    start();
+    auto run = post({"aten/src/ATen/native/BinaryOps.cpp"}, "m-api");
+    EXPECT_EQ(finished(run), "completed/regression");
+    auto id = std::to_string(daemon->scalar("SELECT id FROM jobs WHERE tier='affected' AND run_id=" + std::to_string(run)));
+    auto get = [&](const std::string& path) {
+        auto r = daemon->request("GET", path, {{"Authorization", "Bearer ops-token"}}, "");
+        EXPECT_TRUE(r);
+        return *r;
+    };
+    auto job = json::parse(get("/api/v1/jobs/" + id).body);
+    EXPECT_EQ(job["tier"], "affected");
+    EXPECT_EQ(job["conclusion"], "regression");
+    EXPECT_EQ(job["slot"], "sim-0");
+    EXPECT_EQ(job["tests"], (json{{"passed", 0}, {"failed", 1}, {"skipped", 0}, {"flaky", 0}}));
+    EXPECT_EQ(job["exit_status"], 1);
+    EXPECT_EQ(job["metadata"]["device_model"], "Simulated");
+    auto log = get("/api/v1/jobs/" + id + "/log?tail=34");
+    EXPECT_EQ(log.status, 200);
+    EXPECT_EQ(log.header("Content-Type").value_or(""), "text/plain; charset=utf-8");
+    EXPECT_EQ(log.body, "slot=sim-0 device=0 tier=affected\n");
+    EXPECT_NE(get("/api/v1/jobs/" + id + "/log").body.find("slot=sim-0"), std::string::npos);
+    auto failed = json::parse(get("/api/v1/jobs/" + id + "/tests?outcome=failed").body);
+    ASSERT_EQ(failed["items"].size(), 1u);
+    EXPECT_EQ(failed["items"][0]["name"], "ci::fail_ops");
+    EXPECT_EQ(failed["items"][0]["message"], "boom");
+    EXPECT_EQ(json::parse(get("/api/v1/jobs/" + id + "/tests?outcome=passed").body)["items"].size(), 0u);
+    EXPECT_EQ(get("/api/v1/jobs/999999").status, 404);
+
+    auto runners = json::parse(get("/api/v1/runners").body);
+    ASSERT_EQ(runners["items"].size(), 1u);
+    EXPECT_EQ(runners["items"][0]["name"], "sim-0");
+    EXPECT_EQ(runners["items"][0]["state"], "idle");
+    EXPECT_EQ(runners["items"][0]["labels"], json::array({"sim"}));
+    EXPECT_EQ(runners["items"][0]["last_health"]["ok"], true);
+    auto drain = daemon->request("POST", "/api/v1/runners/sim-0/drain", {{"Authorization", "Bearer ops-token"}}, "");
+    EXPECT_EQ(drain->status, 200);
+    EXPECT_EQ(json::parse(get("/api/v1/runners").body)["items"][0]["state"], "drained");
+    // A drained slot takes no job: the next run waits past device_wait.
+    auto waiting = post({"torch/_inductor/ir.py"}, "m-api-2");
+    EXPECT_EQ(finished(waiting), "completed/device_unavailable");
+    EXPECT_EQ(daemon->request("POST", "/api/v1/runners/sim-0/undrain", {{"Authorization", "Bearer ops-token"}}, "")->status, 200);
+    EXPECT_EQ(json::parse(get("/api/v1/runners").body)["items"][0]["state"], "idle");
+    EXPECT_EQ(daemon->request("POST", "/api/v1/runners/nope/drain", {{"Authorization", "Bearer ops-token"}}, "")->status, 404);
 }
 
 TEST_F(ExecutionTest, AFailedTestIsARegressionAndStopsTheLaterTiers) {

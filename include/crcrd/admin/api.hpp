@@ -25,6 +25,8 @@ public:
 
     /// SIGHUP: tokens replaced for requests that start afterwards.
     void set_tokens(std::vector<config::AdminToken> tokens);
+    /// The configured runner slots (their labels are served with each slot's state).
+    void set_runners(std::vector<config::RunnerConfig> runners);
 
     /// True for paths this API answers (everything under /api/).
     static bool owns(const std::string& path) { return path.rfind("/api/", 0) == 0; }
@@ -34,11 +36,14 @@ public:
     boost::asio::awaitable<http::Response> handle(http::Request& req);
 
 private:
+    boost::asio::awaitable<http::Response> jobs_and_runners(http::Request& req, bool admin);
     std::shared_ptr<const std::vector<config::AdminToken>> tokens() const;
 
     std::filesystem::path m_db_path;
     mutable std::mutex m_mu;
     std::shared_ptr<const std::vector<config::AdminToken>> m_tokens;
+    std::shared_ptr<const std::vector<config::RunnerConfig>> m_runners =
+        std::make_shared<const std::vector<config::RunnerConfig>>();
     boost::asio::any_io_executor m_workers;
     store::Writer& m_writer;
 };

@@ -37,6 +37,16 @@ Result<nlohmann::json> get_run(const std::filesystem::path& db, std::int64_t id)
 /// {"items":[delivery...],"next_cursor":...}, newest first.
 Result<nlohmann::json> list_deliveries(const std::filesystem::path& db, const DeliveryFilter& f);
 
+/// A job as in a run's `jobs`; "not_found" when there is none.
+Result<nlohmann::json> get_job(const std::filesystem::path& db, std::int64_t id);
+/// Where a job's log is; "not_found" without a job or a log.
+Result<std::string> job_log_path(const std::filesystem::path& db, std::int64_t id);
+/// A job's test results, newest first, optionally of one outcome.
+Result<nlohmann::json> list_tests(const std::filesystem::path& db, std::int64_t job,
+                                  const std::optional<std::string>& outcome, const Page& page);
+/// The slots as stored: name, state (drained shown for an idle drained slot), job, last health.
+Result<nlohmann::json> list_slots(const std::filesystem::path& db);
+
 /// Opaque cursors: the id to continue below.
 std::string make_cursor(std::int64_t last_id);
 std::optional<std::int64_t> parse_cursor(const std::string& cursor);
