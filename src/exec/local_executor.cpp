@@ -1,6 +1,8 @@
 #include "crcrd/exec/local_executor.hpp"
 
+#include <pwd.h>
 #include <spdlog/spdlog.h>
+#include <unistd.h>
 
 #include <algorithm>
 
@@ -202,6 +204,24 @@ JobOutcome LocalExecutor::run(const JobToRun& job, const std::atomic<bool>& canc
     p.timeout = job.timeout;
     p.stall_timeout = s->execution.stall_timeout;
     p.on_start = [&](pid_t pgid) { on_running(pgid); };
+    if (s->execution.isolation == "user") {
+        // A dedicated account: the daemon's files must not be readable by it (0600/0640
+        // owned by the daemon's user, as deploy/crcrd.service sets up).
+        const struct passwd* pw = s->execution.user ? ::getpwnam(s->execution.user->c_str()) : nullptr;
+        if (!pw) {
+            out.conclusion = "infra_error";
+            out.reason = "execution.user '" + s->execution.user.value_or("") + "' does not exist";
+            release_workspace(*ws, s->execution, s->upstream, true);
+            return out;
+        }
+        p.uid = pw->pw_uid;
+        p.gid = pw->pw_gid;
+        std::error_code ignored;
+        for (const auto& e : std::filesystem::recursive_directory_iterator(ws->job_dir, ignored)) {
+            (void)::lchown(e.path().c_str(), pw->pw_uid, pw->pw_gid);
+        }
+        (void)::chown(ws->job_dir.c_str(), pw->pw_uid, pw->pw_gid);
+    }
     if (s->execution.isolation == "bwrap") {
         SandboxSpec sb;
         sb.hidden_dirs = s->hidden_dirs;

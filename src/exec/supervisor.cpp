@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <grp.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -125,6 +126,8 @@ Result<ProcessResult> run_supervised(const ProcessSpec& spec, const std::atomic<
         ::dup2(pipe_fd[1], 1);
         ::dup2(pipe_fd[1], 2);
         ::close_range(3, ~0U, 0);
+        if (spec.gid && (::setgroups(0, nullptr) != 0 || ::setgid(*spec.gid) != 0)) ::_exit(126);
+        if (spec.uid && ::setuid(*spec.uid) != 0) ::_exit(126);
         if (::chdir(spec.cwd.c_str()) != 0) ::_exit(126);
         ::execve(prog->c_str(), argv.data(), envp.data());
         ::_exit(127);

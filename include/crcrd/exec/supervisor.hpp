@@ -29,6 +29,9 @@ struct ProcessSpec {
     std::chrono::milliseconds timeout{std::chrono::hours(1)};
     std::chrono::milliseconds stall_timeout{std::chrono::minutes(5)};
     std::chrono::milliseconds kill_grace{std::chrono::seconds(10)};
+    /// Run as this user and group (isolation: user): supplementary groups dropped first.
+    std::optional<uid_t> uid;
+    std::optional<gid_t> gid;
     /// Called once the command runs, with its process group (to record it for recovery).
     std::function<void(pid_t)> on_start;
 };

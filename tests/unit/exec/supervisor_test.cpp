@@ -113,6 +113,19 @@ TEST_F(SupervisorTest, FiftyMegabytesOfOutputKeepHeadAndTail) {
     EXPECT_NE(text.find("bytes of output omitted"), std::string::npos);
 }
 
+TEST_F(SupervisorTest, ADedicatedUserCannotReadTheDaemonsFiles) {
+    if (::geteuid() != 0) GTEST_SKIP() << "needs root to change user";
+    write_file(dir.path() / "secret", "top-secret\n", 0600);
+    std::filesystem::permissions(dir.path(), std::filesystem::perms::all);  // the job may enter
+    auto s = spec("id -u; cat " + (dir.path() / "secret").string() + " 2>/dev/null || echo denied; cat /proc/" +
+                  std::to_string(::getpid()) + "/environ >/dev/null 2>&1 || echo proc-denied");
+    s.uid = 65534;  // nobody
+    s.gid = 65534;
+    auto r = run(s);
+    EXPECT_EQ(r.exit_code, 0);
+    EXPECT_EQ(log(), "65534\ndenied\nproc-denied\n") << log();
+}
+
 TEST_F(SupervisorTest, CancelAndStartFailures) {
     std::atomic<bool> cancel{true};
     auto s = spec("sleep 30");
