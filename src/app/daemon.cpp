@@ -44,7 +44,7 @@ std::shared_ptr<const exec::LocalSettings> local_settings(const config::Config& 
     s->runners = c.runners;
     s->execution = c.execution;
     s->upstream = c.upstream;
-    s->classify = c.classify;
+    s->patterns = classify::compile_patterns(c.classify.device_patterns, c.classify.infra_patterns);
     s->hidden_dirs = {c.source.parent_path(), c.storage.path.parent_path()};
     if (!c.execution.work_root.empty()) s->hidden_dirs.push_back(c.execution.work_root);
     s->hidden_files = {c.source};

@@ -277,7 +277,7 @@ JobOutcome LocalExecutor::run(const JobToRun& job, const std::atomic<bool>& canc
     ev.tests_total = out.results.size();
     ev.tests_failed = counts.failed;
     ev.log_text = log_excerpt(out.log_path);
-    auto verdict = classify::decide(ev, classify::compile_patterns(s->classify.device_patterns, s->classify.infra_patterns));
+    auto verdict = classify::decide(ev, s->patterns);
     out.conclusion = verdict.conclusion;
     out.reason = verdict.reason;
     out.exit_status = proc->exit_code ? proc->exit_code : (proc->signal ? std::optional<int>(128 + *proc->signal) : std::nullopt);

@@ -34,18 +34,34 @@ std::vector<std::int64_t> startable_jobs(store::Db& db, int limit) {
     return ids;
 }
 
-std::optional<std::string> finish_job(store::Db& db, std::int64_t job_id, const std::string& conclusion,
-                                      const std::string& reason, std::optional<int> exit_status) {
-    const std::string now = now_rfc3339();
+namespace {
+
+/// Completes an open attempt; its run and tier, or nullopt when it had already ended
+/// (e.g. cancelled meanwhile).
+std::optional<std::pair<std::int64_t, std::string>> complete_attempt(store::Db& db, std::int64_t job_id,
+                                                                     const std::string& conclusion,
+                                                                     const std::string& reason,
+                                                                     std::optional<int> exit_status,
+                                                                     const std::string& now) {
     auto& upd = db.cached(
         "UPDATE jobs SET state = 'completed', conclusion = ?, reason = ?, exit_status = ?, finished_at = ? "
         "WHERE id = ? AND state IN ('queued','leased','running') RETURNING run_id, tier");
     upd.bind(1, conclusion).bind(2, reason).bind(3, exit_status ? std::optional<std::int64_t>(*exit_status) : std::nullopt)
         .bind(4, now).bind(5, job_id);
-    if (!upd.step()) return std::nullopt;  // already ended (e.g. cancelled meanwhile)
-    const std::int64_t run_id = upd.int64(0);
-    const std::string tier = upd.text(1);
+    if (!upd.step()) return std::nullopt;
+    auto out = std::make_pair(upd.int64(0), upd.text(1));
     upd.reset();
+    return out;
+}
+
+}  // namespace
+
+std::optional<std::string> finish_job(store::Db& db, std::int64_t job_id, const std::string& conclusion,
+                                      const std::string& reason, std::optional<int> exit_status) {
+    const std::string now = now_rfc3339();
+    auto done_attempt = complete_attempt(db, job_id, conclusion, reason, exit_status, now);
+    if (!done_attempt) return std::nullopt;
+    const auto& [run_id, tier] = *done_attempt;
 
     if (conclusion != "passed" && conclusion != "flaky") {
         auto& cancel = db.cached(
@@ -82,13 +98,7 @@ std::optional<std::string> finish_job(store::Db& db, std::int64_t job_id, const 
 std::optional<std::int64_t> retry_job(store::Db& db, std::int64_t job_id, const std::string& conclusion,
                                       const std::string& reason, std::optional<int> exit_status) {
     const std::string now = now_rfc3339();
-    auto& upd = db.cached(
-        "UPDATE jobs SET state = 'completed', conclusion = ?, reason = ?, exit_status = ?, finished_at = ? "
-        "WHERE id = ? AND state IN ('queued','leased','running')");
-    upd.bind(1, conclusion).bind(2, reason + " (retried)")
-        .bind(3, exit_status ? std::optional<std::int64_t>(*exit_status) : std::nullopt).bind(4, now).bind(5, job_id);
-    upd.run();
-    if (db.changes() == 0) return std::nullopt;
+    if (!complete_attempt(db, job_id, conclusion, reason + " (retried)", exit_status, now)) return std::nullopt;
     auto& ins = db.cached(
         "INSERT INTO jobs (run_id, tier, position, state, tests, timeout_ms, created_at, labels, attempt) "
         "SELECT run_id, tier, position, 'queued', tests, timeout_ms, ?, labels, attempt + 1 FROM jobs WHERE id = ?");

@@ -18,7 +18,7 @@ struct LocalSettings {
     std::vector<config::RunnerConfig> runners;
     config::ExecutionConfig execution;
     config::UpstreamConfig upstream;
-    config::ClassifyConfig classify;
+    classify::Patterns patterns;                      // classify.*_patterns, compiled once
     std::vector<std::filesystem::path> hidden_dirs;   // config and state folders
     std::vector<std::filesystem::path> hidden_files;  // secrets, tokens, keys
 };
