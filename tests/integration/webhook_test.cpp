@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 #include <sqlite3.h>
 
+#include "crcrd/core/compress.hpp"
 #include "crcrd/ingest/signature.hpp"
 #include "support/daemon.hpp"
 
@@ -58,6 +59,13 @@ TEST_F(WebhookTest, NewRunIsStoredBeforeThe202) {
     EXPECT_EQ(daemon->scalar("SELECT count(*) FROM deliveries WHERE delivery_id='d-1' AND verdict='queued' "
                              "AND http_status=202 AND body IS NOT NULL"),
               1);
+    // The stored body gives back exactly what was signed, for audit and replay.
+    auto stored = decompress(daemon->text("SELECT body FROM deliveries WHERE delivery_id='d-1'"));
+    ASSERT_TRUE(stored) << stored.error().message;
+    EXPECT_EQ(*stored, pr_sync());
+    EXPECT_EQ(daemon->scalar("SELECT body_size FROM deliveries WHERE delivery_id='d-1'"),
+              static_cast<std::int64_t>(pr_sync().size()));
+    EXPECT_FALSE(decompress("not a zstd frame"));
 }
 
 TEST_F(WebhookTest, EveryFormIsAccepted) {
