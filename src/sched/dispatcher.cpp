@@ -171,9 +171,33 @@ void Dispatcher::dispatch_once() {
     const auto ttl = m_settings.lease_ttl;
     auto s = m_writer.run_sync([&](store::Db& db) {
         const auto now = system_clock::now();
-        auto& renew = db.cached("UPDATE slots SET lease_expires_at = ? WHERE state = 'busy'");
-        renew.bind(1, rfc3339(now + ttl));
-        renew.run();
+        // A lease lives while its job runs in this process; one whose job is not running here
+        // (a worker lost to a bug, a row edited by hand) expires and its job is ended.
+        auto& renew = db.cached("UPDATE slots SET lease_expires_at = ? WHERE state = 'busy' AND job_id = ?");
+        for (auto id : running) {
+            renew.reset();
+            renew.bind(1, rfc3339(now + ttl)).bind(2, id);
+            renew.run();
+        }
+        auto& expired = db.cached("SELECT name, job_id FROM slots WHERE state = 'busy' AND lease_expires_at < ?");
+        expired.bind(1, rfc3339(now));
+        std::vector<std::pair<std::string, std::optional<std::int64_t>>> lapsed;
+        while (expired.step()) lapsed.emplace_back(expired.text(0), expired.opt_int64(1));
+        expired.reset();
+        for (const auto& [slot, job_id] : lapsed) {
+            if (job_id && running.count(*job_id)) continue;
+            auto& free = db.cached(
+                "UPDATE slots SET state = 'idle', job_id = NULL, lease_expires_at = NULL WHERE name = ? AND state = 'busy'");
+            free.bind(1, slot);
+            free.run();
+            if (job_id) {
+                auto job = load_job(db, *job_id);
+                end_attempt(db, job, "infra_error", "the lease of slot " + slot + " expired", std::nullopt,
+                            m_settings.infra_retries);
+            }
+            spdlog::warn("slot={} job_id={} lease expired: slot freed, job ended infra_error", slot,
+                         job_id ? std::to_string(*job_id) : std::string("-"));
+        }
         for (auto id : startable_jobs(db)) {
             auto job = load_job(db, id);
             if (auto slot = m_executor.lease(db, job)) {

@@ -5,6 +5,7 @@
 
 #include "crcrd/core/crypto.hpp"
 #include "crcrd/core/files.hpp"
+#include "crcrd/store/sqlite.hpp"
 #include "support/daemon.hpp"
 
 namespace crcrd {
@@ -23,6 +24,16 @@ while IFS= read -r t; do
     fail_*) echo "<testcase classname=\"ci\" name=\"$t\"><failure message=\"boom\">assert</failure></testcase>" >> "$out.part"; status=1 ;;
     crash) echo "the runner crashed"; exit 3 ;;
     hang) echo hanging; exec sleep 3601.5 ;;
+    noisy)
+      # 50 MB without a newline, then what the sandbox lets it see.
+      head -c 50000000 /dev/zero | tr '\0' x; echo
+      for f in "$PROBE_SECRET" "$PROBE_CONFIG" "$PROBE_DB"; do
+        [ -s "$f" ] && echo "probe: READ $f"; head -c 100 "$f" 2>/dev/null
+      done
+      grep -l DAEMON_ONLY_MARKER /proc/[0-9]*/environ 2>/dev/null | sed 's/^/probe: daemon env in /'
+      env | grep DAEMON_ONLY_MARKER | sed 's/^/probe: inherited /'
+      echo "probe: done"
+      echo "<testcase classname=\"ci\" name=\"$t\"/>" >> "$out.part" ;;
   esac
 done < "$CRCR_TESTS_FILE"
 echo '</testsuite>' >> "$out.part"
@@ -45,7 +56,8 @@ std::string rules(const std::string& import_tests) {
 
 class ExecutionTest : public ::testing::Test {
 protected:
-    void start(const std::string& import_tests = "ok_import", const std::string& health = "[/bin/true]") {
+    void start(const std::string& import_tests = "ok_import", const std::string& health = "[/bin/true]",
+               const std::string& execution_extra = "", const std::vector<std::string>& env = {}) {
         std::string out;
         if (run_command({"bwrap", "--ro-bind", "/", "/", "--unshare-pid", "--proc", "/proc", "true"}, &out) != 0) {
             GTEST_SKIP() << "bubblewrap cannot create namespaces here: " << out;
@@ -63,9 +75,9 @@ protected:
                         "  min_free_bytes: 1MiB\n"
                         "  infra_retries: 1\n"
                         "  device_wait: 2s\n"
-                        "  health_interval: 1s\n"
+                        "  health_interval: 1s\n" + execution_extra +
                         "admin: {tokens: [{name: ops, role: admin, sha256: " + crypto::sha256_hex("ops-token") + "}]}\n");
-        daemon->start();
+        daemon->start(env);
     }
 
     std::int64_t post(const std::vector<std::string>& changed, const std::string& id) {
@@ -156,6 +168,44 @@ TEST_F(ExecutionTest, JobsLogsTestsAndRunnersThroughTheAdminApi) {
     EXPECT_EQ(daemon->request("POST", "/api/v1/runners/sim-0/undrain", {{"Authorization", "Bearer ops-token"}}, "")->status, 200);
     EXPECT_EQ(json::parse(get("/api/v1/runners").body)["items"][0]["state"], "idle");
     EXPECT_EQ(daemon->request("POST", "/api/v1/runners/nope/drain", {{"Authorization", "Bearer ops-token"}}, "")->status, 404);
+}
+
+TEST_F(ExecutionTest, FiftyMegabytesOfOutputStayCappedAndTheDaemonsSecretsStayInvisible) {
+    const auto secret = dir.path() / "secrets" / "webhook.secret";
+    start("noisy", "[/bin/true]",
+          "  max_log_bytes: 1MiB\n"
+          "  env: {PROBE_SECRET: " + secret.string() + ", PROBE_CONFIG: " + (dir.path() / "crcrd.yaml").string() +
+              ", PROBE_DB: " + (dir.path() / "state" / "crcrd.db").string() + "}\n",
+          {"DAEMON_ONLY_MARKER=1"});
+    // The files exist and are readable by this (the daemon's) user.
+    ASSERT_TRUE(read_file(secret));
+    auto run = post({"torch/_inductor/ir.py"}, "m-noisy");
+    EXPECT_EQ(finished(run), "completed/passed");
+    auto id = std::to_string(daemon->scalar("SELECT id FROM jobs WHERE tier='import' AND run_id=" + std::to_string(run)));
+    const auto log_path = daemon->text("SELECT log_path FROM jobs WHERE id=" + id);
+    EXPECT_LE(std::filesystem::file_size(log_path), (1u << 20) + 4096u);
+    auto log = read_file(log_path).value();
+    EXPECT_NE(log.find("probe: done"), std::string::npos) << "the tail is kept";
+    EXPECT_EQ(log.find("probe: READ"), std::string::npos) << log.substr(log.size() - 2000);
+    EXPECT_EQ(log.find("probe: daemon env"), std::string::npos) << log.substr(log.size() - 2000);
+    EXPECT_EQ(log.find("probe: inherited"), std::string::npos) << log.substr(log.size() - 2000);
+    EXPECT_EQ(log.find(k_test_secret), std::string::npos);
+    auto meta = json::parse(daemon->text("SELECT metadata FROM jobs WHERE id=" + id));
+    EXPECT_GE(meta["output_bytes"].get<std::int64_t>(), 50000000);
+    EXPECT_EQ(meta["log_truncated"], true);
+}
+
+TEST_F(ExecutionTest, AnExpiredLeaseWhoseJobIsNotRunningFreesItsSlot) {
+    start();
+    {
+        // A slot left busy by nothing that runs (as after a lost worker), its lease lapsed.
+        auto db = store::Db::open(daemon->db_path(), store::OpenOptions{false, 5000});
+        ASSERT_TRUE(db);
+        (*db)->exec("UPDATE slots SET state = 'busy', lease_expires_at = '2000-01-01T00:00:00.000Z' WHERE name = 'sim-0'");
+    }
+    auto run = post({"torch/_inductor/ir.py"}, "m-lease");
+    EXPECT_EQ(finished(run), "completed/passed");
+    EXPECT_NE(daemon->log().find("slot=sim-0 job_id=- lease expired"), std::string::npos);
 }
 
 TEST_F(ExecutionTest, AFailedTestIsARegressionAndStopsTheLaterTiers) {
