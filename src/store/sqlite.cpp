@@ -1,5 +1,8 @@
 #include "crcrd/store/sqlite.hpp"
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <spdlog/spdlog.h>
 
 namespace crcrd::store {
@@ -113,6 +116,12 @@ Result<std::unique_ptr<Db>> Db::open(const std::filesystem::path& path, OpenOpti
     sqlite3* raw = nullptr;
     int flags = opts.read_only ? SQLITE_OPEN_READONLY : (SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE);
     flags |= SQLITE_OPEN_NOMUTEX;
+    if (!opts.read_only) {
+        // A new database is the daemon's alone (0600; SQLite gives its -wal and -shm files the
+        // same mode), whatever the umask: a test command run as another uid must not read it.
+        int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+        if (fd >= 0) ::close(fd);
+    }
     int rc = sqlite3_open_v2(path.c_str(), &raw, flags, nullptr);
     if (rc != SQLITE_OK) {
         std::string msg = raw ? sqlite3_errmsg(raw) : sqlite3_errstr(rc);

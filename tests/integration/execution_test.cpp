@@ -1,6 +1,7 @@
 // Runs end to end through the real daemon: leased slots, bubblewrap, real child processes,
 // JUnit, tier order, retries, a device that fails its health check, and a kill -9 mid-job.
 #include <gtest/gtest.h>
+#include <unistd.h>
 #include <nlohmann/json.hpp>
 
 #include "crcrd/core/crypto.hpp"
@@ -28,7 +29,7 @@ while IFS= read -r t; do
       # 50 MB without a newline, then what the sandbox lets it see.
       head -c 50000000 /dev/zero | tr '\0' x; echo
       for f in "$PROBE_SECRET" "$PROBE_CONFIG" "$PROBE_DB"; do
-        [ -s "$f" ] && echo "probe: READ $f"; head -c 100 "$f" 2>/dev/null
+        [ -r "$f" ] && [ -s "$f" ] && echo "probe: READ $f"; head -c 100 "$f" 2>/dev/null
       done
       grep -l DAEMON_ONLY_MARKER /proc/[0-9]*/environ 2>/dev/null | sed 's/^/probe: daemon env in /'
       env | grep DAEMON_ONLY_MARKER | sed 's/^/probe: inherited /'
@@ -193,6 +194,32 @@ TEST_F(ExecutionTest, FiftyMegabytesOfOutputStayCappedAndTheDaemonsSecretsStayIn
     auto meta = json::parse(daemon->text("SELECT metadata FROM jobs WHERE id=" + id));
     EXPECT_GE(meta["output_bytes"].get<std::int64_t>(), 50000000);
     EXPECT_EQ(meta["log_truncated"], true);
+}
+
+TEST_F(ExecutionTest, IsolationUserRunsTheCommandAsAnotherUidThatCannotReadTheDaemonsFiles) {
+    if (::geteuid() != 0) GTEST_SKIP() << "isolation: user needs a daemon running as root";
+    // What the operator does (docs/execution.md): config and secrets 0600, the folders on the
+    // way to the command and the work root traversable. crcrd makes its database 0600 itself.
+    const auto secret = dir.path() / "secrets" / "webhook.secret";
+    start("noisy", "[/bin/true]",
+          "  isolation: user\n  user: nobody\n  max_log_bytes: 1MiB\n"
+          "  env: {PROBE_SECRET: " + secret.string() + ", PROBE_CONFIG: " + (dir.path() / "crcrd.yaml").string() +
+              ", PROBE_DB: " + (dir.path() / "state" / "crcrd.db").string() + "}\n",
+          {"DAEMON_ONLY_MARKER=1"});
+    std::filesystem::permissions(dir.path(), std::filesystem::perms(0711));
+    std::filesystem::permissions(dir.path() / "ci", std::filesystem::perms(0755));
+    std::filesystem::permissions(dir.path() / "crcrd.yaml", std::filesystem::perms(0600));
+    EXPECT_EQ(std::filesystem::status(daemon->db_path()).permissions() & std::filesystem::perms::all,
+              std::filesystem::perms(0600));
+    auto run = post({"torch/_inductor/ir.py"}, "m-user");
+    EXPECT_EQ(finished(run), "completed/passed") << jobs(run);
+    auto id = std::to_string(daemon->scalar("SELECT id FROM jobs WHERE tier='import' AND run_id=" + std::to_string(run)));
+    auto log = read_file(daemon->text("SELECT log_path FROM jobs WHERE id=" + id)).value();
+    EXPECT_NE(log.find("probe: done"), std::string::npos) << log.substr(log.size() - 2000);
+    EXPECT_EQ(log.find("probe: READ"), std::string::npos) << log.substr(log.size() - 2000);
+    EXPECT_EQ(log.find("probe: daemon env"), std::string::npos) << log.substr(log.size() - 2000);
+    EXPECT_EQ(log.find(k_test_secret), std::string::npos);
+    EXPECT_EQ(json::parse(daemon->text("SELECT metadata FROM jobs WHERE id=" + id))["isolation"], "user");
 }
 
 TEST_F(ExecutionTest, AnExpiredLeaseWhoseJobIsNotRunningFreesItsSlot) {
