@@ -23,6 +23,8 @@
 #include "crcrd/http/server.hpp"
 #include "crcrd/ingest/webhook.hpp"
 #include "crcrd/exec/local_executor.hpp"
+#include "crcrd/report/outbox.hpp"
+#include "crcrd/report/sender.hpp"
 #include "crcrd/sched/dispatcher.hpp"
 #include "crcrd/sched/planner.hpp"
 #include "crcrd/select/rules.hpp"
@@ -57,6 +59,16 @@ std::shared_ptr<const exec::LocalSettings> local_settings(const config::Config& 
     }
     if (c.report.crcr_callback) s->hidden_files.push_back(c.report.crcr_callback->token_file);
     return s;
+}
+
+report::OutboxSettings outbox_settings(const config::Config& c) {
+    report::OutboxSettings o;
+    o.context_prefix = c.report.prefix();
+    o.github = c.report.github.has_value();
+    o.file = c.report.file.has_value();
+    o.callback = c.report.crcr_callback.has_value();
+    o.target_url = c.report.target_url;
+    return o;
 }
 
 struct Checked {
@@ -154,6 +166,17 @@ int run(const std::filesystem::path& config_path) {
     writer_opts.max_pending = cfg.storage.max_pending_writes;
     writer_opts.checkpoint_path = cfg.storage.path;
     store::Writer writer(std::move(*db), writer_opts);
+    // Reporting: every state change marks its run; the writer turns marks into outbox rows
+    // inside the same commit, and the sender is woken once it is durable.
+    report::OutboxHook outbox(outbox_settings(cfg));
+    report::Sender sender(writer, cfg.storage.path, report::sender_settings(cfg.report));
+    writer.set_commit_hooks([&outbox](store::Db& db) { outbox(db); }, [&sender] { sender.notify(); });
+    // The writer's hooks use the outbox and the sender: on every way out, it stops first.
+    struct StopWriterFirst {
+        store::Writer& w;
+        ~StopWriterFirst() { w.stop(); }
+    } stop_writer_first{writer};
+    sender.start();
     ingest::WebhookHandler webhook(checked.policy, writer);
     sched::Planner planner(writer, cfg.storage.path, checked.planner);
     webhook.on_queued([&planner] { planner.notify(); });
@@ -223,6 +246,8 @@ int run(const std::filesystem::path& config_path) {
                         api.set_tokens(next.config->admin.tokens);
                         api.set_runners(next.config->runners);
                         executor.set_settings(local_settings(*next.config));
+                        outbox.set(outbox_settings(*next.config));
+                        sender.set_settings(report::sender_settings(next.config->report));
                         if (dispatcher) {
                             auto runners = next.config->runners;
                             writer.submit([runners](store::Db& db) { exec::LocalExecutor::sync_slots(db, runners); },
@@ -280,6 +305,7 @@ int run(const std::filesystem::path& config_path) {
     readers.join();
     if (dispatcher) dispatcher->stop();
     planner.stop();
+    sender.stop();
     writer.stop();
     spdlog::info("stopped");
     return 0;

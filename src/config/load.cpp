@@ -202,6 +202,11 @@ void parse_report(YamlMap m, ReportConfig& c) {
     } else {
         m.raw("crcr_callback");
     }
+    m.get("context_prefix", c.context_prefix);
+    m.get("target_url", c.target_url);
+    m.get("retry_initial", c.retry_initial);
+    m.get("retry_max", c.retry_max);
+    m.get("timeout", c.timeout);
 }
 
 void parse_admin(YamlMap m, AdminConfig& c) {

@@ -1,5 +1,7 @@
 #include "crcrd/core/time.hpp"
 
+#include <cctype>
+#include <cstdio>
 #include <ctime>
 #include <fmt/format.h>
 
@@ -15,5 +17,32 @@ std::string rfc3339(SystemTime t) {
 }
 
 std::string now_rfc3339() { return rfc3339(std::chrono::system_clock::now()); }
+
+std::optional<SystemTime> parse_rfc3339(const std::string& text) {
+    std::tm tm{};
+    int ms = 0;
+    int n = 0;
+    if (std::sscanf(text.c_str(), "%4d-%2d-%2dT%2d:%2d:%2d%n", &tm.tm_year, &tm.tm_mon, &tm.tm_mday, &tm.tm_hour,
+                    &tm.tm_min, &tm.tm_sec, &n) != 6) {
+        return std::nullopt;
+    }
+    std::string rest = text.substr(static_cast<std::size_t>(n));
+    if (rest.size() > 1 && rest[0] == '.') {
+        std::size_t i = 1;
+        int digits = 0;
+        while (i < rest.size() && std::isdigit(static_cast<unsigned char>(rest[i]))) {
+            if (digits < 3) ms = ms * 10 + (rest[i] - '0');
+            ++digits;
+            ++i;
+        }
+        if (digits == 0) return std::nullopt;
+        for (int d = digits; d < 3; ++d) ms *= 10;
+        rest = rest.substr(i);
+    }
+    if (rest != "Z") return std::nullopt;
+    tm.tm_year -= 1900;
+    tm.tm_mon -= 1;
+    return std::chrono::system_clock::from_time_t(timegm(&tm)) + std::chrono::milliseconds(ms);
+}
 
 }  // namespace crcrd

@@ -48,15 +48,7 @@ system_clock::time_point waiting_since(store::Db& db, std::int64_t id) {
     st.step();
     std::string at = st.text(0);
     st.reset();
-    std::tm tm{};
-    int ms = 0;
-    if (std::sscanf(at.c_str(), "%d-%d-%dT%d:%d:%d.%dZ", &tm.tm_year, &tm.tm_mon, &tm.tm_mday, &tm.tm_hour, &tm.tm_min,
-                    &tm.tm_sec, &ms) < 6) {
-        return system_clock::now();
-    }
-    tm.tm_year -= 1900;
-    tm.tm_mon -= 1;
-    return system_clock::from_time_t(timegm(&tm)) + std::chrono::milliseconds(ms);
+    return parse_rfc3339(at).value_or(system_clock::now());
 }
 
 /// Ends an attempt: retried when it is infra-class and attempts remain, else final.

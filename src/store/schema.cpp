@@ -8,7 +8,7 @@ namespace crcrd::store {
 namespace {
 
 // Each entry takes the schema from version i to i+1. Never edit a released entry; append.
-constexpr std::array<const char*, 3> k_migrations = {
+constexpr std::array<const char*, 4> k_migrations = {
     R"sql(
 CREATE TABLE meta (
   key   TEXT PRIMARY KEY,
@@ -119,6 +119,42 @@ CREATE TABLE test_results (
   message    TEXT
 );
 CREATE INDEX test_results_by_job ON test_results (job_id, outcome);
+)sql",
+    // 4: classification evidence, the outbox of statuses and callbacks.
+    R"sql(
+ALTER TABLE jobs ADD COLUMN evidence TEXT;  -- JSON: what the classification rests on
+
+CREATE TABLE outbox (
+  id              INTEGER PRIMARY KEY,             -- the order of sending
+  sink            TEXT NOT NULL CHECK (sink IN ('github','file','callback')),
+  run_id          INTEGER NOT NULL REFERENCES runs (id),
+  sha             TEXT NOT NULL,
+  context         TEXT NOT NULL,
+  state           TEXT NOT NULL,                   -- pending|success|failure|error; in_progress|completed
+  description     TEXT NOT NULL DEFAULT '',
+  target_url      TEXT,
+  body            TEXT,                            -- a callback's JSON body
+  delivery        TEXT NOT NULL DEFAULT 'waiting'
+                  CHECK (delivery IN ('waiting','sent','dead','coalesced')),
+  attempts        INTEGER NOT NULL DEFAULT 0,
+  next_attempt_at TEXT,
+  last_error      TEXT,
+  http_status     INTEGER,
+  created_at      TEXT NOT NULL,
+  sent_at         TEXT
+);
+CREATE INDEX outbox_by_delivery ON outbox (delivery, id);
+CREATE INDEX outbox_by_key ON outbox (sink, sha, context, delivery);
+CREATE INDEX outbox_by_run ON outbox (run_id, context);
+
+-- Runs whose statuses may have changed; drained into the outbox before each commit.
+CREATE TABLE status_dirty (run_id INTEGER PRIMARY KEY) WITHOUT ROWID;
+CREATE TRIGGER runs_mark_status AFTER UPDATE OF state ON runs
+BEGIN INSERT OR IGNORE INTO status_dirty (run_id) VALUES (NEW.id); END;
+CREATE TRIGGER jobs_insert_mark_status AFTER INSERT ON jobs
+BEGIN INSERT OR IGNORE INTO status_dirty (run_id) VALUES (NEW.run_id); END;
+CREATE TRIGGER jobs_update_mark_status AFTER UPDATE OF state ON jobs
+BEGIN INSERT OR IGNORE INTO status_dirty (run_id) VALUES (NEW.run_id); END;
 )sql",
 };
 

@@ -76,6 +76,12 @@ void Writer::checkpoint_loop(std::unique_ptr<Db> db) {
     }
 }
 
+void Writer::set_commit_hooks(Work before, std::function<void()> after) {
+    std::lock_guard lk(m_mu);
+    m_before_commit = std::move(before);
+    m_after_commit = std::move(after);
+}
+
 std::size_t Writer::pending() const {
     std::lock_guard lk(m_mu);
     return m_queue.size();
@@ -117,6 +123,17 @@ void Writer::commit_batch(std::deque<Item>& batch) {
                 m_db->exec("RELEASE item");
             }
         }
+        if (m_before_commit) {
+            m_db->exec("SAVEPOINT hook");
+            try {
+                m_before_commit(*m_db);
+                m_db->exec("RELEASE hook");
+            } catch (const std::exception& e) {
+                spdlog::error("storage commit hook failed: {}", e.what());
+                m_db->exec("ROLLBACK TO hook");
+                m_db->exec("RELEASE hook");
+            }
+        }
         tx.commit();
         m_db->reset_cached();  // a statement stepped but not finished would pin the WAL
     } catch (const SqlError& e) {
@@ -129,6 +146,7 @@ void Writer::commit_batch(std::deque<Item>& batch) {
     for (std::size_t i = 0; i < batch.size(); ++i) {
         batch[i].done(batch_status ? results[i] : batch_status);
     }
+    if (batch_status && m_after_commit) m_after_commit();
 }
 
 }  // namespace crcrd::store

@@ -130,6 +130,14 @@ struct ReportConfig {
     std::optional<GithubReportConfig> github;
     std::optional<Path> file;
     std::optional<CrcrCallbackConfig> crcr_callback;
+    // crcrd's additions (docs/reporting.md):
+    std::optional<std::string> context_prefix;  // for the file sink when report.github is absent
+    std::string target_url;                      // "{run_id}" is replaced; empty: no link
+    Duration retry_initial = std::chrono::seconds(2);
+    Duration retry_max = std::chrono::minutes(10);
+    Duration timeout = std::chrono::seconds(30);  // one request to GitHub or the relay
+    /// The context prefix in force: report.github's, else report.context_prefix, else "crcr".
+    std::string prefix() const { return github ? github->context_prefix : context_prefix.value_or("crcr"); }
 };
 
 struct AdminToken {

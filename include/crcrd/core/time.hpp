@@ -2,6 +2,7 @@
 // Wall-clock helpers. All stored and served times are RFC 3339 UTC strings.
 
 #include <chrono>
+#include <optional>
 #include <string>
 
 namespace crcrd {
@@ -13,5 +14,8 @@ std::string rfc3339(SystemTime t);
 
 /// rfc3339(now).
 std::string now_rfc3339();
+/// Parses "YYYY-MM-DDTHH:MM:SS[.fff]Z" (what rfc3339() writes, and GitHub's `expires_at`);
+/// nullopt for anything else.
+std::optional<SystemTime> parse_rfc3339(const std::string& text);
 
 }  // namespace crcrd

@@ -53,6 +53,11 @@ public:
     /// Stops accepting work, finishes what was queued, joins the thread. Idempotent.
     void stop();
 
+    /// `before` runs at the end of every batch, inside its transaction (in a savepoint of its
+    /// own: when it throws, the batch still commits and the hook's work waits for the next
+    /// one); `after` runs once a batch committed. Set before submitting work.
+    void set_commit_hooks(Work before, std::function<void()> after);
+
     /// Work queued but not yet committed.
     std::size_t pending() const;
 
@@ -67,6 +72,8 @@ private:
 
     std::unique_ptr<Db> m_db;
     WriterOptions m_opts;
+    Work m_before_commit;
+    std::function<void()> m_after_commit;
     mutable std::mutex m_mu;
     std::condition_variable m_cv;       // the writer waits for work
     std::condition_variable m_stop_cv;  // the checkpointer waits for its interval or stop

@@ -1,0 +1,67 @@
+#pragma once
+// Delivers the outbox (docs/reporting.md): one thread, rows in id order, one request at a time.
+// GitHub statuses and relay callbacks are retried with exponential backoff and jitter on 5xx
+// and network errors; a rate limit (403/429) pauses the GitHub sink until `Retry-After` or
+// `x-ratelimit-reset`; other 4xx are dead letters keeping GitHub's message. The file sink
+// appends a JSON line and fsyncs it.
+
+#include <chrono>
+#include <condition_variable>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <thread>
+
+#include "crcrd/config/config.hpp"
+#include "crcrd/core/time.hpp"
+#include "crcrd/report/auth.hpp"
+#include "crcrd/store/sqlite.hpp"
+#include "crcrd/store/writer.hpp"
+
+namespace crcrd::report {
+
+struct SenderSettings {
+    std::optional<config::GithubReportConfig> github;
+    std::optional<std::filesystem::path> file;
+    std::optional<config::CrcrCallbackConfig> callback;
+    std::chrono::milliseconds retry_initial{std::chrono::seconds(2)};
+    std::chrono::milliseconds retry_max{std::chrono::minutes(10)};
+    std::chrono::milliseconds timeout{std::chrono::seconds(30)};
+};
+SenderSettings sender_settings(const config::ReportConfig& r);
+
+class Sender {
+public:
+    Sender(store::Writer& writer, std::filesystem::path db_path, SenderSettings settings);
+    ~Sender();
+    void start();
+    /// Something new may be waiting.
+    void notify();
+    void stop();
+    /// SIGHUP: new endpoints and credentials for the rows still waiting.
+    void set_settings(SenderSettings settings);
+
+private:
+    struct Row;
+    struct Outcome;
+    void loop();
+    /// Sends what is due; returns when to look again.
+    SystemTime send_due(store::Db& db);
+    Outcome deliver(store::Db& db, const Row& row, const SenderSettings& s);
+    void record(const Row& row, const Outcome& out);
+
+    store::Writer& m_writer;
+    std::filesystem::path m_db_path;
+    std::mutex m_mu;
+    std::condition_variable m_cv;
+    std::shared_ptr<const SenderSettings> m_settings;
+    std::shared_ptr<GithubAuth> m_auth;
+    std::map<std::string, SystemTime> m_paused;  // sink → rate-limited until
+    bool m_pending = false;
+    bool m_stopping = false;
+    std::thread m_thread;
+};
+
+}  // namespace crcrd::report

@@ -1,0 +1,339 @@
+#include "crcrd/report/sender.hpp"
+
+#include <fcntl.h>
+#include <spdlog/spdlog.h>
+#include <unistd.h>
+
+#include <nlohmann/json.hpp>
+#include <random>
+
+#include "crcrd/core/files.hpp"
+#include "crcrd/http/client.hpp"
+
+namespace crcrd::report {
+
+using nlohmann::json;
+using std::chrono::system_clock;
+
+namespace {
+
+// GitHub keeps at most this many statuses per SHA and context.
+constexpr std::int64_t k_github_status_limit = 1000;
+
+std::string github_message(const std::string& body) {
+    auto j = json::parse(body, nullptr, false);
+    if (j.is_object() && j.contains("message") && j["message"].is_string()) {
+        std::string m = j["message"];
+        if (j.contains("errors")) m += " " + j["errors"].dump();
+        return m.substr(0, 1000);
+    }
+    return body.substr(0, 300);
+}
+
+std::optional<std::int64_t> header_int(const http::ClientResponse& r, std::string_view name) {
+    auto v = r.header(name);
+    if (!v) return std::nullopt;
+    try {
+        return std::stoll(std::string(*v));
+    } catch (...) {
+        return std::nullopt;
+    }
+}
+
+Status append_line(const std::filesystem::path& path, const std::string& line) {
+    int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0640);
+    if (fd < 0) return make_error("report_file", "cannot open " + path.string() + ": " + std::strerror(errno));
+    std::string data = line + "\n";
+    const char* p = data.data();
+    std::size_t left = data.size();
+    while (left > 0) {
+        ssize_t n = ::write(fd, p, left);
+        if (n < 0) {
+            if (errno == EINTR) continue;
+            int e = errno;
+            ::close(fd);
+            return make_error("report_file", "cannot write " + path.string() + ": " + std::strerror(e));
+        }
+        p += n;
+        left -= static_cast<std::size_t>(n);
+    }
+    if (::fsync(fd) != 0) {
+        int e = errno;
+        ::close(fd);
+        return make_error("report_file", "cannot sync " + path.string() + ": " + std::strerror(e));
+    }
+    ::close(fd);
+    return Ok{};
+}
+
+}  // namespace
+
+SenderSettings sender_settings(const config::ReportConfig& r) {
+    SenderSettings s;
+    s.github = r.github;
+    s.file = r.file;
+    s.callback = r.crcr_callback;
+    s.retry_initial = std::chrono::duration_cast<std::chrono::milliseconds>(r.retry_initial);
+    s.retry_max = std::chrono::duration_cast<std::chrono::milliseconds>(r.retry_max);
+    s.timeout = std::chrono::duration_cast<std::chrono::milliseconds>(r.timeout);
+    return s;
+}
+
+struct Sender::Row {
+    std::int64_t id = 0;
+    std::string sink, sha, context, state, description;
+    std::optional<std::string> target_url, body;
+    std::int64_t attempts = 0;
+    std::int64_t run_id = 0;
+};
+
+struct Sender::Outcome {
+    enum Kind { sent, retry, dead, wait } kind = retry;
+    std::optional<int> http_status;
+    std::string error;
+    std::optional<SystemTime> until;  // wait: rate limited until
+};
+
+Sender::Sender(store::Writer& writer, std::filesystem::path db_path, SenderSettings settings)
+    : m_writer(writer), m_db_path(std::move(db_path)) {
+    set_settings(std::move(settings));
+}
+
+Sender::~Sender() { stop(); }
+
+void Sender::set_settings(SenderSettings settings) {
+    std::lock_guard lk(m_mu);
+    m_auth = settings.github ? std::make_shared<GithubAuth>(*settings.github, settings.timeout) : nullptr;
+    m_settings = std::make_shared<const SenderSettings>(std::move(settings));
+    m_paused.clear();
+    m_pending = true;
+    m_cv.notify_all();
+}
+
+void Sender::start() {
+    m_thread = std::thread([this] { loop(); });
+}
+
+void Sender::notify() {
+    {
+        std::lock_guard lk(m_mu);
+        m_pending = true;
+    }
+    m_cv.notify_all();
+}
+
+void Sender::stop() {
+    {
+        std::lock_guard lk(m_mu);
+        m_stopping = true;
+    }
+    m_cv.notify_all();
+    if (m_thread.joinable()) m_thread.join();
+}
+
+void Sender::loop() {
+    std::unique_ptr<store::Db> db;
+    for (;;) {
+        SystemTime next = system_clock::now() + std::chrono::seconds(5);
+        try {
+            if (!db) {
+                auto opened = store::Db::open(m_db_path, store::OpenOptions{true, 5000});
+                if (!opened) throw std::runtime_error(opened.error().message);
+                db = std::move(*opened);
+            }
+            next = std::min(next, send_due(*db));
+        } catch (const std::exception& e) {
+            spdlog::error("report sender: {}", e.what());
+            db.reset();
+        }
+        std::unique_lock lk(m_mu);
+        m_cv.wait_until(lk, next, [&] { return m_stopping || m_pending; });
+        if (m_stopping) return;
+        m_pending = false;
+    }
+}
+
+SystemTime Sender::send_due(store::Db& db) {
+    const auto now = system_clock::now();
+    std::vector<Row> rows;
+    auto& due = db.cached(
+        "SELECT id, sink, sha, context, state, description, target_url, body, attempts, run_id FROM outbox "
+        "WHERE delivery = 'waiting' AND (next_attempt_at IS NULL OR next_attempt_at <= ?) ORDER BY id LIMIT 100");
+    due.bind(1, rfc3339(now));
+    while (due.step()) {
+        rows.push_back({due.int64(0), due.text(1), due.text(2), due.text(3), due.text(4), due.text(5), due.opt_text(6),
+                        due.opt_text(7), due.int64(8), due.int64(9)});
+    }
+    due.reset();
+    std::shared_ptr<const SenderSettings> s;
+    {
+        std::lock_guard lk(m_mu);
+        s = m_settings;
+    }
+    for (const auto& row : rows) {
+        {
+            std::lock_guard lk(m_mu);
+            if (m_stopping) return now;
+            if (auto p = m_paused.find(row.sink); p != m_paused.end()) {
+                if (system_clock::now() < p->second) continue;
+                m_paused.erase(p);
+            }
+        }
+        auto out = deliver(db, row, *s);
+        if (out.kind == Outcome::wait) {
+            std::lock_guard lk(m_mu);
+            m_paused[row.sink] = *out.until;
+        }
+        record(row, out);
+    }
+    // When to look again: the earliest retry, or a little later when this pass was full.
+    SystemTime next = system_clock::now() + std::chrono::seconds(5);
+    if (rows.size() == 100) next = system_clock::now();
+    auto& soon = db.cached("SELECT min(next_attempt_at) FROM outbox WHERE delivery = 'waiting'");
+    if (soon.step()) {
+        if (auto at = soon.opt_text(0)) {
+            if (auto t = parse_rfc3339(*at)) next = std::min(next, *t);
+        }
+    }
+    soon.reset();
+    {
+        std::lock_guard lk(m_mu);
+        for (const auto& [sink, until] : m_paused) next = std::max(std::min(next, until), system_clock::now());
+    }
+    return next;
+}
+
+Sender::Outcome Sender::deliver(store::Db& db, const Row& row, const SenderSettings& s) {
+    Outcome out;
+    http::ClientOptions opts;
+    opts.timeout = s.timeout;
+    if (row.sink == "file") {
+        if (!s.file) return {Outcome::dead, std::nullopt, "report.file is no longer configured", std::nullopt};
+        json line = {{"at", now_rfc3339()},   {"run_id", row.run_id},         {"sha", row.sha},
+                     {"context", row.context}, {"state", row.state},          {"description", row.description},
+                     {"target_url", row.target_url ? json(*row.target_url) : json(nullptr)}};
+        auto st = append_line(*s.file, line.dump());
+        if (!st) return {Outcome::retry, std::nullopt, st.error().message, std::nullopt};
+        return {Outcome::sent, std::nullopt, "", std::nullopt};
+    }
+    if (row.sink == "callback") {
+        if (!s.callback) return {Outcome::dead, std::nullopt, "report.crcr_callback is no longer configured", std::nullopt};
+        auto token = read_file(s.callback->token_file, 64 * 1024);
+        if (!token) return {Outcome::retry, std::nullopt, token.error().message, std::nullopt};
+        opts.ca_file = s.callback->ca_file;
+        auto r = http::send("POST", s.callback->url,
+                            {{"Content-Type", "application/json"}, {"Authorization", "Bearer " + trim(*token)}},
+                            row.body.value_or("{}"), opts);
+        if (!r) return {Outcome::retry, std::nullopt, r.error().message, std::nullopt};
+        if (r->status >= 200 && r->status < 300) return {Outcome::sent, r->status, "", std::nullopt};
+        std::string msg = "HTTP " + std::to_string(r->status) + ": " + r->body.substr(0, 300);
+        return {r->status >= 500 ? Outcome::retry : Outcome::dead, r->status, msg, std::nullopt};
+    }
+    // GitHub.
+    if (!s.github) return {Outcome::dead, std::nullopt, "report.github is no longer configured", std::nullopt};
+    auto& count = db.cached("SELECT count(*) FROM outbox WHERE sink = 'github' AND sha = ? AND context = ? AND delivery = 'sent'");
+    count.bind(1, row.sha).bind(2, row.context);
+    count.step();
+    const auto sent = count.int64(0);
+    count.reset();
+    if (sent >= k_github_status_limit || (sent == k_github_status_limit - 1 && row.state == "pending")) {
+        return {Outcome::dead, std::nullopt,
+                "GitHub keeps at most 1000 statuses per SHA and context; " + std::to_string(sent) +
+                    " were sent (the last one is kept for a final state)",
+                std::nullopt};
+    }
+    std::shared_ptr<GithubAuth> auth;
+    {
+        std::lock_guard lk(m_mu);
+        auth = m_auth;
+    }
+    auto token = auth->token();
+    if (!token) return {Outcome::retry, std::nullopt, token.error().message, std::nullopt};
+    auto headers = github_headers();
+    headers.emplace_back("Authorization", "Bearer " + *token);
+    headers.emplace_back("Content-Type", "application/json");
+    json body = {{"state", row.state},
+                 {"context", row.context},
+                 {"description", row.description},
+                 {"target_url", row.target_url ? json(*row.target_url) : json(nullptr)}};
+    opts.ca_file = s.github->ca_file;
+    auto r = http::send("POST", s.github->api_url + "/repos/" + s.github->repo + "/statuses/" + row.sha, headers,
+                        body.dump(), opts);
+    if (!r) return {Outcome::retry, std::nullopt, r.error().message, std::nullopt};
+    const int code = r->status;
+    if (code == 200 || code == 201) return {Outcome::sent, code, "", std::nullopt};
+    std::string msg = "HTTP " + std::to_string(code) + ": " + github_message(r->body);
+    if (code >= 500) return {Outcome::retry, code, msg, std::nullopt};
+    if (code == 403 || code == 429) {
+        const auto now = system_clock::now();
+        if (auto after = header_int(*r, "retry-after")) {
+            return {Outcome::wait, code, msg, now + std::chrono::seconds(std::max<std::int64_t>(*after, 1))};
+        }
+        auto remaining = r->header("x-ratelimit-remaining");
+        if (remaining && *remaining == "0") {
+            auto reset = header_int(*r, "x-ratelimit-reset");
+            auto until = reset ? system_clock::time_point(std::chrono::seconds(*reset)) + std::chrono::seconds(1)
+                               : now + std::chrono::minutes(1);
+            return {Outcome::wait, code, msg, std::max(until, now + std::chrono::seconds(1))};
+        }
+        if (code == 429) return {Outcome::retry, code, msg, std::nullopt};
+    }
+    if (code == 401 && s.github->app_id && row.attempts == 0) {
+        auth->invalidate();  // a stale installation token: fetch a new one and try again
+        return {Outcome::retry, code, msg, std::nullopt};
+    }
+    return {Outcome::dead, code, msg, std::nullopt};
+}
+
+void Sender::record(const Row& row, const Outcome& out) {
+    std::shared_ptr<const SenderSettings> s;
+    {
+        std::lock_guard lk(m_mu);
+        s = m_settings;
+    }
+    const auto now = system_clock::now();
+    std::optional<SystemTime> next;
+    if (out.kind == Outcome::retry) {
+        // Exponential backoff with jitter: a delay drawn from [d/2, d], d doubling per attempt.
+        auto d = s->retry_initial * (std::int64_t{1} << std::min<std::int64_t>(row.attempts, 20));
+        d = std::min(d, s->retry_max);
+        static thread_local std::mt19937_64 rng{std::random_device{}()};
+        std::uniform_int_distribution<std::int64_t> pick(d.count() / 2, std::max<std::int64_t>(d.count(), 1));
+        next = now + std::chrono::milliseconds(pick(rng));
+    } else if (out.kind == Outcome::wait) {
+        next = out.until;
+    }
+    auto st = m_writer.run_sync([&](store::Db& db) {
+        auto& upd = db.cached(
+            "UPDATE outbox SET delivery = CASE ? WHEN 'sent' THEN 'sent' WHEN 'dead' THEN 'dead' ELSE delivery END, "
+            "attempts = attempts + 1, http_status = ?, last_error = ?, next_attempt_at = ?, "
+            "sent_at = CASE ? WHEN 'sent' THEN ? ELSE sent_at END WHERE id = ?");
+        const char* kind = out.kind == Outcome::sent ? "sent" : out.kind == Outcome::dead ? "dead" : "again";
+        upd.bind(1, kind)
+            .bind(2, out.http_status ? std::optional<std::int64_t>(*out.http_status) : std::nullopt)
+            .bind(3, out.error.empty() ? std::optional<std::string>() : std::optional<std::string>(out.error))
+            .bind(4, next ? std::optional<std::string>(rfc3339(*next)) : std::nullopt)
+            .bind(5, kind)
+            .bind(6, rfc3339(now))
+            .bind(7, row.id);
+        upd.run();
+    });
+    if (!st) spdlog::error("outbox id={} run_id={}: result not stored: {}", row.id, row.run_id, st.error().message);
+    switch (out.kind) {
+        case Outcome::sent:
+            spdlog::info("run_id={} {} {} {} sent ({})", row.run_id, row.sink, row.context, row.state, row.description);
+            break;
+        case Outcome::dead:
+            spdlog::error("run_id={} {} {} {} dead letter: {}", row.run_id, row.sink, row.context, row.state, out.error);
+            break;
+        case Outcome::wait:
+            spdlog::warn("run_id={} {} rate limited until {}: {}", row.run_id, row.sink, rfc3339(*out.until), out.error);
+            break;
+        case Outcome::retry:
+            spdlog::warn("run_id={} {} {} {} attempt {} failed, again at {}: {}", row.run_id, row.sink, row.context, row.state,
+                         row.attempts + 1, rfc3339(*next), out.error);
+            break;
+    }
+}
+
+}  // namespace crcrd::report
