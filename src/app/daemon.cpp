@@ -68,6 +68,7 @@ report::OutboxSettings outbox_settings(const config::Config& c) {
     o.file = c.report.file.has_value();
     o.callback = c.report.crcr_callback.has_value();
     o.target_url = c.report.target_url;
+    if (o.target_url.empty() && !c.server.public_url.empty()) o.target_url = c.server.public_url + "/api/v1/runs/{run_id}";
     return o;
 }
 
@@ -194,7 +195,7 @@ int run(const std::filesystem::path& config_path) {
             return 1;
         }
         sched::DispatcherSettings ds{cfg.execution.device_wait, cfg.execution.health_interval, cfg.execution.lease_ttl,
-                                     cfg.execution.infra_retries};
+                                     cfg.execution.infra_retries, cfg.execution.flaky_reruns};
         dispatcher = std::make_unique<sched::Dispatcher>(writer, cfg.storage.path, executor, ds);
         if (auto s = dispatcher->recover(); !s) {
             spdlog::critical("storage: {}", s.error().message);

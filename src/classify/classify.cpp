@@ -31,21 +31,22 @@ Patterns compile_patterns(const std::vector<std::string>& device, const std::vec
 }
 
 Verdict decide(const Evidence& e, const Patterns& p) {
-    if (e.cancelled) return {"cancelled", "cancelled while running"};
-    if (e.timed_out) return {"timeout", "tier timeout reached"};
-    if (e.stalled) return {"timeout", "no output for the stall timeout"};
-    if (auto line = find_line(e.log_text, p.device)) return {"device_unavailable", "device failure in the log: " + *line};
-    if (e.junit_error) return {"infra_error", "malformed JUnit: " + *e.junit_error};
+    if (e.cancelled) return {"cancelled", "cancelled while running", std::nullopt};
+    if (e.timed_out) return {"timeout", "tier timeout reached", std::nullopt};
+    if (e.stalled) return {"timeout", "no output for the stall timeout", std::nullopt};
+    if (auto line = find_line(e.log_text, p.device)) return {"device_unavailable", "device failure in the log: " + *line, line};
+    if (e.junit_error) return {"infra_error", "malformed JUnit: " + *e.junit_error, std::nullopt};
     if (e.tests_failed > 0) {
-        return {"regression", std::to_string(e.tests_failed) + " of " + std::to_string(e.tests_total) + " tests failed"};
+        return {"regression", std::to_string(e.tests_failed) + " of " + std::to_string(e.tests_total) + " tests failed", std::nullopt};
     }
-    if (auto line = find_line(e.log_text, p.infra)) return {"infra_error", "infrastructure failure in the log: " + *line};
-    if (e.signal) return {"infra_error", "the test command was killed by signal " + std::to_string(*e.signal)};
+    if (auto line = find_line(e.log_text, p.infra)) return {"infra_error", "infrastructure failure in the log: " + *line, line};
+    if (e.signal) return {"infra_error", "the test command was killed by signal " + std::to_string(*e.signal), std::nullopt};
     if (e.exit_code && *e.exit_code != 0) {
         return {"infra_error", "exit status " + std::to_string(*e.exit_code) + " without a failed test" +
-                                   (e.tests_total == 0 ? " (no JUnit results)" : "")};
+                                   (e.tests_total == 0 ? " (no JUnit results)" : ""),
+                std::nullopt};
     }
-    return {"passed", std::to_string(e.tests_total) + " tests passed"};
+    return {"passed", std::to_string(e.tests_total) + " tests passed", std::nullopt};
 }
 
 }  // namespace crcrd::classify

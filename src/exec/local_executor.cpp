@@ -281,6 +281,18 @@ JobOutcome LocalExecutor::run(const JobToRun& job, const std::atomic<bool>& canc
     out.conclusion = verdict.conclusion;
     out.reason = verdict.reason;
     out.exit_status = proc->exit_code ? proc->exit_code : (proc->signal ? std::optional<int>(128 + *proc->signal) : std::nullopt);
+    json failed_tests = json::array();
+    for (const auto& t : out.results) {
+        if (t.outcome == "failed" && failed_tests.size() < 100) failed_tests.push_back(t.name);
+    }
+    out.evidence = {{"exit_status", proc->exit_code ? json(*proc->exit_code) : json(nullptr)},
+                    {"signal", proc->signal ? json(*proc->signal) : json(nullptr)},
+                    {"timed_out", proc->timed_out},
+                    {"stalled", proc->stalled},
+                    {"tests_total", ev.tests_total},
+                    {"failed_tests", failed_tests},
+                    {"log_lines", verdict.log_line ? json::array({*verdict.log_line}) : json::array()},
+                    {"junit_error", ev.junit_error ? json(*ev.junit_error) : json(nullptr)}};
     out.slot_unhealthy = out.conclusion == "device_unavailable";
     if (out.slot_unhealthy) out.health = {{"ok", false}, {"at", now_rfc3339()}, {"output", out.reason}};
     out.metadata["finished_at"] = now_rfc3339();

@@ -24,7 +24,7 @@ StatusText final_status(const std::string& conclusion, const std::string& reason
     std::string state = "error";
     if (conclusion == "passed" || conclusion == "flaky") state = "success";
     if (conclusion == "regression") state = "failure";
-    return {state, shorten(conclusion + ": " + reason)};
+    return {state, shorten(conclusion == "passed" ? reason : conclusion + ": " + reason)};
 }
 
 namespace {
@@ -51,7 +51,6 @@ struct JobRow {
 std::string status_for_open_tier(const JobRow& j) {
     std::string again = j.attempt > 1 ? " (attempt " + std::to_string(j.attempt) + ")" : "";
     if (j.state == "queued") return "queued" + again;
-    if (j.state == "leased") return "starting on " + j.slot + again;
     return "running on " + j.slot + again;
 }
 
@@ -141,10 +140,11 @@ void sync_run(store::Db& db, const OutboxSettings& s, std::int64_t run_id) {
     } else {
         run_status.state = "pending";
         run_status.description = "queued";
-        for (std::size_t i = 0; i < jobs.size(); ++i) {
-            if (jobs[i].state == "leased" || jobs[i].state == "running") {
+        for (std::size_t i = 0; run.state == "running" && i < jobs.size(); ++i) {
+            if (jobs[i].state == "queued" || jobs[i].state == "leased" || jobs[i].state == "running") {
                 run_status.description = shorten("running " + jobs[i].tier + " (" + std::to_string(i + 1) + " of " +
                                                  std::to_string(jobs.size()) + ")");
+                break;
             }
         }
     }

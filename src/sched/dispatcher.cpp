@@ -51,15 +51,82 @@ system_clock::time_point waiting_since(store::Db& db, std::int64_t id) {
     return parse_rfc3339(at).value_or(system_clock::now());
 }
 
-/// Ends an attempt: retried when it is infra-class and attempts remain, else final.
-void end_attempt(store::Db& db, const exec::JobToRun& job, const std::string& conclusion, const std::string& reason,
-                 std::optional<int> exit_status, std::uint32_t infra_retries) {
-    const bool infra = conclusion == "infra_error" || conclusion == "device_unavailable";
-    if (infra && static_cast<std::uint32_t>(job.attempt) <= infra_retries) {
-        retry_job(db, job.job_id, conclusion, reason, exit_status);
-    } else {
-        finish_job(db, job.job_id, conclusion, reason, exit_status);
+/// Completed attempts of the job's tier in its run whose class is one of `classes`.
+std::int64_t earlier_attempts(store::Db& db, std::int64_t job_id, const char* classes_sql) {
+    auto& st = db.cached(std::string("SELECT count(*) FROM jobs e JOIN jobs j ON e.run_id = j.run_id AND e.position = j.position "
+                                     "WHERE j.id = ? AND e.id <> j.id AND e.state = 'completed' AND e.conclusion IN (") +
+                         classes_sql + ")");
+    st.bind(1, job_id);
+    st.step();
+    auto n = st.int64(0);
+    st.reset();
+    return n;
+}
+
+/// A pass after a failed attempt of the same tier: the tests that failed before and passed
+/// now are marked flaky. Returns how many.
+std::int64_t mark_flaky(store::Db& db, std::int64_t job_id) {
+    auto& prev = db.cached(
+        "SELECT e.id FROM jobs e JOIN jobs j ON e.run_id = j.run_id AND e.position = j.position "
+        "WHERE j.id = ? AND e.id <> j.id AND e.state = 'completed' AND e.conclusion = 'regression' ORDER BY e.id DESC LIMIT 1");
+    prev.bind(1, job_id);
+    if (!prev.step()) {
+        prev.reset();
+        return 0;
     }
+    const auto before = prev.int64(0);
+    prev.reset();
+    auto& upd = db.cached(
+        "UPDATE test_results SET outcome = 'flaky' WHERE job_id = ? AND outcome = 'passed' AND name IN "
+        "(SELECT name FROM test_results WHERE job_id = ? AND outcome = 'failed')");
+    upd.bind(1, job_id).bind(2, before);
+    upd.run();
+    auto flaky = static_cast<std::int64_t>(db.changes());
+    auto& failed_before = db.cached("SELECT count(*) FROM test_results WHERE job_id = ? AND outcome = 'failed'");
+    failed_before.bind(1, before);
+    failed_before.step();
+    const auto n_before = failed_before.int64(0);
+    failed_before.reset();
+    // Failures whose names do not appear in the rerun still count as flaky: the tier passed.
+    flaky = std::max(flaky, n_before);
+    auto& counts = db.cached(
+        "UPDATE jobs SET counts = json_set(coalesce(counts, '{}'), '$.flaky', ?, '$.passed', "
+        "(SELECT count(*) FROM test_results WHERE job_id = ? AND outcome = 'passed')) WHERE id = ?");
+    counts.bind(1, flaky).bind(2, job_id).bind(3, job_id);
+    counts.run();
+    return flaky;
+}
+
+/// Ends an attempt (docs/classification.md): an infra-class failure is retried while
+/// `infra_retries` allow; a regression is rerun while `flaky_reruns` allow; a pass after a
+/// regression of the same tier is `flaky`; anything else is final.
+void end_attempt(store::Db& db, const exec::JobToRun& job, const std::string& conclusion, const std::string& reason,
+                 std::optional<int> exit_status, const DispatcherSettings& s) {
+    const bool infra = conclusion == "infra_error" || conclusion == "device_unavailable";
+    if (infra && earlier_attempts(db, job.job_id, "'infra_error','device_unavailable'") < s.infra_retries) {
+        retry_job(db, job.job_id, conclusion, reason, exit_status);
+        return;
+    }
+    if (conclusion == "regression") {
+        const auto reruns = earlier_attempts(db, job.job_id, "'regression'");
+        if (reruns < s.flaky_reruns) {
+            retry_job(db, job.job_id, conclusion, reason + "; rerun to tell a flaky test", exit_status);
+            return;
+        }
+        if (reruns > 0) {
+            finish_job(db, job.job_id, conclusion, reason + ", again on rerun", exit_status);
+            return;
+        }
+    }
+    if (conclusion == "passed") {
+        if (auto flaky = mark_flaky(db, job.job_id); flaky > 0) {
+            finish_job(db, job.job_id, "flaky",
+                       std::to_string(flaky) + (flaky == 1 ? " test" : " tests") + " failed, then passed on rerun",
+                       exit_status);
+            return;
+        }
+    }
+    finish_job(db, job.job_id, conclusion, reason, exit_status);
 }
 
 /// A process group is only killed when it is the job's own (its environment names the job).
@@ -86,8 +153,8 @@ Dispatcher::Dispatcher(store::Writer& writer, std::filesystem::path db_path, exe
 Dispatcher::~Dispatcher() { stop(); }
 
 Status Dispatcher::recover() {
-    const auto retries = m_settings.infra_retries;
-    return m_writer.run_sync([retries](store::Db& db) {
+    const auto settings = m_settings;
+    return m_writer.run_sync([settings](store::Db& db) {
         auto st = db.prepare("SELECT id, pgid FROM jobs WHERE state IN ('leased','running')");
         std::vector<std::pair<std::int64_t, std::optional<std::int64_t>>> left;
         while (st.step()) left.emplace_back(st.int64(0), st.opt_int64(1));
@@ -97,7 +164,7 @@ Status Dispatcher::recover() {
                 spdlog::warn("job_id={} killed stray process group {} of the previous daemon", id, *pgid);
             }
             auto job = load_job(db, id);
-            end_attempt(db, job, "infra_error", "daemon restarted", std::nullopt, retries);
+            end_attempt(db, job, "infra_error", "daemon restarted", std::nullopt, settings);
             spdlog::warn("job_id={} run_id={} ended infra_error: daemon restarted", id, job.run_id);
         }
         db.exec("UPDATE slots SET state = 'idle', job_id = NULL, lease_expires_at = NULL WHERE state = 'busy'");
@@ -184,8 +251,7 @@ void Dispatcher::dispatch_once() {
             free.run();
             if (job_id) {
                 auto job = load_job(db, *job_id);
-                end_attempt(db, job, "infra_error", "the lease of slot " + slot + " expired", std::nullopt,
-                            m_settings.infra_retries);
+                end_attempt(db, job, "infra_error", "the lease of slot " + slot + " expired", std::nullopt, m_settings);
             }
             spdlog::warn("slot={} job_id={} lease expired: slot freed, job ended infra_error", slot,
                          job_id ? std::to_string(*job_id) : std::string("-"));
@@ -281,7 +347,6 @@ void Dispatcher::work(exec::JobToRun job, std::shared_ptr<std::atomic<bool>> can
         outcome.conclusion = "infra_error";
         outcome.reason = "daemon stopped while the job ran";
     }
-    const auto retries = m_settings.infra_retries;
     auto s = m_writer.run_sync([&](store::Db& db) {
         if (outcome.requeue) {
             auto& back = db.cached("UPDATE jobs SET state = 'queued', slot = NULL WHERE id = ? AND state IN ('leased','running')");
@@ -296,13 +361,14 @@ void Dispatcher::work(exec::JobToRun job, std::shared_ptr<std::atomic<bool>> can
                 ins.bind(4, t.duration_s).bind(5, t.message);
                 ins.run();
             }
-            auto& upd = db.cached("UPDATE jobs SET metadata = ?, log_path = ?, counts = ? WHERE id = ?");
+            auto& upd = db.cached("UPDATE jobs SET metadata = ?, log_path = ?, counts = ?, evidence = ? WHERE id = ?");
             upd.bind(1, outcome.metadata.dump())
                 .bind(2, outcome.log_path)
                 .bind(3, json{{"passed", c.passed}, {"failed", c.failed}, {"skipped", c.skipped}, {"flaky", 0}}.dump())
-                .bind(4, job.job_id);
+                .bind(4, outcome.evidence.dump())
+                .bind(5, job.job_id);
             upd.run();
-            end_attempt(db, job, outcome.conclusion, outcome.reason, outcome.exit_status, retries);
+            end_attempt(db, job, outcome.conclusion, outcome.reason, outcome.exit_status, m_settings);
         }
         m_executor.release(db, job, outcome);
     });

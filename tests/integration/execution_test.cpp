@@ -239,9 +239,15 @@ TEST_F(ExecutionTest, AFailedTestIsARegressionAndStopsTheLaterTiers) {
     start();
     auto run = post({"aten/src/ATen/native/BinaryOps.cpp"}, "m-2");
     EXPECT_EQ(finished(run), "completed/regression");
-    EXPECT_EQ(jobs(run), "import:completed:passed:1 smoke:completed:passed:1 affected:completed:regression:1");
-    EXPECT_EQ(daemon->text("SELECT reason FROM jobs WHERE tier='affected' AND run_id=" + std::to_string(run)),
-              "1 of 1 tests failed");
+    // Rerun once (execution.flaky_reruns: 1): it fails again, so it is a regression.
+    EXPECT_EQ(jobs(run), "import:completed:passed:1 smoke:completed:passed:1 affected:completed:regression:1 "
+                         "affected:completed:regression:2");
+    EXPECT_EQ(daemon->text("SELECT reason FROM jobs WHERE tier='affected' AND attempt=2 AND run_id=" + std::to_string(run)),
+              "1 of 1 tests failed, again on rerun");
+    auto evidence = json::parse(daemon->text("SELECT evidence FROM jobs WHERE tier='affected' AND attempt=2 AND run_id=" +
+                                             std::to_string(run)));
+    EXPECT_EQ(evidence["failed_tests"], json::array({"ci::fail_ops"}));
+    EXPECT_EQ(evidence["exit_status"], 1);
 }
 
 TEST_F(ExecutionTest, ACrashIsRetriedThenInfraErrorAndLaterTiersAreCancelled) {

@@ -25,6 +25,7 @@ struct Evidence {
 struct Verdict {
     std::string conclusion;  // a §5 class
     std::string reason;      // for people: which evidence decided it
+    std::optional<std::string> log_line;  // the log line a pattern matched, when one decided it
 };
 
 struct Patterns {

@@ -38,6 +38,9 @@ struct JobOutcome {
     std::optional<int> exit_status;
     std::vector<TestResult> results;
     nlohmann::json metadata = nlohmann::json::object();
+    /// What the class rests on: exit_status, signal, timed_out, stalled, failed_tests,
+    /// log_lines, junit_error (stored as jobs.evidence, served with the job).
+    nlohmann::json evidence = nlohmann::json::object();
     std::string log_path;
     bool requeue = false;        // the slot failed its health check: not an attempt, try again
     bool slot_unhealthy = false; // take the slot offline

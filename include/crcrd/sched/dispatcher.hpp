@@ -24,6 +24,7 @@ struct DispatcherSettings {
     std::chrono::milliseconds health_interval{std::chrono::seconds(30)};
     std::chrono::milliseconds lease_ttl{std::chrono::seconds(60)};
     std::uint32_t infra_retries = 2;
+    std::uint32_t flaky_reruns = 1;
 };
 
 class Dispatcher {
