@@ -210,6 +210,28 @@ asio::awaitable<http::Response> Api::handle(http::Request& req) {
         auto query = on_workers(m_workers, [db = m_db_path, f] { return list_deliveries(db, f); });
         co_return from(co_await std::move(query));
     }
+    if (path == "/api/v1/outbox") {
+        if (!get) co_return error(405, "method_not_allowed");
+        OutboxFilter f;
+        f.state = req.query_param("state");
+        if (auto s = one_of(f.state, "state", {"waiting", "sent", "dead", "coalesced"}); !s) {
+            co_return error(400, "bad_request", s.error().message);
+        }
+        f.sink = req.query_param("sink");
+        if (auto s = one_of(f.sink, "sink", {"github", "file", "callback"}); !s) co_return error(400, "bad_request", s.error().message);
+        if (auto r = req.query_param("run_id")) {
+            try {
+                f.run_id = std::stoll(*r);
+            } catch (const std::exception&) {
+                co_return error(400, "bad_request", "run_id: not a number");
+            }
+        }
+        auto page = page_of(req);
+        if (!page) co_return error(400, "bad_request", page.error().message);
+        f.page = *page;
+        auto query = on_workers(m_workers, [db = m_db_path, f] { return list_outbox(db, f); });
+        co_return from(co_await std::move(query));
+    }
     co_return co_await jobs_and_runners(req, caller->role == Role::admin);
 }
 

@@ -53,7 +53,7 @@ json run_json(const store::Stmt& st) {
 
 constexpr const char* k_job_columns =
     "id, run_id, tier, state, conclusion, reason, attempt, slot, started_at, finished_at, exit_status, tests, metadata, "
-    "timeout_ms, counts";
+    "timeout_ms, counts, evidence";
 
 json job_json(const store::Stmt& st) {
     json tests = json::parse(st.text(11), nullptr, false);
@@ -77,7 +77,30 @@ json job_json(const store::Stmt& st) {
             {"exit_status", opt_int(st, 10)},
             {"timeout_s", st.int64(13) / 1000},
             {"tests", counts},
-            {"metadata", meta}};
+            {"metadata", meta},
+            {"evidence", st.is_null(15) ? json(nullptr) : json::parse(st.text(15), nullptr, false)}};
+}
+
+constexpr const char* k_outbox_columns =
+    "id, sink, run_id, sha, context, state, description, target_url, delivery, attempts, next_attempt_at, last_error, "
+    "http_status, created_at, sent_at";
+
+json outbox_json(const store::Stmt& st) {
+    return {{"id", st.int64(0)},
+            {"sink", st.text(1)},
+            {"run_id", st.int64(2)},
+            {"sha", st.text(3)},
+            {"context", st.text(4)},
+            {"state", st.text(5)},
+            {"description", st.text(6)},
+            {"target_url", opt_text(st, 7)},
+            {"delivery", st.text(8)},
+            {"attempts", st.int64(9)},
+            {"next_attempt_at", opt_text(st, 10)},
+            {"last_error", opt_text(st, 11)},
+            {"http_status", opt_int(st, 12)},
+            {"created_at", st.text(13)},
+            {"sent_at", opt_text(st, 14)}};
 }
 
 template <class Fn>
@@ -180,7 +203,17 @@ Result<json> get_run(const std::filesystem::path& path, std::int64_t id) {
         json list = json::array();
         while (jobs.step()) list.push_back(job_json(jobs));
         run["jobs"] = std::move(list);
-        run["statuses"] = json::array();  // reporting (the outbox) comes with classification
+        // The newest status of each context and sink, in the order they were first reported.
+        auto statuses = (*db)->prepare(std::string("SELECT ") + k_outbox_columns +
+                                       " FROM outbox o WHERE run_id = ? AND sink <> 'callback' AND id = "
+                                       "(SELECT max(id) FROM outbox n WHERE n.run_id = o.run_id AND n.sink = o.sink "
+                                       "AND n.context = o.context) ORDER BY sink, "
+                                       "(SELECT min(id) FROM outbox f WHERE f.run_id = o.run_id AND f.sink = o.sink "
+                                       "AND f.context = o.context)");
+        statuses.bind(1, id);
+        json sl = json::array();
+        while (statuses.step()) sl.push_back(outbox_json(statuses));
+        run["statuses"] = std::move(sl);
         return run;
     });
 }
@@ -211,6 +244,24 @@ Result<json> list_deliveries(const std::filesystem::path& path, const DeliveryFi
                              {"crcr_delivery_id", opt_text(st, 9)},
                              {"run_ids", run_ids}});
         }
+        return page(std::move(items), f.page.limit);
+    });
+}
+
+Result<json> list_outbox(const std::filesystem::path& path, const OutboxFilter& f) {
+    auto db = reader(path);
+    if (!db) return db.error();
+    return guarded([&]() -> json {
+        Where w;
+        w.add(f.state, "delivery = ?");
+        w.add(f.sink, "sink = ?");
+        w.add(f.run_id, "run_id = ?");
+        w.add(f.page.before_id, "id < ?");
+        auto st = (*db)->prepare(std::string("SELECT ") + k_outbox_columns + " FROM outbox WHERE 1=1" + w.sql +
+                                 " ORDER BY id DESC LIMIT ?");
+        w.bind(st, f.page.limit);
+        std::vector<json> items;
+        while (st.step()) items.push_back(outbox_json(st));
         return page(std::move(items), f.page.limit);
     });
 }

@@ -7,6 +7,7 @@
 #include "crcrd/core/crypto.hpp"
 #include "crcrd/core/files.hpp"
 #include "crcrd/store/sqlite.hpp"
+#include "support/ci_script.hpp"
 #include "support/daemon.hpp"
 
 namespace crcrd {
@@ -14,34 +15,6 @@ namespace {
 
 using nlohmann::json;
 
-// A backend CI script in miniature: each selected "test" says what to do.
-const char* k_script = R"(#!/bin/sh
-out="$CRCR_JUNIT_DIR/results.xml"
-echo '<testsuite name="ci">' > "$out.part"
-status=0
-while IFS= read -r t; do
-  case "$t" in
-    ok_*) echo "<testcase classname=\"ci\" name=\"$t\" time=\"0.01\"/>" >> "$out.part" ;;
-    fail_*) echo "<testcase classname=\"ci\" name=\"$t\"><failure message=\"boom\">assert</failure></testcase>" >> "$out.part"; status=1 ;;
-    crash) echo "the runner crashed"; exit 3 ;;
-    hang) echo hanging; exec sleep 3601.5 ;;
-    noisy)
-      # 50 MB without a newline, then what the sandbox lets it see.
-      head -c 50000000 /dev/zero | tr '\0' x; echo
-      for f in "$PROBE_SECRET" "$PROBE_CONFIG" "$PROBE_DB"; do
-        [ -r "$f" ] && [ -s "$f" ] && echo "probe: READ $f"; head -c 100 "$f" 2>/dev/null
-      done
-      grep -l DAEMON_ONLY_MARKER /proc/[0-9]*/environ 2>/dev/null | sed 's/^/probe: daemon env in /'
-      env | grep DAEMON_ONLY_MARKER | sed 's/^/probe: inherited /'
-      echo "probe: done"
-      echo "<testcase classname=\"ci\" name=\"$t\"/>" >> "$out.part" ;;
-  esac
-done < "$CRCR_TESTS_FILE"
-echo '</testsuite>' >> "$out.part"
-mv "$out.part" "$out"
-echo "slot=$CRCR_SLOT device=$SIM_DEVICE tier=$CRCR_TIER"
-exit $status
-)";
 
 std::string rules(const std::string& import_tests) {
     return "tiers:\n"
@@ -63,7 +36,7 @@ protected:
         if (run_command({"bwrap", "--ro-bind", "/", "/", "--unshare-pid", "--proc", "/proc", "true"}, &out) != 0) {
             GTEST_SKIP() << "bubblewrap cannot create namespaces here: " << out;
         }
-        write_file(dir.path() / "ci" / "ci.sh", k_script, 0755);
+        write_file(dir.path() / "ci" / "ci.sh", k_ci_script, 0755);
         write_file(dir.path() / "selection.yaml", rules(import_tests));
         daemon = std::make_unique<TestDaemon>(
             dir.path(), "selection: {rules: selection.yaml}\n"

@@ -30,6 +30,12 @@ struct DeliveryFilter {
     Page page;
 };
 
+struct OutboxFilter {
+    std::optional<std::string> state, sink;  // state: waiting | sent | dead | coalesced
+    std::optional<std::int64_t> run_id;
+    Page page;
+};
+
 /// {"items":[run...],"next_cursor":"..."|null}, newest first.
 Result<nlohmann::json> list_runs(const std::filesystem::path& db, const RunFilter& f);
 /// A run with its selection, jobs and statuses; code "not_found" when there is none.
@@ -37,6 +43,8 @@ Result<nlohmann::json> get_run(const std::filesystem::path& db, std::int64_t id)
 /// {"items":[delivery...],"next_cursor":...}, newest first.
 Result<nlohmann::json> list_deliveries(const std::filesystem::path& db, const DeliveryFilter& f);
 
+/// Outbox rows (statuses, file lines, callbacks), newest first.
+Result<nlohmann::json> list_outbox(const std::filesystem::path& db, const OutboxFilter& f);
 /// A job as in a run's `jobs`; "not_found" when there is none.
 Result<nlohmann::json> get_job(const std::filesystem::path& db, std::int64_t id);
 /// Where a job's log is; "not_found" without a job or a log.

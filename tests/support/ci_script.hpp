@@ -1,0 +1,42 @@
+#pragma once
+// A backend CI script in miniature, for tests that run the real daemon: each line of
+// CRCR_TESTS_FILE names what to do (ok_*, fail_*, flaky_* failing on the first attempt only,
+// device_* printing a device-failure signature, crash, hang, stall, noisy), and JUnit is written
+// into CRCR_JUNIT_DIR.
+
+namespace crcrd {
+
+inline constexpr const char* k_ci_script = R"(#!/bin/sh
+out="$CRCR_JUNIT_DIR/results.xml"
+echo '<testsuite name="ci">' > "$out.part"
+status=0
+while IFS= read -r t; do
+  case "$t" in
+    ok_*) echo "<testcase classname=\"ci\" name=\"$t\" time=\"0.01\"/>" >> "$out.part" ;;
+    fail_*) echo "<testcase classname=\"ci\" name=\"$t\"><failure message=\"boom\">assert</failure></testcase>" >> "$out.part"; status=1 ;;
+    flaky_*) if [ "$CRCR_ATTEMPT" = 1 ]; then
+               echo "<testcase classname=\"ci\" name=\"$t\"><failure message=\"first try\">assert</failure></testcase>" >> "$out.part"; status=1
+             else echo "<testcase classname=\"ci\" name=\"$t\"/>" >> "$out.part"; fi ;;
+    device_*) echo "RAS::VFIO::DeviceOpenFail: cannot open /dev/vfio/0"; exit 1 ;;
+    crash) echo "the runner crashed"; exit 3 ;;
+    hang) echo hanging; exec sleep 3601.5 ;;
+    stall) echo stalling; exec sleep 3602.5 ;;
+    noisy)
+      # 50 MB without a newline, then what the sandbox lets it see.
+      head -c 50000000 /dev/zero | tr '\0' x; echo
+      for f in "$PROBE_SECRET" "$PROBE_CONFIG" "$PROBE_DB"; do
+        [ -r "$f" ] && [ -s "$f" ] && echo "probe: READ $f"; head -c 100 "$f" 2>/dev/null
+      done
+      grep -l DAEMON_ONLY_MARKER /proc/[0-9]*/environ 2>/dev/null | sed 's/^/probe: daemon env in /'
+      env | grep DAEMON_ONLY_MARKER | sed 's/^/probe: inherited /'
+      echo "probe: done"
+      echo "<testcase classname=\"ci\" name=\"$t\"/>" >> "$out.part" ;;
+  esac
+done < "$CRCR_TESTS_FILE"
+echo '</testsuite>' >> "$out.part"
+mv "$out.part" "$out"
+echo "slot=$CRCR_SLOT device=$SIM_DEVICE tier=$CRCR_TIER"
+exit $status
+)";
+
+}  // namespace crcrd
