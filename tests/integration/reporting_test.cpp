@@ -247,7 +247,8 @@ TEST_F(ReportingTest, ASupersededRunEndsEveryContextCancelled) {
     start(gh.url());
     auto old_run = post({"stall/a.py"}, sha_of(100), 7);
     ASSERT_TRUE(eventually([&] {
-        return daemon->scalar("SELECT count(*) FROM jobs WHERE state='running' AND run_id=" + std::to_string(old_run)) == 1;
+        return daemon->scalar("SELECT count(*) FROM jobs WHERE tier='affected' AND state='running' AND run_id=" +
+                              std::to_string(old_run)) == 1;
     }, std::chrono::seconds(30)));
     auto new_run = post({"pass/a.py"}, sha_of(101), 7);
     EXPECT_EQ(finished(new_run), "completed/passed");
