@@ -7,6 +7,7 @@
 
 #include "crcrd/core/files.hpp"
 #include "crcrd/core/subprocess.hpp"
+#include "crcrd/report/auth.hpp"
 #include "crcrd/select/mirror.hpp"
 #include "crcrd/http/client.hpp"
 
@@ -88,14 +89,12 @@ Result<std::string> newest_sha(const config::UpstreamConfig& up, const std::stri
 
 Result<std::vector<std::string>> github_changed_paths(std::int64_t pr, const config::GithubReportConfig& gh,
                                                       const std::string& upstream_repo) {
-    http::Headers headers = {{"Accept", "application/vnd.github+json"}, {"X-GitHub-Api-Version", "2022-11-28"}};
-    if (gh.token_file) {
-        auto token = read_file(*gh.token_file, 64 * 1024);
-        if (!token) return make_error("github_api", token.error().message);
-        headers.emplace_back("Authorization", "Bearer " + trim(*token));
-    } else {
-        return make_error("github_api", "GitHub App credentials are not supported for the files API yet");
-    }
+    http::Headers headers = report::github_headers();
+    // A token file or a GitHub App installation token (one exchange per look-up).
+    report::GithubAuth auth(gh, std::chrono::seconds(30));
+    auto token = auth.token();
+    if (!token) return make_error("github_api", token.error().message);
+    headers.emplace_back("Authorization", "Bearer " + *token);
     http::ClientOptions opts;
     opts.ca_file = gh.ca_file;
     opts.timeout = std::chrono::seconds(30);

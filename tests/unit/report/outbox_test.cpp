@@ -1,0 +1,194 @@
+// The outbox on a real SQLite file: which rows state changes produce, coalescing, the
+// 140-character descriptions, and GitHub's limit of 1,000 statuses per SHA and context.
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "crcrd/report/outbox.hpp"
+#include "crcrd/report/sender.hpp"
+#include "crcrd/sched/jobs.hpp"
+#include "crcrd/store/deliveries.hpp"
+#include "crcrd/store/schema.hpp"
+#include "support/certs.hpp"
+#include "support/fake_github.hpp"
+#include "support/process.hpp"
+#include "support/temp_dir.hpp"
+
+namespace crcrd::report {
+namespace {
+
+using nlohmann::json;
+
+const std::string k_sha = "c4295bd74fb0f4fda03689c3df3f2803b658fd85";
+
+TEST(Shorten, KeepsShortTextAndCutsLongTextOnACharacterBoundary) {
+    EXPECT_EQ(shorten("3 tests passed"), "3 tests passed");
+    std::string exact(140, 'a');
+    EXPECT_EQ(shorten(exact), exact);
+    std::string long_ascii(300, 'b');
+    auto cut = shorten(long_ascii);
+    EXPECT_EQ(cut.size(), 140u);
+    EXPECT_EQ(cut.substr(cut.size() - 3), "\xE2\x80\xA6");
+    // 'é' is two bytes: a cut never leaves half of one.
+    std::string accents;
+    for (int i = 0; i < 100; ++i) accents += "\xC3\xA9";
+    auto c2 = shorten(accents);
+    EXPECT_LE(c2.size(), 140u);
+    std::string body = c2.substr(0, c2.size() - 3);
+    EXPECT_EQ(body.size() % 2, 0u);
+    EXPECT_EQ(final_status("regression", std::string(200, 'x')).description.size(), 140u);
+    EXPECT_EQ(final_status("flaky", "1 test failed, then passed on rerun").state, "success");
+    EXPECT_EQ(final_status("device_unavailable", "no slot").state, "error");
+}
+
+class OutboxTest : public ::testing::Test {
+protected:
+    void SetUp() override {
+        auto d = store::Db::open(dir.path() / "a.db");
+        ASSERT_TRUE(d);
+        db = std::move(*d);
+        ASSERT_TRUE(store::migrate(*db));
+        settings.context_prefix = "crcr/spyre";
+        settings.github = true;
+    }
+    std::int64_t run_with(const std::vector<std::string>& tiers) {
+        store::NewRun r;
+        r.event = "push";
+        r.sha = k_sha;
+        auto id = store::insert_run(*db, r, "2026-11-29T00:00:00.000Z");
+        for (std::size_t i = 0; i < tiers.size(); ++i) {
+            auto st = db->prepare(
+                "INSERT INTO jobs (run_id, tier, position, state, timeout_ms, created_at) VALUES (?,?,?,'queued',1000,'x')");
+            st.bind(1, id).bind(2, tiers[i]).bind(3, static_cast<std::int64_t>(i));
+            st.run();
+        }
+        return id;
+    }
+    /// context=state:delivery for every row, in order.
+    std::string rows() {
+        auto st = db->prepare("SELECT group_concat(context || '=' || state || ':' || delivery, ' ') FROM (SELECT * FROM outbox ORDER BY id)");
+        st.step();
+        return st.text(0);
+    }
+    TempDir dir;
+    std::unique_ptr<store::Db> db;
+    OutboxSettings settings;
+};
+
+TEST_F(OutboxTest, PlanningAnnouncesPendingAndTheEndGivesEveryContextItsFinalStateOnce) {
+    auto run = run_with({"import", "smoke"});
+    sync_dirty(*db, settings);
+    EXPECT_EQ(rows(), "crcr/spyre=pending:waiting crcr/spyre/import=pending:waiting crcr/spyre/smoke=pending:waiting");
+    // Nothing changed: nothing new.
+    db->exec("UPDATE runs SET state = state WHERE id = " + std::to_string(run));
+    sync_dirty(*db, settings);
+    auto count = [&] {
+        auto st = db->prepare("SELECT count(*) FROM outbox");
+        st.step();
+        return st.int64(0);
+    };
+    EXPECT_EQ(count(), 3);
+    // import fails: smoke is cancelled, the run ends regression. Waiting rows are coalesced.
+    sched::finish_job(*db, 1, "regression", "1 of 3 tests failed", 1);
+    sync_dirty(*db, settings);
+    EXPECT_EQ(rows(),
+              "crcr/spyre=pending:coalesced crcr/spyre/import=pending:coalesced crcr/spyre/smoke=pending:coalesced "
+              "crcr/spyre=failure:waiting crcr/spyre/import=failure:waiting crcr/spyre/smoke=error:waiting");
+    auto st = db->prepare("SELECT description FROM outbox WHERE context = 'crcr/spyre/smoke' ORDER BY id DESC LIMIT 1");
+    st.step();
+    EXPECT_EQ(st.text(0), "cancelled: import ended regression");
+}
+
+TEST_F(OutboxTest, ARunCancelledBeforeAnythingWasAnnouncedSaysNothing) {
+    auto run = run_with({});
+    db->exec("UPDATE runs SET state = 'cancelled', reason = 'superseded' WHERE id = " + std::to_string(run));
+    sync_dirty(*db, settings);
+    EXPECT_EQ(rows(), "");
+}
+
+TEST_F(OutboxTest, WithoutASinkTheMarksAreDrainedAndNothingIsWritten) {
+    run_with({"import"});
+    OutboxSettings none;
+    sync_dirty(*db, none);
+    EXPECT_EQ(rows(), "");
+    auto st = db->prepare("SELECT count(*) FROM status_dirty");
+    st.step();
+    EXPECT_EQ(st.int64(0), 0);
+}
+
+TEST(Sender, NeverPostsMoreThanGithubsThousandStatusesPerShaAndContext) {
+    TempDir dir;
+    write_file(dir.path() / "gh.token", "t\n", 0600);
+    std::atomic<int> posted{0};
+    FakeGithub gh([&](const http::Request&) {
+        ++posted;
+        return http::Response::json(201, {{"id", 1}});
+    });
+    auto opened = store::Db::open(dir.path() / "a.db");
+    ASSERT_TRUE(opened);
+    ASSERT_TRUE(store::migrate(**opened));
+    {
+        auto& db = **opened;
+        store::NewRun r;
+        r.event = "push";
+        r.sha = k_sha;
+        store::insert_run(db, r, "2026-11-29T00:00:00.000Z");
+        store::Transaction tx(db);
+        auto ins = db.prepare(
+            "INSERT INTO outbox (sink, run_id, sha, context, state, description, delivery, created_at) "
+            "VALUES ('github', 1, ?, 'crcr', 'pending', 'x', 'sent', 'x')");
+        for (int i = 0; i < 999; ++i) {
+            ins.reset();
+            ins.bind(1, k_sha);
+            ins.run();
+        }
+        tx.commit();
+        // A pending state would be the 1,000th: no room would be left for a final one.
+        db.exec("INSERT INTO outbox (sink, run_id, sha, context, state, description, created_at) VALUES "
+                "('github', 1, '" + k_sha + "', 'crcr', 'pending', 'running', 'x'),"
+                "('github', 1, '" + k_sha + "', 'crcr/other', 'pending', 'running', 'x')");
+    }
+    store::Writer writer(std::move(*opened));
+    config::GithubReportConfig g;
+    g.api_url = gh.url();
+    g.repo = "pytorch/pytorch";
+    g.token_file = dir.path() / "gh.token";
+    g.ca_file = test_certs().ca;
+    SenderSettings s;
+    s.github = g;
+    s.retry_initial = std::chrono::milliseconds(50);
+    Sender sender(writer, dir.path() / "a.db", s);
+    sender.start();
+    auto state_of = [&](int id) {
+        std::string out;
+        EXPECT_TRUE(writer.run_sync([&](store::Db& db) {
+            auto st = db.prepare("SELECT delivery FROM outbox WHERE id = ?");
+            st.bind(1, std::int64_t{id});
+            st.step();
+            out = st.text(0);
+        }));
+        return out;
+    };
+    ASSERT_TRUE(eventually([&] { return state_of(1000) != "waiting" && state_of(1001) != "waiting"; }));
+    EXPECT_EQ(state_of(1000), "dead");
+    EXPECT_EQ(state_of(1001), "sent");  // another context has its own 1,000
+    ASSERT_TRUE(writer.run_sync([&](store::Db& db) {
+        db.exec("INSERT INTO outbox (sink, run_id, sha, context, state, description, created_at) VALUES "
+                "('github', 1, '" + k_sha + "', 'crcr', 'success', 'done', 'x')");
+    }));
+    sender.notify();
+    ASSERT_TRUE(eventually([&] { return state_of(1002) != "waiting"; }));
+    EXPECT_EQ(state_of(1002), "sent");  // the 1,000th: a final state
+    ASSERT_TRUE(writer.run_sync([&](store::Db& db) {
+        db.exec("INSERT INTO outbox (sink, run_id, sha, context, state, description, created_at) VALUES "
+                "('github', 1, '" + k_sha + "', 'crcr', 'failure', 'again', 'x')");
+    }));
+    sender.notify();
+    ASSERT_TRUE(eventually([&] { return state_of(1003) != "waiting"; }));
+    EXPECT_EQ(state_of(1003), "dead");  // beyond GitHub's limit
+    EXPECT_EQ(posted.load(), 2);
+    sender.stop();
+    writer.stop();
+}
+
+}  // namespace
+}  // namespace crcrd::report
