@@ -293,8 +293,12 @@ JobOutcome LocalExecutor::run(const JobToRun& job, const std::atomic<bool>& canc
                     {"failed_tests", failed_tests},
                     {"log_lines", verdict.log_line ? json::array({*verdict.log_line}) : json::array()},
                     {"junit_error", ev.junit_error ? json(*ev.junit_error) : json(nullptr)}};
-    out.slot_unhealthy = out.conclusion == "device_unavailable";
-    if (out.slot_unhealthy) out.health = {{"ok", false}, {"at", now_rfc3339()}, {"output", out.reason}};
+    if (out.conclusion == "device_unavailable") {
+        // A device-class failure: the health check decides whether the slot goes offline.
+        out.health = health_check(*slot);
+        out.slot_unhealthy = !out.health["ok"].get<bool>();
+        out.evidence["health_after"] = out.health;
+    }
     out.metadata["finished_at"] = now_rfc3339();
     out.metadata["duration_s"] = static_cast<double>(proc->duration.count()) / 1000.0;
     out.metadata["output_bytes"] = proc->output_bytes;

@@ -77,20 +77,37 @@ std::optional<std::string> finish_job(store::Db& db, std::int64_t job_id, const 
     open.reset();
     if (!done) return std::nullopt;
 
-    std::string worst;
-    // The last attempt of each tier counts: a retried infra failure does not.
+    // The last attempt of each tier counts: a retried infra failure does not. The run says
+    // which tier decided its class, and why.
+    std::string worst, worst_reason;
+    std::int64_t flaky_tests = 0;
     auto& classes = db.cached(
-        "SELECT conclusion FROM jobs j WHERE run_id = ? AND state = 'completed' "
-        "AND attempt = (SELECT max(attempt) FROM jobs k WHERE k.run_id = j.run_id AND k.position = j.position)");
+        "SELECT tier, conclusion, coalesce(reason, ''), coalesce(json_extract(counts, '$.flaky'), 0) FROM jobs j "
+        "WHERE run_id = ? AND state = 'completed' "
+        "AND attempt = (SELECT max(attempt) FROM jobs k WHERE k.run_id = j.run_id AND k.position = j.position) "
+        "ORDER BY position");
     classes.bind(1, run_id);
-    while (classes.step()) worst = more_severe(worst, classes.text(0));
+    while (classes.step()) {
+        const std::string c = classes.text(1);
+        flaky_tests += classes.int64(3);
+        if (worst.empty() || (more_severe(worst, c) == c && c != worst)) {
+            worst = c;
+            worst_reason = classes.text(0) + ": " + classes.text(2);
+        }
+    }
     classes.reset();
-    if (worst.empty()) worst = "cancelled";
+    if (worst.empty()) {
+        worst = "cancelled";
+        worst_reason = tier + " ended " + conclusion;
+    }
+    if (worst == "passed") worst_reason = "every selected tier passed";
+    if (worst == "flaky") {
+        worst_reason = std::to_string(flaky_tests) + (flaky_tests == 1 ? " test" : " tests") + " failed, then passed on rerun";
+    }
     auto& run = db.cached(
         "UPDATE runs SET state = 'completed', conclusion = ?, reason = ?, finished_at = ? "
         "WHERE id = ? AND state IN ('queued','running')");
-    run.bind(1, worst).bind(2, worst == "passed" ? "every selected tier passed" : tier + " ended " + conclusion)
-        .bind(3, now).bind(4, run_id);
+    run.bind(1, worst).bind(2, worst_reason).bind(3, now).bind(4, run_id);
     run.run();
     return worst;
 }

@@ -170,15 +170,19 @@ TEST_F(ReportingTest, EveryClassReachesGithubAsExactlyTheContractsRequests) {
     Github gh;
     start(gh.url());
     struct Case {
-        std::string path, run_class, run_state, tier_state, description_part;
+        std::string path, run_class, run_state, tier_state, description_part, run_description;
     };
     const std::vector<Case> cases = {
-        {"pass/a.py", "passed", "success", "success", "tests passed"},
-        {"flaky/a.py", "flaky", "success", "success", "1 test failed, then passed on rerun"},
-        {"fail/a.py", "regression", "failure", "failure", "1 of 2 tests failed, again on rerun"},
-        {"crash/a.py", "infra_error", "error", "error", "exit status 3"},
-        {"device/a.py", "device_unavailable", "error", "error", "RAS::VFIO::DeviceOpenFail"},
-        {"stall/a.py", "timeout", "error", "error", "no output for the stall timeout"},
+        {"pass/a.py", "passed", "success", "success", "tests passed", "every selected tier passed"},
+        {"flaky/a.py", "flaky", "success", "success", "1 test failed, then passed on rerun",
+         "flaky: 1 test failed, then passed on rerun"},
+        {"fail/a.py", "regression", "failure", "failure", "1 of 2 tests failed, again on rerun",
+         "regression: affected: 1 of 2 tests failed, again on rerun"},
+        {"crash/a.py", "infra_error", "error", "error", "exit status 3", "infra_error: affected: exit status 3"},
+        {"device/a.py", "device_unavailable", "error", "error", "RAS::VFIO::DeviceOpenFail",
+         "device_unavailable: affected: device failure in the log: RAS::VFIO::DeviceOpenFail"},
+        {"stall/a.py", "timeout", "error", "error", "no output for the stall timeout",
+         "timeout: affected: no output for the stall timeout"},
     };
     std::vector<std::pair<std::int64_t, std::string>> runs;
     for (std::size_t i = 0; i < cases.size(); ++i) runs.emplace_back(post({cases[i].path}, sha_of(static_cast<int>(i)), 10 + static_cast<int>(i)), sha_of(static_cast<int>(i)));
@@ -199,13 +203,16 @@ TEST_F(ReportingTest, EveryClassReachesGithubAsExactlyTheContractsRequests) {
         EXPECT_EQ(accepted["crcr/spyre"].back(), cases[i].run_state) << cases[i].path;
         EXPECT_EQ(accepted["crcr/spyre/import"].back(), "success");
         EXPECT_EQ(accepted["crcr/spyre/affected"].back(), cases[i].tier_state) << cases[i].path;
-        // The description of the tier's final status says why.
-        std::string last_description;
+        // The descriptions of the final statuses say why.
+        std::string last_description, run_description;
         for (const auto& s : gh.statuses()) {
             auto b = s.body();
-            if (s.req.path.find(sha) != std::string::npos && b["context"] == "crcr/spyre/affected") last_description = b["description"];
+            if (s.req.path.find(sha) == std::string::npos) continue;
+            if (b["context"] == "crcr/spyre/affected") last_description = b["description"];
+            if (b["context"] == "crcr/spyre") run_description = b["description"];
         }
         EXPECT_NE(last_description.find(cases[i].description_part), std::string::npos) << last_description;
+        EXPECT_EQ(run_description.rfind(cases[i].run_description, 0), 0u) << run_description;
     }
     // The requests themselves (§6).
     for (const auto& s : gh.statuses()) {
