@@ -23,6 +23,8 @@
 #include "crcrd/http/server.hpp"
 #include "crcrd/ingest/webhook.hpp"
 #include "crcrd/exec/local_executor.hpp"
+#include "crcrd/core/files.hpp"
+#include "crcrd/report/auth.hpp"
 #include "crcrd/report/outbox.hpp"
 #include "crcrd/report/sender.hpp"
 #include "crcrd/sched/dispatcher.hpp"
@@ -72,6 +74,25 @@ report::OutboxSettings outbox_settings(const config::Config& c) {
     return o;
 }
 
+/// The reporters' credential files exist and hold what they should (a token; an RSA key).
+void check_report_credentials(const config::ReportConfig& r, std::vector<std::string>& errors) {
+    auto token = [&](const std::string& key, const std::filesystem::path& file) {
+        auto text = read_file(file, 64 * 1024);
+        if (!text) errors.push_back(key + ": " + text.error().message);
+        else if (trim(*text).empty()) errors.push_back(key + ": " + file.string() + " is empty");
+    };
+    if (r.github && r.github->token_file) token("report.github.token_file", *r.github->token_file);
+    if (r.github && r.github->private_key_file) {
+        auto pem = read_file(*r.github->private_key_file, 1 << 20);
+        if (!pem) {
+            errors.push_back("report.github.private_key_file: " + pem.error().message);
+        } else if (auto jwt = report::make_app_jwt(r.github->app_id.value_or(0), *pem, std::chrono::system_clock::now()); !jwt) {
+            errors.push_back("report.github.private_key_file: " + jwt.error().message);
+        }
+    }
+    if (r.crcr_callback) token("report.crcr_callback.token_file", r.crcr_callback->token_file);
+}
+
 struct Checked {
     std::optional<config::Config> config;
     std::shared_ptr<const ingest::Policy> policy;
@@ -87,6 +108,7 @@ Checked load_checked(const std::filesystem::path& path) {
         return out;
     }
     auto ring = ingest::load_keyring(loaded.config->ingest, &out.errors);
+    check_report_credentials(loaded.config->report, out.errors);
     if (!loaded.config->selection.rules.empty()) {
         // Checked here so that --check-config and SIGHUP refuse a broken rules file too.
         auto rules = select::load_rules(loaded.config->selection.rules, &out.errors);

@@ -112,6 +112,15 @@ TEST(Lifecycle, CheckConfigAndVersion) {
                "trust: {downstream_repo: a/b, fork_policy: run}\n");
     EXPECT_EQ(run_command({CRCRD_BIN, "--check-config", "--config", (dir.path() / "nosecret.yaml").string()}, &out), 2);
     EXPECT_NE(out.find("ingest.secrets[0].file: cannot open /nonexistent/s"), std::string::npos) << out;
+    // So are the reporters' credentials: a missing token file, a key that is not an RSA key.
+    write_file(dir.path() / "secrets" / "not-a-key.pem", "-----BEGIN NOTHING-----\n", 0600);
+    d.write_config("report:\n"
+                   "  github: {repo: pytorch/pytorch, app_id: 1, installation_id: 2, private_key_file: secrets/not-a-key.pem}\n"
+                   "  crcr_callback: {url: \"https://relay.example/cb\", token_file: secrets/no-relay.token}\n");
+    EXPECT_EQ(run_command({CRCRD_BIN, "--check-config", "--config", d.config_path().string()}, &out), 2);
+    EXPECT_NE(out.find("report.github.private_key_file: private_key_file is not a PEM RSA private key"), std::string::npos) << out;
+    EXPECT_NE(out.find("report.crcr_callback.token_file: cannot open"), std::string::npos) << out;
+    d.write_config("");
     // Starting with a broken config exits 2 and serves nothing.
     EXPECT_EQ(run_command({CRCRD_BIN, "--config", (dir.path() / "bad.yaml").string()}, &out), 2);
 }
