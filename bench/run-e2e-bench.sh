@@ -2,7 +2,9 @@
 # End to end from webhook to jobs queued: signed deliveries over TLS, then, from the
 # database, the time from each run's commit to its jobs' creation (the planner's latency),
 # and the time until the last run was planned.
-# usage: bench/run-e2e-bench.sh [BUILD_DIR]   (env: TOTAL, CONNECTIONS)
+# With REPORT=1, every status also goes through the outbox to a report file, and the time
+# from each status row's commit to its fsynced line is reported too.
+# usage: bench/run-e2e-bench.sh [BUILD_DIR]   (env: TOTAL, CONNECTIONS, REPORT)
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=$(cd "${1:-$root/build}" && pwd)
@@ -25,6 +27,9 @@ ingest: {secrets: [{id: bench, file: webhook.secret}]}
 trust: {downstream_repo: torch-spyre/torch-spyre, fork_labels: [ciflow/crcr/spyre]}
 selection: {rules: selection.yaml, concurrency: {pull_request: none}}
 CONF
+if [[ ${REPORT:-0} == 1 ]]; then
+  echo "report: {context_prefix: crcr/bench, file: statuses.jsonl}" >> crcrd.yaml
+fi
 "$build/crcrd" --config crcrd.yaml 2> crcrd.log &
 for _ in $(seq 100); do (echo > /dev/tcp/127.0.0.1/$port) 2>/dev/null && break; sleep 0.05; done
 "$build/bench/bench_ingest" --label "webhook (with planner)" --port "$port" --ca tls.crt --fixture "$fixture" \
@@ -45,3 +50,19 @@ SELECT 'jobs queued after the run was stored: runs=' || count(*) ||
 FROM lat;
 SELECT 'jobs per run: ' || printf('%.1f', (SELECT count(*) FROM jobs) * 1.0 / (SELECT count(*) FROM runs));
 SQL
+if [[ ${REPORT:-0} == 1 ]]; then
+  for _ in $(seq 600); do
+    left=$(sqlite3 state/crcrd.db "SELECT count(*) FROM outbox WHERE delivery = 'waiting'")
+    [[ $left == 0 ]] && break; sleep 0.1
+  done
+  sqlite3 state/crcrd.db <<'SQL'
+.mode list
+WITH lat AS (
+  SELECT (julianday(sent_at) - julianday(created_at)) * 86400000.0 AS ms FROM outbox WHERE delivery = 'sent' ORDER BY ms)
+SELECT 'statuses written: ' || count(*) || ' (' || (SELECT count(*) FROM outbox WHERE delivery = 'coalesced') || ' coalesced)' ||
+       ' commit-to-line p50=' || printf('%.1f', (SELECT ms FROM lat LIMIT 1 OFFSET (SELECT count(*) FROM lat) / 2)) || 'ms' ||
+       ' p99=' || printf('%.1f', (SELECT ms FROM lat LIMIT 1 OFFSET (SELECT count(*) FROM lat) * 99 / 100)) || 'ms'
+FROM lat;
+SQL
+  echo "lines in the report file: $(wc -l < statuses.jsonl)"
+fi

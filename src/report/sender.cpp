@@ -40,10 +40,9 @@ std::optional<std::int64_t> header_int(const http::ClientResponse& r, std::strin
     }
 }
 
-Status append_line(const std::filesystem::path& path, const std::string& line) {
+Status append_lines(const std::filesystem::path& path, const std::string& data) {
     int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0640);
     if (fd < 0) return make_error("report_file", "cannot open " + path.string() + ": " + std::strerror(errno));
-    std::string data = line + "\n";
     const char* p = data.data();
     std::size_t left = data.size();
     while (left > 0) {
@@ -170,10 +169,11 @@ SystemTime Sender::send_due(store::Db& db) {
         std::lock_guard lk(m_mu);
         s = m_settings;
     }
+    std::vector<std::pair<Row, Outcome>> done;
     for (const auto& row : rows) {
         {
             std::lock_guard lk(m_mu);
-            if (m_stopping) return now;
+            if (m_stopping) break;
             if (auto p = m_paused.find(row.sink); p != m_paused.end()) {
                 if (system_clock::now() < p->second) continue;
                 m_paused.erase(p);
@@ -184,8 +184,12 @@ SystemTime Sender::send_due(store::Db& db) {
             std::lock_guard lk(m_mu);
             m_paused[row.sink] = *out.until;
         }
-        record(row, out);
+        done.emplace_back(row, std::move(out));
+        // Outcomes are stored in batches: a crash before a batch is stored sends its rows
+        // again after the restart (a duplicate status, which GitHub tolerates), never none.
+        if (done.size() >= 64 || row.sink != "file") flush(done, *s);
     }
+    flush(done, *s);
     // When to look again: the earliest retry, or a little later when this pass was full.
     SystemTime next = system_clock::now() + std::chrono::seconds(5);
     if (rows.size() == 100) next = system_clock::now();
@@ -212,8 +216,7 @@ Sender::Outcome Sender::deliver(store::Db& db, const Row& row, const SenderSetti
         json line = {{"at", now_rfc3339()},   {"run_id", row.run_id},         {"sha", row.sha},
                      {"context", row.context}, {"state", row.state},          {"description", row.description},
                      {"target_url", row.target_url ? json(*row.target_url) : json(nullptr)}};
-        auto st = append_line(*s.file, line.dump());
-        if (!st) return {Outcome::retry, std::nullopt, st.error().message, std::nullopt};
+        m_file_lines += line.dump() + "\n";  // written and synced by flush()
         return {Outcome::sent, std::nullopt, "", std::nullopt};
     }
     if (row.sink == "callback") {
@@ -285,55 +288,72 @@ Sender::Outcome Sender::deliver(store::Db& db, const Row& row, const SenderSetti
     return {Outcome::dead, code, msg, std::nullopt};
 }
 
-void Sender::record(const Row& row, const Outcome& out) {
-    std::shared_ptr<const SenderSettings> s;
-    {
-        std::lock_guard lk(m_mu);
-        s = m_settings;
+void Sender::flush(std::vector<std::pair<Row, Outcome>>& done, const SenderSettings& s) {
+    if (done.empty()) return;
+    if (!m_file_lines.empty()) {
+        auto st = s.file ? append_lines(*s.file, m_file_lines) : Status(make_error("report_file", "report.file is gone"));
+        m_file_lines.clear();
+        if (!st) {
+            for (auto& [row, out] : done) {
+                if (row.sink == "file" && out.kind == Outcome::sent) out = {Outcome::retry, std::nullopt, st.error().message, std::nullopt};
+            }
+        }
     }
     const auto now = system_clock::now();
-    std::optional<SystemTime> next;
-    if (out.kind == Outcome::retry) {
-        // Exponential backoff with jitter: a delay drawn from [d/2, d], d doubling per attempt.
-        auto d = s->retry_initial * (std::int64_t{1} << std::min<std::int64_t>(row.attempts, 20));
-        d = std::min(d, s->retry_max);
-        static thread_local std::mt19937_64 rng{std::random_device{}()};
-        std::uniform_int_distribution<std::int64_t> pick(d.count() / 2, std::max<std::int64_t>(d.count(), 1));
-        next = now + std::chrono::milliseconds(pick(rng));
-    } else if (out.kind == Outcome::wait) {
-        next = out.until;
+    static thread_local std::mt19937_64 rng{std::random_device{}()};
+    std::vector<std::optional<SystemTime>> next(done.size());
+    for (std::size_t i = 0; i < done.size(); ++i) {
+        const auto& [row, out] = done[i];
+        if (out.kind == Outcome::retry) {
+            // Exponential backoff with jitter: a delay drawn from [d/2, d], d doubling per attempt.
+            auto d = s.retry_initial * (std::int64_t{1} << std::min<std::int64_t>(row.attempts, 20));
+            d = std::min(d, s.retry_max);
+            std::uniform_int_distribution<std::int64_t> pick(d.count() / 2, std::max<std::int64_t>(d.count(), 1));
+            next[i] = now + std::chrono::milliseconds(pick(rng));
+        } else if (out.kind == Outcome::wait) {
+            next[i] = out.until;
+        }
     }
     auto st = m_writer.run_sync([&](store::Db& db) {
         auto& upd = db.cached(
             "UPDATE outbox SET delivery = CASE ? WHEN 'sent' THEN 'sent' WHEN 'dead' THEN 'dead' ELSE delivery END, "
             "attempts = attempts + 1, http_status = ?, last_error = ?, next_attempt_at = ?, "
             "sent_at = CASE ? WHEN 'sent' THEN ? ELSE sent_at END WHERE id = ?");
-        const char* kind = out.kind == Outcome::sent ? "sent" : out.kind == Outcome::dead ? "dead" : "again";
-        upd.bind(1, kind)
-            .bind(2, out.http_status ? std::optional<std::int64_t>(*out.http_status) : std::nullopt)
-            .bind(3, out.error.empty() ? std::optional<std::string>() : std::optional<std::string>(out.error))
-            .bind(4, next ? std::optional<std::string>(rfc3339(*next)) : std::nullopt)
-            .bind(5, kind)
-            .bind(6, rfc3339(now))
-            .bind(7, row.id);
-        upd.run();
+        for (std::size_t i = 0; i < done.size(); ++i) {
+            const auto& [row, out] = done[i];
+            const char* kind = out.kind == Outcome::sent ? "sent" : out.kind == Outcome::dead ? "dead" : "again";
+            upd.reset();
+            upd.bind(1, kind)
+                .bind(2, out.http_status ? std::optional<std::int64_t>(*out.http_status) : std::nullopt)
+                .bind(3, out.error.empty() ? std::optional<std::string>() : std::optional<std::string>(out.error))
+                .bind(4, next[i] ? std::optional<std::string>(rfc3339(*next[i])) : std::nullopt)
+                .bind(5, kind)
+                .bind(6, rfc3339(now))
+                .bind(7, row.id);
+            upd.run();
+        }
     });
-    if (!st) spdlog::error("outbox id={} run_id={}: result not stored: {}", row.id, row.run_id, st.error().message);
-    switch (out.kind) {
-        case Outcome::sent:
-            spdlog::info("run_id={} {} {} {} sent ({})", row.run_id, row.sink, row.context, row.state, row.description);
-            break;
-        case Outcome::dead:
-            spdlog::error("run_id={} {} {} {} dead letter: {}", row.run_id, row.sink, row.context, row.state, out.error);
-            break;
-        case Outcome::wait:
-            spdlog::warn("run_id={} {} rate limited until {}: {}", row.run_id, row.sink, rfc3339(*out.until), out.error);
-            break;
-        case Outcome::retry:
-            spdlog::warn("run_id={} {} {} {} attempt {} failed, again at {}: {}", row.run_id, row.sink, row.context, row.state,
-                         row.attempts + 1, rfc3339(*next), out.error);
-            break;
+    for (std::size_t i = 0; i < done.size(); ++i) {
+        const auto& [row, out] = done[i];
+        if (!st) spdlog::error("outbox id={} run_id={}: result not stored: {}", row.id, row.run_id, st.error().message);
+        switch (out.kind) {
+            case Outcome::sent:
+                spdlog::log(row.sink == "file" ? spdlog::level::debug : spdlog::level::info, "run_id={} {} {} {} sent ({})",
+                            row.run_id, row.sink, row.context, row.state, row.description);
+                break;
+            case Outcome::dead:
+                spdlog::error("run_id={} {} {} {} dead letter: {}", row.run_id, row.sink, row.context, row.state, out.error);
+                break;
+            case Outcome::wait:
+                spdlog::warn("run_id={} {} rate limited until {}: {}", row.run_id, row.sink, rfc3339(*out.until), out.error);
+                break;
+            case Outcome::retry:
+                spdlog::warn("run_id={} {} {} {} attempt {} failed, again at {}: {}", row.run_id, row.sink, row.context,
+                             row.state, row.attempts + 1, rfc3339(*next[i]), out.error);
+                break;
+        }
     }
+    done.clear();
 }
 
 }  // namespace crcrd::report

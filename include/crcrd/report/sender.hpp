@@ -50,7 +50,10 @@ private:
     /// Sends what is due; returns when to look again.
     SystemTime send_due(store::Db& db);
     Outcome deliver(store::Db& db, const Row& row, const SenderSettings& s);
-    void record(const Row& row, const Outcome& out);
+    /// Writes the report-file lines gathered in this pass (one fsync), then stores every
+    /// outcome in one transaction.
+    void flush(std::vector<std::pair<Row, Outcome>>& done, const SenderSettings& s);
+    std::string m_file_lines;  // report-file lines of this pass, not yet written
 
     store::Writer& m_writer;
     std::filesystem::path m_db_path;
