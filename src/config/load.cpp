@@ -207,6 +207,7 @@ void parse_report(YamlMap m, ReportConfig& c) {
     m.get("retry_initial", c.retry_initial);
     m.get("retry_max", c.retry_max);
     m.get("timeout", c.timeout);
+    m.get("min_interval", c.min_interval);
 }
 
 void parse_admin(YamlMap m, AdminConfig& c) {

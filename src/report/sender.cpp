@@ -75,6 +75,7 @@ SenderSettings sender_settings(const config::ReportConfig& r) {
     s.retry_initial = std::chrono::duration_cast<std::chrono::milliseconds>(r.retry_initial);
     s.retry_max = std::chrono::duration_cast<std::chrono::milliseconds>(r.retry_max);
     s.timeout = std::chrono::duration_cast<std::chrono::milliseconds>(r.timeout);
+    s.min_interval = std::chrono::duration_cast<std::chrono::milliseconds>(r.min_interval);
     return s;
 }
 
@@ -260,6 +261,16 @@ Sender::Outcome Sender::deliver(store::Db& db, const Row& row, const SenderSetti
                  {"description", row.description},
                  {"target_url", row.target_url ? json(*row.target_url) : json(nullptr)}};
     opts.ca_file = s.github->ca_file;
+    {
+        // GitHub asks for a pause of a second between mutative requests (secondary limits).
+        std::unique_lock lk(m_mu);
+        if (m_last_github_post) {
+            const auto until = *m_last_github_post + s.min_interval;
+            m_cv.wait_until(lk, until, [&] { return m_stopping; });
+            if (m_stopping) return {Outcome::retry, std::nullopt, "stopping", std::nullopt};
+        }
+        m_last_github_post = system_clock::now();
+    }
     auto r = http::send("POST", s.github->api_url + "/repos/" + s.github->repo + "/statuses/" + row.sha, headers,
                         body.dump(), opts);
     if (!r) return {Outcome::retry, std::nullopt, r.error().message, std::nullopt};
@@ -279,7 +290,11 @@ Sender::Outcome Sender::deliver(store::Db& db, const Row& row, const SenderSetti
                                : now + std::chrono::minutes(1);
             return {Outcome::wait, code, msg, std::max(until, now + std::chrono::seconds(1))};
         }
-        if (code == 429) return {Outcome::retry, code, msg, std::nullopt};
+        // A secondary rate limit without either header: at least a minute, GitHub says.
+        if (code == 429 || msg.find("rate limit") != std::string::npos) {
+            const auto pause = std::max<std::chrono::milliseconds>(std::chrono::minutes(1), s.retry_initial * (std::int64_t{1} << std::min<std::int64_t>(row.attempts, 6)));
+            return {Outcome::wait, code, msg, now + pause};
+        }
     }
     if (code == 401 && s.github->app_id && row.attempts == 0) {
         auth->invalidate();  // a stale installation token: fetch a new one and try again

@@ -123,6 +123,7 @@ protected:
                ", context_prefix: crcr/spyre, " + github_yaml + "}\n"
                "  target_url: \"https://ci.example/runs/{run_id}\"\n"
                "  retry_initial: 100ms\n"
+               "  min_interval: " + min_interval + "\n"
                "  retry_max: 1s\n"
                "  timeout: 2s\n" + extra +
                "admin: {tokens: [{name: ops, role: admin, sha256: " + crypto::sha256_hex("ops-token") + "}]}\n";
@@ -164,6 +165,7 @@ protected:
 
     TempDir dir;
     std::unique_ptr<TestDaemon> daemon;
+    std::string min_interval = "0s";  // report.min_interval: no pacing unless a test wants it
 };
 
 TEST_F(ReportingTest, EveryClassReachesGithubAsExactlyTheContractsRequests) {
@@ -347,6 +349,46 @@ TEST_F(ReportingTest, RateLimitsWaitForRetryAfterAndForTheReset) {
     auto third_wall = std::chrono::system_clock::now() - (Clock::now() - seen[2].at);
     EXPECT_GE(third_wall, reset_time - std::chrono::milliseconds(100));
     for (const auto& [ctx, states] : gh.accepted(sha_of(300))) EXPECT_EQ(states.back(), "success") << ctx;
+}
+
+TEST_F(ReportingTest, PostsToGithubArePacedAndASecondaryRateLimitPausesForAMinute) {
+    Github gh;
+    std::atomic<bool> limited{false};
+    gh.set([&](const http::Request&) {
+        if (limited) return http::Response::json(403, {{"message", "You have exceeded a secondary rate limit."}});
+        return http::Response::json(201, {{"id", 1}});
+    });
+    min_interval = "300ms";
+    start(gh.url());
+    auto run = post({"pass/a.py"}, sha_of(450), 45);
+    EXPECT_EQ(finished(run), "completed/passed");
+    ASSERT_TRUE(eventually([&] { return outbox_settled(); }, std::chrono::seconds(30)));
+    auto seen = gh.statuses();
+    ASSERT_GE(seen.size(), 6u);
+    for (std::size_t i = 1; i < seen.size(); ++i) {
+        EXPECT_GE(seen[i].at - seen[i - 1].at, std::chrono::milliseconds(290)) << i;
+    }
+    // A 403 naming a secondary rate limit, without headers: not a dead letter; the GitHub
+    // sink waits at least a minute, as GitHub asks.
+    limited = true;
+    auto second = post({"pass/b.py"}, sha_of(451), 46);
+    EXPECT_EQ(finished(second), "completed/passed");
+    ASSERT_TRUE(eventually([&] {
+        return daemon->scalar("SELECT count(*) FROM outbox WHERE http_status = 403") == 1;
+    }, std::chrono::seconds(30)));
+    auto waiting = get("/api/v1/outbox?state=waiting&sink=github");
+    ASSERT_FALSE(waiting["items"].empty());
+    EXPECT_EQ(daemon->scalar("SELECT count(*) FROM outbox WHERE delivery = 'dead'"), 0);
+    auto limited_row = json::parse(daemon->text(
+        "SELECT json_object('next', next_attempt_at, 'created', created_at) FROM outbox WHERE http_status = 403"));
+    auto next = parse_rfc3339(limited_row["next"].get<std::string>());
+    ASSERT_TRUE(next);
+    EXPECT_GE(*next - std::chrono::system_clock::now(), std::chrono::seconds(50));
+    // Nothing else was sent to GitHub meanwhile.
+    std::size_t after = 0;
+    for (const auto& s : gh.statuses())
+        if (s.answered == 403) ++after;
+    EXPECT_EQ(after, 1u);
 }
 
 TEST_F(ReportingTest, A422IsADeadLetterKeepingGithubsMessageAndIsNotRetried) {

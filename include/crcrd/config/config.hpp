@@ -136,6 +136,7 @@ struct ReportConfig {
     Duration retry_initial = std::chrono::seconds(2);
     Duration retry_max = std::chrono::minutes(10);
     Duration timeout = std::chrono::seconds(30);  // one request to GitHub or the relay
+    Duration min_interval = std::chrono::seconds(1);  // between two POSTs to GitHub (its advice)
     /// The context prefix in force: report.github's, else report.context_prefix, else "crcr".
     std::string prefix() const { return github ? github->context_prefix : context_prefix.value_or("crcr"); }
 };

@@ -29,6 +29,7 @@ struct SenderSettings {
     std::chrono::milliseconds retry_initial{std::chrono::seconds(2)};
     std::chrono::milliseconds retry_max{std::chrono::minutes(10)};
     std::chrono::milliseconds timeout{std::chrono::seconds(30)};
+    std::chrono::milliseconds min_interval{std::chrono::seconds(1)};  // between POSTs to GitHub
 };
 SenderSettings sender_settings(const config::ReportConfig& r);
 
@@ -62,6 +63,7 @@ private:
     std::shared_ptr<const SenderSettings> m_settings;
     std::shared_ptr<GithubAuth> m_auth;
     std::map<std::string, SystemTime> m_paused;  // sink → rate-limited until
+    std::optional<SystemTime> m_last_github_post;
     bool m_pending = false;
     bool m_stopping = false;
     std::thread m_thread;

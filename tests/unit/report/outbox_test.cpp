@@ -156,6 +156,7 @@ TEST(Sender, NeverPostsMoreThanGithubsThousandStatusesPerShaAndContext) {
     SenderSettings s;
     s.github = g;
     s.retry_initial = std::chrono::milliseconds(50);
+    s.min_interval = std::chrono::milliseconds(0);
     Sender sender(writer, dir.path() / "a.db", s);
     sender.start();
     auto state_of = [&](int id) {
