@@ -1,5 +1,7 @@
 #include "crcrd/sched/planner.hpp"
 
+#include <future>
+
 #include <spdlog/spdlog.h>
 
 
@@ -139,24 +141,46 @@ std::size_t Planner::plan_pending() {
     if (!cfg || !cfg->rules) return 0;
     std::vector<std::int64_t> ids;
     auto runs = unplanned(m_db_path, ids);
-    std::size_t planned = 0;
+    // Each plan is submitted as soon as it is decided, without waiting for the one before:
+    // the writer commits whatever is queued together (one fsync for a burst of runs).
+    struct Pending {
+        std::int64_t id;
+        std::string sha, summary;
+        bool stored = false;
+        std::promise<Status> done;
+        std::future<Status> result = done.get_future();
+    };
+    std::vector<std::unique_ptr<Pending>> pending;
     for (std::size_t i = 0; i < runs.size(); ++i) {
         auto changed = select::resolve_changed_paths(runs[i], cfg->sources);
         auto sel = select::decide(*cfg->rules, changed, runs[i].event);
-        auto rules = cfg->rules;
-        std::int64_t id = ids[i];
-        bool stored = false;
-        auto status = m_writer.run_sync([&](store::Db& db) { stored = store_plan(db, id, sel, *rules); });
-        if (!status) {
-            spdlog::error("planner: run_id={} could not be stored: {}", id, status.error().message);
-            break;
-        }
-        ++planned;
+        auto p = std::make_unique<Pending>();
+        p->id = ids[i];
+        p->sha = runs[i].sha;
         std::string tiers;
         for (const auto& t : sel.tiers) tiers += (tiers.empty() ? "" : ",") + t.name;
-        spdlog::info("planned run_id={} sha={} source={} changed_paths={} tiers={} {}", id, runs[i].sha,
-                     select::to_string(sel.source), sel.changed_paths, tiers.empty() ? "-" : tiers,
-                     stored ? "" : "(cancelled meanwhile)");
+        p->summary = "source=" + std::string(select::to_string(sel.source)) + " changed_paths=" +
+                     std::to_string(sel.changed_paths) + " tiers=" + (tiers.empty() ? "-" : tiers);
+        auto* raw = p.get();
+        auto rules = cfg->rules;
+        bool queued = m_writer.submit(
+            [raw, sel = std::move(sel), rules](store::Db& db) { raw->stored = store_plan(db, raw->id, sel, *rules); },
+            [raw](Status s) { raw->done.set_value(std::move(s)); });
+        if (!queued) {
+            spdlog::warn("planner: the writer is overloaded; planning resumes later");
+            break;
+        }
+        pending.push_back(std::move(p));
+    }
+    std::size_t planned = 0;
+    for (auto& p : pending) {
+        auto status = p->result.get();
+        if (!status) {
+            spdlog::error("planner: run_id={} could not be stored: {}", p->id, status.error().message);
+            continue;
+        }
+        ++planned;
+        spdlog::info("planned run_id={} sha={} {} {}", p->id, p->sha, p->summary, p->stored ? "" : "(cancelled meanwhile)");
     }
     return planned;
 }
