@@ -156,10 +156,26 @@ void Sender::loop() {
 SystemTime Sender::send_due(store::Db& db) {
     const auto now = system_clock::now();
     std::vector<Row> rows;
+    // A rate-limited sink's rows are left out, so they neither spin this loop nor hold up
+    // the other sinks' rows behind them.
+    std::vector<std::string> paused;
+    {
+        std::lock_guard lk(m_mu);
+        for (auto it = m_paused.begin(); it != m_paused.end();) {
+            if (now >= it->second) {
+                it = m_paused.erase(it);
+            } else {
+                paused.push_back(it->first);
+                ++it;
+            }
+        }
+    }
+    paused.resize(3);  // the three sinks at most; "" matches none
     auto& due = db.cached(
         "SELECT id, sink, sha, context, state, description, target_url, body, attempts, run_id FROM outbox "
-        "WHERE delivery = 'waiting' AND (next_attempt_at IS NULL OR next_attempt_at <= ?) ORDER BY id LIMIT 100");
-    due.bind(1, rfc3339(now));
+        "WHERE delivery = 'waiting' AND (next_attempt_at IS NULL OR next_attempt_at <= ?) AND sink NOT IN (?, ?, ?) "
+        "ORDER BY id LIMIT 100");
+    due.bind(1, rfc3339(now)).bind(2, paused[0]).bind(3, paused[1]).bind(4, paused[2]);
     while (due.step()) {
         rows.push_back({due.int64(0), due.text(1), due.text(2), due.text(3), due.text(4), due.text(5), due.opt_text(6),
                         due.opt_text(7), due.int64(8), due.int64(9)});
@@ -175,11 +191,14 @@ SystemTime Sender::send_due(store::Db& db) {
         {
             std::lock_guard lk(m_mu);
             if (m_stopping) break;
-            if (auto p = m_paused.find(row.sink); p != m_paused.end()) {
-                if (system_clock::now() < p->second) continue;
-                m_paused.erase(p);
-            }
+            if (auto p = m_paused.find(row.sink); p != m_paused.end()) continue;  // paused during this pass
         }
+        // A newer state of the same context may have replaced this one since it was read.
+        auto& still = db.cached("SELECT delivery FROM outbox WHERE id = ?");
+        still.bind(1, row.id);
+        const bool waiting = still.step() && still.text(0) == "waiting";
+        still.reset();
+        if (!waiting) continue;
         auto out = deliver(db, row, *s);
         if (out.kind == Outcome::wait) {
             std::lock_guard lk(m_mu);
@@ -191,10 +210,12 @@ SystemTime Sender::send_due(store::Db& db) {
         if (done.size() >= 64 || row.sink != "file") flush(done, *s);
     }
     flush(done, *s);
-    // When to look again: the earliest retry, or a little later when this pass was full.
+    // When to look again: at once when this pass was full, else at the earliest retry of a
+    // sink that is not paused, or when a pause ends (or in 5 s, or when woken).
     SystemTime next = system_clock::now() + std::chrono::seconds(5);
     if (rows.size() == 100) next = system_clock::now();
-    auto& soon = db.cached("SELECT min(next_attempt_at) FROM outbox WHERE delivery = 'waiting'");
+    auto& soon = db.cached("SELECT min(next_attempt_at) FROM outbox WHERE delivery = 'waiting' AND sink NOT IN (?, ?, ?)");
+    soon.bind(1, paused[0]).bind(2, paused[1]).bind(3, paused[2]);
     if (soon.step()) {
         if (auto at = soon.opt_text(0)) {
             if (auto t = parse_rfc3339(*at)) next = std::min(next, *t);
