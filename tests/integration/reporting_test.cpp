@@ -359,7 +359,7 @@ TEST_F(ReportingTest, PostsToGithubArePacedAndASecondaryRateLimitPausesForAMinut
         return http::Response::json(201, {{"id", 1}});
     });
     min_interval = "300ms";
-    start(gh.url());
+    start(gh.url(), "token_file: secrets/gh.token", "  file: state/statuses.jsonl\n");
     auto run = post({"pass/a.py"}, sha_of(450), 45);
     EXPECT_EQ(finished(run), "completed/passed");
     ASSERT_TRUE(eventually([&] { return outbox_settled(); }, std::chrono::seconds(30)));
@@ -384,6 +384,15 @@ TEST_F(ReportingTest, PostsToGithubArePacedAndASecondaryRateLimitPausesForAMinut
     auto next = parse_rfc3339(limited_row["next"].get<std::string>());
     ASSERT_TRUE(next);
     EXPECT_GE(*next - std::chrono::system_clock::now(), std::chrono::seconds(50));
+    // The paused GitHub sink does not hold up the report file: the run's final state is there.
+    auto report_file = [&] {
+        auto text = read_file(dir.path() / "state" / "statuses.jsonl");
+        return text ? *text : std::string();
+    };
+    ASSERT_TRUE(eventually([&] {
+        return report_file().find("\"context\":\"crcr/spyre\",\"description\":\"every selected tier passed\",\"run_id\":" +
+                         std::to_string(second)) != std::string::npos;
+    })) << report_file();
     // Nothing else was sent to GitHub meanwhile.
     std::size_t after = 0;
     for (const auto& s : gh.statuses())
