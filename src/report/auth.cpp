@@ -60,20 +60,13 @@ void GithubAuth::invalidate() {
 Result<std::string> GithubAuth::token() {
     std::lock_guard lk(m_mu);
     if (m_cfg.token_file) {
-        std::error_code ec;
-        auto mtime = std::filesystem::last_write_time(*m_cfg.token_file, ec);
-        auto size = ec ? 0 : std::filesystem::file_size(*m_cfg.token_file, ec);
-        if (ec) return make_error("github_auth", "token_file " + m_cfg.token_file->string() + ": " + ec.message());
-        if (m_file_token.empty() || mtime != m_mtime || size != m_size) {
-            auto text = read_file(*m_cfg.token_file, 64 * 1024);
-            if (!text) return make_error("github_auth", text.error().message);
-            auto tok = trim(*text);
-            if (tok.empty()) return make_error("github_auth", "token_file " + m_cfg.token_file->string() + " is empty");
-            m_file_token = tok;
-            m_mtime = mtime;
-            m_size = size;
-        }
-        return m_file_token;
+        // Read at every use (a few bytes, at most once a second): a token rotated in place is
+        // picked up at once, whatever the file system's timestamp resolution.
+        auto text = read_file(*m_cfg.token_file, 64 * 1024);
+        if (!text) return make_error("github_auth", text.error().message);
+        auto tok = trim(*text);
+        if (tok.empty()) return make_error("github_auth", "token_file " + m_cfg.token_file->string() + " is empty");
+        return tok;
     }
     const auto now = std::chrono::system_clock::now();
     if (!m_app_token.empty() && now < m_app_expires - std::chrono::minutes(5)) return m_app_token;

@@ -283,17 +283,21 @@ Sender::Outcome Sender::deliver(store::Db& db, const Row& row, const SenderSetti
                  {"target_url", row.target_url ? json(*row.target_url) : json(nullptr)}};
     opts.ca_file = s.github->ca_file;
     {
-        // GitHub asks for a pause of a second between mutative requests (secondary limits).
+        // GitHub asks for a pause of a second between mutative requests (secondary limits):
+        // counted from the end of the previous one.
         std::unique_lock lk(m_mu);
         if (m_last_github_post) {
             const auto until = *m_last_github_post + s.min_interval;
             m_cv.wait_until(lk, until, [&] { return m_stopping; });
             if (m_stopping) return {Outcome::retry, std::nullopt, "stopping", std::nullopt};
         }
-        m_last_github_post = system_clock::now();
     }
     auto r = http::send("POST", s.github->api_url + "/repos/" + s.github->repo + "/statuses/" + row.sha, headers,
                         body.dump(), opts);
+    {
+        std::lock_guard lk(m_mu);
+        m_last_github_post = system_clock::now();
+    }
     if (!r) return {Outcome::retry, std::nullopt, r.error().message, std::nullopt};
     const int code = r->status;
     if (code == 200 || code == 201) return {Outcome::sent, code, "", std::nullopt};

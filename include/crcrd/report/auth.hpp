@@ -1,5 +1,6 @@
 #pragma once
-// Credentials for GitHub's API: a token file (re-read when it changes) or a GitHub App
+// Credentials for GitHub's API: a token file (read at every use, so a rotation applies at
+// once) or a GitHub App
 // (an RS256 JWT, exchanged for an installation token that is cached until shortly before it
 // expires). Used by the status sender and by the changed-paths look-up.
 
@@ -38,10 +39,6 @@ private:
     config::GithubReportConfig m_cfg;
     std::chrono::milliseconds m_timeout;
     std::mutex m_mu;
-    // token file cache: re-read when its mtime or size changes
-    std::filesystem::file_time_type m_mtime{};
-    std::uintmax_t m_size = 0;
-    std::string m_file_token;
     // installation token
     std::string m_app_token;
     SystemTime m_app_expires{};
