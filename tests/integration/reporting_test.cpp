@@ -612,5 +612,43 @@ TEST_F(ReportingTest, TheRelayCallbackSaysInProgressThenCompletedAndTheFileGetsE
     EXPECT_EQ(last_state["crcr/spyre/affected"], "failure");
 }
 
+TEST_F(ReportingTest, TheRelayCallbackIsRetriedOn5xxAndNotOn4xx) {
+    Github gh;
+    std::atomic<int> relay_calls{0};
+    std::atomic<int> answer_4xx{0};
+    gh.set([&](const http::Request& req) {
+        if (req.path != "/relay/callback") return http::Response::json(201, {{"id", 1}});
+        int n = ++relay_calls;
+        if (answer_4xx) return http::Response::json(400, {{"error", "unknown delivery"}});
+        if (n <= 2) return http::Response::json(502, {{"error", "bad gateway"}});
+        return http::Response::json(200, {{"ok", true}});
+    });
+    write_file(dir.path() / "secrets" / "relay.token", "relay-token\n", 0600);
+    start(gh.url(), "token_file: secrets/gh.token",
+          "  crcr_callback: {url: \"" + gh.url() + "/relay/callback\", token_file: secrets/relay.token, ca_file: " +
+              test_certs().ca.string() + "}\n");
+    auto run = post({"pass/a.py"}, sha_of(710), 71);
+    EXPECT_EQ(finished(run), "completed/passed");
+    ASSERT_TRUE(eventually([&] {
+        return daemon->scalar("SELECT count(*) FROM outbox WHERE sink='callback' AND delivery='waiting'") == 0 &&
+               daemon->scalar("SELECT count(*) FROM outbox WHERE sink='callback' AND state='completed'") == 1;
+    }, std::chrono::seconds(30))) << daemon->log();
+    EXPECT_EQ(daemon->text("SELECT delivery FROM outbox WHERE sink='callback' AND state='completed'"), "sent");
+    EXPECT_GE(relay_calls.load(), 3);
+    EXPECT_EQ(daemon->scalar("SELECT count(*) FROM outbox WHERE sink='callback' AND delivery='dead'"), 0);
+
+    answer_4xx = 1;
+    const int before = relay_calls.load();
+    auto second = post({"pass/b.py"}, sha_of(711), 72);
+    EXPECT_EQ(finished(second), "completed/passed");
+    const std::string rows = "SELECT count(*) FROM outbox WHERE sink='callback' AND run_id=" + std::to_string(second);
+    ASSERT_TRUE(eventually([&] {
+        return daemon->scalar(rows + " AND delivery='waiting'") == 0 && daemon->scalar(rows + " AND state='completed'") == 1;
+    }, std::chrono::seconds(30))) << daemon->log();
+    // Every callback of that run was answered 400 once and not sent again.
+    EXPECT_EQ(daemon->scalar(rows + " AND delivery='dead' AND attempts=1 AND http_status=400"), daemon->scalar(rows + " AND delivery<>'coalesced'"));
+    EXPECT_EQ(relay_calls.load() - before, daemon->scalar(rows + " AND delivery='dead'"));
+}
+
 }  // namespace
 }  // namespace crcrd
