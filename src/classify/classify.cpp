@@ -1,5 +1,7 @@
 #include "crcrd/classify/classify.hpp"
 
+#include <algorithm>
+
 namespace crcrd::classify {
 
 namespace {
@@ -10,9 +12,12 @@ std::optional<std::string> find_line(const std::string& log, const std::vector<s
     while (start < log.size()) {
         auto end = log.find('\n', start);
         if (end == std::string::npos) end = log.size();
-        std::string line = log.substr(start, end - start);
+        const char* first = log.data() + start;
+        const char* last = log.data() + end;
         for (const auto& re : res) {
-            if (std::regex_search(line, re)) return line.size() > 200 ? line.substr(0, 200) : line;
+            if (std::regex_search(first, last, re)) {
+                return std::string(first, std::min<std::size_t>(end - start, 200));
+            }
         }
         start = end + 1;
     }
