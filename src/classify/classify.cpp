@@ -44,7 +44,12 @@ Verdict decide(const Evidence& e, const Patterns& p) {
     if (e.tests_failed > 0) {
         return {"regression", std::to_string(e.tests_failed) + " of " + std::to_string(e.tests_total) + " tests failed", std::nullopt};
     }
-    if (auto line = find_line(e.log_text, p.infra)) return {"infra_error", "infrastructure failure in the log: " + *line, line};
+    // An infra signature only explains an attempt that failed: a passing run may print one
+    // (a test of offline behaviour, a retried download) and still be a pass.
+    const bool failed = e.signal || (e.exit_code && *e.exit_code != 0) || e.tests_total == 0;
+    if (failed) {
+        if (auto line = find_line(e.log_text, p.infra)) return {"infra_error", "infrastructure failure in the log: " + *line, line};
+    }
     if (e.signal) return {"infra_error", "the test command was killed by signal " + std::to_string(*e.signal), std::nullopt};
     if (e.exit_code && *e.exit_code != 0) {
         return {"infra_error", "exit status " + std::to_string(*e.exit_code) + " without a failed test" +

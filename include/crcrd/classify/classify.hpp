@@ -39,8 +39,9 @@ Patterns compile_patterns(const std::vector<std::string>& device, const std::vec
 
 /// In order: cancelled; timeout (tier or stall); a device-failure signature in the log →
 /// device_unavailable; malformed JUnit → infra_error; failed tests → regression; an infra
-/// signature → infra_error; a non-zero exit or a signal without failed tests → infra_error;
-/// otherwise passed.
+/// signature in the log of an attempt that failed (non-zero exit, signal, or no JUnit) →
+/// infra_error; a non-zero exit or a signal without failed tests → infra_error; otherwise
+/// passed.
 Verdict decide(const Evidence& e, const Patterns& p);
 
 }  // namespace crcrd::classify

@@ -104,8 +104,15 @@ struct ExecutionConfig {
 };
 
 struct ClassifyConfig {
-    Strings device_patterns = {"RAS::VFIO::DeviceOpenFail"};
-    Strings infra_patterns = {"No space left on device", "ERROR: Could not install packages"};
+    // Defaults for a PyTorch accelerator backend (docs/reporting.md); ECMAScript regexes.
+    Strings device_patterns = {"RAS::VFIO::DeviceOpenFail", "[Ff]ailed to open (the )?(VFIO )?device",
+                               "Device or resource busy", "No (Spyre|AIU) devices? (found|available)"};
+    Strings infra_patterns = {"No space left on device",
+                              "ERROR: Could not install packages",
+                              "Could not resolve host",
+                              "Temporary failure in name resolution",
+                              "fatal: unable to access",
+                              "ModuleNotFoundError: No module named 'torch'"};
 };
 
 struct GithubReportConfig {
