@@ -464,6 +464,26 @@ TEST_F(ReportingTest, A422IsADeadLetterKeepingGithubsMessageAndIsNotRetried) {
         }
     }
     EXPECT_TRUE(found) << shown["statuses"].dump();
+
+    // Once the cause is fixed, an operator re-sends the newest dead letter of the context.
+    gh.set(nullptr);
+    auto post_admin = [&](const std::string& path) {
+        auto r = daemon->request("POST", path, {{"Authorization", "Bearer ops-token"}}, "");
+        EXPECT_TRUE(r);
+        return r->status;
+    };
+    const auto newest = dead["items"][0]["id"].get<std::int64_t>();
+    EXPECT_EQ(post_admin("/api/v1/outbox/" + std::to_string(newest) + "/retry"), 200);
+    ASSERT_TRUE(eventually([&] {
+        return daemon->text("SELECT delivery FROM outbox WHERE id=" + std::to_string(newest)) == "sent";
+    }, std::chrono::seconds(30)));
+    EXPECT_EQ(gh.accepted(sha_of(400))["crcr/spyre/import"].back(), "success");
+    // An older dead letter of that context would now overwrite a newer state: refused.
+    if (dead["items"].size() > 1) {
+        EXPECT_EQ(post_admin("/api/v1/outbox/" + std::to_string(dead["items"].back()["id"].get<std::int64_t>()) + "/retry"), 409);
+    }
+    EXPECT_EQ(post_admin("/api/v1/outbox/" + std::to_string(newest) + "/retry"), 409);  // not dead any more
+    EXPECT_EQ(post_admin("/api/v1/outbox/999999/retry"), 404);
 }
 
 TEST_F(ReportingTest, StatusesStillWaitingAtAStopAllArriveAfterTheRestartInOrder) {
