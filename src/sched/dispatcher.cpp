@@ -191,6 +191,7 @@ void Dispatcher::stop() {
         for (auto& [id, flag] : m_running) flag->store(true);
     }
     m_cv.notify_all();
+    m_stop_cv.notify_all();
     if (m_thread.joinable()) m_thread.join();
     std::vector<std::thread> workers;
     {
@@ -347,7 +348,7 @@ void Dispatcher::work(exec::JobToRun job, std::shared_ptr<std::atomic<bool>> can
         outcome.conclusion = "infra_error";
         outcome.reason = "daemon stopped while the job ran";
     }
-    auto s = m_writer.run_sync([&](store::Db& db) {
+    auto store_outcome = [&](store::Db& db) {
         if (outcome.requeue) {
             auto& back = db.cached("UPDATE jobs SET state = 'queued', slot = NULL WHERE id = ? AND state IN ('leased','running')");
             back.bind(1, job.job_id);
@@ -371,11 +372,23 @@ void Dispatcher::work(exec::JobToRun job, std::shared_ptr<std::atomic<bool>> can
             end_attempt(db, job, outcome.conclusion, outcome.reason, outcome.exit_status, m_settings);
         }
         m_executor.release(db, job, outcome);
-    });
+    };
+    // An outcome is never dropped: when it cannot be stored (a full disk, an I/O error) it is
+    // tried again, with growing pauses, until it is stored or the daemon stops (the job is then
+    // still running in the database, and the next start ends it "daemon restarted").
+    auto s = m_writer.run_sync(store_outcome);
+    for (auto pause = std::chrono::milliseconds(250); !s; pause = std::min(pause * 2, std::chrono::milliseconds(30'000))) {
+        spdlog::error("job_id={} outcome not stored, again in {} ms: {}", job.job_id, pause.count(), s.error().message);
+        {
+            std::unique_lock lk(m_mu);
+            if (m_stop_cv.wait_for(lk, pause, [&] { return m_stopping; })) break;
+        }
+        s = m_writer.run_sync(store_outcome);
+    }
     spdlog::log(outcome.conclusion == "passed" ? spdlog::level::info : spdlog::level::warn,
                 "job_id={} run_id={} tier={} attempt={} slot={} ended {}: {}", job.job_id, job.run_id, job.tier,
                 job.attempt, job.slot, outcome.requeue ? "requeued" : outcome.conclusion, outcome.reason);
-    if (!s) spdlog::error("job_id={} outcome not stored: {}", job.job_id, s.error().message);
+    if (!s) spdlog::error("job_id={} outcome not stored before the stop: {}", job.job_id, s.error().message);
     {
         std::lock_guard lk(m_mu);
         m_running.erase(job.job_id);

@@ -195,6 +195,27 @@ TEST_F(ExecutionTest, IsolationUserRunsTheCommandAsAnotherUidThatCannotReadTheDa
     EXPECT_EQ(json::parse(daemon->text("SELECT metadata FROM jobs WHERE id=" + id))["isolation"], "user");
 }
 
+TEST_F(ExecutionTest, AnOutcomeThatCannotBeStoredIsStoredOnceWritesWorkAgain) {
+    start();
+    auto exec_sql = [&](const std::string& sql) {
+        auto db = store::Db::open(daemon->db_path(), store::OpenOptions{false, 5000});
+        ASSERT_TRUE(db);
+        (*db)->exec(sql);
+    };
+    // Every write that ends a job fails (as on a full disk) while the flag row exists.
+    exec_sql("CREATE TABLE test_block (x); INSERT INTO test_block VALUES (1);"
+             "CREATE TRIGGER test_block_outcomes BEFORE UPDATE OF metadata ON jobs WHEN (SELECT count(*) FROM test_block) > 0 "
+             "BEGIN SELECT RAISE(ABORT, 'test: writes fail'); END;");
+    auto run = post({"torch/_inductor/ir.py"}, "m-block");
+    ASSERT_TRUE(eventually([&] { return daemon->log().find("outcome not stored, again in") != std::string::npos; },
+                           std::chrono::seconds(60)))
+        << daemon->log();
+    EXPECT_EQ(daemon->text("SELECT state FROM jobs WHERE tier='import' AND run_id=" + std::to_string(run)), "running");
+    exec_sql("DELETE FROM test_block");
+    EXPECT_EQ(finished(run), "completed/passed");
+    EXPECT_EQ(jobs(run), "import:completed:passed:1 smoke:completed:passed:1 affected:completed:passed:1");
+}
+
 TEST_F(ExecutionTest, AnExpiredLeaseWhoseJobIsNotRunningFreesItsSlot) {
     start();
     {

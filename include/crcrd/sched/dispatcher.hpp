@@ -54,6 +54,7 @@ private:
     DispatcherSettings m_settings;
     std::mutex m_mu;
     std::condition_variable m_cv;
+    std::condition_variable m_stop_cv;  // workers waiting to store an outcome again
     bool m_stopping = false;
     bool m_pending = true;
     std::map<std::int64_t, std::shared_ptr<std::atomic<bool>>> m_running;  // job id -> cancel flag
