@@ -20,3 +20,9 @@ if [[ ! -s $demo/relay.whsec ]]; then
   (umask 077; echo "whsec_$(openssl rand -base64 32)" > "$demo/relay.whsec")
   echo "demo: made a Standard Webhooks secret in $demo/relay.whsec" >&2
 fi
+if [[ ! -s $demo/admin.token ]]; then
+  # The demo's admin token is fixed (config/demo.yaml holds its SHA-256); the demo listens on
+  # 127.0.0.1 only. A real installation makes its own: docs/operations.md.
+  (umask 077; printf 'crcrd-demo-admin-token\n' > "$demo/admin.token")
+  echo "demo: wrote the demo's admin token to $demo/admin.token" >&2
+fi

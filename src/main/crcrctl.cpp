@@ -4,18 +4,20 @@
 #include <string>
 #include <vector>
 
+#include "crcrd/app/admin_cli.hpp"
 #include "crcrd/app/explain.hpp"
 #include "crcrd/app/send.hpp"
 
 namespace {
 
 void usage(std::ostream& os) {
-    os << "usage: crcrctl [--version] COMMAND ...\n"
+    os << "usage: crcrctl [--version] [--url URL] [--token-file F] [--cacert F] COMMAND ...\n"
           "  send --scheme github|standard-webhooks --secret-file F [--url U] [--cacert F]\n"
           "       [--event NAME] [--delivery-id ID] EVENT.json\n"
           "       sign EVENT.json and post it (default URL https://127.0.0.1:8443/webhook)\n"
           "  explain --rules FILE --changed-files FILE|- [--event pull_request|push|schedule] [--json]\n"
-          "       print the selection a run would get for these changed paths\n";
+          "       print the selection a run would get for these changed paths\n"
+       << crcrd::app::admin_usage();
 }
 
 int send(const std::vector<std::string>& args) {
@@ -80,11 +82,28 @@ int main(int argc, char** argv) {
         std::cout << "crcrctl " CRCRD_VERSION "\n";
         return 0;
     }
+    // Options of the admin commands come before the command.
+    crcrd::app::AdminCliOptions admin;
+    while (!args.empty() && (args[0] == "--url" || args[0] == "--token-file" || args[0] == "--cacert")) {
+        if (args.size() < 2) {
+            std::cerr << "crcrctl: " << args[0] << " needs a value\n";
+            return 2;
+        }
+        if (args[0] == "--url") admin.url = args[1];
+        if (args[0] == "--token-file") admin.token_file = args[1];
+        if (args[0] == "--cacert") admin.cacert = args[1];
+        args.erase(args.begin(), args.begin() + 2);
+    }
+    if (args.empty()) {
+        usage(std::cerr);
+        return 2;
+    }
     std::string cmd = args[0];
     args.erase(args.begin());
     try {
         if (cmd == "send") return send(args);
         if (cmd == "explain") return explain(args);
+        if (crcrd::app::is_admin_command(cmd)) return crcrd::app::admin_command(cmd, args, admin, std::cout, std::cerr);
     } catch (const std::exception& e) {
         std::cerr << "crcrctl: " << e.what() << "\n";
         return 1;

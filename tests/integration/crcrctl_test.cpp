@@ -1,0 +1,117 @@
+// crcrctl's admin commands against the real daemon: tables for people, --json for scripts,
+// actions, and the errors an operator sees.
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "crcrd/core/crypto.hpp"
+#include "crcrd/core/files.hpp"
+#include "support/certs.hpp"
+#include "support/ci_script.hpp"
+#include "support/daemon.hpp"
+
+namespace crcrd {
+namespace {
+
+using nlohmann::json;
+
+class AdminCli : public ::testing::Test {
+protected:
+    void SetUp() override {
+        write_file(dir.path() / "ci" / "ci.sh", k_ci_script, 0755);
+        write_file(dir.path() / "selection.yaml",
+                   "tiers:\n  - {name: import, always: true, tests: [ok_import]}\n"
+                   "  - {name: affected, from_rules: true}\n"
+                   "rules:\n  - {name: fail, paths: [\"fail/**\"], tests: [fail_x]}\nunmatched: nothing\n");
+        write_file(dir.path() / "ops.token", "ops-token\n", 0600);
+        write_file(dir.path() / "read.token", "read-token\n", 0600);
+        daemon = std::make_unique<TestDaemon>(
+            dir.path(),
+            "selection: {rules: selection.yaml}\n"
+            "runners: [{name: sim-0, labels: [sim], health_check: [/bin/true]}]\n"
+            "execution: {command: [ci/ci.sh], work_root: state/work, isolation: none, min_free_bytes: 1MiB, flaky_reruns: 0}\n"
+            "report: {context_prefix: crcr/spyre, file: state/statuses.jsonl}\n"
+            "admin: {tokens: [{name: ops, role: admin, sha256: " + crypto::sha256_hex("ops-token") +
+                "}, {name: viewer, role: read, sha256: " + crypto::sha256_hex("read-token") + "}]}\n");
+        daemon->start();
+    }
+    /// crcrctl with the admin options; returns its exit code, `out` gets stdout and stderr.
+    int ctl(std::vector<std::string> args, std::string* out, const std::string& token = "ops.token") {
+        std::vector<std::string> argv = {CRCRCTL_BIN, "--url", daemon->url(""), "--cacert", test_certs().ca.string()};
+        if (!token.empty()) argv.insert(argv.end(), {"--token-file", (dir.path() / token).string()});
+        argv.insert(argv.end(), args.begin(), args.end());
+        return run_command(argv, out);
+    }
+    std::int64_t finished_run(const std::vector<std::string>& changed, const std::string& id) {
+        json j = json::parse(fixture_text("crcr/direct-pytorch-crcr.json"));
+        j["client_payload"]["changed_files"] = changed;
+        auto r = daemon->post_standard(j.dump(), id);
+        EXPECT_EQ(r->status, 202) << r->body;
+        auto run = json::parse(r->body)["run_id"].get<std::int64_t>();
+        std::string sql = "SELECT state FROM runs WHERE id=" + std::to_string(run);
+        EXPECT_TRUE(eventually([&] { return daemon->text(sql) == "completed"; }, std::chrono::seconds(60))) << daemon->log();
+        EXPECT_TRUE(eventually([&] { return daemon->scalar("SELECT count(*) FROM outbox WHERE delivery='waiting'") == 0; }));
+        return run;
+    }
+    TempDir dir;
+    std::unique_ptr<TestDaemon> daemon;
+};
+
+TEST_F(AdminCli, ListsShowsAndActsOnRunsJobsRunnersDeliveriesAndTheOutbox) {
+    auto run = finished_run({"fail/x.py"}, "cli-1");
+    std::string out;
+    ASSERT_EQ(ctl({"runs", "list"}, &out), 0) << out;
+    EXPECT_NE(out.find("ID  EVENT"), std::string::npos) << out;
+    EXPECT_NE(out.find("ec26c3e57ca3"), std::string::npos) << out;
+    EXPECT_NE(out.find("regression"), std::string::npos) << out;
+
+    ASSERT_EQ(ctl({"runs", "show", std::to_string(run), "--json"}, &out), 0) << out;
+    auto shown = json::parse(out);
+    EXPECT_EQ(shown["id"], run);
+    EXPECT_EQ(shown["conclusion"], "regression");
+    ASSERT_EQ(ctl({"runs", "show", std::to_string(run)}, &out), 0) << out;
+    EXPECT_NE(out.find("affected  1        completed  regression"), std::string::npos) << out;
+    EXPECT_NE(out.find("crcr/spyre/affected  failure"), std::string::npos) << out;
+
+    ASSERT_EQ(ctl({"outbox", "list", "--state", "sent", "--run", std::to_string(run), "--json"}, &out), 0) << out;
+    auto outbox = json::parse(out);
+    ASSERT_FALSE(outbox["items"].empty());
+    for (const auto& row : outbox["items"]) {
+        EXPECT_EQ(row["delivery"], "sent");
+        EXPECT_EQ(row["run_id"], run);
+    }
+
+    auto job = shown["jobs"].back()["id"].get<std::int64_t>();
+    ASSERT_EQ(ctl({"jobs", "log", std::to_string(job), "--tail", "33"}, &out), 0) << out;
+    EXPECT_EQ(out, "slot=sim-0 device= tier=affected\n");
+
+    ASSERT_EQ(ctl({"deliveries", "list", "--verdict", "queued"}, &out), 0) << out;
+    EXPECT_NE(out.find("cli-1"), std::string::npos) << out;
+
+    ASSERT_EQ(ctl({"runners", "drain", "sim-0"}, &out), 0) << out;
+    ASSERT_EQ(ctl({"runners", "list", "--json"}, &out), 0) << out;
+    EXPECT_EQ(json::parse(out)["items"][0]["state"], "drained");
+    ASSERT_EQ(ctl({"runners", "undrain", "sim-0"}, &out), 0) << out;
+    ASSERT_EQ(ctl({"runners", "list"}, &out), 0) << out;
+    EXPECT_NE(out.find("sim-0  idle"), std::string::npos) << out;
+}
+
+TEST_F(AdminCli, ErrorsSayWhatWentWrong) {
+    std::string out;
+    EXPECT_EQ(ctl({"runs", "list"}, &out, ""), 1);
+    EXPECT_NE(out.find("HTTP 401"), std::string::npos) << out;
+    EXPECT_NE(out.find("needs --token-file"), std::string::npos) << out;
+    EXPECT_EQ(ctl({"runners", "drain", "sim-0"}, &out, "read.token"), 1);
+    EXPECT_NE(out.find("HTTP 403"), std::string::npos) << out;
+    EXPECT_EQ(ctl({"runs", "show", "424242"}, &out), 1);
+    EXPECT_NE(out.find("HTTP 404: not_found: no run 424242"), std::string::npos) << out;
+    EXPECT_EQ(ctl({"outbox", "list", "--state", "lost"}, &out), 1);
+    EXPECT_NE(out.find("HTTP 400"), std::string::npos) << out;
+    EXPECT_EQ(ctl({"runs", "list", "--colour", "red"}, &out), 2);
+    EXPECT_NE(out.find("unexpected option '--colour'"), std::string::npos) << out;
+    EXPECT_EQ(ctl({"runs", "show"}, &out), 2);
+    EXPECT_EQ(ctl({"runs", "list"}, &out, "missing.token"), 2);
+    EXPECT_NE(out.find("missing.token"), std::string::npos) << out;
+}
+
+}  // namespace
+}  // namespace crcrd
