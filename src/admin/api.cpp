@@ -10,6 +10,7 @@
 #include <regex>
 
 #include "crcrd/admin/auth.hpp"
+#include "crcrd/admin/metrics.hpp"
 #include "crcrd/admin/queries.hpp"
 #include "crcrd/core/time.hpp"
 #include "crcrd/ingest/event.hpp"
@@ -108,6 +109,11 @@ void Api::set_runners(std::vector<config::RunnerConfig> runners) {
     m_runners = std::move(next);
 }
 
+void Api::set_metrics_public(bool open) {
+    std::lock_guard lk(m_mu);
+    m_metrics_public = open;
+}
+
 std::shared_ptr<const std::vector<config::AdminToken>> Api::tokens() const {
     std::lock_guard lk(m_mu);
     return m_tokens;
@@ -115,6 +121,34 @@ std::shared_ptr<const std::vector<config::AdminToken>> Api::tokens() const {
 
 asio::awaitable<http::Response> Api::handle(http::Request& req) {
     auto caller = authenticate(req.header("Authorization"), *tokens());
+    if (req.path == "/metrics") {
+        bool open;
+        {
+            std::lock_guard lk(m_mu);
+            open = m_metrics_public;
+        }
+        if (!caller && !open) {
+            auto r = error(401, "unauthorized", "a valid bearer token is required (or admin.metrics_public)");
+            r.headers.emplace_back("WWW-Authenticate", "Bearer");
+            co_return r;
+        }
+        if (req.method != "GET" && req.method != "HEAD") co_return error(405, "method_not_allowed");
+        const std::size_t pending = m_writer.pending();
+        // A named awaitable, as everywhere here: g++ 12 destroys a lambda temporary inside a
+        // co_await expression twice.
+        auto query = on_workers(m_workers, [db = m_db_path, pending]() -> Result<json> {
+            auto t = metrics_text(db, pending);
+            if (!t) return t.error();
+            return json(*t);
+        });
+        auto text = co_await std::move(query);
+        if (!text) co_return error(503, "unavailable", text.error().message);
+        http::Response r;
+        r.status = 200;
+        r.content_type = "text/plain; version=0.0.4; charset=utf-8";
+        r.body = text->get<std::string>();
+        co_return r;
+    }
     if (!caller) {
         auto r = error(401, "unauthorized", "a valid bearer token is required");
         r.headers.emplace_back("WWW-Authenticate", "Bearer");

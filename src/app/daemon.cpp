@@ -241,6 +241,7 @@ int run(const std::filesystem::path& config_path) {
     asio::thread_pool readers(2);  // blocking reads of the admin API
     admin::Api api(cfg.storage.path, cfg.admin.tokens, readers.get_executor(), writer);
     api.set_runners(cfg.runners);
+    api.set_metrics_public(cfg.admin.metrics_public);
     Router router(cfg.server.webhook_path, webhook, api, writer);
     http::Server server(context_ptrs, cfg.server, [&router](http::Request& r) { return router.route(r); });
     // Signals are taken over before the listener announces itself: a SIGHUP sent as soon as
@@ -268,6 +269,7 @@ int run(const std::filesystem::path& config_path) {
                         planner.set_config(next.planner);
                         api.set_tokens(next.config->admin.tokens);
                         api.set_runners(next.config->runners);
+                        api.set_metrics_public(next.config->admin.metrics_public);
                         executor.set_settings(local_settings(*next.config));
                         outbox.set(outbox_settings(*next.config));
                         sender.set_settings(report::sender_settings(next.config->report));

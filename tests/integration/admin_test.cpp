@@ -160,3 +160,34 @@ TEST_F(AdminTest, DeliveriesAreListedWithVerdicts) {
 
 }  // namespace
 }  // namespace crcrd
+
+namespace crcrd {
+namespace {
+
+TEST_F(AdminTest, MetricsInPrometheusTextFormatForReadTokensOrEveryoneWhenPublic) {
+    queue_pr(31, "1111111111111111111111111111111111111111");
+    queue_pr(32, "2222222222222222222222222222222222222222");
+    auto bad = daemon->post_github("{}", "bad-sig", "repository_dispatch", "wrong-secret");
+    EXPECT_EQ(bad->status, 401);
+    EXPECT_EQ(daemon->request("GET", "/metrics", {}, "")->status, 401);
+    auto r = get("/metrics");
+    ASSERT_TRUE(r);
+    ASSERT_EQ(r->status, 200) << r->body;
+    EXPECT_EQ(r->header("Content-Type").value_or(""), "text/plain; version=0.0.4; charset=utf-8");
+    for (const char* want : {"# TYPE crcrd_deliveries_total counter\n", "crcrd_deliveries_total{verdict=\"queued\"} 2\n",
+                             "crcrd_deliveries_total{verdict=\"rejected\"} 1\n", "crcrd_build_info{version=\"",
+                             "crcrd_outbox_oldest_waiting_seconds 0\n", "crcrd_writer_pending "}) {
+        EXPECT_NE(r->body.find(want), std::string::npos) << want << " in:\n" << r->body;
+    }
+    // Runs are planned by now or soon; either way two runs are counted.
+    EXPECT_NE(r->body.find("crcrd_runs{state=\"queued\",conclusion=\"\"} 2\n"), std::string::npos) << r->body;
+    // admin.metrics_public opens it, on reload.
+    daemon->write_config("selection: {rules: selection.yaml}\nadmin:\n  metrics_public: true\n  tokens:\n"
+                         "    - {name: viewer, sha256: " + crypto::sha256_hex("read-token") + ", role: read}\n");
+    daemon->process().signal(SIGHUP);
+    EXPECT_TRUE(eventually([&] { return daemon->request("GET", "/metrics", {}, "")->status == 200; }));
+    EXPECT_EQ(daemon->request("GET", "/api/v1/runs", {}, "")->status, 401);  // only /metrics is public
+}
+
+}  // namespace
+}  // namespace crcrd

@@ -28,8 +28,11 @@ public:
     /// The configured runner slots (their labels are served with each slot's state).
     void set_runners(std::vector<config::RunnerConfig> runners);
 
-    /// True for paths this API answers (everything under /api/).
-    static bool owns(const std::string& path) { return path.rfind("/api/", 0) == 0; }
+    /// admin.metrics_public: /metrics without a token.
+    void set_metrics_public(bool open);
+
+    /// True for paths this API answers (everything under /api/, and /metrics).
+    static bool owns(const std::string& path) { return path.rfind("/api/", 0) == 0 || path == "/metrics"; }
 
     /// 401 without a valid token, 403 for a read token on an admin route, 404/405/400 as
     /// usual; JSON always.
@@ -46,6 +49,7 @@ private:
         std::make_shared<const std::vector<config::RunnerConfig>>();
     boost::asio::any_io_executor m_workers;
     store::Writer& m_writer;
+    bool m_metrics_public = false;
 };
 
 }  // namespace crcrd::admin
