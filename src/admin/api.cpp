@@ -12,6 +12,7 @@
 #include "crcrd/admin/auth.hpp"
 #include "crcrd/admin/metrics.hpp"
 #include "crcrd/admin/queries.hpp"
+#include "crcrd/admin/run_actions.hpp"
 #include "crcrd/core/time.hpp"
 #include "crcrd/ingest/event.hpp"
 #include "crcrd/store/async.hpp"
@@ -114,6 +115,12 @@ void Api::set_metrics_public(bool open) {
     m_metrics_public = open;
 }
 
+void Api::set_tiers(std::vector<std::string> tiers) {
+    auto next = std::make_shared<const std::vector<std::string>>(std::move(tiers));
+    std::lock_guard lk(m_mu);
+    m_tiers = std::move(next);
+}
+
 std::shared_ptr<const std::vector<config::AdminToken>> Api::tokens() const {
     std::lock_guard lk(m_mu);
     return m_tokens;
@@ -160,6 +167,39 @@ asio::awaitable<http::Response> Api::handle(http::Request& req) {
     const std::string path = req.path;
     const bool get = req.method == "GET";
 
+    static const std::regex k_retry(R"(^/api/v1/runs/([0-9]{1,18})/retry$)");
+    if ((path == "/api/v1/runs" && req.method == "POST") || std::regex_match(path, m, k_retry)) {
+        if (req.method != "POST") co_return error(405, "method_not_allowed");
+        if (caller->role != Role::admin) co_return error(403, "forbidden", "this route needs an admin token");
+        std::shared_ptr<const std::vector<std::string>> tiers;
+        {
+            std::lock_guard lk(m_mu);
+            tiers = m_tiers;
+        }
+        const bool retry = path != "/api/v1/runs";
+        const std::int64_t id = retry ? std::stoll(m[1].str()) : 0;
+        json body = retry ? json::object() : json::parse(req.body, nullptr, false);
+        const std::string who = caller->name;
+        auto write = store::async_write<std::optional<Result<json>>>(
+            m_writer,
+            [retry, id, body, tiers, who](store::Db& db) -> std::optional<Result<json>> {
+                return retry ? retry_run(db, id, who) : create_manual_run(db, body, *tiers, who);
+            },
+            asio::use_awaitable);
+        auto [err, created] = co_await std::move(write);
+        if (err) co_return error(503, "unavailable", err->message);
+        if (!*created) {
+            const auto& e = created->error();
+            if (e.code == "not_found") co_return error(404, "not_found", e.message);
+            if (e.code == "conflict") co_return error(409, "conflict", e.message);
+            co_return error(400, "bad_request", e.message);
+        }
+        const json& out = **created;
+        spdlog::info("run_id={} {} by {} sha={}", out["run_id"].get<std::int64_t>(),
+                     retry ? "retry of run " + std::to_string(id) : std::string("manual run"), who, out["sha"].get<std::string>());
+        if (m_on_queued) m_on_queued();
+        co_return http::Response::json(201, out);
+    }
     if (path == "/api/v1/runs") {
         if (!get) co_return error(405, "method_not_allowed");
         RunFilter f;

@@ -21,6 +21,7 @@ namespace {
 struct Parsed {
     std::vector<std::string> words;
     std::map<std::string, std::string> options;
+    std::vector<std::string> tiers;  // --tier, repeatable
     bool json = false;
 };
 
@@ -34,6 +35,10 @@ std::optional<Parsed> parse(const std::vector<std::string>& args, const std::set
             p.json = true;
         } else if (a.rfind("--", 0) == 0) {
             std::string name = a.substr(2);
+            if (name == "tier" && i + 1 < args.size()) {
+                p.tiers.push_back(args[++i]);
+                continue;
+            }
             if (!with_value.count(name) || i + 1 >= args.size()) {
                 err << "crcrctl: unexpected option '" << a << "'\n";
                 return std::nullopt;
@@ -102,8 +107,9 @@ public:
     Client(const AdminCliOptions& o, std::ostream& err) : m_opts(o), m_err(err) {}
 
     /// The answer's body when it is a 2xx; prints the API's message and returns nullopt otherwise.
-    std::optional<std::string> call(const std::string& method, const std::string& path) {
+    std::optional<std::string> call(const std::string& method, const std::string& path, const std::string& body = "") {
         http::Headers headers;
+        if (!body.empty()) headers.emplace_back("Content-Type", "application/json");
         if (m_opts.token_file) {
             auto token = read_file(*m_opts.token_file, 64 * 1024);
             if (!token) {
@@ -115,7 +121,7 @@ public:
         }
         http::ClientOptions co;
         co.ca_file = m_opts.cacert;
-        auto r = http::send(method, m_opts.url + path, headers, "", co);
+        auto r = http::send(method, m_opts.url + path, headers, body, co);
         if (!r) {
             m_err << "crcrctl: " << r.error().message << "\n";
             return std::nullopt;
@@ -197,7 +203,8 @@ bool is_admin_command(const std::string& group) {
 const char* admin_usage() {
     return "  runs list [--state S] [--conclusion C] [--sha SHA] [--pr N] [--event E] [--since T] [--until T]\n"
            "            [--limit N] [--cursor C] [--json]\n"
-           "  runs show ID [--json] | runs cancel ID\n"
+           "  runs show ID [--json] | runs cancel ID | runs retry ID\n"
+           "  runs trigger --sha SHA [--tier NAME]...   a manual run (every tier when none is named)\n"
            "  jobs log ID [--tail BYTES]\n"
            "  runners list [--json] | runners drain NAME | runners undrain NAME\n"
            "  deliveries list [--verdict V] [--limit N] [--cursor C] [--json]\n"
@@ -231,8 +238,8 @@ int admin_command(const std::string& group, const std::vector<std::string>& args
         }
         return 0;
     };
-    auto action_on = [&](const std::string& path) -> int {
-        auto body = client.call("POST", path);
+    auto action_on = [&](const std::string& path, const std::string& request = "") -> int {
+        auto body = client.call("POST", path, request);
         if (!body) return client.failed();
         out << json::parse(*body, nullptr, false).dump() << "\n";
         return 0;
@@ -250,6 +257,17 @@ int admin_command(const std::string& group, const std::vector<std::string>& args
     }
     if (group == "runs" && action == "show") return need_id() ? listing("/api/v1/runs/" + url_encode(id), {}, print_run) : 2;
     if (group == "runs" && action == "cancel") return need_id() ? action_on("/api/v1/runs/" + url_encode(id) + "/cancel") : 2;
+    if (group == "runs" && action == "retry") return need_id() ? action_on("/api/v1/runs/" + url_encode(id) + "/retry") : 2;
+    if (group == "runs" && action == "trigger") {
+        auto sha = p->options.find("sha");
+        if (sha == p->options.end()) {
+            err << "crcrctl runs trigger: --sha is required\n";
+            return 2;
+        }
+        json request = {{"sha", sha->second}};
+        if (!p->tiers.empty()) request["tiers"] = p->tiers;
+        return action_on("/api/v1/runs", request.dump());
+    }
     if (group == "jobs" && action == "log") {
         if (!need_id()) return 2;
         auto body = client.call("GET", "/api/v1/jobs/" + url_encode(id) + "/log" + query(*p, {{"tail", "tail"}}));

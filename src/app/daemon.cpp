@@ -93,6 +93,14 @@ void check_report_credentials(const config::ReportConfig& r, std::vector<std::st
     if (r.crcr_callback) token("report.crcr_callback.token_file", r.crcr_callback->token_file);
 }
 
+/// The rules file's tier names, in order (none without a rules file).
+std::vector<std::string> tier_names(const std::shared_ptr<const sched::PlannerConfig>& planner) {
+    std::vector<std::string> out;
+    if (planner && planner->rules)
+        for (const auto& t : planner->rules->tiers) out.push_back(t.name);
+    return out;
+}
+
 struct Checked {
     std::optional<config::Config> config;
     std::shared_ptr<const ingest::Policy> policy;
@@ -242,6 +250,8 @@ int run(const std::filesystem::path& config_path) {
     admin::Api api(cfg.storage.path, cfg.admin.tokens, readers.get_executor(), writer);
     api.set_runners(cfg.runners);
     api.set_metrics_public(cfg.admin.metrics_public);
+    api.set_tiers(tier_names(checked.planner));
+    api.on_queued([&planner] { planner.notify(); });
     Router router(cfg.server.webhook_path, webhook, api, writer);
     http::Server server(context_ptrs, cfg.server, [&router](http::Request& r) { return router.route(r); });
     // Signals are taken over before the listener announces itself: a SIGHUP sent as soon as
@@ -270,6 +280,7 @@ int run(const std::filesystem::path& config_path) {
                         api.set_tokens(next.config->admin.tokens);
                         api.set_runners(next.config->runners);
                         api.set_metrics_public(next.config->admin.metrics_public);
+                        api.set_tiers(tier_names(next.planner));
                         executor.set_settings(local_settings(*next.config));
                         outbox.set(outbox_settings(*next.config));
                         sender.set_settings(report::sender_settings(next.config->report));

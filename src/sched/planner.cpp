@@ -153,7 +153,12 @@ std::size_t Planner::plan_pending() {
     std::vector<std::unique_ptr<Pending>> pending;
     for (std::size_t i = 0; i < runs.size(); ++i) {
         auto changed = select::resolve_changed_paths(runs[i], cfg->sources);
-        auto sel = select::decide(*cfg->rules, changed, runs[i].event);
+        std::vector<std::string> requested;
+        if (auto t = runs[i].inputs.find("tiers"); t != runs[i].inputs.end() && t->is_array()) {
+            for (const auto& name : *t)
+                if (name.is_string()) requested.push_back(name);
+        }
+        auto sel = select::decide(*cfg->rules, changed, runs[i].event, requested);
         auto p = std::make_unique<Pending>();
         p->id = ids[i];
         p->sha = runs[i].sha;

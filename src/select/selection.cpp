@@ -36,20 +36,25 @@ std::string join(const std::vector<std::string>& v) {
 
 }  // namespace
 
-Selection decide(const Rules& rules, const ChangedPaths& changed, const std::string& event) {
+Selection decide(const Rules& rules, const ChangedPaths& changed, const std::string& event,
+                 const std::vector<std::string>& requested) {
     Selection sel;
     sel.source = changed.source;
     sel.changed_paths = changed.paths.size();
     sel.note = changed.note;
 
-    if (event == "schedule") {
+    if (event == "schedule" || event == "manual") {
         std::vector<std::string> all;
         std::set<std::string> seen;
         for (const auto& r : rules.rules)
             if (!r.skip) add_tests(all, seen, r.tests);
+        const bool manual = event == "manual";
         for (const auto& t : rules.tiers) {
-            sel.tiers.push_back({t.name, "full matrix (scheduled run)", t.kind == TierKind::from_rules ? all : t.tests});
+            if (manual && !requested.empty() && std::find(requested.begin(), requested.end(), t.name) == requested.end()) continue;
+            sel.tiers.push_back({t.name, manual ? "requested (manual run)" : "full matrix (scheduled run)",
+                                 t.kind == TierKind::from_rules ? all : t.tests});
         }
+        if (sel.tiers.empty()) sel.reason = "none of the requested tiers is in the rules file";
         return sel;
     }
 

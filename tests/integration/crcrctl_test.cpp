@@ -95,6 +95,45 @@ TEST_F(AdminCli, ListsShowsAndActsOnRunsJobsRunnersDeliveriesAndTheOutbox) {
     EXPECT_NE(out.find("sim-0  idle"), std::string::npos) << out;
 }
 
+TEST_F(AdminCli, ManualRunsOfChosenTiersAndRetriesOfFinishedRuns) {
+    auto first = finished_run({"fail/x.py"}, "cli-2");
+    std::string out;
+    const std::string sha = "ec26c3e57ca3a959ca5aad62de7213c562f8c821";
+    ASSERT_EQ(ctl({"runs", "trigger", "--sha", sha, "--tier", "import"}, &out), 0) << out;
+    auto manual = json::parse(out);
+    EXPECT_EQ(manual["tiers"], json::array({"import"}));
+    const auto manual_id = std::to_string(manual["run_id"].get<std::int64_t>());
+    ASSERT_TRUE(eventually([&] { return daemon->text("SELECT state FROM runs WHERE id=" + manual_id) == "completed"; },
+                           std::chrono::seconds(60)));
+    ASSERT_EQ(ctl({"runs", "show", manual_id, "--json"}, &out), 0) << out;
+    auto shown = json::parse(out);
+    EXPECT_EQ(shown["event"], "manual");
+    EXPECT_EQ(shown["conclusion"], "passed");
+    EXPECT_EQ(shown["selection"]["source"], "manual");
+    ASSERT_EQ(shown["jobs"].size(), 1u);
+    EXPECT_EQ(shown["jobs"][0]["tier"], "import");
+
+    // A retry runs the same change again: the same tiers are selected, with the same result.
+    ASSERT_EQ(ctl({"runs", "retry", std::to_string(first)}, &out), 0) << out;
+    auto retry = json::parse(out);
+    EXPECT_EQ(retry["retry_of"], first);
+    const auto retry_id = std::to_string(retry["run_id"].get<std::int64_t>());
+    ASSERT_TRUE(eventually([&] { return daemon->text("SELECT state FROM runs WHERE id=" + retry_id) == "completed"; },
+                           std::chrono::seconds(60)));
+    EXPECT_EQ(daemon->text("SELECT conclusion FROM runs WHERE id=" + retry_id), "regression");
+    EXPECT_EQ(daemon->scalar("SELECT count(*) FROM jobs WHERE run_id=" + retry_id), 2);
+
+    // Refusals: an unknown tier, a bad SHA, a read token.
+    EXPECT_EQ(ctl({"runs", "trigger", "--sha", sha, "--tier", "nope"}, &out), 1);
+    EXPECT_NE(out.find("HTTP 400: bad_request: no tier 'nope' in the rules file"), std::string::npos) << out;
+    EXPECT_EQ(ctl({"runs", "trigger", "--sha", "abc"}, &out), 1);
+    EXPECT_NE(out.find("40-character"), std::string::npos) << out;
+    EXPECT_EQ(ctl({"runs", "retry", std::to_string(first)}, &out, "read.token"), 1);
+    EXPECT_NE(out.find("HTTP 403"), std::string::npos) << out;
+    EXPECT_EQ(ctl({"runs", "retry", "424242"}, &out), 1);
+    EXPECT_NE(out.find("HTTP 404"), std::string::npos) << out;
+}
+
 TEST_F(AdminCli, ErrorsSayWhatWentWrong) {
     std::string out;
     EXPECT_EQ(ctl({"runs", "list"}, &out, ""), 1);

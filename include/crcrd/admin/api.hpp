@@ -7,6 +7,7 @@
 #include <boost/asio/awaitable.hpp>
 
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <vector>
@@ -30,6 +31,10 @@ public:
 
     /// admin.metrics_public: /metrics without a token.
     void set_metrics_public(bool open);
+    /// The rules file's tiers, in order: what a manual run may ask for.
+    void set_tiers(std::vector<std::string> tiers);
+    /// Called once a manual run or a retry is stored (wakes the planner). Set before serving.
+    void on_queued(std::function<void()> fn) { m_on_queued = std::move(fn); }
 
     /// True for paths this API answers (everything under /api/, and /metrics).
     static bool owns(const std::string& path) { return path.rfind("/api/", 0) == 0 || path == "/metrics"; }
@@ -50,6 +55,8 @@ private:
     boost::asio::any_io_executor m_workers;
     store::Writer& m_writer;
     bool m_metrics_public = false;
+    std::shared_ptr<const std::vector<std::string>> m_tiers = std::make_shared<const std::vector<std::string>>();
+    std::function<void()> m_on_queued;
 };
 
 }  // namespace crcrd::admin

@@ -57,7 +57,10 @@ inline constexpr std::size_t k_listed = 100;
 /// (unless the change is documentation-only and docs_only is nothing); the from_rules tier
 /// runs the tests of the rules the paths matched, or of every rule when the source is
 /// unknown or (unmatched: all_rules) some path matched no rule; scheduled tiers do not run.
-Selection decide(const Rules& rules, const ChangedPaths& changed, const std::string& event);
+/// `requested` (a manual run's tiers; empty: every tier) only matters for event "manual",
+/// which, like "schedule", runs whole tiers whatever changed.
+Selection decide(const Rules& rules, const ChangedPaths& changed, const std::string& event,
+                 const std::vector<std::string>& requested = {});
 
 /// A human-readable explanation (what `crcrctl explain` prints).
 std::string explain_text(const Selection& s);

@@ -1,0 +1,81 @@
+#include "crcrd/admin/run_actions.hpp"
+
+#include <algorithm>
+#include <cctype>
+
+#include "crcrd/core/crypto.hpp"
+#include "crcrd/core/time.hpp"
+#include "crcrd/ingest/event.hpp"
+#include "crcrd/store/deliveries.hpp"
+
+namespace crcrd::admin {
+
+using nlohmann::json;
+
+Result<json> create_manual_run(store::Db& db, const json& body, const std::vector<std::string>& known_tiers,
+                               const std::string& who) {
+    if (!body.is_object() || !body.contains("sha") || !body["sha"].is_string()) {
+        return make_error("bad_request", "the body must be {\"sha\": \"<40 hex>\", \"tiers\": [...]}");
+    }
+    std::string sha = body["sha"];
+    if (!ingest::valid_sha(sha)) return make_error("bad_request", "sha must be a full 40-character commit SHA");
+    std::transform(sha.begin(), sha.end(), sha.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+    std::vector<std::string> tiers;
+    if (body.contains("tiers")) {
+        if (!body["tiers"].is_array()) return make_error("bad_request", "tiers must be a list of tier names");
+        for (const auto& t : body["tiers"]) {
+            if (!t.is_string()) return make_error("bad_request", "tiers must be a list of tier names");
+            if (std::find(known_tiers.begin(), known_tiers.end(), t.get<std::string>()) == known_tiers.end()) {
+                return make_error("bad_request", "no tier '" + t.get<std::string>() + "' in the rules file");
+            }
+            tiers.push_back(t);
+        }
+    }
+    if (known_tiers.empty()) return make_error("bad_request", "no rules file is configured (selection.rules)");
+    if (tiers.empty()) tiers = known_tiers;
+    store::NewRun r;
+    r.event = "manual";
+    r.sha = sha;
+    r.delivery_id = "manual:" + crypto::random_uuid();
+    r.inputs_json = json{{"form", "manual"}, {"tiers", tiers}, {"requested_by", who}}.dump();
+    auto id = store::insert_run(db, r, now_rfc3339());
+    return json{{"run_id", id}, {"sha", sha}, {"tiers", tiers}};
+}
+
+Result<json> retry_run(store::Db& db, std::int64_t id, const std::string& who) {
+    auto& st = db.cached(
+        "SELECT event, coalesce(action,''), sha, pr, coalesce(ref,''), coalesce(base_ref,''), coalesce(base_sha,''), "
+        "head_repo, labels, inputs, state FROM runs WHERE id = ?");
+    st.bind(1, id);
+    if (!st.step()) {
+        st.reset();
+        return make_error("not_found", "no run " + std::to_string(id));
+    }
+    store::NewRun r;
+    r.event = st.text(0);
+    r.action = st.text(1);
+    r.sha = st.text(2);
+    r.pr = st.opt_int64(3);
+    r.ref = st.text(4);
+    r.base_ref = st.text(5);
+    r.base_sha = st.text(6);
+    r.head_repo = st.opt_text(7);
+    r.labels_json = st.text(8);
+    auto inputs = json::parse(st.text(9), nullptr, false);
+    const std::string state = st.text(10);
+    st.reset();
+    if (state == "queued" || state == "running") {
+        return make_error("conflict", "run " + std::to_string(id) + " is still " + state);
+    }
+    if (!inputs.is_object()) inputs = json::object();
+    inputs["retry_of"] = id;
+    inputs["requested_by"] = who;
+    r.inputs_json = inputs.dump();
+    r.delivery_id = "retry:" + std::to_string(id) + ":" + crypto::random_uuid();
+    // No concurrency group: a retry asked for by an operator is not superseded by, and does
+    // not supersede, the runs of its PR or branch.
+    auto new_id = store::insert_run(db, r, now_rfc3339());
+    return json{{"run_id", new_id}, {"retry_of", id}, {"sha", r.sha}};
+}
+
+}  // namespace crcrd::admin
