@@ -135,6 +135,7 @@ Checked load_checked(const std::filesystem::path& path) {
     pol->ingest = loaded.config->ingest;
     pol->trust = loaded.config->trust;
     pol->concurrency = loaded.config->selection.concurrency;
+    pol->post_merge = loaded.config->selection.post_merge;
     pol->retry_after = loaded.config->storage.retry_after;
     out.policy = std::move(pol);
     out.config = std::move(loaded.config);

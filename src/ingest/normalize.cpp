@@ -142,8 +142,20 @@ Result<Event> pull_request(const Fields& p, Event e) {
     CRCRD_TRY(pr, p.object("pull_request"));
     if (action == "closed") {
         e.intent = Intent::cancel_pr;
-        CRCRD_TRY(merge, pr.opt_str("merge_commit_sha"));
-        if (merge && valid_sha(*merge)) e.merge_commit_sha = lower(*merge);
+        // Only a merged PR's merge commit is on the base branch; an unmerged PR's
+        // merge_commit_sha is a test merge that goes away.
+        auto merged = pr.find("merged");
+        if (merged && merged->is_bool() && merged->get_bool().value_unsafe()) {
+            CRCRD_TRY(merge, pr.opt_str("merge_commit_sha"));
+            if (merge && valid_sha(*merge)) e.merge_commit_sha = lower(*merge);
+            if (auto base = pr.opt_object("base")) {
+                CRCRD_TRY(base_ref, base->opt_str("ref"));
+                CRCRD_TRY(base_sha, base->opt_str("sha"));
+                e.base_ref = base_ref.value_or("");
+                e.base_sha = base_sha.value_or("");
+                if (auto s = pin_base(e.base_sha); !s) return s.error();
+            }
+        }
         return e;
     }
     if (action != "opened" && action != "reopened" && action != "synchronize") {

@@ -174,6 +174,16 @@ boost::asio::awaitable<http::Response> WebhookHandler::handle(http::Request& req
                 d->http_status = 200;
                 d->cancel_pr = event->pr;
                 d->reason = "PR closed";
+                if (pol->post_merge && event->merge_commit_sha) {
+                    // selection.post_merge: the merge commit is tested on its branch, like a push.
+                    Event merged = *event;
+                    merged.event = "push";
+                    merged.sha = *event->merge_commit_sha;
+                    merged.ref = event->base_ref.empty() ? "" : "refs/heads/" + event->base_ref;
+                    d->run = to_run(merged, d->delivery_id);
+                    d->run->concurrency_group = group_of(merged, pol->concurrency);
+                    d->reason = "PR merged: post-merge run on " + merged.sha;
+                }
                 break;
             case Intent::ping:
                 d->intended = Verdict::pong;
@@ -216,6 +226,11 @@ boost::asio::awaitable<http::Response> WebhookHandler::handle(http::Request& req
             break;
         case Verdict::cancelled:
             res = http::Response::json(200, {{"status", "cancelled"}, {"run_ids", outcome.run_ids}});
+            if (outcome.run_id) {
+                if (m_on_queued) m_on_queued();
+                res = http::Response::json(200, {{"status", "cancelled"}, {"run_ids", outcome.run_ids},
+                                                 {"post_merge_run_id", *outcome.run_id}, {"sha", d->run->sha}});
+            }
             break;
         case Verdict::pong:
             res = http::Response::json(200, {{"status", "pong"}});

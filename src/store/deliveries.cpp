@@ -156,7 +156,11 @@ Outcome record_delivery(Db& db, const Delivery& d) {
         out.run_id = insert_run_row(db, *d.run, now);
         out.superseded = supersede(db, *d.run, *out.run_id, now);
     } else if (d.intended == Verdict::cancelled && d.cancel_pr) {
-        out.run_ids = cancel_pr_runs(db, *d.cancel_pr, d.reason, now);
+        out.run_ids = cancel_pr_runs(db, *d.cancel_pr, "PR closed", now);
+        if (d.run) {  // a merged PR with selection.post_merge
+            out.run_id = insert_run_row(db, *d.run, now);
+            out.superseded = supersede(db, *d.run, *out.run_id, now);
+        }
     }
     std::int64_t row = insert_delivery(db, d, out.verdict, out.http_status, out.run_id, out.run_ids, true);
     auto& st = db.cached("INSERT INTO delivery_keys (key, delivery_row, run_id) VALUES (?,?,?)");

@@ -170,6 +170,33 @@ TEST_F(WebhookTest, ClosingThePrCancelsItsRuns) {
     EXPECT_EQ(body_of(again), (json{{"status", "cancelled"}, {"run_ids", json::array()}}));
 }
 
+TEST_F(WebhookTest, AMergedPrQueuesAPostMergeRunOnItsMergeCommitWhenEnabled) {
+    auto merged = [&](const std::string& id, bool was_merged) {
+        return with("crcr/pull_request-closed.dispatch.json", [&](json& j) {
+            j["client_payload"]["delivery_id"] = id;
+            j["client_payload"]["payload"]["pull_request"]["merged"] = was_merged;
+        });
+    };
+    // Off by default: a merged PR only cancels.
+    auto off = body_of(daemon->post_github(merged("merge-0", true), "merge-0"));
+    EXPECT_EQ(off, (json{{"status", "cancelled"}, {"run_ids", json::array()}}));
+    daemon->stop();
+    daemon->write_config("selection: {post_merge: true}\n", "  max_body_bytes: 64KiB\n");
+    daemon->start();
+    auto on = daemon->post_github(merged("merge-1", true), "merge-1");
+    ASSERT_EQ(on->status, 200) << on->body;
+    auto b = body_of(on);
+    EXPECT_EQ(b["status"], "cancelled");
+    EXPECT_EQ(b["sha"], "c4295bd74fb0f4fda03689c3df3f2803b658fd85");  // payload.pull_request.merge_commit_sha
+    const auto run = std::to_string(b["post_merge_run_id"].get<std::int64_t>());
+    EXPECT_EQ(daemon->text("SELECT event || ' ' || sha || ' ' || ref || ' ' || pr || ' ' || base_sha || ' ' || state FROM runs WHERE id=" + run),
+              "push c4295bd74fb0f4fda03689c3df3f2803b658fd85 refs/heads/main 2 f95f852bd8fca8fcc58a9a2d6c842781e32a215e queued");
+    // An unmerged PR's merge_commit_sha is only GitHub's test merge: no run.
+    auto unmerged = body_of(daemon->post_github(merged("merge-2", false), "merge-2"));
+    EXPECT_FALSE(unmerged.contains("post_merge_run_id")) << unmerged.dump();
+    EXPECT_EQ(daemon->scalar("SELECT count(*) FROM runs"), 1);
+}
+
 TEST_F(WebhookTest, Ping) {
     auto r = daemon->post_github(fixture_text("github-webhooks/ping.json"), "ping-1", "ping");
     EXPECT_EQ(r->status, 200);

@@ -73,6 +73,7 @@ struct UpstreamConfig {
 struct SelectionConfig {
     Path rules;
     std::map<std::string, std::string> concurrency = {{"pull_request", "pr"}, {"push", "branch"}};
+    bool post_merge = false;  // a merged PR's `closed` also queues a run on merge_commit_sha
 };
 
 struct RunnerConfig {

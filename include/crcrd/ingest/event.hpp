@@ -32,7 +32,7 @@ struct Event {
     std::string ref;                // "refs/heads/main", "refs/pull/2/head", ...
     std::string base_ref;
     std::string base_sha;           // 40 lower-case hex or empty
-    std::optional<std::string> merge_commit_sha;
+    std::optional<std::string> merge_commit_sha;  // a closed PR's, when it was merged
     std::optional<std::string> upstream_repo;    // the PyTorch repo named in the payload
     std::optional<std::string> head_repo;        // a PR's head repo (fork when != upstream)
     std::vector<std::string> labels;

@@ -23,6 +23,7 @@ struct Policy {
     config::IngestConfig ingest;
     config::TrustConfig trust;
     std::map<std::string, std::string> concurrency;  // event -> pr | branch | none
+    bool post_merge = false;                         // selection.post_merge
     Duration retry_after = std::chrono::seconds(30);
 };
 
