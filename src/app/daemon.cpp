@@ -30,6 +30,7 @@
 #include "crcrd/sched/dispatcher.hpp"
 #include "crcrd/sched/planner.hpp"
 #include "crcrd/select/rules.hpp"
+#include "crcrd/store/retention.hpp"
 #include "crcrd/store/schema.hpp"
 #include "crcrd/store/writer.hpp"
 
@@ -209,6 +210,9 @@ int run(const std::filesystem::path& config_path) {
         ~StopWriterFirst() { w.stop(); }
     } stop_writer_first{writer};
     sender.start();
+    store::Pruner pruner(writer, std::chrono::duration_cast<std::chrono::milliseconds>(cfg.storage.retention),
+                         std::chrono::duration_cast<std::chrono::milliseconds>(cfg.storage.prune_interval));
+    pruner.start();
     ingest::WebhookHandler webhook(checked.policy, writer);
     sched::Planner planner(writer, cfg.storage.path, checked.planner);
     webhook.on_queued([&planner] { planner.notify(); });
@@ -342,6 +346,7 @@ int run(const std::filesystem::path& config_path) {
     readers.join();
     if (dispatcher) dispatcher->stop();
     planner.stop();
+    pruner.stop();
     sender.stop();
     writer.stop();
     spdlog::info("stopped");

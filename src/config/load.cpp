@@ -92,6 +92,8 @@ void parse_storage(YamlMap m, StorageConfig& c) {
     m.get("busy_timeout", c.busy_timeout);
     m.get("max_pending_writes", c.max_pending_writes);
     m.get("retry_after", c.retry_after);
+    m.get("retention", c.retention);
+    m.get("prune_interval", c.prune_interval);
 }
 
 void parse_ingest(YamlMap m, IngestConfig& c) {

@@ -24,15 +24,16 @@ protected:
                    "rules:\n  - {name: fail, paths: [\"fail/**\"], tests: [fail_x]}\nunmatched: nothing\n");
         write_file(dir.path() / "ops.token", "ops-token\n", 0600);
         write_file(dir.path() / "read.token", "read-token\n", 0600);
-        daemon = std::make_unique<TestDaemon>(
-            dir.path(),
-            "selection: {rules: selection.yaml}\n"
+        daemon = std::make_unique<TestDaemon>(dir.path(), config());
+        daemon->start();
+    }
+    std::string config() {
+        return "selection: {rules: selection.yaml}\n"
             "runners: [{name: sim-0, labels: [sim], health_check: [/bin/true]}]\n"
             "execution: {command: [ci/ci.sh], work_root: state/work, isolation: none, min_free_bytes: 1MiB, flaky_reruns: 0}\n"
             "report: {context_prefix: crcr/spyre, file: state/statuses.jsonl}\n"
             "admin: {tokens: [{name: ops, role: admin, sha256: " + crypto::sha256_hex("ops-token") +
-                "}, {name: viewer, role: read, sha256: " + crypto::sha256_hex("read-token") + "}]}\n");
-        daemon->start();
+                "}, {name: viewer, role: read, sha256: " + crypto::sha256_hex("read-token") + "}]}\n";
     }
     /// crcrctl with the admin options; returns its exit code, `out` gets stdout and stderr.
     int ctl(std::vector<std::string> args, std::string* out, const std::string& token = "ops.token") {
@@ -132,6 +133,29 @@ TEST_F(AdminCli, ManualRunsOfChosenTiersAndRetriesOfFinishedRuns) {
     EXPECT_NE(out.find("HTTP 403"), std::string::npos) << out;
     EXPECT_EQ(ctl({"runs", "retry", "424242"}, &out), 1);
     EXPECT_NE(out.find("HTTP 404"), std::string::npos) << out;
+}
+
+TEST_F(AdminCli, RetentionPrunesOldBodiesOutboxRowsAndLogsButKeepsTheHistory) {
+    auto run = finished_run({"fail/x.py"}, "cli-old");
+    const auto job = std::to_string(daemon->scalar("SELECT max(id) FROM jobs WHERE run_id=" + std::to_string(run)));
+    const auto log = daemon->text("SELECT log_path FROM jobs WHERE id=" + job);
+    ASSERT_TRUE(std::filesystem::exists(log));
+    ASSERT_GT(daemon->scalar("SELECT count(*) FROM outbox"), 0);
+    EXPECT_EQ(daemon->stop(), 0);
+    daemon->write_config(config(), "", ", retention: 1s, prune_interval: 200ms");
+    daemon->start();
+    ASSERT_TRUE(eventually([&] { return !std::filesystem::exists(log); }, std::chrono::seconds(30))) << daemon->log();
+    ASSERT_TRUE(eventually([&] { return daemon->scalar("SELECT count(*) FROM outbox") == 0; }));
+    EXPECT_EQ(daemon->scalar("SELECT count(*) FROM deliveries WHERE body IS NOT NULL"), 0);
+    // The history stays: the run, its jobs, their test results, the delivery log.
+    std::string out;
+    ASSERT_EQ(ctl({"runs", "show", std::to_string(run), "--json"}, &out), 0) << out;
+    EXPECT_EQ(json::parse(out)["conclusion"], "regression");
+    EXPECT_GT(daemon->scalar("SELECT count(*) FROM test_results"), 0);
+    EXPECT_EQ(daemon->scalar("SELECT count(*) FROM deliveries"), 1);
+    EXPECT_EQ(ctl({"jobs", "log", job}, &out), 1);
+    EXPECT_NE(out.find("has no log"), std::string::npos) << out;
+    EXPECT_NE(daemon->log().find("retention: before"), std::string::npos);
 }
 
 TEST_F(AdminCli, ErrorsSayWhatWentWrong) {

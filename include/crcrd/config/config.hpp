@@ -47,6 +47,9 @@ struct StorageConfig {
     Duration busy_timeout = std::chrono::seconds(5);
     std::uint32_t max_pending_writes = 10000;  // beyond this, 503 "overloaded"
     Duration retry_after = std::chrono::seconds(30);
+    /// Delivery bodies, outbox rows and job logs older than this are pruned; 0: kept forever.
+    Duration retention = std::chrono::hours(24 * 90);
+    Duration prune_interval = std::chrono::hours(1);
 };
 
 struct IngestConfig {

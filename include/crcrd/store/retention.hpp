@@ -1,0 +1,48 @@
+#pragma once
+// Retention (docs/operations.md): what crcrd keeps forever (runs, jobs, test results, the
+// delivery log's rows) and what it prunes once older than `storage.retention`: accepted
+// delivery bodies, delivered outbox rows, job logs.
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <filesystem>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "crcrd/store/writer.hpp"
+
+namespace crcrd::store {
+
+struct Pruned {
+    std::int64_t bodies = 0;       // delivery bodies dropped (the rows stay)
+    std::int64_t outbox_rows = 0;  // sent, coalesced or dead rows deleted (waiting ones stay)
+    std::vector<std::string> logs; // job log files whose jobs finished before the cutoff
+};
+
+/// Inside a write transaction: prunes what is older than `cutoff` (RFC 3339). A delivery body
+/// stays while its run is still queued or running (the relay callback quotes it). Returns
+/// the log files to delete; their jobs' `log_path` is cleared.
+Pruned prune(Db& db, const std::string& cutoff);
+
+/// A thread that prunes every `interval` through the writer, then deletes the log files.
+class Pruner {
+public:
+    Pruner(Writer& writer, std::chrono::milliseconds retention, std::chrono::milliseconds interval);
+    ~Pruner();
+    void start();
+    void stop();
+
+private:
+    void loop();
+    Writer& m_writer;
+    std::chrono::milliseconds m_retention, m_interval;
+    std::mutex m_mu;
+    std::condition_variable m_cv;
+    bool m_stopping = false;
+    std::thread m_thread;
+};
+
+}  // namespace crcrd::store

@@ -1,0 +1,77 @@
+#include "crcrd/store/retention.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include "crcrd/core/time.hpp"
+
+namespace crcrd::store {
+
+Pruned prune(Db& db, const std::string& cutoff) {
+    Pruned out;
+    auto& bodies = db.cached(
+        "UPDATE deliveries SET body = NULL WHERE body IS NOT NULL AND received_at < ? "
+        "AND (run_id IS NULL OR run_id IN (SELECT id FROM runs WHERE state IN ('completed','cancelled')))");
+    bodies.bind(1, cutoff);
+    bodies.run();
+    out.bodies = static_cast<std::int64_t>(db.changes());
+    auto& outbox = db.cached("DELETE FROM outbox WHERE delivery <> 'waiting' AND created_at < ?");
+    outbox.bind(1, cutoff);
+    outbox.run();
+    out.outbox_rows = static_cast<std::int64_t>(db.changes());
+    auto& paths = db.cached(
+        "SELECT log_path FROM jobs WHERE log_path IS NOT NULL AND finished_at IS NOT NULL AND finished_at < ?");
+    paths.bind(1, cutoff);
+    while (paths.step()) out.logs.push_back(paths.text(0));
+    paths.reset();
+    auto& clear = db.cached(
+        "UPDATE jobs SET log_path = NULL WHERE log_path IS NOT NULL AND finished_at IS NOT NULL AND finished_at < ?");
+    clear.bind(1, cutoff);
+    clear.run();
+    return out;
+}
+
+Pruner::Pruner(Writer& writer, std::chrono::milliseconds retention, std::chrono::milliseconds interval)
+    : m_writer(writer), m_retention(retention), m_interval(interval) {}
+
+Pruner::~Pruner() { stop(); }
+
+void Pruner::start() {
+    if (m_retention.count() <= 0) return;  // keep everything
+    m_thread = std::thread([this] { loop(); });
+}
+
+void Pruner::stop() {
+    {
+        std::lock_guard lk(m_mu);
+        m_stopping = true;
+    }
+    m_cv.notify_all();
+    if (m_thread.joinable()) m_thread.join();
+}
+
+void Pruner::loop() {
+    for (;;) {
+        {
+            std::unique_lock lk(m_mu);
+            if (m_cv.wait_for(lk, m_interval, [&] { return m_stopping; })) return;
+        }
+        const std::string cutoff = rfc3339(std::chrono::system_clock::now() - m_retention);
+        Pruned p;
+        auto s = m_writer.run_sync([&](Db& db) { p = prune(db, cutoff); });
+        if (!s) {
+            spdlog::warn("retention: pruning failed: {}", s.error().message);
+            continue;
+        }
+        std::size_t removed = 0;
+        for (const auto& path : p.logs) {
+            std::error_code ec;
+            if (std::filesystem::remove(path, ec)) ++removed;
+        }
+        if (p.bodies || p.outbox_rows || removed) {
+            spdlog::info("retention: before {}: {} delivery bodies, {} outbox rows, {} job logs pruned", cutoff, p.bodies,
+                         p.outbox_rows, removed);
+        }
+    }
+}
+
+}  // namespace crcrd::store
