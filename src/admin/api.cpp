@@ -30,6 +30,13 @@ http::Response error(int status, const std::string& code, const std::string& det
     return http::Response::json(status, body);
 }
 
+/// 401 with the challenge a bearer-token client expects.
+http::Response unauthorized(const std::string& detail) {
+    auto r = error(401, "unauthorized", detail);
+    r.headers.emplace_back("WWW-Authenticate", "Bearer");
+    return r;
+}
+
 /// A query parameter as an integer in [lo, hi]; an error names the parameter.
 Result<std::optional<std::int64_t>> int_param(const http::Request& req, const char* name, std::int64_t lo, std::int64_t hi) {
     auto v = req.query_param(name);
@@ -134,11 +141,7 @@ asio::awaitable<http::Response> Api::handle(http::Request& req) {
             std::lock_guard lk(m_mu);
             open = m_metrics_public;
         }
-        if (!caller && !open) {
-            auto r = error(401, "unauthorized", "a valid bearer token is required (or admin.metrics_public)");
-            r.headers.emplace_back("WWW-Authenticate", "Bearer");
-            co_return r;
-        }
+        if (!caller && !open) co_return unauthorized("a valid bearer token is required (or admin.metrics_public)");
         if (req.method != "GET" && req.method != "HEAD") co_return error(405, "method_not_allowed");
         const std::size_t pending = m_writer.pending();
         // A named awaitable, as everywhere here: g++ 12 destroys a lambda temporary inside a
@@ -156,11 +159,7 @@ asio::awaitable<http::Response> Api::handle(http::Request& req) {
         r.body = text->get<std::string>();
         co_return r;
     }
-    if (!caller) {
-        auto r = error(401, "unauthorized", "a valid bearer token is required");
-        r.headers.emplace_back("WWW-Authenticate", "Bearer");
-        co_return r;
-    }
+    if (!caller) co_return unauthorized("a valid bearer token is required");
     static const std::regex k_run(R"(^/api/v1/runs/([0-9]{1,18})$)");
     static const std::regex k_cancel(R"(^/api/v1/runs/([0-9]{1,18})/cancel$)");
     std::smatch m;

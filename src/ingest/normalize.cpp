@@ -132,6 +132,18 @@ std::optional<std::string> repo_name(const std::optional<Fields>& repo) {
     return repo ? repo->loose_str("full_name") : std::nullopt;
 }
 
+/// A PR's `base.ref` and `base.sha` (pinned, or empty) into `e`; the base object, if any.
+Result<std::optional<Fields>> read_base(const Fields& pr, Event& e) {
+    auto base = pr.opt_object("base");
+    if (!base) return std::optional<Fields>();
+    CRCRD_TRY(base_ref, base->opt_str("ref"));
+    CRCRD_TRY(base_sha, base->opt_str("sha"));
+    e.base_ref = base_ref.value_or("");
+    e.base_sha = base_sha.value_or("");
+    if (auto s = pin_base(e.base_sha); !s) return s.error();
+    return base;
+}
+
 Result<Event> pull_request(const Fields& p, Event e) {
     e.event = "pull_request";
     CRCRD_TRY(action, p.str("action"));
@@ -148,13 +160,7 @@ Result<Event> pull_request(const Fields& p, Event e) {
         if (merged && merged->is_bool() && merged->get_bool().value_unsafe()) {
             CRCRD_TRY(merge, pr.opt_str("merge_commit_sha"));
             if (merge && valid_sha(*merge)) e.merge_commit_sha = lower(*merge);
-            if (auto base = pr.opt_object("base")) {
-                CRCRD_TRY(base_ref, base->opt_str("ref"));
-                CRCRD_TRY(base_sha, base->opt_str("sha"));
-                e.base_ref = base_ref.value_or("");
-                e.base_sha = base_sha.value_or("");
-                if (auto s = pin_base(e.base_sha); !s) return s.error();
-            }
+            if (auto base = read_base(pr, e); !base) return base.error();
         }
         return e;
     }
@@ -169,14 +175,8 @@ Result<Event> pull_request(const Fields& p, Event e) {
     if (auto s = pin(e.sha); !s) return s.error();
     e.ref = "refs/pull/" + std::to_string(number) + "/head";
     e.head_repo = repo_name(head.opt_object("repo"));
-    if (auto base = pr.opt_object("base")) {
-        CRCRD_TRY(base_ref, base->opt_str("ref"));
-        CRCRD_TRY(base_sha, base->opt_str("sha"));
-        e.base_ref = base_ref.value_or("");
-        e.base_sha = base_sha.value_or("");
-        if (auto s = pin_base(e.base_sha); !s) return s.error();
-        if (!e.upstream_repo) e.upstream_repo = repo_name(base->opt_object("repo"));
-    }
+    CRCRD_TRY(base, read_base(pr, e));
+    if (base && !e.upstream_repo) e.upstream_repo = repo_name(base->opt_object("repo"));
     if (auto labels = pr.find("labels")) {
         if (!labels->is_array()) return bad(pr.name("labels") + " must be a list");
         for (element l : as_array(*labels)) {

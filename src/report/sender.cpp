@@ -230,7 +230,6 @@ SystemTime Sender::send_due(store::Db& db) {
 }
 
 Sender::Outcome Sender::deliver(store::Db& db, const Row& row, const SenderSettings& s) {
-    Outcome out;
     http::ClientOptions opts;
     opts.timeout = s.timeout;
     if (row.sink == "file") {
