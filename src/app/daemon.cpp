@@ -117,6 +117,9 @@ Checked load_checked(const std::filesystem::path& path) {
         return out;
     }
     auto ring = ingest::load_keyring(loaded.config->ingest, &out.errors);
+    if (loaded.config->server.tls) {
+        if (auto t = http::check_tls(*loaded.config->server.tls); !t) out.errors.push_back(t.error().message);
+    }
     check_report_credentials(loaded.config->report, out.errors);
     if (!loaded.config->selection.rules.empty()) {
         // Checked here so that --check-config and SIGHUP refuse a broken rules file too.
@@ -160,6 +163,21 @@ void raise_fd_limit() {
     if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
         rl.rlim_cur = rl.rlim_max;
         setrlimit(RLIMIT_NOFILE, &rl);
+    }
+}
+
+/// Runs `ioc` until it is stopped. An exception that escapes a handler (a bug: sessions and
+/// handlers catch their own) is logged and the context goes on, instead of ending the daemon.
+void run_context(asio::io_context& ioc) {
+    for (;;) {
+        try {
+            ioc.run();
+            return;
+        } catch (const std::exception& e) {
+            spdlog::error("network thread: uncaught exception: {}", e.what());
+        } catch (...) {
+            spdlog::error("network thread: uncaught exception");
+        }
     }
 }
 
@@ -289,6 +307,11 @@ int run(const std::filesystem::path& config_path) {
                         executor.set_settings(local_settings(*next.config));
                         outbox.set(outbox_settings(*next.config));
                         sender.set_settings(report::sender_settings(next.config->report));
+                        if (next.config->server.tls) {
+                            if (auto t = server.reload_tls(*next.config->server.tls); !t) {
+                                spdlog::error("reload: {}", t.error().message);
+                            }
+                        }
                         if (dispatcher) {
                             auto runners = next.config->runners;
                             writer.submit([runners](store::Db& db) { exec::LocalExecutor::sync_slots(db, runners); },
@@ -339,9 +362,9 @@ int run(const std::filesystem::path& config_path) {
     std::vector<std::thread> threads;
     for (std::size_t i = 1; i < contexts.size(); ++i) {
         guards.emplace_back(contexts[i]->get_executor());
-        threads.emplace_back([c = contexts[i].get()] { c->run(); });
+        threads.emplace_back([c = contexts[i].get()] { run_context(*c); });
     }
-    ioc.run();
+    run_context(ioc);
     for (auto& t : threads) t.join();
     readers.join();
     if (dispatcher) dispatcher->stop();

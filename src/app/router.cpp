@@ -20,6 +20,13 @@ http::Response method_not_allowed(const char* allow) {
 
 boost::asio::awaitable<http::Response> Router::route(http::Request& req) {
     if (req.path == m_webhook_path) co_return co_await m_webhook.handle(req);
+    if (req.refused_status != 0) {
+        // Refused by the server (413, 431): only the webhook keeps a row of it.
+        auto r = http::Response::json(req.refused_status,
+                                      {{"error", req.refused_status == 413 ? "payload_too_large" : "headers_too_large"}});
+        r.close = true;
+        co_return r;
+    }
     if (admin::Api::owns(req.path)) co_return co_await m_api.handle(req);
     if (req.path == "/healthz") {
         if (req.method != "GET" && req.method != "HEAD") co_return method_not_allowed("GET, HEAD");

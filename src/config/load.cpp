@@ -74,8 +74,10 @@ void parse_server(YamlMap m, ServerConfig& c) {
     m.get_size("max_body_bytes", c.max_body_bytes);
     m.get_size("max_header_bytes", c.max_header_bytes);
     m.get("max_connections", c.max_connections);
+    m.get("max_connections_per_ip", c.max_connections_per_ip);
     m.get("threads", c.threads);
     m.get("webhook_path", c.webhook_path);
+    m.get("handshake_timeout", c.handshake_timeout);
     m.get("header_timeout", c.header_timeout);
     m.get("body_timeout", c.body_timeout);
     m.get("write_timeout", c.write_timeout);
@@ -84,6 +86,10 @@ void parse_server(YamlMap m, ServerConfig& c) {
     if (c.webhook_path.empty() || c.webhook_path.front() != '/') m.error("webhook_path", "must start with /");
     if (c.max_body_bytes == 0) m.error("max_body_bytes", "must be positive");
     if (c.max_connections == 0) m.error("max_connections", "must be positive");
+    if (c.max_connections_per_ip == 0) m.error("max_connections_per_ip", "must be positive");
+    if (c.max_header_bytes < 1024 || c.max_header_bytes > 1024 * 1024) {
+        m.error("max_header_bytes", "must be from 1KiB to 1MiB");
+    }
     if (c.threads == 0 || c.threads > 64) m.error("threads", "must be from 1 to 64");
 }
 

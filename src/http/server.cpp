@@ -15,6 +15,8 @@
 #include <boost/beast/ssl.hpp>
 #include <nlohmann/json.hpp>
 #include <openssl/ssl.h>
+
+#include "http/request_parser.hpp"
 #include <spdlog/spdlog.h>
 
 #include <atomic>
@@ -48,13 +50,14 @@ struct Server::Impl {
     std::size_t next_context = 0;
     config::ServerConfig cfg;
     Handler handler;
-    std::optional<ssl::context> tls;
+    std::shared_ptr<ssl::context> tls;  // guarded by mu: SIGHUP may replace it
     tcp::acceptor acceptor;
     std::uint16_t bound_port = 0;
     std::atomic<std::size_t> active{0};
     std::atomic<bool> draining{false};
     std::mutex mu;
     std::map<std::uint64_t, std::pair<asio::any_io_executor, std::shared_ptr<Conn>>> conns;
+    std::map<std::string, std::uint32_t> per_address;  // open connections by client address
     std::uint64_t next_id = 0;
 
     Impl(std::vector<asio::io_context*> ctxs, config::ServerConfig c, Handler h)
@@ -89,10 +92,31 @@ awaitable<bool> write_response(Server::Impl& self, Stream& stream, beast::tcp_st
     co_return !ec;
 }
 
+const char* refusal_code(int status) {
+    switch (status) {
+        case 413: return "payload_too_large";
+        case 431: return "headers_too_large";
+        default: return "bad_request";
+    }
+}
+
+int refusal_status(ParseRefusal r) {
+    switch (r) {
+        case ParseRefusal::payload_too_large: return 413;
+        case ParseRefusal::headers_too_large: return 431;
+        case ParseRefusal::bad_request: return 400;
+        case ParseRefusal::none: break;
+    }
+    return 0;
+}
+
 template <class Stream>
 awaitable<void> serve_requests(Server::Impl& self, Stream& stream, beast::tcp_stream& lowest, Conn& conn,
                                const std::string& remote) {
-    beast::flat_buffer buffer;
+    const ParserLimits limits{self.cfg.max_header_bytes, self.cfg.max_body_bytes};
+    // Capped: what a client can make a connection hold is one header section (or one chunk
+    // header, or one trailer) and one read, never more (CONTRACT.md §1.7).
+    beast::flat_buffer buffer(read_buffer_limit(limits));
     for (;;) {
         if (self.draining) co_return;
         if (buffer.size() == 0) {
@@ -104,74 +128,66 @@ awaitable<void> serve_requests(Server::Impl& self, Stream& stream, beast::tcp_st
             if (ec) co_return;
             buffer.commit(n);
         }
-        bhttp::request_parser<bhttp::string_body> parser;
-        parser.header_limit(static_cast<std::uint32_t>(self.cfg.max_header_bytes));
+        Request req;
+        req.remote = remote;
+        RequestParser parser(req, limits);
         // The body limit is applied after the header, so an oversized Content-Length still
         // reaches the handler as a request to record (and answer 413), not a parse error.
         parser.body_limit(boost::none);
         lowest.expires_after(self.cfg.header_timeout);
         auto [hec, hn] = co_await bhttp::async_read_header(stream, buffer, parser, k_tuple);
-        if (hec == bhttp::error::header_limit) {
-            const Response too_large = error_response(413, "payload_too_large");
-            co_await write_response(self, stream, lowest, too_large, 11, false);
-            co_return;
-        }
+        std::optional<std::uint64_t> length;
         if (hec) {
-            if (hec.category() == bhttp::make_error_code(bhttp::error::bad_version).category()) {
-                const Response bad = error_response(400, "bad_request");
-                co_await write_response(self, stream, lowest, bad, 11, false);
-            }
-            co_return;
-        }
-        const auto& head = parser.get();
-        Request req;
-        req.method = std::string(head.method_string());
-        req.target = std::string(head.target());
-        auto q = req.target.find('?');
-        req.path = req.target.substr(0, q);
-        if (q != std::string::npos) req.query = req.target.substr(q + 1);
-        for (const auto& f : head) req.headers.emplace_back(std::string(f.name_string()), std::string(f.value()));
-        req.remote = remote;
-        const unsigned version = head.version();
-        bool client_keep_alive = head.keep_alive();
-
-        parser.body_limit(self.cfg.max_body_bytes);
-        auto length = parser.content_length();
-        if (length && *length > self.cfg.max_body_bytes) {
-            req.refused_status = 413;
-        } else {
-            auto expect = req.header("Expect");
-            if (expect && beast::iequals(*expect, "100-continue")) {
-                lowest.expires_after(self.cfg.write_timeout);
-                static const char k_continue[] = "HTTP/1.1 100 Continue\r\n\r\n";
-                auto [wec, wn] = co_await asio::async_write(stream, asio::buffer(k_continue, sizeof k_continue - 1), k_tuple);
-                if (wec) co_return;
-            }
-            lowest.expires_after(self.cfg.body_timeout);
-            auto [bec, bn] = co_await bhttp::async_read(stream, buffer, parser, k_tuple);
-            if (bec == bhttp::error::body_limit) {
-                req.refused_status = 413;
-            } else if (bec) {
-                if (bec.category() == bhttp::make_error_code(bhttp::error::bad_version).category()) {
-                    const Response bad = error_response(400, "bad_request");
-                    co_await write_response(self, stream, lowest, bad, version, false);
-                }
+            const int status = refusal_status(RequestParser::refusal_for(hec));
+            if (status == 0) co_return;
+            if (!parser.has_request_line() || status == 400) {
+                const Response refused = error_response(status, refusal_code(status));
+                co_await write_response(self, stream, lowest, refused, parser.version(), false);
                 co_return;
+            }
+            req.refused_status = status;  // the handler records it (the path is known)
+        } else {
+            parser.body_limit(self.cfg.max_body_bytes);
+            if (auto cl = parser.content_length()) length = *cl;
+            if (length && *length > self.cfg.max_body_bytes) {
+                req.refused_status = 413;
             } else {
-                req.body = std::move(parser.get().body());
+                auto expect = req.header("Expect");
+                if (expect && beast::iequals(*expect, "100-continue")) {
+                    lowest.expires_after(self.cfg.write_timeout);
+                    static const char k_continue[] = "HTTP/1.1 100 Continue\r\n\r\n";
+                    auto [wec, wn] = co_await asio::async_write(stream, asio::buffer(k_continue, sizeof k_continue - 1), k_tuple);
+                    if (wec) co_return;
+                }
+                lowest.expires_after(self.cfg.body_timeout);
+                auto [bec, bn] = co_await bhttp::async_read(stream, buffer, parser, k_tuple);
+                if (bec) {
+                    const int status = refusal_status(RequestParser::refusal_for(bec));
+                    if (status == 0) co_return;
+                    if (status == 400) {
+                        const Response bad = error_response(400, "bad_request");
+                        co_await write_response(self, stream, lowest, bad, parser.version(), false);
+                        co_return;
+                    }
+                    req.refused_status = status;
+                    req.body.clear();
+                    length.reset();  // what is left of the body is not drained
+                }
             }
         }
+        const unsigned version = parser.version();
+        const bool client_keep_alive = req.refused_status == 0 && parser.keep_alive();
 
         Response res;
         try {
             res = co_await self.handler(req);
         } catch (const std::exception& e) {
-            spdlog::error("handler failed path={} error=\"{}\"", req.path, e.what());
+            spdlog::error("handler failed path={} error=\"{}\"", req.path.substr(0, 200), e.what());
             res = error_response(500, "internal");
         }
-        bool keep = client_keep_alive && !res.close && req.refused_status == 0 && !self.draining;
+        bool keep = client_keep_alive && !res.close && !self.draining;
         if (!co_await write_response(self, stream, lowest, res, version, keep)) co_return;
-        if (req.refused_status != 0 && length && *length <= k_max_drain) {
+        if (req.refused_status == 413 && length && *length <= k_max_drain) {
             // The client is usually still sending the body it was refused. Closing with unread
             // data makes the kernel reset the connection, and the client may lose the answer;
             // read and drop what it announced (bounded in size and time) before closing.
@@ -181,6 +197,7 @@ awaitable<void> serve_requests(Server::Impl& self, Stream& stream, beast::tcp_st
             while (left > 0) {
                 auto [dec, dn] = co_await stream.async_read_some(buffer.prepare(64 * 1024), k_tuple);
                 if (dec) break;
+                buffer.consume(dn);
                 left -= std::min<std::uint64_t>(left, dn);
             }
         }
@@ -188,36 +205,42 @@ awaitable<void> serve_requests(Server::Impl& self, Stream& stream, beast::tcp_st
     }
 }
 
-awaitable<void> session(std::shared_ptr<Server::Impl> self, tcp::socket socket) {
-    std::string remote;
+awaitable<void> session(std::shared_ptr<Server::Impl> self, tcp::socket socket, std::string address) {
+    std::string remote = address;
     {
         boost::system::error_code ec;
         auto ep = socket.remote_endpoint(ec);
-        if (!ec) remote = ep.address().to_string() + ":" + std::to_string(ep.port());
+        if (!ec) remote += ":" + std::to_string(ep.port());
     }
     auto conn = std::make_shared<Conn>();
     std::uint64_t id;
+    std::shared_ptr<ssl::context> tls;
     {
         std::lock_guard lk(self->mu);
         id = self->next_id++;
         self->conns.emplace(id, std::make_pair(socket.get_executor(), conn));
+        tls = self->tls;  // this connection keeps the certificate it started with
     }
     struct Unregister {
         Server::Impl& s;
         std::uint64_t id;
         Conn& c;
+        std::string address;
         ~Unregister() {
             c.lowest = nullptr;
             std::lock_guard lk(s.mu);
             s.conns.erase(id);
+            if (auto it = s.per_address.find(address); it != s.per_address.end() && --it->second == 0) {
+                s.per_address.erase(it);
+            }
         }
-    } unregister{*self, id, *conn};
+    } unregister{*self, id, *conn, std::move(address)};
 
-    if (self->tls) {
-        beast::ssl_stream<beast::tcp_stream> stream(std::move(socket), *self->tls);
+    if (tls) {
+        beast::ssl_stream<beast::tcp_stream> stream(std::move(socket), *tls);
         auto& lowest = beast::get_lowest_layer(stream);
         conn->lowest = &lowest;
-        lowest.expires_after(self->cfg.header_timeout);
+        lowest.expires_after(self->cfg.handshake_timeout);
         auto [hec] = co_await stream.async_handshake(ssl::stream_base::server, k_tuple);
         if (hec) {
             spdlog::debug("tls handshake failed remote={} error=\"{}\"", remote, hec.message());
@@ -235,8 +258,17 @@ awaitable<void> session(std::shared_ptr<Server::Impl> self, tcp::socket socket) 
     }
 }
 
+/// Refused connections are logged at most once per 10 s (a flood must not become a log flood).
+bool log_refusal_now() {
+    static std::atomic<std::int64_t> last{0};
+    const auto now = std::chrono::duration_cast<std::chrono::seconds>(std::chrono::steady_clock::now().time_since_epoch()).count();
+    auto prev = last.load();
+    return now - prev >= 10 && last.compare_exchange_strong(prev, now);
+}
+
 awaitable<void> accept_loop(std::shared_ptr<Server::Impl> self) {
     asio::steady_timer backoff(self->ioc);
+    std::uint64_t refused = 0;
     for (;;) {
         asio::io_context& target = *self->contexts[self->next_context++ % self->contexts.size()];
         auto [ec, socket] = co_await self->acceptor.async_accept(target.get_executor(), k_tuple);
@@ -247,8 +279,23 @@ awaitable<void> accept_loop(std::shared_ptr<Server::Impl> self) {
             co_await backoff.async_wait(k_tuple);
             continue;
         }
+        boost::system::error_code addr_ec;
+        const auto ep = socket.remote_endpoint(addr_ec);
+        std::string address = addr_ec ? std::string("?") : ep.address().to_string();
+        const char* why = nullptr;
         if (self->active.load() >= self->cfg.max_connections) {
-            spdlog::warn("connection refused: {} connections open (server.max_connections)", self->active.load());
+            why = "server.max_connections";
+        } else {
+            std::lock_guard lk(self->mu);
+            auto& n = self->per_address[address];
+            if (n >= self->cfg.max_connections_per_ip) why = "server.max_connections_per_ip";
+            else ++n;
+        }
+        if (why) {
+            ++refused;
+            if (log_refusal_now()) {
+                spdlog::warn("connections refused: {} so far, last from {} ({} reached)", refused, address, why);
+            }
             boost::system::error_code ignored;
             socket.close(ignored);
             continue;
@@ -259,20 +306,51 @@ awaitable<void> accept_loop(std::shared_ptr<Server::Impl> self) {
         socket.set_option(tcp::no_delay(true), nodelay_ec);
         ++self->active;
         auto ex = socket.get_executor();
-        asio::co_spawn(ex, session(self, std::move(socket)), [self](std::exception_ptr e) {
+        asio::co_spawn(ex, session(self, std::move(socket), std::move(address)), [self](std::exception_ptr e) {
             --self->active;
             if (e) {
                 try {
                     std::rethrow_exception(e);
                 } catch (const std::exception& ex) {
                     spdlog::error("connection failed error=\"{}\"", ex.what());
+                } catch (...) {
+                    spdlog::error("connection failed: unknown exception");
                 }
             }
         });
     }
 }
 
+/// A TLS context as CONTRACT.md §1.7 asks: TLS 1.2 or newer, and in TLS 1.2 only AEAD suites
+/// with forward secrecy (TLS 1.3's suites are all AEAD).
+Result<std::shared_ptr<ssl::context>> make_tls_context(const config::TlsConfig& cfg) {
+    auto ctx = std::make_shared<ssl::context>(ssl::context::tls_server);
+    ctx->set_options(ssl::context::default_workarounds | ssl::context::no_sslv2 | ssl::context::no_sslv3 |
+                     ssl::context::no_tlsv1 | ssl::context::no_tlsv1_1 | ssl::context::single_dh_use);
+    SSL_CTX_set_min_proto_version(ctx->native_handle(), TLS1_2_VERSION);
+    SSL_CTX_set_cipher_list(ctx->native_handle(),
+                            "ECDHE-ECDSA-AES128-GCM-SHA256:ECDHE-RSA-AES128-GCM-SHA256:"
+                            "ECDHE-ECDSA-AES256-GCM-SHA384:ECDHE-RSA-AES256-GCM-SHA384:"
+                            "ECDHE-ECDSA-CHACHA20-POLY1305:ECDHE-RSA-CHACHA20-POLY1305");
+    SSL_CTX_set_options(ctx->native_handle(), SSL_OP_CIPHER_SERVER_PREFERENCE | SSL_OP_NO_RENEGOTIATION);
+    boost::system::error_code ec;
+    ctx->use_certificate_chain_file(cfg.cert.string(), ec);
+    if (ec) return make_error("config", "server.tls.cert: cannot load " + cfg.cert.string() + ": " + ec.message());
+    ctx->use_private_key_file(cfg.key.string(), ssl::context::pem, ec);
+    if (ec) return make_error("config", "server.tls.key: cannot load " + cfg.key.string() + ": " + ec.message());
+    if (SSL_CTX_check_private_key(ctx->native_handle()) != 1) {
+        return make_error("config", "server.tls.key: " + cfg.key.string() + " does not match " + cfg.cert.string());
+    }
+    return ctx;
+}
+
 }  // namespace
+
+Status check_tls(const config::TlsConfig& tls) {
+    auto ctx = make_tls_context(tls);
+    if (!ctx) return ctx.error();
+    return Ok{};
+}
 
 Server::Server(std::vector<asio::io_context*> contexts, config::ServerConfig cfg, Handler handler)
     : m_impl(std::make_shared<Impl>(std::move(contexts), std::move(cfg), std::move(handler))) {}
@@ -285,17 +363,9 @@ Server::~Server() {
 Status Server::start() {
     auto& s = *m_impl;
     if (s.cfg.tls) {
-        s.tls.emplace(ssl::context::tls_server);
-        auto& ctx = *s.tls;
-        ctx.set_options(ssl::context::default_workarounds | ssl::context::no_sslv2 |
-                        ssl::context::no_sslv3 | ssl::context::no_tlsv1 | ssl::context::no_tlsv1_1 |
-                        ssl::context::single_dh_use);
-        SSL_CTX_set_min_proto_version(ctx.native_handle(), TLS1_2_VERSION);
-        boost::system::error_code ec;
-        ctx.use_certificate_chain_file(s.cfg.tls->cert.string(), ec);
-        if (ec) return make_error("config", "server.tls.cert: cannot load " + s.cfg.tls->cert.string() + ": " + ec.message());
-        ctx.use_private_key_file(s.cfg.tls->key.string(), ssl::context::pem, ec);
-        if (ec) return make_error("config", "server.tls.key: cannot load " + s.cfg.tls->key.string() + ": " + ec.message());
+        auto ctx = make_tls_context(*s.cfg.tls);
+        if (!ctx) return ctx.error();
+        s.tls = std::move(*ctx);
     }
     boost::system::error_code ec;
     std::string host = s.cfg.host == "localhost" ? "127.0.0.1" : s.cfg.host;
@@ -312,11 +382,20 @@ Status Server::start() {
     return Ok{};
 }
 
+Status Server::reload_tls(const config::TlsConfig& tls) {
+    if (!m_impl->cfg.tls) return make_error("config", "server.tls: the listener was started without TLS");
+    auto ctx = make_tls_context(tls);
+    if (!ctx) return ctx.error();
+    std::lock_guard lk(m_impl->mu);
+    m_impl->tls = std::move(*ctx);
+    return Ok{};
+}
+
 std::uint16_t Server::port() const { return m_impl->bound_port; }
 
 std::string Server::url() const {
     std::string host = m_impl->cfg.host.find(':') != std::string::npos ? "[" + m_impl->cfg.host + "]" : m_impl->cfg.host;
-    return std::string(m_impl->tls ? "https://" : "http://") + host + ":" + std::to_string(port());
+    return std::string(m_impl->cfg.tls ? "https://" : "http://") + host + ":" + std::to_string(port());
 }
 
 std::size_t Server::active_connections() const { return m_impl->active.load(); }

@@ -111,12 +111,13 @@ boost::asio::awaitable<http::Response> WebhookHandler::handle(http::Request& req
         res = error(status, code, detail);
         d->reason = detail.empty() ? code : detail;
     };
-    if (req.method != "POST") {
+    if (req.refused_status != 0) {
+        // Refused by the server before the request was complete (§1.5): 413, 431.
+        reject(req.refused_status, req.refused_status == 413 ? "payload_too_large" : "headers_too_large");
+        res.close = true;
+    } else if (req.method != "POST") {
         reject(405, "method_not_allowed", "use POST");
         res.headers.emplace_back("Allow", "POST");
-    } else if (req.refused_status == 413) {
-        reject(413, "payload_too_large");
-        res.close = true;
     } else if (!is_json_content_type(req.header("Content-Type").value_or(""))) {
         reject(415, "unsupported_media_type");
     } else {

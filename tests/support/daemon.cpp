@@ -33,7 +33,11 @@ void TestDaemon::write_config(const std::string& extra_yaml, const std::string& 
     std::ostringstream y;
     y << "log_level: debug\n"
       << "server:\n  listen: \"127.0.0.1:0\"\n";
-    if (m_tls) y << "  tls: {cert: " << certs.cert.string() << ", key: " << certs.key.string() << "}\n";
+    if (m_tls) {
+        const auto& cert = m_tls_files ? m_tls_files->first : certs.cert;
+        const auto& key = m_tls_files ? m_tls_files->second : certs.key;
+        y << "  tls: {cert: " << cert.string() << ", key: " << key.string() << "}\n";
+    }
     y << "  max_connections: 2048\n" << server_yaml
       << "storage: {path: state/crcrd.db" << storage_yaml << "}\n"
       << "ingest:\n  secrets: [{id: current, file: secrets/webhook.secret}]\n"

@@ -65,12 +65,17 @@ public:
     std::string text(const std::string& sql) const;
 
     std::uint16_t port() const { return m_port; }
+    /// Use this certificate and key instead of the shared test ones (at the next write_config).
+    void set_tls_files(std::filesystem::path cert, std::filesystem::path key) {
+        m_tls_files = std::make_pair(std::move(cert), std::move(key));
+    }
 
 private:
     std::filesystem::path m_dir;
     bool m_tls;
     std::unique_ptr<Process> m_proc;
     std::uint16_t m_port = 0;
+    std::optional<std::pair<std::filesystem::path, std::filesystem::path>> m_tls_files;
 };
 
 }  // namespace crcrd

@@ -33,8 +33,10 @@ struct ServerConfig {
     std::uint64_t max_body_bytes = 1024 * 1024;
     std::uint64_t max_header_bytes = 16 * 1024;
     std::uint32_t max_connections = 1024;
+    std::uint32_t max_connections_per_ip = 64;
     std::uint32_t threads = 2;
     std::string webhook_path = "/webhook";
+    Duration handshake_timeout = std::chrono::seconds(5);
     Duration header_timeout = std::chrono::seconds(10);
     Duration body_timeout = std::chrono::seconds(30);
     Duration write_timeout = std::chrono::seconds(10);

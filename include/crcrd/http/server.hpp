@@ -1,7 +1,8 @@
 #pragma once
-// The HTTPS listener (CONTRACT.md §1, STYLE.md "Async and networking"): one coroutine per
-// connection, TLS 1.2+, keep-alive, a deadline on every read and write, header and body
-// limits, a cap on concurrent connections, and a bounded drain on shutdown.
+// The HTTPS listener (CONTRACT.md §1, §1.7, STYLE.md "Async and networking"): one coroutine
+// per connection, TLS 1.2+ with AEAD suites only, a handshake deadline, keep-alive, a deadline
+// on every read and write, header/trailer and body limits that never throw, a cap on
+// concurrent connections in total and per client address, and a bounded drain on shutdown.
 
 #include <boost/asio/awaitable.hpp>
 
@@ -25,6 +26,10 @@ namespace crcrd::http {
 /// another thread and co_await it). Exceptions become a 500.
 using Handler = std::function<boost::asio::awaitable<Response>(Request&)>;
 
+/// Loads `tls` as the server would (certificate chain, key, and that they match): for
+/// --check-config and SIGHUP. Errors name the file.
+Status check_tls(const config::TlsConfig& tls);
+
 class Server {
 public:
     /// `contexts[0]` accepts; connections are spread round-robin over all of them. Each
@@ -38,6 +43,10 @@ public:
     /// Loads the certificate (when TLS is configured), binds and starts accepting. Errors
     /// name the file or address.
     Status start();
+
+    /// Loads a new certificate and key (SIGHUP): connections opened from now on use them,
+    /// open ones keep theirs. On error the running certificate stays.
+    Status reload_tls(const config::TlsConfig& tls);
 
     /// The bound port (useful with port 0).
     std::uint16_t port() const;
