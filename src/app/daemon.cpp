@@ -22,6 +22,7 @@
 #include "crcrd/core/log.hpp"
 #include "crcrd/http/server.hpp"
 #include "crcrd/ingest/webhook.hpp"
+#include "crcrd/exec/job_env.hpp"
 #include "crcrd/exec/local_executor.hpp"
 #include "crcrd/core/files.hpp"
 #include "crcrd/report/auth.hpp"
@@ -30,6 +31,7 @@
 #include "crcrd/sched/dispatcher.hpp"
 #include "crcrd/sched/planner.hpp"
 #include "crcrd/select/rules.hpp"
+#include "crcrd/store/instance_lock.hpp"
 #include "crcrd/store/retention.hpp"
 #include "crcrd/store/schema.hpp"
 #include "crcrd/store/writer.hpp"
@@ -44,14 +46,34 @@ constexpr auto k_tuple = asio::as_tuple(asio::use_awaitable);
 
 /// The config plus what it points at (secrets), or every error found.
 /// What the sandbox hides: the configuration and state folders, and every secret file.
+/// The folders the sandbox hides: the configuration's, the database's, the work root.
+std::vector<std::filesystem::path> hidden_dirs(const config::Config& c) {
+    std::vector<std::filesystem::path> dirs = {c.source.parent_path(), c.storage.path.parent_path()};
+    if (!c.execution.work_root.empty()) dirs.push_back(c.execution.work_root);
+    return dirs;
+}
+
+/// A command inside a folder the sandbox hides would need that folder unhidden (§4.1).
+void check_command_visible(const config::Config& c, std::vector<std::string>& errors) {
+    if (c.execution.isolation != "bwrap" || c.execution.command.empty()) return;
+    const std::filesystem::path prog = c.execution.command.front();
+    if (!prog.is_absolute()) return;  // looked up in the job's PATH
+    for (const auto& d : hidden_dirs(c)) {
+        if (exec::is_within(prog.parent_path(), d)) {
+            errors.push_back("execution.command: " + prog.string() + " lies inside " + d.string() +
+                             ", which the sandbox hides (the configuration, database or work folder); install the "
+                             "test command elsewhere");
+        }
+    }
+}
+
 std::shared_ptr<const exec::LocalSettings> local_settings(const config::Config& c) {
     auto s = std::make_shared<exec::LocalSettings>();
     s->runners = c.runners;
     s->execution = c.execution;
     s->upstream = c.upstream;
     s->patterns = classify::compile_patterns(c.classify.device_patterns, c.classify.infra_patterns);
-    s->hidden_dirs = {c.source.parent_path(), c.storage.path.parent_path()};
-    if (!c.execution.work_root.empty()) s->hidden_dirs.push_back(c.execution.work_root);
+    s->hidden_dirs = hidden_dirs(c);
     s->hidden_files = {c.source};
     for (const auto& r : c.ingest.secrets) s->hidden_files.push_back(r.file);
     for (const auto& r : c.ingest.standard_webhooks_secrets) s->hidden_files.push_back(r.file);
@@ -121,6 +143,7 @@ Checked load_checked(const std::filesystem::path& path) {
         if (auto t = http::check_tls(*loaded.config->server.tls); !t) out.errors.push_back(t.error().message);
     }
     check_report_credentials(loaded.config->report, out.errors);
+    check_command_visible(*loaded.config, out.errors);
     if (!loaded.config->selection.rules.empty()) {
         // Checked here so that --check-config and SIGHUP refuse a broken rules file too.
         auto rules = select::load_rules(loaded.config->selection.rules, &out.errors);
@@ -202,6 +225,12 @@ int run(const std::filesystem::path& config_path) {
 
     std::error_code fs_ec;
     std::filesystem::create_directories(cfg.storage.path.parent_path(), fs_ec);
+    // One daemon per database, before anything touches a job, a slot or a process (§4.1).
+    auto instance = store::InstanceLock::acquire(cfg.storage.path);
+    if (!instance) {
+        spdlog::critical("{}", instance.error().message);
+        return 1;
+    }
     store::OpenOptions db_opts;
     db_opts.busy_timeout_ms = static_cast<int>(cfg.storage.busy_timeout.count());
     auto db = store::Db::open(cfg.storage.path, db_opts);

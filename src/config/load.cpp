@@ -158,7 +158,10 @@ void parse_execution(YamlMap m, ExecutionConfig& c) {
     m.get("keep_failed_workspaces", c.keep_failed_workspaces);
     m.get_path("backend_dir", c.backend_dir);
     m.get("driver_version_command", c.driver_version_command);
+    m.get("network", c.network);
     check_enum(m, "isolation", c.isolation, {"bwrap", "user", "none"});
+    check_enum(m, "network", c.network, {"host", "none"});
+    if (c.network == "none" && c.isolation != "bwrap") m.error("network", "none needs isolation: bwrap");
     if (c.isolation == "user" && !c.user) m.error("user", "required when isolation is user");
 }
 

@@ -1,5 +1,9 @@
 #include "crcrd/core/files.hpp"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <cerrno>
 #include <cstring>
 #include <fstream>
@@ -21,6 +25,36 @@ Result<std::string> read_file(const std::filesystem::path& path, std::size_t max
         }
     }
     if (in.bad()) return make_error("io", "cannot read " + path.string());
+    return out;
+}
+
+Result<std::string> read_untrusted_file(const std::filesystem::path& path, std::size_t max_bytes) {
+    int fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+    if (fd < 0) {
+        const int err = errno;
+        if (err == ELOOP) return make_error("io", path.filename().string() + " is a symbolic link");
+        return make_error("io", "cannot open " + path.filename().string() + ": " + std::strerror(err));
+    }
+    struct stat st {};
+    if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        ::close(fd);
+        return make_error("io", path.filename().string() + " is not a regular file");
+    }
+    if (static_cast<std::uint64_t>(st.st_size) > max_bytes) {
+        ::close(fd);
+        return make_error("io", path.filename().string() + " is larger than " + std::to_string(max_bytes) + " bytes");
+    }
+    std::string out;
+    out.resize(static_cast<std::size_t>(st.st_size));
+    std::size_t have = 0;
+    while (have < out.size()) {
+        ssize_t n = ::read(fd, out.data() + have, out.size() - have);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) break;  // shrunk while read: what was there
+        have += static_cast<std::size_t>(n);
+    }
+    ::close(fd);
+    out.resize(have);
     return out;
 }
 

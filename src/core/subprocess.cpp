@@ -43,6 +43,9 @@ Result<SubprocessResult> run_subprocess(const std::vector<std::string>& argv, co
         ::dup2(devnull, 0);
         ::dup2(out_pipe[1], 1);
         ::dup2(err_pipe[1], 2);
+        // Nothing of the daemon's (listening socket, connections, database, lock) is
+        // inherited, whether or not it was opened with O_CLOEXEC (§4.1).
+        ::close_range(3, ~0U, 0);
         if (opts.cwd && ::chdir(opts.cwd->c_str()) != 0) ::_exit(126);
         if (opts.env) ::execvpe(args[0], args.data(), envp.data());
         else ::execvp(args[0], args.data());

@@ -50,22 +50,41 @@ Status write_tests_file(const JobContext& ctx, const std::vector<std::string>& t
 }
 
 std::vector<std::string> bwrap_prefix(const SandboxSpec& spec) {
-    std::vector<std::string> a = {"bwrap",        "--die-with-parent", "--unshare-pid", "--unshare-ipc",
-                                  "--unshare-uts", "--ro-bind",         "/",             "/",
-                                  "--dev",        "/dev",              "--proc",        "/proc",
-                                  "--tmpfs",      "/tmp"};
-    for (const auto& d : spec.hidden_dirs) {
-        a.insert(a.end(), {"--tmpfs", d.string()});
+    std::vector<std::string> a = {"bwrap", "--die-with-parent", "--new-session", "--unshare-pid", "--unshare-ipc",
+                                  "--unshare-uts"};
+    if (spec.no_network) a.push_back("--unshare-net");
+    if (!spec.run_as) {
+        // Not root: a user namespace of the daemon's uid, no capabilities, no way to make a
+        // nested user namespace whose capabilities could undo the mounts.
+        a.insert(a.end(), {"--unshare-user", "--disable-userns", "--cap-drop", "ALL"});
     }
-    for (const auto& f : spec.hidden_files) {
-        a.insert(a.end(), {"--ro-bind-try", "/dev/null", f.string()});
-    }
-    for (const auto& d : spec.visible_dirs) a.insert(a.end(), {"--ro-bind", d.string(), d.string()});
-    if (spec.pytorch_dir) a.insert(a.end(), {"--ro-bind", spec.pytorch_dir->string(), spec.pytorch_dir->string()});
-    a.insert(a.end(), {"--bind", spec.job_dir.string(), spec.job_dir.string()});
+    a.insert(a.end(), {"--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"});
+    // A bind inside a tmpfs needs its parent folders made there: traversable (0755) by the
+    // command's uid, whatever the modes on the host (bubblewrap would copy a 0700).
+    auto bind = [&](const char* how, const std::filesystem::path& p) {
+        a.insert(a.end(), {"--perms", "0755", "--dir", p.parent_path().string(), how, p.string(), p.string()});
+    };
+    if (spec.command_dir) bind("--ro-bind", *spec.command_dir);
+    for (const auto& d : spec.hidden_dirs) a.insert(a.end(), {"--tmpfs", d.string()});
+    if (spec.pytorch_dir) bind("--ro-bind", *spec.pytorch_dir);
+    bind("--bind", spec.job_dir);
     for (const auto& dev : spec.devices) a.insert(a.end(), {"--dev-bind-try", dev, dev});
+    // Last, so that no bind above can bring a hidden file back.
+    for (const auto& f : spec.hidden_files) a.insert(a.end(), {"--ro-bind-try", "/dev/null", f.string()});
     a.insert(a.end(), {"--chdir", spec.job_dir.string(), "--"});
+    if (spec.run_as) {
+        // bubblewrap ran as root to mount; the command runs as the unprivileged account, its
+        // capabilities (effective, permitted, inheritable, ambient, bounding) all dropped.
+        a.insert(a.end(), {"setpriv", "--reuid=" + std::to_string(spec.run_as->uid), "--regid=" + std::to_string(spec.run_as->gid),
+                           "--init-groups",
+                           "--inh-caps=-all", "--ambient-caps=-all", "--bounding-set=-all", "--"});
+    }
     return a;
+}
+
+bool is_within(const std::filesystem::path& path, const std::filesystem::path& dir) {
+    auto rel = path.lexically_normal().lexically_relative(dir.lexically_normal());
+    return !rel.empty() && *rel.begin() != "..";
 }
 
 }  // namespace crcrd::exec

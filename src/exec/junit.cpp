@@ -17,11 +17,19 @@ std::string clip(std::string s) {
     return s;
 }
 
-void collect(const pugi::xml_node& node, std::vector<TestResult>& out) {
+/// Suites nest a few levels in practice; a file nesting thousands deep is refused, not
+/// followed down the stack.
+constexpr int k_max_depth = 64;
+constexpr std::size_t k_max_entries = 100'000;    // names in the folder, any kind
+constexpr std::size_t k_max_files = 10'000;       // JUnit files
+constexpr std::uint64_t k_max_bytes = 256ULL << 20;  // all of them together
+
+bool collect(const pugi::xml_node& node, std::vector<TestResult>& out, int depth = 0) {
+    if (depth > k_max_depth) return false;
     for (const auto& child : node.children()) {
         std::string tag = child.name();
         if (tag == "testsuite" || tag == "testsuites") {
-            collect(child, out);
+            if (!collect(child, out, depth + 1)) return false;
             continue;
         }
         if (tag != "testcase") continue;
@@ -57,6 +65,7 @@ void collect(const pugi::xml_node& node, std::vector<TestResult>& out) {
         }
         out.push_back(std::move(t));
     }
+    return true;
 }
 
 }  // namespace
@@ -74,23 +83,42 @@ Result<std::vector<TestResult>> parse_junit(const std::string& xml, const std::s
         return make_error("junit", source_name + ": root element <" + tag + "> is not <testsuites> or <testsuite>");
     }
     std::vector<TestResult> out;
-    if (tag == "testsuite") collect(doc, out);
-    else collect(root, out);
+    if (!collect(tag == "testsuite" ? doc : root, out)) {
+        return make_error("junit", source_name + ": test suites nested more than " + std::to_string(k_max_depth) + " deep");
+    }
     return out;
 }
 
 Result<std::vector<TestResult>> read_junit_dir(const std::filesystem::path& dir) {
+    // Everything here was written by the test: links, fifos, huge or countless files are an
+    // answer (a JUnit error, so an infra_error), never a crash or a hang (CONTRACT.md §1.7).
     std::vector<std::filesystem::path> files;
     std::error_code ec;
-    for (const auto& e : std::filesystem::directory_iterator(dir, ec)) {
-        if (e.is_regular_file() && e.path().extension() == ".xml") files.push_back(e.path());
+    std::filesystem::directory_iterator it(dir, ec), end;
+    if (ec) return make_error("junit", "cannot read " + dir.string() + ": " + ec.message());
+    std::size_t entries = 0;
+    for (; it != end; it.increment(ec)) {
+        if (++entries > k_max_entries) {
+            return make_error("junit", "more than " + std::to_string(k_max_entries) + " entries in the JUnit folder");
+        }
+        if (it->path().extension() != ".xml") continue;
+        std::error_code st_ec;
+        const auto st = it->symlink_status(st_ec);  // a link is never followed
+        if (st_ec || st.type() != std::filesystem::file_type::regular) continue;
+        if (files.size() == k_max_files) {
+            return make_error("junit", "more than " + std::to_string(k_max_files) + " JUnit files");
+        }
+        files.push_back(it->path());
     }
     if (ec) return make_error("junit", "cannot read " + dir.string() + ": " + ec.message());
     std::sort(files.begin(), files.end());
     std::vector<TestResult> all;
+    std::uint64_t total = 0;
     for (const auto& f : files) {
-        auto text = read_file(f, 256u << 20);
-        if (!text) return make_error("junit", text.error().message);
+        auto text = read_untrusted_file(f, static_cast<std::size_t>(k_max_bytes - total));
+        if (!text) return make_error("junit", text.error().message + " (JUnit files are read up to " +
+                                                  std::to_string(k_max_bytes >> 20) + " MiB in all)");
+        total += text->size();
         auto r = parse_junit(*text, f.filename().string());
         if (!r) return r.error();
         all.insert(all.end(), std::make_move_iterator(r->begin()), std::make_move_iterator(r->end()));

@@ -1,5 +1,6 @@
 #include "crcrd/exec/local_executor.hpp"
 
+#include <grp.h>
 #include <pwd.h>
 #include <spdlog/spdlog.h>
 #include <unistd.h>
@@ -37,6 +38,39 @@ std::string first_line_of(const std::vector<std::string>& argv, const std::optio
 std::string log_excerpt(const std::filesystem::path& path) {
     auto text = read_file(path, 256u << 20);
     return text ? *text : std::string();
+}
+
+struct Account {
+    uid_t uid;
+    gid_t gid;
+    std::vector<gid_t> groups;
+};
+
+/// The user's uid, primary group and supplementary groups (e.g. one that may open /dev/vfio).
+std::optional<Account> lookup_account(const std::string& name) {
+    struct passwd pw {};
+    struct passwd* found = nullptr;
+    std::vector<char> buf(16384);
+    if (::getpwnam_r(name.c_str(), &pw, buf.data(), buf.size(), &found) != 0 || !found) return std::nullopt;
+    Account a{pw.pw_uid, pw.pw_gid, {}};
+    int n = 64;
+    a.groups.resize(static_cast<std::size_t>(n));
+    if (::getgrouplist(name.c_str(), pw.pw_gid, a.groups.data(), &n) < 0) {
+        a.groups.resize(static_cast<std::size_t>(n));
+        ::getgrouplist(name.c_str(), pw.pw_gid, a.groups.data(), &n);
+    }
+    a.groups.resize(static_cast<std::size_t>(std::max(n, 0)));
+    return a;
+}
+
+/// Makes the job directory and what is in it the account's (nothing in it follows a link).
+void hand_over(const std::filesystem::path& job_dir, uid_t uid, gid_t gid) {
+    std::error_code ignored;
+    for (auto it = std::filesystem::recursive_directory_iterator(job_dir, ignored);
+         it != std::filesystem::recursive_directory_iterator(); it.increment(ignored)) {
+        (void)::lchown(it->path().c_str(), uid, gid);
+    }
+    (void)::lchown(job_dir.c_str(), uid, gid);
 }
 
 }  // namespace
@@ -204,23 +238,26 @@ JobOutcome LocalExecutor::run(const JobToRun& job, const std::atomic<bool>& canc
     p.timeout = job.timeout;
     p.stall_timeout = s->execution.stall_timeout;
     p.on_start = [&](pid_t pgid) { on_running(pgid); };
-    if (s->execution.isolation == "user") {
-        // A dedicated account: the daemon's files must not be readable by it (0600/0640
-        // owned by the daemon's user, as deploy/crcrd.service sets up).
-        const struct passwd* pw = s->execution.user ? ::getpwnam(s->execution.user->c_str()) : nullptr;
-        if (!pw) {
+    // The account the command runs as when it must not be the daemon's (§4.1): isolation
+    // user, or bubblewrap under a daemon running as root.
+    const bool root = ::geteuid() == 0;
+    std::optional<Account> account;
+    if (s->execution.isolation == "user" || (s->execution.isolation == "bwrap" && root)) {
+        account = lookup_account(s->execution.user.value_or("nobody"));
+        if (!account) {
             out.conclusion = "infra_error";
-            out.reason = "execution.user '" + s->execution.user.value_or("") + "' does not exist";
+            out.reason = "execution.user '" + s->execution.user.value_or("nobody") + "' does not exist";
             release_workspace(*ws, s->execution, s->upstream, true);
             return out;
         }
-        p.uid = pw->pw_uid;
-        p.gid = pw->pw_gid;
-        std::error_code ignored;
-        for (const auto& e : std::filesystem::recursive_directory_iterator(ws->job_dir, ignored)) {
-            (void)::lchown(e.path().c_str(), pw->pw_uid, pw->pw_gid);
-        }
-        (void)::chown(ws->job_dir.c_str(), pw->pw_uid, pw->pw_gid);
+        // The job directory becomes the account's; the daemon's own files stay unreadable to it
+        // (0600/0640 owned by the daemon's user, as deploy/crcrd.service sets up).
+        hand_over(ws->job_dir, account->uid, account->gid);
+    }
+    if (s->execution.isolation == "user") {
+        p.uid = account->uid;
+        p.gid = account->gid;
+        p.groups = account->groups;
     }
     if (s->execution.isolation == "bwrap") {
         SandboxSpec sb;
@@ -229,14 +266,13 @@ JobOutcome LocalExecutor::run(const JobToRun& job, const std::atomic<bool>& canc
         sb.job_dir = ws->job_dir;
         sb.pytorch_dir = ws->checkout;
         sb.devices = slot->devices;
-        // The command's own folder stays visible when it lies in a hidden one (the demo's).
-        if (!s->execution.command.empty()) {
-            auto cmd_dir = std::filesystem::path(s->execution.command.front()).parent_path();
-            for (const auto& d : s->hidden_dirs) {
-                auto rel = cmd_dir.lexically_relative(d);
-                if (!rel.empty() && *rel.begin() != "..") sb.visible_dirs.push_back(cmd_dir);
-            }
+        sb.no_network = s->execution.network == "none";
+        // The command's own folder (it may lie under /tmp, which the sandbox replaces); it is
+        // never inside a hidden one (config::check refuses that).
+        if (!s->execution.command.empty() && s->execution.command.front().front() == '/') {
+            sb.command_dir = std::filesystem::path(s->execution.command.front()).parent_path();
         }
+        if (root) sb.run_as = SandboxSpec::Account{account->uid, account->gid};
         p.argv = bwrap_prefix(sb);
     }
     p.argv.insert(p.argv.end(), s->execution.command.begin(), s->execution.command.end());

@@ -8,6 +8,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <dirent.h>
+
 #include <cerrno>
 #include <cstring>
 #include <fstream>
@@ -85,6 +87,130 @@ private:
     std::string m_ring;
 };
 
+/// The job's init process, between fork and exit (CONTRACT.md §4.1): only async-signal-safe
+/// calls, because the daemon that forked it has other threads. It leads a new session, is the
+/// subreaper of everything the command starts, runs the command in a process group of its own,
+/// forwards the supervisor's signals to it (SIGTERM as SIGTERM, SIGUSR1 as SIGKILL), and once the
+/// command has exited kills whatever it left behind (a `setsid` daemon, a double fork) before it
+/// exits with the command's status. So the job's end is the end of all its processes.
+namespace job_init {
+
+volatile sig_atomic_t g_main = 0;       // the command's pid (and process group)
+volatile sig_atomic_t g_pending = 0;    // a signal that came before the command was forked
+
+void forward(int sig) {
+    const int to = sig == SIGUSR1 ? SIGKILL : SIGTERM;
+    if (g_main > 0) ::kill(-static_cast<pid_t>(g_main), to);
+    else g_pending = to;
+}
+
+/// The 4th field of /proc/<pid>/stat, after the parenthesised command name.
+pid_t parent_of(const char* pid_name) {
+    char path[64] = "/proc/";
+    std::size_t n = 6;
+    for (const char* p = pid_name; *p && n < sizeof path - 6; ++p) path[n++] = *p;
+    for (const char* p = "/stat"; *p; ++p) path[n++] = *p;
+    path[n] = '\0';
+    int fd = ::open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return -1;
+    char buf[512];
+    ssize_t got = ::read(fd, buf, sizeof buf - 1);
+    ::close(fd);
+    if (got <= 0) return -1;
+    buf[got] = '\0';
+    char* close_paren = nullptr;
+    for (char* p = buf; *p; ++p)
+        if (*p == ')') close_paren = p;
+    if (!close_paren || close_paren[1] != ' ' || !close_paren[2] || close_paren[3] != ' ') return -1;
+    pid_t ppid = 0;
+    for (char* p = close_paren + 4; *p >= '0' && *p <= '9'; ++p) ppid = ppid * 10 + (*p - '0');
+    return ppid;
+}
+
+/// SIGKILL to every child of `self` (a subreaper's children include the orphans it adopted).
+void kill_children(pid_t self) {
+    int dir = ::open("/proc", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dir < 0) return;
+    alignas(8) char buf[8192];
+    for (;;) {
+        ssize_t n = ::getdents64(dir, buf, sizeof buf);
+        if (n <= 0) break;
+        for (ssize_t off = 0; off < n;) {
+            const auto* d = reinterpret_cast<const struct dirent64*>(buf + off);
+            off += d->d_reclen;
+            if (d->d_name[0] < '1' || d->d_name[0] > '9') continue;
+            if (parent_of(d->d_name) != self) continue;
+            pid_t pid = 0;
+            for (const char* p = d->d_name; *p; ++p) pid = pid * 10 + (*p - '0');
+            ::kill(pid, SIGKILL);
+        }
+    }
+    ::close(dir);
+}
+
+[[noreturn]] void run(const std::string& prog, char* const* argv, char* const* envp, const ProcessSpec& spec,
+                      const std::vector<gid_t>& groups, int out_fd) {
+    ::setsid();
+    ::prctl(PR_SET_CHILD_SUBREAPER, 1);
+    struct sigaction sa {};
+    sa.sa_handler = forward;
+    sigemptyset(&sa.sa_mask);
+    ::sigaction(SIGTERM, &sa, nullptr);
+    ::sigaction(SIGUSR1, &sa, nullptr);
+    sigset_t none;
+    sigemptyset(&none);
+    ::sigprocmask(SIG_SETMASK, &none, nullptr);
+    const pid_t self = ::getpid();
+    pid_t main = ::fork();
+    if (main < 0) ::_exit(125);
+    if (main == 0) {
+        struct sigaction dfl {};
+        dfl.sa_handler = SIG_DFL;
+        ::sigaction(SIGTERM, &dfl, nullptr);
+        ::sigaction(SIGUSR1, &dfl, nullptr);
+        ::setpgid(0, 0);
+        ::prctl(PR_SET_PDEATHSIG, SIGKILL);  // dies with its init
+        if (::getppid() != self) ::_exit(127);
+        (void)out_fd;
+        if (spec.gid && (::setgroups(groups.size(), groups.data()) != 0 || ::setgid(*spec.gid) != 0)) ::_exit(126);
+        if (spec.uid && ::setuid(*spec.uid) != 0) ::_exit(126);
+        if (::chdir(spec.cwd.c_str()) != 0) ::_exit(126);
+        ::execve(prog.c_str(), argv, envp);
+        ::_exit(127);
+    }
+    ::setpgid(main, main);  // both sides set it: no window where a signal to -main misses
+    g_main = main;
+    if (g_pending) ::kill(-main, g_pending);
+    int status = 0;
+    for (;;) {
+        int st = 0;
+        pid_t p = ::waitpid(-1, &st, 0);
+        if (p == main) {
+            status = st;
+            break;
+        }
+        if (p < 0 && errno != EINTR) ::_exit(125);
+    }
+    g_main = 0;
+    // The command is gone: nothing it started outlives it.
+    ::kill(-main, SIGKILL);
+    for (;;) {
+        kill_children(self);
+        int st = 0;
+        pid_t p = ::waitpid(-1, &st, 0);
+        if (p < 0 && errno == ECHILD) break;
+    }
+    if (WIFEXITED(status)) ::_exit(WEXITSTATUS(status));
+    const int sig = WIFSIGNALED(status) ? WTERMSIG(status) : SIGKILL;
+    struct sigaction dfl {};
+    dfl.sa_handler = SIG_DFL;
+    ::sigaction(sig, &dfl, nullptr);
+    ::kill(self, sig);
+    ::_exit(128 + sig);
+}
+
+}  // namespace job_init
+
 }  // namespace
 
 Result<ProcessResult> run_supervised(const ProcessSpec& spec, const std::atomic<bool>* cancel) {
@@ -104,6 +230,7 @@ Result<ProcessResult> run_supervised(const ProcessSpec& spec, const std::atomic<
     argv.push_back(nullptr);
     for (const auto& e : spec.env) envp.push_back(const_cast<char*>(e.c_str()));
     envp.push_back(nullptr);
+    const std::vector<gid_t>& groups = spec.groups;
     const pid_t parent = ::getpid();
     const auto started = Clock::now();
 
@@ -115,24 +242,16 @@ Result<ProcessResult> run_supervised(const ProcessSpec& spec, const std::atomic<
         return make_error("exec", std::string("fork: ") + std::strerror(errno));
     }
     if (pid == 0) {
-        ::setpgid(0, 0);
         ::prctl(PR_SET_PDEATHSIG, SIGKILL);  // dies with the daemon
         if (::getppid() != parent) ::_exit(127);
-        sigset_t none;
-        sigemptyset(&none);
-        ::sigprocmask(SIG_SETMASK, &none, nullptr);
         int devnull = ::open("/dev/null", O_RDONLY);
         ::dup2(devnull, 0);
         ::dup2(pipe_fd[1], 1);
         ::dup2(pipe_fd[1], 2);
+        // Nothing of the daemon's is inherited: listening socket, connections, database (§4.1).
         ::close_range(3, ~0U, 0);
-        if (spec.gid && (::setgroups(0, nullptr) != 0 || ::setgid(*spec.gid) != 0)) ::_exit(126);
-        if (spec.uid && ::setuid(*spec.uid) != 0) ::_exit(126);
-        if (::chdir(spec.cwd.c_str()) != 0) ::_exit(126);
-        ::execve(prog->c_str(), argv.data(), envp.data());
-        ::_exit(127);
+        job_init::run(*prog, argv.data(), envp.data(), spec, groups, 1);
     }
-    ::setpgid(pid, pid);
     ::close(pipe_fd[1]);
     if (spec.on_start) spec.on_start(pid);
 
@@ -141,29 +260,25 @@ Result<ProcessResult> run_supervised(const ProcessSpec& spec, const std::atomic<
     CappedLog log(log_fd, spec.max_log_bytes);
     auto last_output = started;
     const auto deadline = started + spec.timeout;
-    std::optional<Clock::time_point> kill_at;  // SIGKILL due after SIGTERM
-    bool exited = false, pipe_open = true;
+    // After SIGTERM: SIGKILL of the command at `kill_at`, of its init a grace later.
+    std::optional<Clock::time_point> kill_at, last_resort_at;
+    std::optional<Clock::time_point> exited_at;
+    bool pipe_open = true;
     int status = 0;
     char buf[65536];
 
     auto terminate = [&](bool& flag) {
         if (kill_at) return;
         flag = true;
-        ::kill(-pid, SIGTERM);
+        ::kill(pid, SIGTERM);  // the init forwards it to the command's group
         kill_at = Clock::now() + spec.kill_grace;
     };
-    while (pipe_open || !exited) {
+    while (pipe_open || !exited_at) {
         auto now = Clock::now();
-        if (!exited) {
-            // Seen without reaping, so the group id cannot be reused before it is killed.
-            siginfo_t info{};
-            if (::waitid(P_PID, static_cast<id_t>(pid), &info, WEXITED | WNOHANG | WNOWAIT) == 0 && info.si_pid == pid) {
-                ::kill(-pid, SIGKILL);  // whatever it left in its group (a grandchild) ends with it
-                ::waitpid(pid, &status, 0);
-                exited = true;
-            }
+        if (!exited_at) {
+            if (::waitpid(pid, &status, WNOHANG) == pid) exited_at = now;
         }
-        if (!kill_at && !exited) {
+        if (!kill_at && !exited_at) {
             if (now >= deadline) terminate(r.timed_out);
             else if (now - last_output >= spec.stall_timeout) terminate(r.stalled);
             else if (cancel && cancel->load()) {
@@ -171,21 +286,27 @@ Result<ProcessResult> run_supervised(const ProcessSpec& spec, const std::atomic<
                 terminate(ignored);
             }
         }
-        if (kill_at && now >= *kill_at) {
-            ::kill(-pid, SIGKILL);
-            kill_at = Clock::time_point::max();
+        if (kill_at && !last_resort_at && now >= *kill_at && !exited_at) {
+            ::kill(pid, SIGUSR1);  // the init: SIGKILL to the command's group
+            last_resort_at = now + spec.kill_grace;
+        }
+        if (last_resort_at && now >= *last_resort_at && !exited_at) {
+            ::kill(pid, SIGKILL);
+            last_resort_at = Clock::time_point::max();
         }
         if (!pipe_open) {
-            // Only waiting for the exit status now.
-            ::usleep(5000);
+            ::usleep(5000);  // only waiting for the exit status now
             continue;
         }
+        // Once the init exited every process of the job is gone; a descriptor passed on to
+        // something else must not keep the job open: a grace period, then it is closed.
+        if (exited_at && now - *exited_at >= spec.kill_grace) break;
         auto next = std::min({deadline, last_output + spec.stall_timeout, now + std::chrono::milliseconds(100)});
         if (kill_at) next = std::min(next, *kill_at);
         int wait_ms = static_cast<int>(std::max<long long>(
             0, std::chrono::duration_cast<std::chrono::milliseconds>(next - now).count()));
         pollfd p{pipe_fd[0], POLLIN, 0};
-        int rc = ::poll(&p, 1, exited ? std::min(wait_ms, 10) : wait_ms);
+        int rc = ::poll(&p, 1, exited_at ? std::min(wait_ms, 10) : wait_ms);
         if (rc > 0) {
             ssize_t n = ::read(pipe_fd[0], buf, sizeof buf);
             if (n > 0) {
@@ -194,8 +315,6 @@ Result<ProcessResult> run_supervised(const ProcessSpec& spec, const std::atomic<
             } else if (n == 0 || errno != EINTR) {
                 pipe_open = false;
             }
-        } else if (rc == 0 && exited) {
-            pipe_open = false;  // the group is gone and nothing more came
         }
     }
     ::close(pipe_fd[0]);

@@ -154,6 +154,11 @@ Result<Event> pull_request(const Fields& p, Event e) {
     CRCRD_TRY(pr, p.object("pull_request"));
     if (action == "closed") {
         e.intent = Intent::cancel_pr;
+        // The head it was closed at, when the payload has a valid one (for replays, §1.3).
+        if (auto head = pr.opt_object("head")) {
+            CRCRD_TRY(head_sha, head->opt_str("sha"));
+            if (head_sha && valid_sha(*head_sha)) e.sha = lower(*head_sha);
+        }
         // Only a merged PR's merge commit is on the base branch; an unmerged PR's
         // merge_commit_sha is a test merge that goes away.
         auto merged = pr.find("merged");

@@ -174,6 +174,9 @@ boost::asio::awaitable<http::Response> WebhookHandler::handle(http::Request& req
                 d->intended = Verdict::cancelled;
                 d->http_status = 200;
                 d->cancel_pr = event->pr;
+                // A form without a signed id may be a replay: it cancels nothing pushed after
+                // its head (§1.3). A CRCR delivery is deduplicated by its signed id instead.
+                if (!event->crcr_delivery_id && !event->sha.empty()) d->cancel_sha = event->sha;
                 d->reason = "PR closed";
                 if (pol->post_merge && event->merge_commit_sha) {
                     // selection.post_merge: the merge commit is tested on its branch, like a push.

@@ -3,6 +3,7 @@
 #include <signal.h>
 #include <spdlog/spdlog.h>
 
+#include <filesystem>
 #include <future>
 #include <set>
 
@@ -129,11 +130,12 @@ void end_attempt(store::Db& db, const exec::JobToRun& job, const std::string& co
     finish_job(db, job.job_id, conclusion, reason, exit_status);
 }
 
-/// A process group is only killed when it is the job's own (its environment names the job).
-bool is_job_process(std::int64_t pgid, std::int64_t job_id) {
-    auto env = read_file("/proc/" + std::to_string(pgid) + "/environ", 1 << 20);
+/// Whether the process `pid` runs with CRCR_JOB_ID=<job_id> in its environment: the job's
+/// command, bubblewrap, and whatever the command started, even in a session of its own.
+bool is_job_process(const std::string& pid, std::int64_t job_id) {
+    auto env = read_file("/proc/" + pid + "/environ", 1 << 20);
     if (!env) return false;
-    std::string needle = std::string("CRCR_JOB_ID=") + std::to_string(job_id);
+    const std::string needle = "CRCR_JOB_ID=" + std::to_string(job_id);
     std::size_t pos = 0;
     while (pos < env->size()) {
         auto end = env->find('\0', pos);
@@ -142,6 +144,19 @@ bool is_job_process(std::int64_t pgid, std::int64_t job_id) {
         pos = end + 1;
     }
     return false;
+}
+
+/// Kills what a previous daemon's job left running (its init died with that daemon; the
+/// command and anything it detached may not have). Returns how many processes.
+int kill_leftovers(std::int64_t job_id) {
+    int killed = 0;
+    std::error_code ec;
+    for (std::filesystem::directory_iterator it("/proc", ec), end; it != end; it.increment(ec)) {
+        const std::string name = it->path().filename().string();
+        if (name.empty() || name.find_first_not_of("0123456789") != std::string::npos) continue;
+        if (is_job_process(name, job_id) && ::kill(static_cast<pid_t>(std::stol(name)), SIGKILL) == 0) ++killed;
+    }
+    return killed;
 }
 
 }  // namespace
@@ -159,9 +174,8 @@ Status Dispatcher::recover() {
         std::vector<std::pair<std::int64_t, std::optional<std::int64_t>>> left;
         while (st.step()) left.emplace_back(st.int64(0), st.opt_int64(1));
         for (const auto& [id, pgid] : left) {
-            if (pgid && is_job_process(*pgid, id)) {
-                ::kill(static_cast<pid_t>(-*pgid), SIGKILL);
-                spdlog::warn("job_id={} killed stray process group {} of the previous daemon", id, *pgid);
+            if (int n = kill_leftovers(id); n > 0) {
+                spdlog::warn("job_id={} killed {} stray process(es) of the previous daemon", id, n);
             }
             auto job = load_job(db, id);
             end_attempt(db, job, "infra_error", "daemon restarted", std::nullopt, settings);
@@ -193,13 +207,42 @@ void Dispatcher::stop() {
     m_cv.notify_all();
     m_stop_cv.notify_all();
     if (m_thread.joinable()) m_thread.join();
-    std::vector<std::thread> workers;
+    std::list<Worker> workers;
     {
         std::lock_guard lk(m_mu);
         workers.swap(m_workers);
     }
     for (auto& w : workers)
-        if (w.joinable()) w.join();
+        if (w.thread.joinable()) w.thread.join();
+}
+
+bool Dispatcher::spawn_worker(std::function<void()> fn) {
+    for (auto it = m_workers.begin(); it != m_workers.end();) {
+        if (it->done->load()) {
+            it->thread.join();
+            it = m_workers.erase(it);
+        } else {
+            ++it;
+        }
+    }
+    auto done = std::make_shared<std::atomic<bool>>(false);
+    try {
+        std::thread t([fn = std::move(fn), done] {
+            try {
+                fn();
+            } catch (const std::exception& e) {
+                spdlog::error("dispatcher worker: uncaught exception: {}", e.what());
+            } catch (...) {
+                spdlog::error("dispatcher worker: uncaught exception");
+            }
+            done->store(true);
+        });
+        m_workers.push_back(Worker{std::move(t), done});
+        return true;
+    } catch (const std::system_error& e) {
+        spdlog::error("dispatcher: cannot start a worker thread: {}", e.what());
+        return false;
+    }
 }
 
 void Dispatcher::loop() {
@@ -295,17 +338,35 @@ void Dispatcher::dispatch_once() {
     std::lock_guard lk(m_mu);
     for (auto id : cancelled)
         if (auto it = m_running.find(id); it != m_running.end()) it->second->store(true);
+    std::vector<exec::JobToRun> not_started;
     for (auto& job : started) {
         auto flag = std::make_shared<std::atomic<bool>>(false);
         m_running[job.job_id] = flag;
         spdlog::info("job_id={} run_id={} tier={} attempt={} leased slot={}", job.job_id, job.run_id, job.tier,
                      job.attempt, job.slot);
-        m_workers.emplace_back([this, job, flag] { work(job, flag); });
+        if (!spawn_worker([this, job, flag] { work(job, flag); })) {
+            m_running.erase(job.job_id);
+            not_started.push_back(job);
+        }
     }
     for (const auto& slot : due) {
         if (m_rechecking[slot]) continue;
         m_rechecking[slot] = true;
-        m_workers.emplace_back([this, slot] { recheck(slot); });
+        if (!spawn_worker([this, slot] { recheck(slot); })) m_rechecking[slot] = false;
+    }
+    if (!not_started.empty()) {
+        // No thread for them now: back to the queue, their slots free again.
+        m_writer.submit(
+            [this, not_started](store::Db& db) {
+                auto& back = db.cached("UPDATE jobs SET state = 'queued', slot = NULL WHERE id = ? AND state = 'leased'");
+                for (const auto& job : not_started) {
+                    back.reset();
+                    back.bind(1, job.job_id);
+                    back.run();
+                    m_executor.release(db, job, exec::JobOutcome{});
+                }
+            },
+            [](Status) {});
     }
 }
 
@@ -329,16 +390,26 @@ void Dispatcher::recheck(const std::string& slot) {
 }
 
 void Dispatcher::work(exec::JobToRun job, std::shared_ptr<std::atomic<bool>> cancel) {
-    auto outcome = m_executor.run(job, *cancel, [this, id = job.job_id](std::int64_t pgid) {
-        m_writer.submit(
-            [id, pgid](store::Db& db) {
-                auto& st = db.cached(
-                    "UPDATE jobs SET state = 'running', pgid = ?, started_at = ? WHERE id = ? AND state = 'leased'");
-                st.bind(1, pgid).bind(2, now_rfc3339()).bind(3, id);
-                st.run();
-            },
-            [](Status) {});
-    });
+    exec::JobOutcome outcome;
+    try {
+        outcome = m_executor.run(job, *cancel, [this, id = job.job_id](std::int64_t pgid) {
+            m_writer.submit(
+                [id, pgid](store::Db& db) {
+                    auto& st = db.cached(
+                        "UPDATE jobs SET state = 'running', pgid = ?, started_at = ? WHERE id = ? AND state = 'leased'");
+                    st.bind(1, pgid).bind(2, now_rfc3339()).bind(3, id);
+                    st.run();
+                },
+                [](Status) {});
+        });
+    } catch (const std::exception& e) {
+        // A bug or an exhausted resource, never the test's doing: the job ends (and is retried)
+        // instead of holding its slot forever.
+        outcome = exec::JobOutcome{};
+        outcome.conclusion = "infra_error";
+        outcome.reason = std::string("crcrd could not run the job: ") + e.what();
+        spdlog::error("job_id={} run failed: {}", job.job_id, e.what());
+    }
     bool stopping;
     {
         std::lock_guard lk(m_mu);

@@ -128,10 +128,15 @@ void Planner::loop() {
             if (m_stopping) return;
             m_pending = false;
         }
-        if (auto cfg = config(); cfg && cfg->rules) m_full_matrix.tick(*cfg->rules);
-        while (plan_pending() > 0) {
-            std::lock_guard lk(m_mu);
-            if (m_stopping) return;
+        try {
+            if (auto cfg = config(); cfg && cfg->rules) m_full_matrix.tick(*cfg->rules);
+            while (plan_pending() > 0) {
+                std::lock_guard lk(m_mu);
+                if (m_stopping) return;
+            }
+        } catch (const std::exception& e) {
+            // The database unreadable for a moment, a bug: the next wake-up tries again.
+            spdlog::error("planner: {}", e.what());
         }
     }
 }

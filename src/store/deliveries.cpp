@@ -100,12 +100,19 @@ void cancel_jobs(Db& db, const std::vector<std::int64_t>& ids, const std::string
     }
 }
 
-std::vector<std::int64_t> cancel_pr_runs(Db& db, std::int64_t pr, const std::string& reason,
-                                         const std::string& now) {
+std::vector<std::int64_t> cancel_pr_runs(Db& db, std::int64_t pr, const std::optional<std::string>& head_sha,
+                                         const std::string& reason, const std::string& now) {
+    std::optional<std::int64_t> upto;
+    if (head_sha) {
+        auto& last = db.cached("SELECT max(id) FROM runs WHERE pr = ? AND event = 'pull_request' AND sha = ?");
+        last.bind(1, pr).bind(2, *head_sha);
+        if (last.step()) upto = last.opt_int64(0);
+        last.reset();
+    }
     auto& st = db.cached(
         "UPDATE runs SET state = 'cancelled', conclusion = 'cancelled', reason = ?, finished_at = ? "
-        "WHERE pr = ? AND event = 'pull_request' AND state IN ('queued','running') RETURNING id");
-    st.bind(1, reason).bind(2, now).bind(3, pr);
+        "WHERE pr = ? AND event = 'pull_request' AND state IN ('queued','running') AND (? IS NULL OR id <= ?) RETURNING id");
+    st.bind(1, reason).bind(2, now).bind(3, pr).bind(4, upto).bind(5, upto);
     std::vector<std::int64_t> ids;
     while (st.step()) ids.push_back(st.int64(0));
     cancel_jobs(db, ids, reason, now);
@@ -114,6 +121,13 @@ std::vector<std::int64_t> cancel_pr_runs(Db& db, std::int64_t pr, const std::str
 
 std::vector<std::int64_t> supersede(Db& db, const NewRun& r, std::int64_t new_id, const std::string& now) {
     if (r.concurrency_group.empty()) return {};
+    // A SHA the group has seen before (a replay, or a push of an older commit again) never
+    // cancels the group's work: only a SHA new to the group supersedes (§1.3).
+    auto& seen = db.cached("SELECT 1 FROM runs WHERE sha = ? AND concurrency_group = ? AND id <> ? LIMIT 1");
+    seen.bind(1, r.sha).bind(2, r.concurrency_group).bind(3, new_id);
+    const bool known = seen.step();
+    seen.reset();
+    if (known) return {};
     const std::string reason = "superseded by " + r.sha;
     auto& st = db.cached(
         "UPDATE runs SET state = 'cancelled', conclusion = 'cancelled', reason = ?, finished_at = ? "
@@ -156,7 +170,7 @@ Outcome record_delivery(Db& db, const Delivery& d) {
         out.run_id = insert_run_row(db, *d.run, now);
         out.superseded = supersede(db, *d.run, *out.run_id, now);
     } else if (d.intended == Verdict::cancelled && d.cancel_pr) {
-        out.run_ids = cancel_pr_runs(db, *d.cancel_pr, "PR closed", now);
+        out.run_ids = cancel_pr_runs(db, *d.cancel_pr, d.cancel_sha, "PR closed", now);
         if (d.run) {  // a merged PR with selection.post_merge
             out.run_id = insert_run_row(db, *d.run, now);
             out.superseded = supersede(db, *d.run, *out.run_id, now);

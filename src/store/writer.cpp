@@ -99,7 +99,11 @@ void Writer::loop() {
                 m_queue.pop_front();
             }
         }
-        commit_batch(batch);
+        try {
+            commit_batch(batch);
+        } catch (const std::exception& e) {
+            spdlog::error("writer: uncaught exception: {}", e.what());
+        }
     }
 }
 

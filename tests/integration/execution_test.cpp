@@ -36,7 +36,10 @@ protected:
         if (run_command({"bwrap", "--ro-bind", "/", "/", "--unshare-pid", "--proc", "/proc", "true"}, &out) != 0) {
             GTEST_SKIP() << "bubblewrap cannot create namespaces here: " << out;
         }
-        write_file(dir.path() / "ci" / "ci.sh", k_ci_script, 0755);
+        // Installed outside the daemon's folders, as a backend's script is (a command inside a
+        // folder the sandbox hides is a configuration error), and traversable by the test uid.
+        write_file(bin.path() / "ci.sh", k_ci_script, 0755);
+        std::filesystem::permissions(bin.path(), std::filesystem::perms(0755));
         write_file(dir.path() / "selection.yaml", rules(import_tests));
         daemon = std::make_unique<TestDaemon>(
             dir.path(), "selection: {rules: selection.yaml}\n"
@@ -44,7 +47,7 @@ protected:
                         "  - {name: sim-0, labels: [sim], env: {SIM_DEVICE: \"0\"}, health_check: " + health +
                             ", device_model: Simulated}\n"
                         "execution:\n"
-                        "  command: [ci/ci.sh]\n"
+                        "  command: [" + (bin.path() / "ci.sh").string() + "]\n"
                         "  work_root: state/work\n"
                         "  min_free_bytes: 1MiB\n"
                         "  infra_retries: 1\n"
@@ -74,6 +77,7 @@ protected:
     }
 
     TempDir dir;
+    TempDir bin;
     std::unique_ptr<TestDaemon> daemon;
     int next_pr = 100;
 };
@@ -180,7 +184,6 @@ TEST_F(ExecutionTest, IsolationUserRunsTheCommandAsAnotherUidThatCannotReadTheDa
               ", PROBE_DB: " + (dir.path() / "state" / "crcrd.db").string() + "}\n",
           {"DAEMON_ONLY_MARKER=1"});
     std::filesystem::permissions(dir.path(), std::filesystem::perms(0711));
-    std::filesystem::permissions(dir.path() / "ci", std::filesystem::perms(0755));
     std::filesystem::permissions(dir.path() / "crcrd.yaml", std::filesystem::perms(0600));
     EXPECT_EQ(std::filesystem::status(daemon->db_path()).permissions() & std::filesystem::perms::all,
               std::filesystem::perms(0600));

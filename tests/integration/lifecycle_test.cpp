@@ -203,14 +203,14 @@ TEST(Lifecycle, PlainHttpOnLoopbackAndSlowClientsAreCutOff) {
     EXPECT_TRUE(read_until_closed(idle).has_value());
     ::close(idle);
 
-    // Oversized headers are refused.
+    // Oversized headers are refused (431 Request Header Fields Too Large).
     int big = connect_to(d.port());
     std::string huge = "GET /healthz HTTP/1.1\r\nHost: x\r\nX-Big: " + std::string(64 * 1024, 'a') + "\r\n\r\n";
     ::send(big, huge.data(), huge.size(), MSG_NOSIGNAL);
     auto answer = read_until_closed(big);
     ::close(big);
     ASSERT_TRUE(answer);
-    EXPECT_EQ(answer->rfind("HTTP/1.1 413", 0), 0u) << *answer;
+    EXPECT_EQ(answer->rfind("HTTP/1.1 431", 0), 0u) << *answer;  // CONTRACT.md §1.5
 }
 
 TEST(Lifecycle, SigtermDrainsAndExitsCleanly) {

@@ -170,6 +170,43 @@ TEST_F(WebhookTest, ClosingThePrCancelsItsRuns) {
     EXPECT_EQ(body_of(again), (json{{"status", "cancelled"}, {"run_ids", json::array()}}));
 }
 
+TEST_F(WebhookTest, AReplayedOldDeliveryNeverMovesAPrBackwards) {
+    constexpr const char* k_newer = "f95f852bd8fca8fcc58a9a2d6c842781e32a215e";
+    // The legacy form carries no signed id: the same body may come back under a new
+    // X-GitHub-Delivery, signed correctly (the signature covers the body, not the header).
+    const std::string old_body = fixture_text("crcr/legacy-pr-trigger.dispatch.json");
+    auto first = body_of(daemon->post_github(old_body, "legacy-1"));
+    auto newer = body_of(daemon->post_github(
+        with("crcr/legacy-pr-trigger.dispatch.json", [&](json& j) { j["client_payload"]["head_sha"] = k_newer; }), "legacy-2"));
+    EXPECT_EQ(newer["superseded"], json::array({first["run_id"]}));
+    auto replay = daemon->post_github(old_body, "legacy-replayed");
+    ASSERT_EQ(replay->status, 202) << replay->body;  // stored like any delivery...
+    EXPECT_FALSE(body_of(replay).contains("superseded")) << replay->body;  // ...but it supersedes nothing
+    EXPECT_EQ(daemon->text("SELECT state FROM runs WHERE id=" + std::to_string(newer["run_id"].get<int>())), "queued");
+
+    // The native GitHub form: a replayed `closed` of an older head leaves the newer push's run.
+    auto native = [&](const std::string& action, const std::string& sha) {
+        return with("github-webhooks/pull_request-opened.json", [&](json& j) {
+            j["action"] = action;
+            j["number"] = 77;
+            j["repository"]["full_name"] = "pytorch/pytorch";
+            j["pull_request"]["head"]["repo"]["full_name"] = "pytorch/pytorch";
+            j["pull_request"]["head"]["sha"] = sha;
+        });
+    };
+    auto a = body_of(daemon->post_github(native("opened", k_sha), "n-1", "pull_request"));
+    const std::string closed_at_a = native("closed", k_sha);
+    EXPECT_EQ(body_of(daemon->post_github(closed_at_a, "n-2", "pull_request"))["run_ids"], json::array({a["run_id"]}));
+    auto reopened = body_of(daemon->post_github(native("reopened", k_newer), "n-3", "pull_request"));
+    ASSERT_EQ(reopened["status"], "queued") << reopened.dump();
+    auto replayed_close = body_of(daemon->post_github(closed_at_a, "n-2-replayed", "pull_request"));
+    EXPECT_EQ(replayed_close["run_ids"], json::array()) << replayed_close.dump();
+    EXPECT_EQ(daemon->text("SELECT state FROM runs WHERE id=" + std::to_string(reopened["run_id"].get<int>())), "queued");
+    // A close at the newest head still cancels it.
+    auto closed = body_of(daemon->post_github(native("closed", k_newer), "n-4", "pull_request"));
+    EXPECT_EQ(closed["run_ids"], json::array({reopened["run_id"]}));
+}
+
 TEST_F(WebhookTest, AMergedPrQueuesAPostMergeRunOnItsMergeCommitWhenEnabled) {
     auto merged = [&](const std::string& id, bool was_merged) {
         return with("crcr/pull_request-closed.dispatch.json", [&](json& j) {

@@ -17,6 +17,7 @@ TempDir::TempDir() {
 }
 
 TempDir::~TempDir() {
+    if (std::getenv("CRCRD_KEEP_TEST_DIRS")) return;  // for a post-mortem of a failing test
     std::error_code ec;
     std::filesystem::remove_all(m_path, ec);
 }

@@ -95,7 +95,10 @@ struct ExecutionConfig {
     Path work_root;
     std::map<std::string, std::string> env;
     std::string isolation = "bwrap";  // bwrap | user | none
-    std::optional<std::string> user;  // for isolation: user
+    /// The account tests run as: with isolation user, and with bwrap when the daemon runs as
+    /// root (default there: nobody).
+    std::optional<std::string> user;
+    std::string network = "host";  // host | none (none: bwrap only)
     Duration stall_timeout = std::chrono::seconds(300);
     Duration device_wait = std::chrono::minutes(30);
     Duration health_interval = std::chrono::seconds(30);

@@ -13,6 +13,11 @@ namespace crcrd {
 Result<std::string> read_file(const std::filesystem::path& path,
                               std::size_t max_bytes = 16 * 1024 * 1024);
 
+/// Reads a file that an untrusted process may have placed (a test's JUnit, CONTRACT.md §1.7):
+/// only a regular file, never through a symbolic link, never blocking on a fifo or device,
+/// refused when larger than `max_bytes`. Never throws.
+Result<std::string> read_untrusted_file(const std::filesystem::path& path, std::size_t max_bytes);
+
 /// `text` without leading and trailing ASCII whitespace (secret files end with a newline).
 std::string trim(std::string text);
 

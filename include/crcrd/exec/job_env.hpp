@@ -45,12 +45,28 @@ struct SandboxSpec {
     std::filesystem::path job_dir;                    // bound read-write
     std::optional<std::filesystem::path> pytorch_dir; // bound read-only
     std::vector<std::string> devices;                 // the slot's devices, bound in
-    std::vector<std::filesystem::path> visible_dirs;  // bound back read-only inside a hidden one
+    std::optional<std::filesystem::path> command_dir; // bound read-only (it may lie under /tmp)
+    bool no_network = false;                          // execution.network: none
+    /// When the daemon runs as root: the unprivileged account the command runs as (bubblewrap
+    /// mounts as root, then `setpriv` drops to it with no capabilities). Unset: the daemon is
+    /// not root, and bubblewrap runs in a user namespace of the daemon's own uid.
+    struct Account {
+        unsigned uid = 0;
+        unsigned gid = 0;
+    };
+    std::optional<Account> run_as;
 };
 
-/// The bwrap argv prefix: its own pid, IPC and UTS namespaces, a fresh /proc and /dev, a
-/// read-only view of the host, tmpfs over the hidden directories and /tmp, the job directory
-/// writable, dies with its parent. Append the command after it.
+/// The argv prefix that runs a command in the sandbox (CONTRACT.md §4, §4.1): its own pid, IPC,
+/// UTS (and, with no_network, network) namespaces, a new session, a fresh /proc and /dev, a
+/// read-only view of the host, tmpfs over /tmp and the hidden directories, the command's own
+/// folder bound read-only before the masks (so it can unhide nothing), the job directory
+/// writable, the checkout read-only, /dev/null over every hidden file last, dies with its
+/// parent, and no capabilities: an unprivileged uid when the daemon is root, a user namespace
+/// without nested user namespaces when it is not. Append the command after it.
 std::vector<std::string> bwrap_prefix(const SandboxSpec& spec);
+
+/// Whether `path` is `dir` or lies inside it (lexically, both absolute and normal).
+bool is_within(const std::filesystem::path& path, const std::filesystem::path& dir);
 
 }  // namespace crcrd::exec

@@ -1,9 +1,11 @@
 #pragma once
-// Supervising one test command (CONTRACT.md §4): execve (never a shell) in its own process
-// group, in its job directory, with exactly the environment given; a tier timeout and a stall
-// timeout (no output), each ending in SIGTERM to the whole group and SIGKILL after a grace
-// period; children that die with the daemon; stdout+stderr into a log capped to its head and
-// tail. Blocking: run it on an executor thread.
+// Supervising one test command (CONTRACT.md §4, §4.1): execve (never a shell) in its own
+// process group under a small init process of the job's (a new session, the subreaper of
+// everything the command starts), in its job directory, with exactly the environment given;
+// a tier timeout and a stall timeout (no output), each ending in SIGTERM to the command's
+// group and SIGKILL after a grace period; when the command exits, whatever it left behind is
+// killed; nothing of the daemon's descriptors is inherited; children that die with the daemon;
+// stdout+stderr into a log capped to its head and tail. Blocking: run it on an executor thread.
 
 #include <sys/types.h>
 
@@ -32,7 +34,8 @@ struct ProcessSpec {
     /// Run as this user and group (isolation: user): supplementary groups dropped first.
     std::optional<uid_t> uid;
     std::optional<gid_t> gid;
-    /// Called once the command runs, with its process group (to record it for recovery).
+    std::vector<gid_t> groups;  // supplementary groups with `gid` (e.g. one that may open the devices)
+    /// Called once the command runs, with the pid of the job's init (to record it for recovery).
     std::function<void(pid_t)> on_start;
 };
 

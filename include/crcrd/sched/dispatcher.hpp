@@ -8,6 +8,8 @@
 #include <atomic>
 #include <condition_variable>
 #include <filesystem>
+#include <functional>
+#include <list>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -47,7 +49,15 @@ private:
     void dispatch_once();
     void work(exec::JobToRun job, std::shared_ptr<std::atomic<bool>> cancel);
     void recheck(const std::string& slot);
+    /// Runs `fn` on a new worker thread; no exception escapes it. Finished workers are joined
+    /// here first, so their number stays that of the jobs and rechecks in flight. False when
+    /// the system refuses a thread (the caller puts the job or slot back). Under m_mu.
+    bool spawn_worker(std::function<void()> fn);
 
+    struct Worker {
+        std::thread thread;
+        std::shared_ptr<std::atomic<bool>> done;
+    };
     store::Writer& m_writer;
     std::filesystem::path m_db_path;
     exec::Executor& m_executor;
@@ -59,7 +69,7 @@ private:
     bool m_pending = true;
     std::map<std::int64_t, std::shared_ptr<std::atomic<bool>>> m_running;  // job id -> cancel flag
     std::map<std::string, bool> m_rechecking;
-    std::vector<std::thread> m_workers;
+    std::list<Worker> m_workers;
     std::thread m_thread;
 };
 

@@ -29,7 +29,8 @@ struct NewRun {
     std::string delivery_id;
     std::string inputs_json = "{}";  // what selection needs later: changed files, push commits
     /// Runs of the same group with another SHA that are still queued or running are
-    /// cancelled as "superseded by <sha>" (CONTRACT.md §4). Empty: no group.
+    /// cancelled as "superseded by <sha>" (CONTRACT.md §4), but only when the group has never
+    /// seen this SHA: a replayed old delivery never moves a PR backwards (§1.3). Empty: no group.
     std::string concurrency_group;
 };
 
@@ -48,6 +49,9 @@ struct Delivery {
     std::size_t body_size = 0;            // size before compression
     std::optional<NewRun> run;            // with queued
     std::optional<std::int64_t> cancel_pr;  // with cancelled
+    /// The closed PR's head SHA: when a run of the PR has it, only runs up to the newest of
+    /// those are cancelled (a replayed `closed` does not cancel work on newer pushes).
+    std::optional<std::string> cancel_sha;
 };
 
 /// What was stored; `verdict` is duplicate when a key was seen before.
