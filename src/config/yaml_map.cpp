@@ -2,6 +2,7 @@
 
 #include <charconv>
 #include <limits>
+#include <set>
 
 namespace crcrd::config {
 
@@ -24,6 +25,7 @@ YamlMap::YamlMap(const ParseContext& ctx, const YAML::Node& node, std::string pa
 
 YamlMap::~YamlMap() {
     if (!present()) return;
+    std::set<std::string> seen;
     for (const auto& kv : m_node) {
         std::string key;
         try {
@@ -32,6 +34,8 @@ YamlMap::~YamlMap() {
             m_ctx.error(m_path, kv.first, "keys must be strings");
             continue;
         }
+        // yaml-cpp keeps the first of two equal keys without a word: an error, not a surprise.
+        if (!seen.insert(key).second) m_ctx.error(key_path(key), kv.first, "given twice");
         if (!m_used.count(key)) m_ctx.error(key_path(key), kv.first, "unknown key");
     }
 }

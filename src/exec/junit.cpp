@@ -104,7 +104,9 @@ Result<std::vector<TestResult>> read_junit_dir(const std::filesystem::path& dir)
         if (it->path().extension() != ".xml") continue;
         std::error_code st_ec;
         const auto st = it->symlink_status(st_ec);  // a link is never followed
-        if (st_ec || st.type() != std::filesystem::file_type::regular) continue;
+        if (st_ec || st.type() != std::filesystem::file_type::regular) {
+            return make_error("junit", it->path().filename().string() + " is not a regular file (a link, fifo, folder or device)");
+        }
         if (files.size() == k_max_files) {
             return make_error("junit", "more than " + std::to_string(k_max_files) + " JUnit files");
         }

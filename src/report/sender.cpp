@@ -320,9 +320,12 @@ Sender::Outcome Sender::deliver(store::Db& db, const Row& row, const SenderSetti
             return {Outcome::wait, code, msg, now + pause};
         }
     }
-    if (code == 401 && s.github->app_id && row.attempts == 0) {
-        auth->invalidate();  // a stale installation token: fetch a new one and try again
-        return {Outcome::retry, code, msg, std::nullopt};
+    if (code == 401 || code == 403) {
+        // A revoked, expired or rotated credential (403 here is not a rate limit): never a
+        // dead letter, or GitHub would show `pending` forever (§6.1). Retried with the 5xx
+        // backoff; the token file is read again, an App's installation token fetched again.
+        if (s.github->app_id) auth->invalidate();
+        return {Outcome::retry, code, msg + " (credentials rejected; read again before the next attempt)", std::nullopt};
     }
     return {Outcome::dead, code, msg, std::nullopt};
 }

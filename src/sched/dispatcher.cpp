@@ -249,7 +249,9 @@ void Dispatcher::loop() {
     for (;;) {
         {
             std::unique_lock lk(m_mu);
-            m_cv.wait_for(lk, std::chrono::milliseconds(500), [&] { return m_stopping || m_pending; });
+            // At the latest when the next offline slot is due for its recheck.
+            const auto until = std::min(std::chrono::steady_clock::now() + std::chrono::milliseconds(500), m_next_recheck);
+            m_cv.wait_until(lk, until, [&] { return m_stopping || m_pending; });
             if (m_stopping) return;
             m_pending = false;
         }
@@ -265,6 +267,7 @@ void Dispatcher::dispatch_once() {
     std::vector<exec::JobToRun> started;
     std::vector<std::int64_t> cancelled;
     std::vector<std::string> due;
+    std::optional<system_clock::time_point> next_recheck;
     std::set<std::int64_t> running;
     {
         std::lock_guard lk(m_mu);
@@ -330,12 +333,24 @@ void Dispatcher::dispatch_once() {
         off.bind(1, rfc3339(now));
         while (off.step()) due.push_back(off.text(0));
         off.reset();
+        auto& next = db.cached("SELECT min(next_health_at) FROM slots WHERE state = 'offline' AND next_health_at > ?");
+        next.bind(1, rfc3339(now));
+        if (next.step() && next.opt_text(0)) {
+            if (auto at = parse_rfc3339(*next.opt_text(0))) next_recheck = *at;
+        }
+        next.reset();
     });
     if (!s) {
         spdlog::warn("dispatcher: {}", s.error().message);
         return;
     }
     std::lock_guard lk(m_mu);
+    m_next_recheck = std::chrono::steady_clock::time_point::max();
+    if (next_recheck) {
+        m_next_recheck = std::chrono::steady_clock::now() +
+                         std::max(std::chrono::milliseconds(0), std::chrono::duration_cast<std::chrono::milliseconds>(
+                                                                     *next_recheck - system_clock::now()));
+    }
     for (auto id : cancelled)
         if (auto it = m_running.find(id); it != m_running.end()) it->second->store(true);
     std::vector<exec::JobToRun> not_started;
@@ -386,7 +401,7 @@ void Dispatcher::recheck(const std::string& slot) {
         std::lock_guard lk(m_mu);
         m_rechecking[slot] = false;
     }
-    if (ok) notify();
+    notify();  // back online: jobs may start; still offline: its next recheck is scheduled
 }
 
 void Dispatcher::work(exec::JobToRun job, std::shared_ptr<std::atomic<bool>> cancel) {

@@ -28,6 +28,8 @@ public:
     const T& value() const& { return std::get<0>(m_v); }
     T&& value() && { return std::get<0>(std::move(m_v)); }
     const Error& error() const { return std::get<1>(m_v); }
+    /// The value, or `fallback` when this holds an error.
+    T value_or(T fallback) const& { return ok() ? value() : std::move(fallback); }
     T* operator->() { return &value(); }
     const T* operator->() const { return &value(); }
     T& operator*() & { return value(); }

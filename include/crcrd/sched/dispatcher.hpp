@@ -69,6 +69,7 @@ private:
     bool m_pending = true;
     std::map<std::int64_t, std::shared_ptr<std::atomic<bool>>> m_running;  // job id -> cancel flag
     std::map<std::string, bool> m_rechecking;
+    std::chrono::steady_clock::time_point m_next_recheck = std::chrono::steady_clock::time_point::max();
     std::list<Worker> m_workers;
     std::thread m_thread;
 };

@@ -116,12 +116,28 @@ TEST(Config, ErrorsNameTheKeyPath) {
          "admin.tokens[0].role"},
         {"classify: {infra_patterns: ['(unclosed']}\n", "classify.infra_patterns"},
         {"report: {github: {repo: pytorch/pytorch}}\n", "report.github.token_file: required"},
+        {"execution: {stall_timeout: 5s, stall_timeout: 6s}\n", "execution.stall_timeout: given twice"},
+        {"execution: {isolation: none, network: none}\n", "execution.network: none needs isolation: bwrap"},
+        {"execution: {network: off}\n", "execution.network: 'off' is not one of host | none"},
     };
     for (const auto& c : cases) {
         auto l = parse(std::string(k_minimal) + c.yaml_tail, "/etc");
         EXPECT_FALSE(l.config) << c.yaml_tail;
         EXPECT_TRUE(has_error(l, c.expect)) << "wanted '" << c.expect << "' in:\n" << all(l);
     }
+}
+
+TEST(Config, ServerLimits) {
+    auto with_server = [](const std::string& extra) {
+        std::string y = k_minimal;
+        y.replace(y.find("listen: \"127.0.0.1:8443\"}"), 25, "listen: \"127.0.0.1:8443\", " + extra + "}");
+        return parse(y, "/etc");
+    };
+    EXPECT_TRUE(with_server("max_header_bytes: 64KiB, handshake_timeout: 2s").config);
+    EXPECT_TRUE(has_error(with_server("max_header_bytes: 100"), "server.max_header_bytes: must be from 1KiB to 1MiB"));
+    EXPECT_TRUE(has_error(with_server("max_connections_per_ip: 0"), "server.max_connections_per_ip: must be positive"));
+    auto twice = parse(std::string(k_minimal) + "server: {listen: \"127.0.0.1:9\"}\n", "/etc");
+    EXPECT_TRUE(has_error(twice, "server: given twice")) << all(twice);
 }
 
 TEST(Config, StructuralErrors) {
