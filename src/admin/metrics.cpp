@@ -65,6 +65,11 @@ Result<std::string> metrics_text(const std::filesystem::path& path, std::size_t 
                "SELECT CASE WHEN drained AND state = 'idle' THEN 'drained' ELSE state END, count(*) FROM slots GROUP BY 1");
         family(out, db, "crcrd_outbox", "gauge", "Outbox rows by sink and delivery state.", {"sink", "delivery"},
                "SELECT sink, delivery, count(*) FROM outbox GROUP BY sink, delivery");
+        family(out, db, "crcrd_outbox_credentials_rejected", "gauge",
+               "Statuses waiting because their last attempt was answered 401 or 403 (not a rate limit): a revoked "
+               "or rotated token; retried until the credentials work.",
+               {"sink"},
+               "SELECT sink, count(*) FROM outbox WHERE delivery = 'waiting' AND http_status IN (401, 403) GROUP BY sink");
         std::int64_t oldest = 0;
         auto st = db.prepare("SELECT min(created_at) FROM outbox WHERE delivery = 'waiting'");
         if (st.step() && !st.is_null(0)) {

@@ -258,6 +258,7 @@ int run(const std::filesystem::path& config_path) {
     } stop_writer_first{writer};
     sender.start();
     store::Pruner pruner(writer, std::chrono::duration_cast<std::chrono::milliseconds>(cfg.storage.retention),
+                         std::chrono::duration_cast<std::chrono::milliseconds>(cfg.storage.rejected_retention),
                          std::chrono::duration_cast<std::chrono::milliseconds>(cfg.storage.prune_interval));
     pruner.start();
     ingest::WebhookHandler webhook(checked.policy, writer);
@@ -304,8 +305,20 @@ int run(const std::filesystem::path& config_path) {
     api.set_metrics_public(cfg.admin.metrics_public);
     api.set_tiers(tier_names(checked.planner));
     api.on_queued([&planner] { planner.notify(); });
-    Router router(cfg.server.webhook_path, webhook, api, writer);
+    // With admin.listen, the admin API, /metrics and the dashboard move to a listener of their
+    // own (e.g. on loopback or a management network) and the public one serves the webhook.
+    const bool split = cfg.admin.listen.has_value();
+    Router router(cfg.server.webhook_path, webhook, api, writer, split ? Router::Serves::webhook : Router::Serves::everything);
+    Router admin_router(cfg.server.webhook_path, webhook, api, writer, Router::Serves::admin);
     http::Server server(context_ptrs, cfg.server, [&router](http::Request& r) { return router.route(r); });
+    std::unique_ptr<http::Server> admin_server;
+    if (split) {
+        config::ServerConfig admin_cfg = cfg.server;
+        admin_cfg.host = cfg.admin.listen_host;
+        admin_cfg.port = cfg.admin.listen_port;
+        admin_server = std::make_unique<http::Server>(context_ptrs, admin_cfg,
+                                                      [&admin_router](http::Request& r) { return admin_router.route(r); });
+    }
     // Signals are taken over before the listener announces itself: a SIGHUP sent as soon as
     // the daemon is up must reload, not end the process (SIGHUP's default action).
     asio::signal_set signals(ioc, SIGTERM, SIGINT, SIGHUP);
@@ -315,6 +328,13 @@ int run(const std::filesystem::path& config_path) {
     }
     spdlog::info("crcrd {} listening on {} (webhook {}) storage={}", CRCRD_VERSION, server.url(),
                  cfg.server.webhook_path, cfg.storage.path.string());
+    if (admin_server) {
+        if (auto s = admin_server->start(); !s) {
+            spdlog::critical("admin.listen: {}", s.error().message);
+            return s.error().code == "config" ? 2 : 1;
+        }
+        spdlog::info("admin API, /metrics and /ui/ on {}", admin_server->url());
+    }
 
     bool stopping = false;
     asio::co_spawn(
@@ -337,8 +357,11 @@ int run(const std::filesystem::path& config_path) {
                         outbox.set(outbox_settings(*next.config));
                         sender.set_settings(report::sender_settings(next.config->report));
                         if (next.config->server.tls) {
-                            if (auto t = server.reload_tls(*next.config->server.tls); !t) {
-                                spdlog::error("reload: {}", t.error().message);
+                            for (auto* srv : {&server, admin_server.get()}) {
+                                if (!srv) continue;
+                                if (auto t = srv->reload_tls(*next.config->server.tls); !t) {
+                                    spdlog::error("reload: {}", t.error().message);
+                                }
                             }
                         }
                         if (dispatcher) {
@@ -359,12 +382,31 @@ int run(const std::filesystem::path& config_path) {
                 stopping = true;
                 spdlog::info("signal {}: draining (at most {})", sig, format_duration(cfg.server.drain_timeout));
                 notify("STOPPING=1");
-                server.drain(cfg.server.drain_timeout, [&contexts](std::size_t left) {
+                // Both listeners drain; the contexts stop when the last of them is done.
+                auto drains = std::make_shared<int>(admin_server ? 2 : 1);
+                auto done = [&contexts, drains](std::size_t left) {
                     if (left) spdlog::warn("drain deadline passed with {} connections open", left);
-                    for (auto& c : contexts) c->stop();
-                });
+                    if (--*drains == 0)
+                        for (auto& c : contexts) c->stop();
+                };
+                server.drain(cfg.server.drain_timeout, done);
+                if (admin_server) admin_server->drain(cfg.server.drain_timeout, done);
                 signals.cancel();
                 co_return;
+            }
+        },
+        asio::detached);
+
+    // Summaries of rejection floods, once their minute ended.
+    asio::steady_timer reject_summaries(ioc);
+    asio::co_spawn(
+        ioc,
+        [&]() -> asio::awaitable<void> {
+            for (;;) {
+                reject_summaries.expires_after(std::chrono::seconds(10));
+                auto [ec] = co_await reject_summaries.async_wait(k_tuple);
+                if (ec || stopping) co_return;
+                webhook.flush_reject_log();
             }
         },
         asio::detached);

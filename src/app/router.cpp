@@ -4,7 +4,6 @@
 #include <nlohmann/json.hpp>
 
 #include "crcrd/core/time.hpp"
-#include "crcrd/store/async.hpp"
 
 namespace crcrd::app {
 
@@ -19,7 +18,7 @@ http::Response method_not_allowed(const char* allow) {
 }  // namespace
 
 boost::asio::awaitable<http::Response> Router::route(http::Request& req) {
-    if (req.path == m_webhook_path) co_return co_await m_webhook.handle(req);
+    if (req.path == m_webhook_path && m_serves != Serves::admin) co_return co_await m_webhook.handle(req);
     if (req.refused_status != 0) {
         // Refused by the server (413, 431): only the webhook keeps a row of it.
         auto r = http::Response::json(req.refused_status,
@@ -27,7 +26,7 @@ boost::asio::awaitable<http::Response> Router::route(http::Request& req) {
         r.close = true;
         co_return r;
     }
-    if (admin::Api::owns(req.path)) co_return co_await m_api.handle(req);
+    if (admin::Api::owns(req.path) && m_serves != Serves::webhook) co_return co_await m_api.handle(req);
     if (req.path == "/healthz") {
         if (req.method != "GET" && req.method != "HEAD") co_return method_not_allowed("GET, HEAD");
         co_return http::Response::json(200, {{"status", "ok"}});
@@ -41,21 +40,15 @@ boost::asio::awaitable<http::Response> Router::route(http::Request& req) {
 }
 
 boost::asio::awaitable<http::Response> Router::ready() {
-    // Ready means a real write reaches the disk: a tiny durable update through the writer.
-    auto write = store::async_write<bool>(
-        m_writer,
-        [](store::Db& db) {
-            auto& st = db.cached(
-                "INSERT INTO meta (key, value) VALUES ('ready_probe', ?) "
-                "ON CONFLICT (key) DO UPDATE SET value = excluded.value");
-            st.bind(1, now_rfc3339());
-            st.run();
-            return true;
-        },
-        boost::asio::use_awaitable);
-    auto [err, ok] = co_await std::move(write);
-    if (err) {
-        auto r = http::Response::json(503, {{"status", "unavailable"}, {"detail", err->message}});
+    // The writer's real state, without writing anything (§7): the last commit failing (a
+    // full disk, an I/O error) or a full queue make the daemon not ready.
+    if (auto err = m_writer.last_commit_error()) {
+        auto r = http::Response::json(503, {{"status", "unavailable"}, {"detail", "the last commit failed: " + *err}});
+        r.headers.emplace_back("Retry-After", "5");
+        co_return r;
+    }
+    if (m_writer.overloaded()) {
+        auto r = http::Response::json(503, {{"status", "unavailable"}, {"detail", "the write queue is full"}});
         r.headers.emplace_back("Retry-After", "5");
         co_return r;
     }

@@ -15,8 +15,14 @@ namespace crcrd::app {
 
 class Router {
 public:
-    Router(std::string webhook_path, ingest::WebhookHandler& webhook, admin::Api& api, store::Writer& writer)
-        : m_webhook_path(std::move(webhook_path)), m_webhook(webhook), m_api(api), m_writer(writer) {}
+    /// What a listener serves: everything (one listener), or, with admin.listen, the webhook
+    /// on the public listener and the admin API, /metrics and /ui/ on the admin one. Both
+    /// answer /healthz and /readyz.
+    enum class Serves { everything, webhook, admin };
+
+    Router(std::string webhook_path, ingest::WebhookHandler& webhook, admin::Api& api, store::Writer& writer,
+           Serves serves = Serves::everything)
+        : m_webhook_path(std::move(webhook_path)), m_webhook(webhook), m_api(api), m_writer(writer), m_serves(serves) {}
 
     boost::asio::awaitable<http::Response> route(http::Request& req);
 
@@ -27,6 +33,7 @@ private:
     ingest::WebhookHandler& m_webhook;
     admin::Api& m_api;
     store::Writer& m_writer;
+    Serves m_serves;
 };
 
 }  // namespace crcrd::app

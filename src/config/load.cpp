@@ -99,6 +99,7 @@ void parse_storage(YamlMap m, StorageConfig& c) {
     m.get("max_pending_writes", c.max_pending_writes);
     m.get("retry_after", c.retry_after);
     m.get("retention", c.retention);
+    m.get("rejected_retention", c.rejected_retention);
     m.get("prune_interval", c.prune_interval);
 }
 
@@ -221,7 +222,7 @@ void parse_report(YamlMap m, ReportConfig& c) {
     m.get("min_interval", c.min_interval);
 }
 
-void parse_admin(YamlMap m, AdminConfig& c) {
+void parse_admin(YamlMap m, AdminConfig& c, const ServerConfig& server) {
     static const std::regex k_hex64("^[0-9a-f]{64}$");
     m.each("tokens", [&](YamlMap& t) {
         AdminToken tok;
@@ -235,7 +236,18 @@ void parse_admin(YamlMap m, AdminConfig& c) {
         if (!tok.role.empty()) check_enum(t, "role", tok.role, {"read", "admin"});
         c.tokens.push_back(std::move(tok));
     });
-    m.get("listen", c.listen);
+    if (m.has("listen")) {
+        parse_listen(m, "listen", c.listen_host, c.listen_port);
+        if (!c.listen_host.empty()) m.get("listen", c.listen);
+        if (c.listen && !server.tls && !is_loopback(c.listen_host)) {
+            m.error("listen", "plain HTTP is only allowed on a loopback address (the admin listener uses server.tls)");
+        }
+        if (c.listen && c.listen_host == server.host && c.listen_port == server.port && server.port != 0) {
+            m.error("listen", "must differ from server.listen");
+        }
+    } else {
+        m.raw("listen");
+    }
     m.get("metrics_public", c.metrics_public);
 }
 
@@ -295,7 +307,7 @@ Loaded parse(const std::string& yaml_text, const Path& base_dir, const Path& sou
             parse_patterns(cl, "infra_patterns", c.classify.infra_patterns);
         }
         parse_report(top.child("report"), c.report);
-        parse_admin(top.child("admin"), c.admin);
+        parse_admin(top.child("admin"), c.admin, c.server);
     }
     if (out.errors.empty()) out.config = std::move(c);
     return out;

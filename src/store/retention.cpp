@@ -30,13 +30,23 @@ Pruned prune(Db& db, const std::string& cutoff) {
     return out;
 }
 
-Pruner::Pruner(Writer& writer, std::chrono::milliseconds retention, std::chrono::milliseconds interval)
-    : m_writer(writer), m_retention(retention), m_interval(interval) {}
+std::int64_t prune_rejected(Db& db, const std::string& cutoff, std::int64_t limit) {
+    auto& del = db.cached(
+        "DELETE FROM deliveries WHERE id IN (SELECT id FROM deliveries WHERE verdict = 'rejected' AND received_at < ? "
+        "ORDER BY id LIMIT ?)");
+    del.bind(1, cutoff).bind(2, limit);
+    del.run();
+    return static_cast<std::int64_t>(db.changes());
+}
+
+Pruner::Pruner(Writer& writer, std::chrono::milliseconds retention, std::chrono::milliseconds rejected_retention,
+               std::chrono::milliseconds interval)
+    : m_writer(writer), m_retention(retention), m_rejected_retention(rejected_retention), m_interval(interval) {}
 
 Pruner::~Pruner() { stop(); }
 
 void Pruner::start() {
-    if (m_retention.count() <= 0) return;  // keep everything
+    if (m_retention.count() <= 0 && m_rejected_retention.count() <= 0) return;  // keep everything
     m_thread = std::thread([this] { loop(); });
 }
 
@@ -55,6 +65,26 @@ void Pruner::loop() {
             std::unique_lock lk(m_mu);
             if (m_cv.wait_for(lk, m_interval, [&] { return m_stopping; })) return;
         }
+        if (m_rejected_retention.count() > 0) {
+            // In slices, so that a flood's millions of rows never hold the writer for long.
+            const std::string cutoff = rfc3339(std::chrono::system_clock::now() - m_rejected_retention);
+            constexpr std::int64_t k_slice = 5000;
+            std::int64_t total = 0, n = k_slice;
+            while (n == k_slice) {
+                {
+                    std::lock_guard lk(m_mu);
+                    if (m_stopping) return;
+                }
+                auto s = m_writer.run_sync([&](Db& db) { n = prune_rejected(db, cutoff, k_slice); });
+                if (!s) {
+                    spdlog::warn("retention: pruning rejected requests failed: {}", s.error().message);
+                    break;
+                }
+                total += n;
+            }
+            if (total) spdlog::info("retention: before {}: {} rows of rejected requests pruned", cutoff, total);
+        }
+        if (m_retention.count() <= 0) continue;
         const std::string cutoff = rfc3339(std::chrono::system_clock::now() - m_retention);
         Pruned p;
         auto s = m_writer.run_sync([&](Db& db) { p = prune(db, cutoff); });

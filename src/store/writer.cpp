@@ -82,6 +82,16 @@ void Writer::set_commit_hooks(Work before, std::function<void()> after) {
     m_after_commit = std::move(after);
 }
 
+bool Writer::overloaded() const {
+    std::lock_guard lk(m_mu);
+    return m_queue.size() >= m_opts.max_pending;
+}
+
+std::optional<std::string> Writer::last_commit_error() const {
+    std::lock_guard lk(m_mu);
+    return m_last_commit;
+}
+
 std::size_t Writer::pending() const {
     std::lock_guard lk(m_mu);
     return m_queue.size();
@@ -146,6 +156,10 @@ void Writer::commit_batch(std::deque<Item>& batch) {
     } catch (const std::exception& e) {
         spdlog::error("storage batch failed: {}", e.what());
         batch_status = make_error("storage", e.what());
+    }
+    {
+        std::lock_guard lk(m_mu);
+        m_last_commit = batch_status ? std::optional<std::string>() : batch_status.error().message;
     }
     for (std::size_t i = 0; i < batch.size(); ++i) {
         batch[i].done(batch_status ? results[i] : batch_status);

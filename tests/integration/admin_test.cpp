@@ -3,9 +3,11 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <regex>
 #include <set>
 
 #include "crcrd/core/crypto.hpp"
+#include "support/certs.hpp"
 #include "support/daemon.hpp"
 
 namespace crcrd {
@@ -187,6 +189,42 @@ TEST_F(AdminTest, MetricsInPrometheusTextFormatForReadTokensOrEveryoneWhenPublic
     daemon->process().signal(SIGHUP);
     EXPECT_TRUE(eventually([&] { return daemon->request("GET", "/metrics", {}, "")->status == 200; }));
     EXPECT_EQ(daemon->request("GET", "/api/v1/runs", {}, "")->status, 401);  // only /metrics is public
+}
+
+TEST(AdminListen, TheAdminApiMovesToItsOwnListener) {
+    TempDir dir;
+    TestDaemon d(dir.path(), "admin:\n  listen: \"127.0.0.1:0\"\n  metrics_public: true\n  tokens:\n    - {name: ops, sha256: " +
+                                 crypto::sha256_hex("admin-token") + ", role: admin}\n");
+    d.start();
+    std::smatch m;
+    const std::string log = d.log();
+    ASSERT_TRUE(std::regex_search(log, m, std::regex(R"(admin API, /metrics and /ui/ on https://127\.0\.0\.1:([0-9]+))")))
+        << log;
+    const std::string admin_url = "https://127.0.0.1:" + m[1].str();
+    http::ClientOptions o;
+    o.ca_file = test_certs().ca;
+    auto at_admin = [&](const std::string& method, const std::string& path, const http::Headers& h = {}) {
+        auto r = http::send(method, admin_url + path, h, method == "POST" ? "{}" : "", o);
+        EXPECT_TRUE(r) << r.error().message;
+        return r ? r->status : 0;
+    };
+    const http::Headers auth = {{"Authorization", "Bearer admin-token"}};
+    // The admin listener serves the API, /metrics, health; not the webhook.
+    EXPECT_EQ(at_admin("GET", "/api/v1/runs", auth), 200);
+    EXPECT_EQ(at_admin("GET", "/metrics"), 200);
+    EXPECT_EQ(at_admin("GET", "/readyz"), 200);
+    EXPECT_EQ(at_admin("POST", "/webhook", {{"Content-Type", "application/json"}}), 404);
+    // The public listener serves the webhook and health, not the API.
+    EXPECT_EQ(d.request("GET", "/api/v1/runs", auth, "")->status, 404);
+    EXPECT_EQ(d.request("GET", "/metrics", {}, "")->status, 404);
+    EXPECT_EQ(d.request("GET", "/healthz", {}, "")->status, 200);
+    EXPECT_EQ(d.post_github(fixture_text("crcr/pull_request-synchronize.dispatch.json"), "al-1")->status, 202);
+
+    // A plain listener off loopback is refused by --check-config.
+    TestDaemon plain(dir.path() / "plain", "admin: {listen: \"0.0.0.0:9443\"}\n", false);
+    std::string out;
+    EXPECT_EQ(run_command({CRCRD_BIN, "--check-config", "--config", plain.config_path().string()}, &out), 2);
+    EXPECT_NE(out.find("admin.listen: plain HTTP is only allowed on a loopback address"), std::string::npos) << out;
 }
 
 }  // namespace

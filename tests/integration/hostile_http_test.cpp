@@ -4,10 +4,12 @@
 // SIGHUP. Each must be answered or closed, and the daemon must go on serving.
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <unistd.h>
 
 #include <nlohmann/json.hpp>
 
 #include "support/certs.hpp"
+#include "support/process.hpp"
 #include "support/daemon.hpp"
 #include "support/raw_client.hpp"
 
@@ -181,6 +183,82 @@ TEST_F(HostileHttpTest, SighupReloadsTheCertificate) {
     // The connection opened before the reload still works.
     ASSERT_TRUE(before->send("GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n"));
     EXPECT_EQ(status_of(before->read_response()), 200);
+}
+
+
+TEST_F(HostileHttpTest, AnUnauthenticatedFloodIsOneLogLineAndItsRowsArePruned) {
+    daemon = std::make_unique<TestDaemon>(dir.path());
+    daemon->write_config("", "", ", rejected_retention: 2s, prune_interval: 1s, retention: 0s");
+    daemon->start();
+    // An accepted delivery first: its row stays.
+    auto ok = daemon->post_github(fixture_text("crcr/pull_request-synchronize.dispatch.json"), "kept-1");
+    ASSERT_EQ(ok->status, 202);
+    for (int i = 0; i < 200; ++i) {
+        auto r = daemon->post_github("{}", "flood-" + std::to_string(i), "repository_dispatch", "wrong-secret");
+        ASSERT_EQ(r->status, 401);
+    }
+    // Every request left its row (§1.5)...
+    EXPECT_EQ(daemon->scalar("SELECT count(*) FROM deliveries WHERE verdict='rejected'"), 200);
+    // ...but one log line, not two hundred.
+    const auto log = daemon->log();
+    std::size_t lines = 0;
+    for (auto at = log.find("verdict=rejected"); at != std::string::npos; at = log.find("verdict=rejected", at + 1)) ++lines;
+    EXPECT_EQ(lines, 1u) << log;
+    // Rejected rows go after storage.rejected_retention; the accepted one stays.
+    EXPECT_TRUE(eventually([&] { return daemon->scalar("SELECT count(*) FROM deliveries WHERE verdict='rejected'") == 0; },
+                           std::chrono::seconds(20)));
+    EXPECT_EQ(daemon->scalar("SELECT count(*) FROM deliveries WHERE delivery_id='kept-1'"), 1);
+    EXPECT_NE(daemon->log().find("rows of rejected requests pruned"), std::string::npos);
+}
+
+TEST_F(HostileHttpTest, ReadyzWritesNothingAndTellsAFullDisk) {
+    start();
+    const auto before = daemon->scalar("SELECT count(*) FROM meta");
+    for (int i = 0; i < 5; ++i) EXPECT_EQ(daemon->request("GET", "/readyz", {}, "")->status, 200);
+    EXPECT_EQ(daemon->scalar("SELECT count(*) FROM meta"), before);
+    daemon->stop();
+
+    if (::geteuid() != 0) GTEST_SKIP() << "a small file system for the full-disk case needs root (mount)";
+    // The database on a 4 MiB file system, then the disk filled by something else.
+    const auto state = dir.path() / "state";
+    std::filesystem::remove_all(state);
+    std::filesystem::create_directories(state);
+    std::string out;
+    if (run_command({"mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", state.string()}, &out) != 0) {
+        GTEST_SKIP() << "cannot mount a tmpfs here: " << out;
+    }
+    struct Unmount {
+        std::filesystem::path p;
+        ~Unmount() { run_command({"umount", "-l", p.string()}); }
+    } unmount{state};
+    daemon->start();
+    ASSERT_EQ(daemon->request("GET", "/readyz", {}, "")->status, 200);
+    run_command({"dd", "if=/dev/zero", "of=" + (state / "filler").string(), "bs=64k", "count=1000"}, &out);
+    auto body = fixture_text("crcr/pull_request-synchronize.dispatch.json");
+    // Padding that does not compress, so the write needs new pages on the full disk.
+    std::string noise;
+    std::uint64_t x = 88172645463325252ULL;
+    for (int i = 0; i < 200'000; ++i) {
+        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+        noise += "0123456789abcdefghijklmnopqrstuvwxyz"[x % 36];
+    }
+    const auto last = body.find_last_of('}');
+    std::string padded = body.substr(0, last) + ", \"padding\": \"" + noise + "\"}";
+    int refused = 0;
+    for (int i = 0; i < 20 && refused == 0; ++i) {
+        auto r = daemon->post_github(padded, "full-" + std::to_string(i));
+        if (r && r->status == 503) ++refused;
+    }
+    EXPECT_EQ(refused, 1) << "no delivery was refused on a full disk\n" << daemon->log();
+    auto ready = daemon->request("GET", "/readyz", {}, "");
+    EXPECT_EQ(ready->status, 503) << ready->body;
+    EXPECT_NE(ready->body.find("the last commit failed"), std::string::npos) << ready->body;
+    // Space again: the next delivery is stored, and the daemon is ready again.
+    std::filesystem::remove(state / "filler");
+    auto again = daemon->post_github(body, "after-full");
+    EXPECT_EQ(again->status, 202) << again->body;
+    EXPECT_EQ(daemon->request("GET", "/readyz", {}, "")->status, 200);
+    daemon->stop();
 }
 
 }  // namespace

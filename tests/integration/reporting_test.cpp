@@ -427,6 +427,43 @@ TEST_F(ReportingTest, ATokenFileRotatedInPlaceIsUsedForTheNextStatuses) {
     EXPECT_GE(new_token, 3u);
 }
 
+TEST_F(ReportingTest, ARevokedTokenIsRetriedUntilARotatedOneWorksAndNoStatusIsLeftPending) {
+    // GitHub answers 401 to the revoked token and 403 (not a rate limit) to a token without
+    // the scope: neither makes a dead letter (§6.1); the statuses wait, counted in /metrics,
+    // and arrive once the operator rotates the token file.
+    Github gh;
+    gh.set([](const http::Request& req) {
+        const auto auth = req.header("Authorization").value_or("");
+        if (auth == "Bearer gh-token-1") return http::Response::json(401, {{"message", "Bad credentials"}});
+        if (auth == "Bearer gh-token-scopeless") {
+            return http::Response::json(403, {{"message", "Resource not accessible by integration"}});
+        }
+        return http::Response::json(201, {{"id", 1}});
+    });
+    start(gh.url());
+    auto run = post({"pass/a.py"}, sha_of(470), 49);
+    EXPECT_EQ(finished(run), "completed/passed");
+    ASSERT_TRUE(eventually([&] {
+        return daemon->scalar("SELECT count(*) FROM outbox WHERE sink='github' AND http_status=401 AND attempts >= 2") > 0;
+    }, std::chrono::seconds(30))) << daemon->log();
+    auto metrics = daemon->request("GET", "/metrics", {{"Authorization", "Bearer ops-token"}}, "");
+    EXPECT_NE(metrics->body.find("crcrd_outbox_credentials_rejected{sink=\"github\"}"), std::string::npos) << metrics->body;
+    write_file(dir.path() / "secrets" / "gh.token", "gh-token-scopeless\n", 0600);
+    ASSERT_TRUE(eventually([&] {
+        return daemon->scalar("SELECT count(*) FROM outbox WHERE sink='github' AND http_status=403") > 0;
+    }, std::chrono::seconds(30))) << daemon->log();
+    write_file(dir.path() / "secrets" / "gh.token", "gh-token-2\n", 0600);
+    ASSERT_TRUE(eventually([&] { return outbox_settled(); }, std::chrono::seconds(60))) << daemon->log();
+    EXPECT_EQ(daemon->scalar("SELECT count(*) FROM outbox WHERE sink='github' AND delivery='dead'"), 0);
+    // The newest state of every context reached GitHub with the new token: nothing pending.
+    std::map<std::string, std::string> last;
+    for (const auto& st : gh.statuses()) {
+        if (st.req.header("Authorization").value_or("") == "Bearer gh-token-2") last[st.body()["context"]] = st.body()["state"];
+    }
+    ASSERT_FALSE(last.empty());
+    for (const auto& [context, state] : last) EXPECT_EQ(state, "success") << context;
+}
+
 TEST_F(ReportingTest, A422IsADeadLetterKeepingGithubsMessageAndIsNotRetried) {
     Github gh;
     gh.set([](const http::Request& req) {

@@ -51,6 +51,8 @@ struct StorageConfig {
     Duration retry_after = std::chrono::seconds(30);
     /// Delivery bodies, outbox rows and job logs older than this are pruned; 0: kept forever.
     Duration retention = std::chrono::hours(24 * 90);
+    /// Rows of rejected requests (no body, no run) older than this are deleted; 0: kept forever.
+    Duration rejected_retention = std::chrono::hours(24 * 7);
     Duration prune_interval = std::chrono::hours(1);
 };
 
@@ -165,7 +167,9 @@ struct AdminToken {
 
 struct AdminConfig {
     std::vector<AdminToken> tokens;
-    std::optional<std::string> listen;
+    std::optional<std::string> listen;  // "HOST:PORT": a listener of its own for the admin API
+    std::string listen_host;             // parsed from `listen`
+    std::uint16_t listen_port = 0;
     bool metrics_public = false;
 };
 

@@ -12,6 +12,7 @@
 
 #include "crcrd/config/config.hpp"
 #include "crcrd/http/message.hpp"
+#include "crcrd/ingest/reject_log.hpp"
 #include "crcrd/ingest/signature.hpp"
 #include "crcrd/store/writer.hpp"
 
@@ -40,6 +41,9 @@ public:
     /// Answers one request to the webhook path (any method). Never throws for bad input.
     boost::asio::awaitable<http::Response> handle(http::Request& req);
 
+    /// Logs the summaries of rejection floods whose minute ended; call it about once a minute.
+    void flush_reject_log();
+
 private:
     std::shared_ptr<const Policy> policy() const;
 
@@ -47,6 +51,7 @@ private:
     std::shared_ptr<const Policy> m_policy;
     store::Writer& m_writer;
     std::function<void()> m_on_queued;
+    RejectLog m_rejects;
 };
 
 }  // namespace crcrd::ingest

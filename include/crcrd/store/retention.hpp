@@ -1,7 +1,8 @@
 #pragma once
 // Retention (docs/operations.md): what crcrd keeps forever (runs, jobs, test results, the
-// delivery log's rows) and what it prunes once older than `storage.retention`: accepted
-// delivery bodies, delivered outbox rows, job logs.
+// rows of accepted deliveries) and what it prunes: accepted delivery bodies, delivered outbox
+// rows and job logs older than `storage.retention`; rows of rejected requests older than
+// `storage.rejected_retention` (CONTRACT.md §1.5).
 
 #include <chrono>
 #include <condition_variable>
@@ -22,6 +23,10 @@ struct Pruned {
     std::vector<std::string> logs; // job log files whose jobs finished before the cutoff
 };
 
+/// Inside a write transaction: deletes up to `limit` rows of rejected requests received
+/// before `cutoff` (oldest first). Returns how many; call again while it returns `limit`.
+std::int64_t prune_rejected(Db& db, const std::string& cutoff, std::int64_t limit);
+
 /// Inside a write transaction: prunes what is older than `cutoff` (RFC 3339). A delivery body
 /// stays while its run is still queued or running (the relay callback quotes it). Returns
 /// the log files to delete; their jobs' `log_path` is cleared.
@@ -30,7 +35,10 @@ Pruned prune(Db& db, const std::string& cutoff);
 /// A thread that prunes every `interval` through the writer, then deletes the log files.
 class Pruner {
 public:
-    Pruner(Writer& writer, std::chrono::milliseconds retention, std::chrono::milliseconds interval);
+    /// `retention` applies to bodies, delivered outbox rows and logs, `rejected_retention` to
+    /// the rows of rejected requests; 0 keeps them forever.
+    Pruner(Writer& writer, std::chrono::milliseconds retention, std::chrono::milliseconds rejected_retention,
+           std::chrono::milliseconds interval);
     ~Pruner();
     void start();
     void stop();
@@ -38,7 +46,7 @@ public:
 private:
     void loop();
     Writer& m_writer;
-    std::chrono::milliseconds m_retention, m_interval;
+    std::chrono::milliseconds m_retention, m_rejected_retention, m_interval;
     std::mutex m_mu;
     std::condition_variable m_cv;
     bool m_stopping = false;

@@ -9,6 +9,8 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
+#include <string>
 #include <chrono>
 #include <filesystem>
 #include <thread>
@@ -61,6 +63,13 @@ public:
     /// Work queued but not yet committed.
     std::size_t pending() const;
 
+    /// Why the last batch failed to commit (a full disk, an I/O error, a lock held too long),
+    /// or nullopt when it committed (or nothing was written yet). For /readyz: it reads the
+    /// writer's state and writes nothing.
+    std::optional<std::string> last_commit_error() const;
+    /// Whether submit() would refuse work now (the queue is full).
+    bool overloaded() const;
+
 private:
     struct Item {
         Work work;
@@ -78,6 +87,7 @@ private:
     std::condition_variable m_cv;       // the writer waits for work
     std::condition_variable m_stop_cv;  // the checkpointer waits for its interval or stop
     std::deque<Item> m_queue;
+    std::optional<std::string> m_last_commit;  // the last commit's error
     bool m_stopping = false;
     std::thread m_thread;
     std::thread m_checkpointer;
