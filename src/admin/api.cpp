@@ -1,5 +1,7 @@
 #include "crcrd/admin/api.hpp"
 
+#include <limits>
+
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <nlohmann/json.hpp>
@@ -330,13 +332,9 @@ asio::awaitable<http::Response> Api::handle(http::Request& req) {
         }
         f.sink = req.query_param("sink");
         if (auto s = one_of(f.sink, "sink", {"github", "file", "callback"}); !s) co_return error(400, "bad_request", s.error().message);
-        if (auto r = req.query_param("run_id")) {
-            try {
-                f.run_id = std::stoll(*r);
-            } catch (const std::exception&) {
-                co_return error(400, "bad_request", "run_id: not a number");
-            }
-        }
+        auto run_id = int_param(req, "run_id", 1, std::numeric_limits<std::int64_t>::max());
+        if (!run_id) co_return error(400, "bad_request", run_id.error().message);
+        f.run_id = *run_id;
         auto page = page_of(req);
         if (!page) co_return error(400, "bad_request", page.error().message);
         f.page = *page;

@@ -45,6 +45,15 @@ void parse_listen(YamlMap& m, const std::string& key, std::string& host, std::ui
     port = static_cast<std::uint16_t>(std::stoul(sm[2].str()));
 }
 
+/// URLs that carry credentials (a token, a JWT) go over TLS only (CONTRACT.md §2).
+void check_https(YamlMap& m, const std::string& key, const std::string& url) {
+    if (url.empty()) return;
+    static const std::regex k_https(R"(^https://[^/\s?#]+(/[^\s]*)?$)", std::regex::icase);
+    if (!std::regex_match(url, k_https)) {
+        m.error(key, "'" + url + "' must be an absolute https:// URL (it carries credentials)");
+    }
+}
+
 void secret_list(YamlMap& m, const std::string& key, std::vector<SecretRef>& out) {
     std::set<std::string> ids;
     m.each(key, [&](YamlMap& item) {
@@ -71,6 +80,13 @@ void parse_server(YamlMap m, ServerConfig& c) {
         }
     }
     m.get("public_url", c.public_url);
+    if (!c.public_url.empty()) {
+        static const std::regex k_public(R"(^https://[^/\s?#]+/?$|^https://[^/\s?#]+/[^\s?#]*[^/\s?#]$)", std::regex::icase);
+        if (!std::regex_match(c.public_url, k_public)) {
+            m.error("public_url", "'" + c.public_url + "' must be an absolute https:// URL (the links in commit statuses)");
+        }
+        while (!c.public_url.empty() && c.public_url.back() == '/') c.public_url.pop_back();
+    }
     m.get_size("max_body_bytes", c.max_body_bytes);
     m.get_size("max_header_bytes", c.max_header_bytes);
     m.get("max_connections", c.max_connections);
@@ -182,6 +198,8 @@ void parse_report(YamlMap m, ReportConfig& c) {
         YamlMap g = m.child("github");
         GithubReportConfig gh;
         g.get("api_url", gh.api_url);
+        check_https(g, "api_url", gh.api_url);
+        while (!gh.api_url.empty() && gh.api_url.back() == '/') gh.api_url.pop_back();
         g.get("repo", gh.repo, true);
         g.get_path("token_file", gh.token_file);
         g.get_path("ca_file", gh.ca_file);
@@ -208,6 +226,7 @@ void parse_report(YamlMap m, ReportConfig& c) {
         YamlMap cb = m.child("crcr_callback");
         CrcrCallbackConfig cc;
         cb.get("url", cc.url, true);
+        check_https(cb, "url", cc.url);
         cb.get_path("token_file", cc.token_file, true);
         cb.get_path("ca_file", cc.ca_file);
         c.crcr_callback = cc;

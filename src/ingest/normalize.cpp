@@ -62,17 +62,18 @@ public:
         if (!v->is_string()) return bad(name(key) + " must be a string");
         return std::optional<std::string>(std::string(v->get_string().value_unsafe()));
     }
-    Result<std::int64_t> integer(const char* key) const {
+    /// A PR number: an integer from 1 up (GitHub's numbers start at 1).
+    Result<std::int64_t> pr_number(const char* key) const {
         auto v = find(key);
         if (!v) return bad("missing " + name(key));
-        if (!v->is_int64()) return bad(name(key) + " must be an integer");
+        if (!v->is_int64() || v->get_int64().value_unsafe() < 1) return bad(name(key) + " must be a positive integer");
         return v->get_int64().value_unsafe();
     }
-    Result<std::optional<std::int64_t>> opt_integer(const char* key) const {
-        auto v = find(key);
-        if (!v) return std::optional<std::int64_t>();
-        if (!v->is_int64()) return bad(name(key) + " must be an integer");
-        return std::optional<std::int64_t>(v->get_int64().value_unsafe());
+    Result<std::optional<std::int64_t>> opt_pr_number(const char* key) const {
+        if (!find(key)) return std::optional<std::int64_t>();
+        auto n = pr_number(key);
+        if (!n) return n.error();
+        return std::optional<std::int64_t>(*n);
     }
     Result<Fields> object(const char* key) const {
         auto v = find(key);
@@ -148,7 +149,7 @@ Result<Event> pull_request(const Fields& p, Event e) {
     e.event = "pull_request";
     CRCRD_TRY(action, p.str("action"));
     e.action = action;
-    CRCRD_TRY(number, p.integer("number"));
+    CRCRD_TRY(number, p.pr_number("number"));
     e.pr = number;
     e.upstream_repo = repo_name(p.opt_object("repository"));
     CRCRD_TRY(pr, p.object("pull_request"));
@@ -249,7 +250,7 @@ Result<Event> legacy_trigger(const Fields& cp, Event e) {
     e.event = "pull_request";
     e.action = "pytorch-pr-trigger";
     CRCRD_TRY(sha, cp.str("head_sha"));
-    CRCRD_TRY(pr, cp.integer("pr_number"));
+    CRCRD_TRY(pr, cp.pr_number("pr_number"));
     CRCRD_TRY(head_ref, cp.opt_str("head_ref"));
     CRCRD_TRY(base_ref, cp.opt_str("base_ref"));
     e.sha = sha;
@@ -267,7 +268,7 @@ Result<Event> direct(const Fields& cp, Event e) {
     e.action = "pytorch-crcr";
     CRCRD_TRY(sha, cp.str("upstream_sha"));
     CRCRD_TRY(files, cp.opt_strings("changed_files"));
-    CRCRD_TRY(pr, cp.opt_integer("pr_number"));
+    CRCRD_TRY(pr, cp.opt_pr_number("pr_number"));
     CRCRD_TRY(ref, cp.opt_str("ref"));
     CRCRD_TRY(base_sha, cp.opt_str("base_sha"));
     e.sha = sha;

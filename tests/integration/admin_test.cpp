@@ -111,7 +111,7 @@ TEST_F(AdminTest, RunsAreListedNewestFirstWithFiltersAndCursors) {
 
     for (const char* bad : {"/api/v1/runs?limit=500", "/api/v1/runs?limit=0", "/api/v1/runs?cursor=garbage",
                             "/api/v1/runs?sha=abc", "/api/v1/runs?state=sleeping", "/api/v1/runs?pr=x",
-                            "/api/v1/runs?since=yesterday"}) {
+                            "/api/v1/runs?since=yesterday", "/api/v1/outbox?run_id=12abc", "/api/v1/outbox?run_id=-1"}) {
         auto r = get(bad);
         EXPECT_EQ(r->status, 400) << bad;
         EXPECT_EQ(json::parse(r->body)["error"], "bad_request") << bad;

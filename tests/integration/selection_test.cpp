@@ -298,5 +298,36 @@ TEST(SelectionGithubApi, PrFilesAreReadFromEveryPage) {
     EXPECT_EQ(seen[2].query_param("page"), "3");
 }
 
+
+TEST(SelectionGithub, ALinkToAnotherHostIsNotFollowedWithTheToken) {
+    TempDir dir;
+    // The second server stands for any other host a Link header might name.
+    FakeGithub elsewhere([](const http::Request&) { return http::Response::json(200, json::array()); });
+    const std::string other = elsewhere.url();
+    FakeGithub gh([other](const http::Request& req) {
+        if (req.path != "/repos/pytorch/pytorch/pulls/8/files") return http::Response::json(404, {{"message", "Not Found"}});
+        auto r = http::Response::json(200, json::array({{{"filename", "c10/core/A.h"}}}));
+        r.headers.emplace_back("Link", "<" + other + req.path + "?page=2>; rel=\"next\"");
+        return r;
+    });
+    write_file(dir.path() / "secrets" / "gh.token", "ghs_test_token\n", 0600);
+    write_file(dir.path() / "selection.yaml", k_rules);
+    TestDaemon d(dir.path(), "selection: {rules: selection.yaml}\nreport:\n  github: {api_url: \"" + gh.url() +
+                                 "\", repo: pytorch/pytorch, token_file: secrets/gh.token, ca_file: " +
+                                 test_certs().ca.string() + "}\n");
+    d.start();
+    auto r = d.post_github(pr_delivery("api-2", "ec26c3e57ca3a959ca5aad62de7213c562f8c821",
+                                       "f95f852bd8fca8fcc58a9a2d6c842781e32a215e", 8),
+                           "api-d2");
+    ASSERT_EQ(r->status, 202);
+    auto run = json::parse(r->body)["run_id"].get<std::int64_t>();
+    std::string sql = "SELECT coalesce(selection, '') FROM runs WHERE id=" + std::to_string(run);
+    ASSERT_TRUE(eventually([&] { return !d.text(sql).empty(); }, std::chrono::seconds(60))) << d.log();
+    auto sel = json::parse(d.text(sql));
+    EXPECT_EQ(sel["source"], "unknown") << sel.dump();  // fails safe: every rule's tests
+    EXPECT_NE(sel.dump().find("not followed with the token"), std::string::npos) << sel.dump();
+    EXPECT_TRUE(elsewhere.requests().empty()) << "the token went to " << other;
+}
+
 }  // namespace
 }  // namespace crcrd

@@ -257,7 +257,7 @@ TEST_F(WebhookTest, BadRequests) {
         with("crcr/pull_request-synchronize.dispatch.json", [](json& j) { j["client_payload"]["payload"]["number"] = "two"; }),
         "b-3");
     EXPECT_EQ(wrong_type->status, 400);
-    EXPECT_NE(body_of(wrong_type)["detail"].get<std::string>().find("must be an integer"), std::string::npos);
+    EXPECT_NE(body_of(wrong_type)["detail"].get<std::string>().find("must be a positive integer"), std::string::npos);
 
     auto no_delivery = daemon->request("POST", "/webhook",
                                        {{"Content-Type", "application/json"},

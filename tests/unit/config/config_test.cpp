@@ -119,6 +119,9 @@ TEST(Config, ErrorsNameTheKeyPath) {
         {"execution: {stall_timeout: 5s, stall_timeout: 6s}\n", "execution.stall_timeout: given twice"},
         {"execution: {isolation: none, network: none}\n", "execution.network: none needs isolation: bwrap"},
         {"execution: {network: off}\n", "execution.network: 'off' is not one of host | none"},
+        {"report: {github: {api_url: \"http://api.github.com\", repo: a/b, token_file: t}}\n",
+         "report.github.api_url: 'http://api.github.com' must be an absolute https:// URL (it carries credentials)"},
+        {"report: {crcr_callback: {url: \"http://relay/cb\", token_file: t}}\n", "report.crcr_callback.url: 'http://relay/cb' must be"},
     };
     for (const auto& c : cases) {
         auto l = parse(std::string(k_minimal) + c.yaml_tail, "/etc");
@@ -136,6 +139,8 @@ TEST(Config, ServerLimits) {
     EXPECT_TRUE(with_server("max_header_bytes: 64KiB, handshake_timeout: 2s").config);
     EXPECT_TRUE(has_error(with_server("max_header_bytes: 100"), "server.max_header_bytes: must be from 1KiB to 1MiB"));
     EXPECT_TRUE(has_error(with_server("max_connections_per_ip: 0"), "server.max_connections_per_ip: must be positive"));
+    EXPECT_TRUE(has_error(with_server("public_url: \"http://ci.example\""), "server.public_url: 'http://ci.example' must be"));
+    EXPECT_TRUE(with_server("public_url: \"https://ci.example:8443/\"").config);
     auto twice = parse(std::string(k_minimal) + "server: {listen: \"127.0.0.1:9\"}\n", "/etc");
     EXPECT_TRUE(has_error(twice, "server: given twice")) << all(twice);
 }

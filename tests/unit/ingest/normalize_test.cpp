@@ -133,7 +133,9 @@ TEST(Normalize, MissingFieldsAndWrongTypesNameTheField) {
     };
     const std::vector<Case> cases = {
         {[](json& b) { b["client_payload"]["payload"]["pull_request"]["head"].erase("sha"); }, "payload.pull_request.head.sha"},
-        {[](json& b) { b["client_payload"]["payload"]["number"] = "2"; }, "payload.number must be an integer"},
+        {[](json& b) { b["client_payload"]["payload"]["number"] = "2"; }, "payload.number must be a positive integer"},
+        {[](json& b) { b["client_payload"]["payload"]["number"] = -5; }, "payload.number must be a positive integer"},
+        {[](json& b) { b["client_payload"]["payload"]["number"] = 0; }, "payload.number must be a positive integer"},
         {[](json& b) { b["client_payload"].erase("payload"); }, "missing client_payload.payload"},
         {[](json& b) { b["client_payload"]["event_type"] = "push"; }, "does not match"},
         {[](json& b) { b["client_payload"] = 7; }, "client_payload must be an object"},
@@ -154,6 +156,21 @@ TEST(Normalize, MissingFieldsAndWrongTypesNameTheField) {
     ASSERT_FALSE(broken);
     EXPECT_EQ(broken.error().code, "bad_request");
     EXPECT_NE(broken.error().message.find("not valid JSON"), std::string::npos);
+}
+
+TEST(Normalize, APrNumberIsPositiveInEveryForm) {
+    auto legacy = fixture("crcr/legacy-pr-trigger.dispatch.json");
+    legacy["client_payload"]["pr_number"] = -5;
+    auto l = normalize("repository_dispatch", legacy.dump());
+    ASSERT_FALSE(l);
+    EXPECT_NE(l.error().message.find("client_payload.pr_number must be a positive integer"), std::string::npos)
+        << l.error().message;
+    auto direct = fixture("crcr/direct-pytorch-crcr.json");
+    direct["client_payload"]["pr_number"] = 0;
+    auto d = normalize("repository_dispatch", direct.dump());
+    ASSERT_FALSE(d);
+    EXPECT_NE(d.error().message.find("client_payload.pr_number must be a positive integer"), std::string::npos)
+        << d.error().message;
 }
 
 TEST(Normalize, LegacyTriggerNeedsShaAndPr) {
