@@ -58,7 +58,7 @@ std::vector<std::string> bwrap_prefix(const SandboxSpec& spec) {
         // nested user namespace whose capabilities could undo the mounts.
         a.insert(a.end(), {"--unshare-user", "--disable-userns", "--cap-drop", "ALL"});
     }
-    a.insert(a.end(), {"--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"});
+    a.insert(a.end(), {"--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--perms", "1777", "--tmpfs", "/tmp"});
     // A bind inside a tmpfs needs its parent folders made there: traversable (0755) by the
     // command's uid, whatever the modes on the host (bubblewrap would copy a 0700).
     auto bind = [&](const char* how, const std::filesystem::path& p) {

@@ -2,6 +2,9 @@
 // own environment only, and cannot read the daemon's configuration, secrets, database or
 // /proc, while its job directory is writable.
 #include <gtest/gtest.h>
+
+#include <algorithm>
+#include <optional>
 #include <unistd.h>
 
 #include <set>
@@ -89,8 +92,9 @@ protected:
         std::filesystem::create_directories(job_dir);
     }
 
-    ProcessResult run_in_sandbox(const std::string& script) {
+    ProcessResult run_in_sandbox(const std::string& script, std::optional<std::filesystem::path> command_dir = {}) {
         SandboxSpec s;
+        s.command_dir = command_dir;
         s.hidden_dirs = {root.path() / "etc", root.path() / "state"};
         s.hidden_files = {root.path() / "keys" / "gh.token"};
         s.job_dir = job_dir;
@@ -133,6 +137,45 @@ TEST_F(Sandbox, SecretsConfigDatabaseAndDaemonProcAreInvisible) {
     EXPECT_NE(text.find("checkout\n"), std::string::npos) << text;
     EXPECT_NE(text.find("checkout-read-only"), std::string::npos) << text;
     EXPECT_EQ(read_file(job_dir / "out.txt").value(), "written\n");  // the job directory is the real one
+}
+
+TEST_F(Sandbox, TheCommandsOwnFolderCannotBringAHiddenFileBack) {
+    // A command installed beside a secret: its folder is bound (it may lie under /tmp), and
+    // the secret in it stays masked because the masks come after every bind.
+    write_file(root.path() / "keys" / "run.sh", "#!/bin/sh\ncat " + (root.path() / "keys" / "gh.token").string() +
+                                                   "; echo \"[token: $?]\"\n", 0755);
+    auto r = run_in_sandbox((root.path() / "keys" / "run.sh").string(), root.path() / "keys");
+    EXPECT_EQ(r.exit_code, 0) << log();
+    EXPECT_EQ(log().find("secret-token"), std::string::npos) << log();
+    EXPECT_NE(log().find("[token: "), std::string::npos) << log();  // the command ran (the mask reads empty or not at all)
+}
+
+TEST(SandboxArgs, BindsComeBeforeMasksAndRootDropsToAnAccount) {
+    SandboxSpec s;
+    s.hidden_dirs = {"/etc/crcrd"};
+    s.hidden_files = {"/opt/ci/token"};
+    s.command_dir = std::filesystem::path("/opt/ci");
+    s.job_dir = "/var/lib/crcrd/work/jobs/7";
+    s.no_network = true;
+    s.run_as = SandboxSpec::Account{65534, 65534};
+    auto a = bwrap_prefix(s);
+    auto at = [&](const std::string& v, std::size_t from = 0) {
+        return static_cast<std::size_t>(std::find(a.begin() + static_cast<std::ptrdiff_t>(from), a.end(), v) - a.begin());
+    };
+    EXPECT_LT(at("--unshare-net"), a.size());
+    EXPECT_LT(at("--new-session"), a.size());
+    EXPECT_EQ(at("--unshare-user"), a.size());  // root: bubblewrap mounts, setpriv drops
+    EXPECT_LT(at("/opt/ci"), at("/etc/crcrd"));   // the command's folder before the masks
+    EXPECT_LT(at("/var/lib/crcrd/work/jobs/7"), at("/opt/ci/token"));  // the file masks last
+    EXPECT_LT(at("setpriv"), a.size());
+    EXPECT_LT(at("--reuid=65534", at("setpriv")), a.size());
+    EXPECT_LT(at("--bounding-set=-all", at("setpriv")), a.size());
+    EXPECT_EQ(a.back(), "--");
+    s.run_as.reset();  // not root: a user namespace without nested ones
+    auto b = bwrap_prefix(s);
+    EXPECT_NE(std::find(b.begin(), b.end(), "--unshare-user"), b.end());
+    EXPECT_NE(std::find(b.begin(), b.end(), "--disable-userns"), b.end());
+    EXPECT_EQ(std::find(b.begin(), b.end(), "setpriv"), b.end());
 }
 
 TEST_F(Sandbox, ATimeoutEndsEvenProcessesThatLeftTheGroup) {
