@@ -3,7 +3,7 @@ BUILD_DIR ?= build
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?= -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCRCRD_WERROR=ON
 
-.PHONY: all deps configure build run test bench clean format
+.PHONY: all deps configure build run test test-sanitize fuzz fuzz-run bench clean format
 
 all: build
 
@@ -22,6 +22,25 @@ run: build
 
 test: build
 	cd $(BUILD_DIR) && ctest --output-on-failure -j $(JOBS) --timeout 600
+
+# The whole suite built with AddressSanitizer and UndefinedBehaviorSanitizer (docs/security.md).
+SANITIZE_DIR ?= build-asan
+test-sanitize: deps
+	@cmake -S . -B $(SANITIZE_DIR) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCRCRD_SANITIZE=ON >/dev/null
+	@cmake --build $(SANITIZE_DIR) -j $(JOBS)
+	cd $(SANITIZE_DIR) && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+	  ctest --output-on-failure -j $(JOBS) --timeout 900
+
+# libFuzzer targets with clang (docs/security.md): `make fuzz-run SECONDS=60` runs each one.
+FUZZ_DIR ?= build-fuzz
+SECONDS ?= 60
+fuzz: deps
+	@cmake -S . -B $(FUZZ_DIR) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_COMPILER=clang++-14 \
+	  -DCRCRD_FUZZ=ON -DCRCRD_TESTS=OFF >/dev/null
+	@cmake --build $(FUZZ_DIR) -j $(JOBS) --target fuzz_all
+
+fuzz-run: fuzz
+	fuzz/run.sh $(FUZZ_DIR) $(SECONDS)
 
 bench: build
 	bench/run-ingest-bench.sh $(BUILD_DIR)

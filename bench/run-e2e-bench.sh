@@ -10,7 +10,7 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 build=$(cd "${1:-$root/build}" && pwd)
 total=${TOTAL:-2000}
 connections=${CONNECTIONS:-16}
-fixture=$root/../shared/fixtures/crcr/pull_request-synchronize.dispatch.json
+fixture=$root/tests/fixtures/crcr/pull_request-synchronize.dispatch.json
 work=$(mktemp -d /tmp/crcrd-e2e-XXXXXX)
 trap 'kill $(jobs -p) 2>/dev/null || true; wait 2>/dev/null || true; rm -rf "$work"' EXIT
 cd "$work"

@@ -8,7 +8,7 @@ build=$(cd "${1:-$root/build}" && pwd)
 total=${TOTAL:-20000}
 connections=${CONNECTIONS:-64}
 threads=${THREADS:-2}
-fixture=$root/../shared/fixtures/crcr/pull_request-synchronize.dispatch.json
+fixture=$root/tests/fixtures/crcr/pull_request-synchronize.dispatch.json
 work=$(mktemp -d /tmp/crcrd-bench-XXXXXX)
 trap 'kill $(jobs -p) 2>/dev/null || true; wait 2>/dev/null || true; rm -rf "$work"' EXIT
 

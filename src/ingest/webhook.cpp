@@ -92,9 +92,13 @@ std::shared_ptr<const Policy> WebhookHandler::policy() const {
     return m_policy;
 }
 
-boost::asio::awaitable<http::Response> WebhookHandler::handle(http::Request& req) {
-    const auto pol = policy();
-    auto d = std::make_shared<store::Delivery>();
+Evaluation evaluate(const http::Request& req, const Policy& policy, std::int64_t now_unix) {
+    const Policy* pol = &policy;
+    Evaluation out;
+    out.delivery = std::make_shared<store::Delivery>();
+    auto& d = out.delivery;
+    auto& res = out.rejection;
+    auto& event = out.event;
     d->received_at = now_rfc3339();
     d->remote = req.remote;
     d->event = clean_header(req.header("X-GitHub-Event"));
@@ -102,8 +106,6 @@ boost::asio::awaitable<http::Response> WebhookHandler::handle(http::Request& req
     d->scheme = standard ? "standard-webhooks" : "github";
     d->delivery_id = clean_header(standard ? req.header("webhook-id") : req.header("X-GitHub-Delivery"));
 
-    http::Response res;
-    std::optional<Event> event;
     // Each check either leaves `res` unset (status 0) or rejects: the answer and the reason
     // the delivery log keeps are set together.
     res.status = 0;
@@ -124,8 +126,7 @@ boost::asio::awaitable<http::Response> WebhookHandler::handle(http::Request& req
         Result<std::string> verified =
             standard ? verify_standard(req.header("webhook-id").value_or(""), req.header("webhook-timestamp").value_or(""),
                                        req.header("webhook-signature").value_or(""), req.body, pol->keys.standard,
-                                       std::chrono::duration_cast<std::chrono::seconds>(
-                                           std::chrono::system_clock::now().time_since_epoch()).count(),
+                                       now_unix,
                                        std::chrono::duration_cast<std::chrono::seconds>(pol->ingest.max_clock_skew))
                      : verify_github(req.header("X-Hub-Signature-256").value_or(""), req.body, pol->keys.github);
         if (!verified) {
@@ -195,6 +196,16 @@ boost::asio::awaitable<http::Response> WebhookHandler::handle(http::Request& req
                 break;
         }
     }
+    return out;
+}
+
+boost::asio::awaitable<http::Response> WebhookHandler::handle(http::Request& req) {
+    const auto pol = policy();
+    auto evaluated = evaluate(
+        req, *pol, std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count());
+    auto d = evaluated.delivery;
+    http::Response res = std::move(evaluated.rejection);
+    std::optional<Event> event = std::move(evaluated.event);
 
     // The operation is made in its own statement: g++ 12 can destroy temporaries of a
     // co_await full-expression twice, so none with a destructor may live in one.

@@ -9,11 +9,14 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 
 #include "crcrd/config/config.hpp"
 #include "crcrd/http/message.hpp"
+#include "crcrd/ingest/event.hpp"
 #include "crcrd/ingest/reject_log.hpp"
 #include "crcrd/ingest/signature.hpp"
+#include "crcrd/store/deliveries.hpp"
 #include "crcrd/store/writer.hpp"
 
 namespace crcrd::ingest {
@@ -27,6 +30,20 @@ struct Policy {
     bool post_merge = false;                         // selection.post_merge
     Duration retry_after = std::chrono::seconds(30);
 };
+
+/// What a request to the webhook path is, decided without storing anything: the delivery
+/// row to write (a run, a cancel, an ignore, a pong, or a rejection), the normalised event
+/// when the body was valid, and for a rejection the answer (status 0 otherwise).
+struct Evaluation {
+    std::shared_ptr<store::Delivery> delivery;
+    http::Response rejection;
+    std::optional<Event> event;
+};
+
+/// Signature, body, normalisation and trust (CONTRACT.md §1.3–§1.5) as one pure function of
+/// the request, the policy and the time (Unix seconds). Never throws for bad input; the
+/// fuzz target calls it with arbitrary bytes.
+Evaluation evaluate(const http::Request& req, const Policy& policy, std::int64_t now_unix);
 
 class WebhookHandler {
 public:

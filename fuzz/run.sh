@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Runs every fuzz target for SECONDS each, starting from the checked-in seeds; new inputs go to
+# BUILD/corpus/<target> (kept between runs), crashes to BUILD/crashes/. Prints each target's
+# executions. Usage: fuzz/run.sh BUILD SECONDS [TARGET...]
+set -euo pipefail
+build=$1
+seconds=$2
+shift 2
+cd "$(dirname "$0")/.."
+targets=("$@")
+[[ ${#targets[@]} -gt 0 ]] || targets=(http_request signature normalize config rules junit)
+mkdir -p "$build/crashes"
+status=0
+for t in "${targets[@]}"; do
+  mkdir -p "$build/corpus/$t"
+  log="$build/fuzz-$t.log"
+  max_len=65536
+  [[ $t == signature || $t == normalize ]] && max_len=16384
+  if ! "$build/fuzz/fuzz_$t" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -max_len=$max_len \
+      -print_final_stats=1 -artifact_prefix="$build/crashes/$t-" "$build/corpus/$t" "fuzz/corpus/$t" >"$log" 2>&1; then
+    echo "fuzz: $t FAILED (see $log and $build/crashes/)"
+    status=1
+  fi
+  execs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$log" | grep -o '[0-9]*$' || echo '?')
+  echo "fuzz: $t: $execs executions in ${seconds}s"
+done
+exit $status
