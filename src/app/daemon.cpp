@@ -11,6 +11,7 @@
 #include <boost/asio/use_awaitable.hpp>
 #include <malloc.h>
 #include <sys/resource.h>
+#include <unistd.h>
 #include <systemd/sd-daemon.h>
 
 #include <iostream>
@@ -82,7 +83,9 @@ std::shared_ptr<const exec::LocalSettings> local_settings(const config::Config& 
         if (c.report.github->token_file) s->hidden_files.push_back(*c.report.github->token_file);
         if (c.report.github->private_key_file) s->hidden_files.push_back(*c.report.github->private_key_file);
     }
-    if (c.report.crcr_callback) s->hidden_files.push_back(c.report.crcr_callback->token_file);
+    if (c.report.crcr_callback && c.report.crcr_callback->token_file) {
+        s->hidden_files.push_back(*c.report.crcr_callback->token_file);
+    }
     return s;
 }
 
@@ -94,6 +97,12 @@ report::OutboxSettings outbox_settings(const config::Config& c) {
     o.callback = c.report.crcr_callback.has_value();
     o.target_url = c.report.target_url;
     if (o.target_url.empty() && !c.server.public_url.empty()) o.target_url = c.server.public_url + "/api/v1/runs/{run_id}";
+    o.public_url = c.server.public_url;
+    o.upstream_repo = c.trust.upstream_repo;
+    if (c.report.crcr_callback) {
+        o.workflow_name = c.report.crcr_callback->workflow_name;
+        o.scheduled_event_type = c.report.crcr_callback->scheduled_event_type;
+    }
     return o;
 }
 
@@ -113,7 +122,13 @@ void check_report_credentials(const config::ReportConfig& r, std::vector<std::st
             errors.push_back("report.github.private_key_file: " + jwt.error().message);
         }
     }
-    if (r.crcr_callback) token("report.crcr_callback.token_file", r.crcr_callback->token_file);
+    if (r.crcr_callback && r.crcr_callback->token_file) token("report.crcr_callback.token_file", *r.crcr_callback->token_file);
+    if (r.crcr_callback && !r.crcr_callback->token_command.empty()) {
+        const auto& prog = r.crcr_callback->token_command.front();
+        if (prog.find('/') != std::string::npos && ::access(prog.c_str(), X_OK) != 0) {
+            errors.push_back("report.crcr_callback.token_command: " + prog + " is not an executable file");
+        }
+    }
 }
 
 /// The rules file's tier names, in order (none without a rules file).

@@ -225,10 +225,26 @@ void parse_report(YamlMap m, ReportConfig& c) {
     if (m.has("crcr_callback")) {
         YamlMap cb = m.child("crcr_callback");
         CrcrCallbackConfig cc;
-        cb.get("url", cc.url, true);
+        cb.get("url", cc.url);
+        cb.get_path("file", cc.file);
         check_https(cb, "url", cc.url);
-        cb.get_path("token_file", cc.token_file, true);
+        cb.get_path("token_file", cc.token_file);
+        cb.get("token_command", cc.token_command);
+        cb.get("token_ttl", cc.token_ttl);
+        cb.get("workflow_name", cc.workflow_name);
+        cb.get("scheduled_event_type", cc.scheduled_event_type);
         cb.get_path("ca_file", cc.ca_file);
+        check_enum(cb, "scheduled_event_type", cc.scheduled_event_type, {"nightly", "periodic"});
+        if (cc.url.empty() == !cc.file.has_value()) cb.error("url", "give either url (the relay) or file, one of them");
+        if (!cc.url.empty() && cc.token_file.has_value() == !cc.token_command.empty()) {
+            cb.error("token_command", "give either token_command (an OIDC token for the relay) or token_file, one of them");
+        }
+        if (cc.workflow_name.empty()) cb.error("workflow_name", "must not be empty");
+        // A relative program path (with a slash) is relative to the configuration file.
+        if (!cc.token_command.empty() && cc.token_command.front().find('/') != std::string::npos &&
+            cc.token_command.front().front() != '/') {
+            cc.token_command.front() = (cb.base_dir() / cc.token_command.front()).lexically_normal().string();
+        }
         c.crcr_callback = cc;
     } else {
         m.raw("crcr_callback");

@@ -27,6 +27,42 @@ StatusText final_status(const std::string& conclusion, const std::string& reason
     return {state, shorten(conclusion == "passed" ? reason : conclusion + ": " + reason)};
 }
 
+std::string relay_conclusion(const std::string& crcr_class) {
+    if (crcr_class == "passed" || crcr_class == "flaky") return "success";
+    if (crcr_class == "regression") return "failure";
+    if (crcr_class == "timeout") return "timed_out";
+    if (crcr_class == "cancelled") return "cancelled";
+    return "neutral";  // infra_error, device_unavailable, pre_existing: not the change's fault, not a pass
+}
+
+json callback_body(const CallbackRun& run, const CallbackJob& job, bool completed, const OutboxSettings& s) {
+    std::int64_t passed = 0, failed = 0, skipped = 0;
+    if (job.counts.is_object()) {
+        passed = job.counts.value("passed", std::int64_t{0}) + job.counts.value("flaky", std::int64_t{0});
+        failed = job.counts.value("failed", std::int64_t{0});
+        skipped = job.counts.value("skipped", std::int64_t{0});
+    }
+    const std::string klass = job.state == "cancelled" ? "cancelled" : job.conclusion;
+    json wf = {{"schema_version", "1"},
+               {"status", completed ? "completed" : "in_progress"},
+               {"conclusion", completed ? json(relay_conclusion(klass)) : json(nullptr)},
+               {"name", s.workflow_name},
+               {"job_name", job.tier},
+               {"check_run_id", std::to_string(job.id)},
+               {"run_id", std::to_string(run.id)},
+               {"run_attempt", std::to_string(job.attempt)},
+               {"url", s.public_url.empty() ? json(nullptr) : json(s.public_url + "/ui/runs/" + std::to_string(run.id))},
+               {"artifact_url",
+                s.public_url.empty() ? json(nullptr) : json(s.public_url + "/api/v1/jobs/" + std::to_string(job.id) + "/log")},
+               {"started_at", job.started_at},
+               {"completed_at", completed ? json(job.finished_at.empty() ? now_rfc3339() : job.finished_at) : json(nullptr)},
+               {"test_results", {{"passed", passed}, {"failed", failed}, {"skipped", skipped}, {"total", passed + failed + skipped}}},
+               {"crcr_class", completed ? json(klass) : json(nullptr)},
+               {"crcr_reason", completed ? json(job.reason) : json(nullptr)}};
+    const std::string event_type = run.event == "schedule" ? s.scheduled_event_type : run.event;
+    return json{{"event_type", event_type}, {"delivery_id", run.delivery_id}, {"payload", run.payload}, {"workflow", wf}};
+}
+
 namespace {
 
 struct Wanted {
@@ -54,55 +90,51 @@ std::string status_for_open_tier(const JobRow& j) {
     return "running on " + j.slot + again;
 }
 
-/// The workflow part of the relay's callback body.
-std::string callback_body(store::Db& db, const RunRow& run, const std::vector<JobRow>& jobs,
-                          const OutboxSettings& s, bool completed) {
-    json payload = nullptr;
-    std::string delivery_id = run.delivery_id;
-    auto& st = db.cached("SELECT body FROM deliveries WHERE run_id = ? AND verdict = 'queued' AND body IS NOT NULL ORDER BY id LIMIT 1");
+/// The run as the relay dispatched it, when callbacks are due for it: a run queued by a CRCR
+/// delivery (it has a dispatch record at the relay) or a scheduled run (which self-reports).
+std::optional<CallbackRun> callback_run(store::Db& db, const RunRow& run, const OutboxSettings& s) {
+    CallbackRun out;
+    out.id = run.id;
+    out.event = run.event;
+    out.sha = run.sha;
+    if (run.event == "schedule") {
+        out.delivery_id = run.sha;
+        out.payload = {{"repository", {{"full_name", s.upstream_repo}}}, {"head_sha", run.sha}};
+        return out;
+    }
+    if (run.event != "pull_request" && run.event != "push") return std::nullopt;  // manual, bisect
+    auto& st = db.cached(
+        "SELECT crcr_delivery_id, body FROM deliveries WHERE run_id = ? AND verdict = 'queued' AND crcr_delivery_id IS NOT NULL "
+        "ORDER BY id LIMIT 1");
     st.bind(1, run.id);
-    if (st.step()) {
-        auto blob = st.text(0);
-        if (auto raw = decompress(blob)) {
+    std::optional<CallbackRun> found;
+    if (st.step() && !st.is_null(1)) {
+        out.delivery_id = st.text(0);
+        if (auto raw = decompress(st.text(1))) {
             auto body = json::parse(*raw, nullptr, false);
-            if (body.is_object()) {
-                const json cp = body.value("client_payload", json(nullptr));
-                if (cp.is_object()) {
-                    payload = cp.contains("payload") ? cp["payload"] : cp;
-                    if (cp.contains("delivery_id") && cp["delivery_id"].is_string()) delivery_id = cp["delivery_id"];
-                } else {
-                    payload = body;
-                }
+            if (body.is_object() && body.contains("client_payload") && body["client_payload"].is_object()) {
+                out.payload = body["client_payload"].value("payload", json::object());
+                found = std::move(out);
             }
         }
     }
     st.reset();
-    std::int64_t passed = 0, failed = 0, skipped = 0;
-    std::string started_at;
-    for (const auto& j : jobs) {
-        if (j.counts.is_object()) {
-            passed += j.counts.value("passed", 0) + j.counts.value("flaky", 0);
-            failed += j.counts.value("failed", 0);
-            skipped += j.counts.value("skipped", 0);
-        }
-        if (!j.started_at.empty() && (started_at.empty() || j.started_at < started_at)) started_at = j.started_at;
+    return found;
+}
+
+/// Every attempt of the run's tiers that started, in the order they started.
+std::vector<CallbackJob> started_jobs(store::Db& db, std::int64_t run_id) {
+    std::vector<CallbackJob> out;
+    auto& js = db.cached(
+        "SELECT id, tier, attempt, state, coalesce(conclusion,''), coalesce(reason,''), started_at, coalesce(finished_at,''), "
+        "coalesce(counts,'null') FROM jobs WHERE run_id = ? AND started_at IS NOT NULL ORDER BY id");
+    js.bind(1, run_id);
+    while (js.step()) {
+        out.push_back({js.int64(0), js.text(1), js.int64(2), js.text(3), js.text(4), js.text(5), js.text(6), js.text(7),
+                       json::parse(js.text(8), nullptr, false)});
     }
-    json wf = {{"status", completed ? "completed" : "in_progress"},
-               {"conclusion", completed ? json(run.conclusion.empty() ? "cancelled" : run.conclusion) : json(nullptr)},
-               {"name", s.context_prefix},
-               {"url", s.target_url.empty() ? json(nullptr) : json(s.target_url)},
-               {"run_id", run.id},
-               {"run_attempt", 1},
-               {"started_at", started_at.empty() ? json(run.created_at) : json(started_at)},
-               {"completed_at", completed && !run.finished_at.empty() ? json(run.finished_at) : json(nullptr)},
-               {"test_results", {{"passed", passed}, {"failed", failed}, {"skipped", skipped}}}};
-    json out = {{"schema_version", 1},
-                {"event_type", run.event},
-                {"delivery_id", delivery_id.empty() ? json(nullptr) : json(delivery_id)},
-                {"payload", payload},
-                {"sha", run.sha},
-                {"workflow", wf}};
-    return out.dump();
+    js.reset();
+    return out;
 }
 
 void sync_run(store::Db& db, const OutboxSettings& s, std::int64_t run_id) {
@@ -164,10 +196,23 @@ void sync_run(store::Db& db, const OutboxSettings& s, std::int64_t run_id) {
         if ((std::string(sink) == "github" && !s.github) || (std::string(sink) == "file" && !s.file)) continue;
         for (const auto& [ctx, t] : contexts) wanted.push_back({sink, ctx, t.state, t.description, ""});
     }
-    if (s.callback && run.state != "queued") {
-        const bool completed = run.state == "completed" || run.state == "cancelled";
-        wanted.push_back({"callback", "run/" + std::to_string(run_id), completed ? "completed" : "in_progress", "",
-                          callback_body(db, run, jobs, s, completed)});
+    if (s.callback) {
+        // One `in_progress` and one `completed` per tier attempt that started, each its own
+        // row (context "job/<id>/<status>"), so that nothing is ever coalesced; a scheduled run
+        // self-reports `completed` only (§6.2).
+        if (auto cr = callback_run(db, run, s)) {
+            for (const auto& j : started_jobs(db, run_id)) {
+                const bool ended = j.state == "completed" || j.state == "cancelled";
+                if (run.event != "schedule") {
+                    wanted.push_back({"callback", "job/" + std::to_string(j.id) + "/in_progress", "in_progress", "",
+                                      callback_body(*cr, j, false, s).dump()});
+                }
+                if (ended) {
+                    wanted.push_back({"callback", "job/" + std::to_string(j.id) + "/completed", "completed", "",
+                                      callback_body(*cr, j, true, s).dump()});
+                }
+            }
+        }
     }
 
     auto& last = db.cached(
@@ -186,9 +231,9 @@ void sync_run(store::Db& db, const OutboxSettings& s, std::int64_t run_id) {
         bool same = had && last.text(0) == w.state && (w.sink == "callback" || last.text(1) == w.description);
         last.reset();
         if (same) continue;
-        // Nothing was ever announced for a context that ends cancelled: say nothing.
-        if (!had && (run.state == "cancelled" || w.description.rfind("cancelled:", 0) == 0)) continue;
-        if (!had && w.sink == "callback" && run.state == "cancelled") continue;
+        // Nothing was ever announced for a context that ends cancelled: say nothing. (A
+        // callback exists only for an attempt that started; its pair is always sent.)
+        if (!had && w.sink != "callback" && (run.state == "cancelled" || w.description.rfind("cancelled:", 0) == 0)) continue;
         ins.reset();
         ins.bind(1, w.sink).bind(2, run_id).bind(3, run.sha).bind(4, w.context).bind(5, w.state).bind(6, w.description);
         ins.bind(7, s.target_url.empty() || w.sink == "callback" ? std::optional<std::string>() : std::optional<std::string>(s.target_url));

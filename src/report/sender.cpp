@@ -88,7 +88,7 @@ struct Sender::Row {
 };
 
 struct Sender::Outcome {
-    enum Kind { sent, retry, dead, wait } kind = retry;
+    enum Kind { sent, retry, dead, wait, later } kind = retry;  // later: not its turn yet, no attempt
     std::optional<int> http_status;
     std::string error;
     std::optional<SystemTime> until;  // wait: rate limited until
@@ -104,6 +104,7 @@ Sender::~Sender() { stop(); }
 void Sender::set_settings(SenderSettings settings) {
     std::lock_guard lk(m_mu);
     m_auth = settings.github ? std::make_shared<GithubAuth>(*settings.github, settings.timeout) : nullptr;
+    m_relay_token = settings.callback ? std::make_shared<RelayToken>(*settings.callback) : nullptr;
     m_settings = std::make_shared<const SenderSettings>(std::move(settings));
     m_paused.clear();
     m_pending = true;
@@ -200,6 +201,7 @@ SystemTime Sender::send_due(store::Db& db) {
         still.reset();
         if (!waiting) continue;
         auto out = deliver(db, row, *s);
+        if (out.kind == Outcome::later) continue;  // its turn comes after another row's
         if (out.kind == Outcome::wait) {
             std::lock_guard lk(m_mu);
             m_paused[row.sink] = *out.until;
@@ -229,6 +231,75 @@ SystemTime Sender::send_due(store::Db& db) {
     return next;
 }
 
+Sender::Outcome Sender::deliver_callback(store::Db& db, const Row& row, const SenderSettings& s, http::ClientOptions opts) {
+    if (!s.callback) return {Outcome::dead, std::nullopt, "report.crcr_callback is no longer configured", std::nullopt};
+    // The relay accepts a `completed` only after its `in_progress` (§6.2): it waits for it.
+    if (row.state == "completed") {
+        const std::string pair = row.context.substr(0, row.context.rfind('/')) + "/in_progress";
+        auto& first = db.cached("SELECT delivery FROM outbox WHERE run_id = ? AND sink = 'callback' AND context = ? ORDER BY id LIMIT 1");
+        first.bind(1, row.run_id).bind(2, pair);
+        std::optional<std::string> state;
+        if (first.step()) state = first.text(0);
+        first.reset();
+        if (state == "waiting") return {Outcome::later, std::nullopt, "", std::nullopt};
+        if (state == "dead") {
+            return {Outcome::dead, std::nullopt, "its in_progress callback was not accepted, so the relay would refuse it",
+                    std::nullopt};
+        }
+    }
+    if (s.callback->file) {
+        m_callback_lines += row.body.value_or("{}") + "\n";  // written and synced by flush()
+        return {Outcome::sent, std::nullopt, "", std::nullopt};
+    }
+    std::shared_ptr<RelayToken> relay_token;
+    {
+        std::lock_guard lk(m_mu);
+        relay_token = m_relay_token;
+    }
+    auto token = relay_token->token();
+    if (!token) return {Outcome::retry, std::nullopt, token.error().message, std::nullopt};
+    opts.ca_file = s.callback->ca_file;
+    auto r = http::send("POST", s.callback->url,
+                        {{"Content-Type", "application/json"}, {"Authorization", "Bearer " + *token}},
+                        row.body.value_or("{}"), opts);
+    if (!r) return {Outcome::retry, std::nullopt, r.error().message, std::nullopt};
+    const int code = r->status;
+    std::string detail = r->body.substr(0, 300);
+    if (auto j = json::parse(r->body, nullptr, false); j.is_object() && j.contains("detail") && j["detail"].is_string()) {
+        detail = j["detail"].get<std::string>().substr(0, 300);
+    }
+    if (code >= 200 && code < 300) {
+        if (auto j = json::parse(r->body, nullptr, false); j.is_object() && j.value("status", "") == "ignored") {
+            spdlog::warn("run_id={} relay callback {} accepted but ignored: this repository is below level L2 in the "
+                         "relay's allow-list", row.run_id, row.context);
+        }
+        return {Outcome::sent, code, "", std::nullopt};
+    }
+    const std::string msg = "HTTP " + std::to_string(code) + ": " + detail;
+    // The relay answers a callback it already recorded (our first try's answer was lost) with
+    // this 400; for a callback sent before, it means delivered.
+    if (code == 400 && row.attempts > 0 && detail.find("invalid state transition") != std::string::npos) {
+        return {Outcome::sent, code, "already recorded by the relay (an earlier answer was lost): " + detail, std::nullopt};
+    }
+    // The relay writes its dispatch record after dispatching: a very fast first callback can
+    // come before it. A few retries cover that race; an expired record (3 days) stays dead.
+    if (code == 400 && row.attempts < 3 && detail.find("no matching dispatch record") != std::string::npos) {
+        return {Outcome::retry, code, msg, std::nullopt};
+    }
+    if (code == 401) {
+        relay_token->invalidate();  // an OIDC token expires in minutes: mint a new one
+        return {Outcome::retry, code, msg + " (a new token is taken for the next attempt)", std::nullopt};
+    }
+    if (code == 429) {
+        // The relay's limit is per repository per 60 s, counts refused requests too, and sends
+        // no Retry-After: the callback sink pauses a minute unless it says otherwise.
+        const auto after = header_int(*r, "retry-after").value_or(60);
+        return {Outcome::wait, code, msg, system_clock::now() + std::chrono::seconds(std::max<std::int64_t>(after, 1))};
+    }
+    if (code >= 500) return {Outcome::retry, code, msg, std::nullopt};
+    return {Outcome::dead, code, msg, std::nullopt};
+}
+
 Sender::Outcome Sender::deliver(store::Db& db, const Row& row, const SenderSettings& s) {
     http::ClientOptions opts;
     opts.timeout = s.timeout;
@@ -240,19 +311,7 @@ Sender::Outcome Sender::deliver(store::Db& db, const Row& row, const SenderSetti
         m_file_lines += line.dump() + "\n";  // written and synced by flush()
         return {Outcome::sent, std::nullopt, "", std::nullopt};
     }
-    if (row.sink == "callback") {
-        if (!s.callback) return {Outcome::dead, std::nullopt, "report.crcr_callback is no longer configured", std::nullopt};
-        auto token = read_file(s.callback->token_file, 64 * 1024);
-        if (!token) return {Outcome::retry, std::nullopt, token.error().message, std::nullopt};
-        opts.ca_file = s.callback->ca_file;
-        auto r = http::send("POST", s.callback->url,
-                            {{"Content-Type", "application/json"}, {"Authorization", "Bearer " + trim(*token)}},
-                            row.body.value_or("{}"), opts);
-        if (!r) return {Outcome::retry, std::nullopt, r.error().message, std::nullopt};
-        if (r->status >= 200 && r->status < 300) return {Outcome::sent, r->status, "", std::nullopt};
-        std::string msg = "HTTP " + std::to_string(r->status) + ": " + r->body.substr(0, 300);
-        return {r->status >= 500 ? Outcome::retry : Outcome::dead, r->status, msg, std::nullopt};
-    }
+    if (row.sink == "callback") return deliver_callback(db, row, s, opts);
     // GitHub.
     if (!s.github) return {Outcome::dead, std::nullopt, "report.github is no longer configured", std::nullopt};
     auto& count = db.cached("SELECT count(*) FROM outbox WHERE sink = 'github' AND sha = ? AND context = ? AND delivery = 'sent'");
@@ -332,6 +391,16 @@ Sender::Outcome Sender::deliver(store::Db& db, const Row& row, const SenderSetti
 
 void Sender::flush(std::vector<std::pair<Row, Outcome>>& done, const SenderSettings& s) {
     if (done.empty()) return;
+    if (!m_callback_lines.empty()) {
+        auto st = s.callback && s.callback->file ? append_lines(*s.callback->file, m_callback_lines)
+                                                 : Status(make_error("report_file", "report.crcr_callback.file is gone"));
+        m_callback_lines.clear();
+        if (!st) {
+            for (auto& [row, out] : done) {
+                if (row.sink == "callback" && out.kind == Outcome::sent) out = {Outcome::retry, std::nullopt, st.error().message, std::nullopt};
+            }
+        }
+    }
     if (!m_file_lines.empty()) {
         auto st = s.file ? append_lines(*s.file, m_file_lines) : Status(make_error("report_file", "report.file is gone"));
         m_file_lines.clear();
@@ -393,6 +462,8 @@ void Sender::flush(std::vector<std::pair<Row, Outcome>>& done, const SenderSetti
                 spdlog::warn("run_id={} {} {} {} attempt {} failed, again at {}: {}", row.run_id, row.sink, row.context,
                              row.state, row.attempts + 1, rfc3339(*next[i]), out.error);
                 break;
+            case Outcome::later:
+                break;  // never stored: send_due() skips it
         }
     }
     done.clear();

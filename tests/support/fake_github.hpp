@@ -2,6 +2,7 @@
 // The one stand-in the tests use: a small HTTPS server on loopback playing GitHub's API
 // (built on crcrd's own http::Server, with the test CA's certificate).
 
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -16,7 +17,8 @@ class FakeGithub {
 public:
     using Handler = std::function<http::Response(const http::Request&)>;
 
-    explicit FakeGithub(Handler handler);
+    /// A request body over `max_body_bytes` reaches the handler with refused_status 413.
+    explicit FakeGithub(Handler handler, std::uint64_t max_body_bytes = 16ULL << 20);
     ~FakeGithub();
 
     std::string url() const;  // https://127.0.0.1:PORT

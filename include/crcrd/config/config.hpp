@@ -138,9 +138,16 @@ struct GithubReportConfig {
     std::string mode = "advisory";
 };
 
+/// report.crcr_callback (CONTRACT.md §6.2): the relay's callback endpoint, or a file that
+/// receives the same bodies (the demo, or a dry run before the relay is set up).
 struct CrcrCallbackConfig {
-    std::string url;
-    Path token_file;
+    std::string url;                  // https://.../github/callback; or empty with `file`
+    std::optional<Path> file;         // instead of url: append each body as a JSON line
+    std::optional<Path> token_file;   // read at every use
+    Strings token_command;            // argv; stdout is the token (an OIDC JWT), cached token_ttl
+    Duration token_ttl = std::chrono::minutes(5);
+    std::string workflow_name = "crcrd";
+    std::string scheduled_event_type = "nightly";  // nightly | periodic
     std::optional<Path> ca_file;
 };
 

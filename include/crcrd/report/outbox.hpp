@@ -11,6 +11,8 @@
 #include <optional>
 #include <string>
 
+#include <nlohmann/json.hpp>
+
 #include "crcrd/store/sqlite.hpp"
 
 namespace crcrd::report {
@@ -22,7 +24,38 @@ struct OutboxSettings {
     bool callback = false;  // report.crcr_callback is configured
     /// report.target_url with "{run_id}" replaced; empty: no link.
     std::string target_url;
+    // The relay callback (CONTRACT.md §6.2):
+    std::string public_url;                        // server.public_url, for the run and log links
+    std::string workflow_name = "crcrd";
+    std::string scheduled_event_type = "nightly";
+    std::string upstream_repo = "pytorch/pytorch";
 };
+
+/// The relay's `workflow.conclusion` for a §5 class: passed, flaky → success; regression →
+/// failure; timeout → timed_out; cancelled → cancelled; the rest → neutral.
+std::string relay_conclusion(const std::string& crcr_class);
+
+/// What a relay callback is built from: the run as the relay dispatched it, and one attempt
+/// of one tier.
+struct CallbackRun {
+    std::int64_t id = 0;
+    std::string event;        // pull_request | push | schedule
+    std::string sha;
+    std::string delivery_id;  // client_payload.delivery_id; the SHA for a scheduled run
+    nlohmann::json payload;   // the upstream payload, verbatim
+};
+struct CallbackJob {
+    std::int64_t id = 0;
+    std::string tier;
+    std::int64_t attempt = 1;
+    std::string state, conclusion, reason, started_at, finished_at;
+    nlohmann::json counts;  // {"passed", "failed", "skipped", "flaky"} or null
+};
+
+/// The body of one callback (CONTRACT.md §6.2): `in_progress` when `completed` is false.
+/// The ids are strings as the relay's own reporter sends them; `check_run_id` is the job id,
+/// the same in both callbacks of an attempt (HUD keys its row on it).
+nlohmann::json callback_body(const CallbackRun& run, const CallbackJob& job, bool completed, const OutboxSettings& s);
 
 /// A GitHub status state and description for a §5 class (descriptions ≤ 140 characters).
 struct StatusText {

@@ -16,6 +16,7 @@
 
 #include "crcrd/config/config.hpp"
 #include "crcrd/core/time.hpp"
+#include "crcrd/http/client.hpp"
 #include "crcrd/report/auth.hpp"
 #include "crcrd/store/sqlite.hpp"
 #include "crcrd/store/writer.hpp"
@@ -51,10 +52,13 @@ private:
     /// Sends what is due; returns when to look again.
     SystemTime send_due(store::Db& db);
     Outcome deliver(store::Db& db, const Row& row, const SenderSettings& s);
+    /// A relay callback (CONTRACT.md §6.2): a `completed` waits for its `in_progress`.
+    Outcome deliver_callback(store::Db& db, const Row& row, const SenderSettings& s, http::ClientOptions opts);
     /// Writes the report-file lines gathered in this pass (one fsync), then stores every
     /// outcome in one transaction.
     void flush(std::vector<std::pair<Row, Outcome>>& done, const SenderSettings& s);
-    std::string m_file_lines;  // report-file lines of this pass, not yet written
+    std::string m_file_lines;      // report-file lines of this pass, not yet written
+    std::string m_callback_lines;  // report.crcr_callback.file lines of this pass
 
     store::Writer& m_writer;
     std::filesystem::path m_db_path;
@@ -62,6 +66,7 @@ private:
     std::condition_variable m_cv;
     std::shared_ptr<const SenderSettings> m_settings;
     std::shared_ptr<GithubAuth> m_auth;
+    std::shared_ptr<RelayToken> m_relay_token;
     std::map<std::string, SystemTime> m_paused;  // sink → rate-limited until
     std::optional<SystemTime> m_last_github_post;
     bool m_pending = false;

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "crcrd/core/compress.hpp"
 #include "crcrd/report/outbox.hpp"
 #include "crcrd/report/sender.hpp"
 #include "crcrd/sched/jobs.hpp"
@@ -189,6 +190,119 @@ TEST(Sender, NeverPostsMoreThanGithubsThousandStatusesPerShaAndContext) {
     EXPECT_EQ(posted.load(), 2);
     sender.stop();
     writer.stop();
+}
+
+
+TEST(RelayConclusion, GithubsVocabularyForEveryClass) {
+    const std::vector<std::pair<std::string, std::string>> cases = {
+        {"passed", "success"},       {"flaky", "success"},    {"regression", "failure"},
+        {"timeout", "timed_out"},    {"cancelled", "cancelled"}, {"infra_error", "neutral"},
+        {"device_unavailable", "neutral"}, {"pre_existing", "neutral"}};
+    for (const auto& [klass, want] : cases) EXPECT_EQ(relay_conclusion(klass), want) << klass;
+}
+
+TEST(CallbackBody, TheFieldsTheRelayAndHudRequire) {
+    OutboxSettings s;
+    s.public_url = "https://ci.example:8443";
+    s.workflow_name = "spyre-ci";
+    CallbackRun run{12, "pull_request", k_sha, "6d1c2a70-guid", json{{"number", 2}}};
+    CallbackJob job{41, "smoke", 2, "completed", "flaky", "1 test failed, then passed on rerun", "2026-12-01T10:00:00.000Z",
+                    "2026-12-01T10:05:00.000Z", json{{"passed", 3}, {"failed", 0}, {"skipped", 1}, {"flaky", 1}}};
+    auto b = callback_body(run, job, true, s);
+    EXPECT_EQ(b["event_type"], "pull_request");
+    EXPECT_EQ(b["delivery_id"], "6d1c2a70-guid");
+    EXPECT_EQ(b["payload"], (json{{"number", 2}}));
+    const json& wf = b["workflow"];
+    EXPECT_EQ(wf["schema_version"], "1");
+    EXPECT_EQ(wf["status"], "completed");
+    EXPECT_EQ(wf["conclusion"], "success");
+    EXPECT_EQ(wf["crcr_class"], "flaky");
+    EXPECT_EQ(wf["name"], "spyre-ci");
+    EXPECT_EQ(wf["job_name"], "smoke");
+    EXPECT_EQ(wf["check_run_id"], "41");
+    EXPECT_EQ(wf["run_id"], "12");
+    EXPECT_EQ(wf["run_attempt"], "2");
+    EXPECT_EQ(wf["url"], "https://ci.example:8443/ui/runs/12");
+    EXPECT_EQ(wf["artifact_url"], "https://ci.example:8443/api/v1/jobs/41/log");
+    EXPECT_EQ(wf["test_results"], (json{{"passed", 4}, {"failed", 0}, {"skipped", 1}, {"total", 5}}));
+    EXPECT_EQ(wf["completed_at"], "2026-12-01T10:05:00.000Z");
+    auto started = callback_body(run, job, false, s)["workflow"];
+    EXPECT_EQ(started["status"], "in_progress");
+    EXPECT_TRUE(started["conclusion"].is_null());
+    EXPECT_TRUE(started["completed_at"].is_null());
+    EXPECT_EQ(started["started_at"], "2026-12-01T10:00:00.000Z");
+    EXPECT_EQ(started["check_run_id"], "41");  // HUD's row key: the same in both
+    // A scheduled run self-reports as nightly with the SHA as its delivery id.
+    CallbackRun nightly{13, "schedule", k_sha, k_sha, json{{"repository", {{"full_name", "pytorch/pytorch"}}}, {"head_sha", k_sha}}};
+    auto n = callback_body(nightly, job, true, s);
+    EXPECT_EQ(n["event_type"], "nightly");
+    EXPECT_EQ(n["delivery_id"], k_sha);
+}
+
+TEST_F(OutboxTest, ACallbackPairPerStartedAttemptNeverCoalescedEvenWhenBothHappenInOneCommit) {
+    settings.github = false;
+    settings.callback = true;
+    settings.workflow_name = "crcrd";
+    // A run from a CRCR delivery (the relay has a dispatch record for it).
+    store::Delivery d;
+    d.delivery_id = "transport-1";
+    d.crcr_delivery_id = "crcr-guid-1";
+    d.received_at = "2026-11-29T00:00:00.000Z";
+    d.intended = store::Verdict::queued;
+    d.http_status = 202;
+    d.body = compress(json{{"client_payload", {{"event_type", "pull_request"}, {"delivery_id", "crcr-guid-1"},
+                                               {"payload", {{"number", 5}}}}}}.dump());
+    store::NewRun r;
+    r.event = "pull_request";
+    r.sha = k_sha;
+    d.run = r;
+    auto out = store::record_delivery(*db, d);
+    const auto run = *out.run_id;
+    auto add_job = [&](const std::string& tier, int attempt) {
+        auto st = db->prepare("INSERT INTO jobs (run_id, tier, position, attempt, state, timeout_ms, created_at) VALUES (?,?,0,?,'queued',1000,'x')");
+        st.bind(1, run).bind(2, tier).bind(3, std::int64_t{attempt});
+        st.run();
+        return db->last_insert_rowid();
+    };
+    auto j1 = add_job("import", 1);
+    db->exec("UPDATE runs SET state='running' WHERE id=" + std::to_string(run));
+    sync_dirty(*db, settings);
+    EXPECT_EQ(rows(), "");  // queued: nothing started, nothing to say
+    // Started and finished before the hook ran once (a fast job in one commit batch).
+    db->exec("UPDATE jobs SET state='running', started_at='2026-11-29T00:00:01.000Z' WHERE id=" + std::to_string(j1));
+    db->exec("UPDATE jobs SET state='completed', conclusion='regression', reason='1 failed', finished_at='2026-11-29T00:00:02.000Z' WHERE id=" +
+             std::to_string(j1));
+    sync_dirty(*db, settings);
+    const std::string p1 = "job/" + std::to_string(j1);
+    EXPECT_EQ(rows(), p1 + "/in_progress=in_progress:waiting " + p1 + "/completed=completed:waiting");
+    // The rerun: attempt 2, its own pair; a job cancelled before it started says nothing.
+    auto j2 = add_job("import", 2);
+    db->exec("UPDATE jobs SET state='running', started_at='2026-11-29T00:00:03.000Z' WHERE id=" + std::to_string(j2));
+    sync_dirty(*db, settings);
+    add_job("smoke", 1);
+    db->exec("UPDATE jobs SET state='cancelled', conclusion='cancelled' WHERE tier='smoke'");
+    db->exec("UPDATE jobs SET state='completed', conclusion='flaky', finished_at='2026-11-29T00:00:04.000Z' WHERE id=" + std::to_string(j2));
+    sync_dirty(*db, settings);
+    const std::string p2 = "job/" + std::to_string(j2);
+    EXPECT_EQ(rows(), p1 + "/in_progress=in_progress:waiting " + p1 + "/completed=completed:waiting " + p2 +
+                          "/in_progress=in_progress:waiting " + p2 + "/completed=completed:waiting");
+    auto st = db->prepare("SELECT body FROM outbox WHERE context = ?");
+    st.bind(1, p2 + "/completed");
+    ASSERT_TRUE(st.step());
+    auto body = json::parse(st.text(0));
+    EXPECT_EQ(body["delivery_id"], "crcr-guid-1");
+    EXPECT_EQ(body["workflow"]["run_attempt"], "2");
+    EXPECT_EQ(body["workflow"]["conclusion"], "success");
+}
+
+TEST_F(OutboxTest, NoCallbackForARunTheRelayDidNotDispatch) {
+    settings.github = false;
+    settings.callback = true;
+    auto run = run_with({"import"});  // a push queued without a CRCR delivery (a direct form, say)
+    db->exec("UPDATE runs SET state='running' WHERE id=" + std::to_string(run));
+    db->exec("UPDATE jobs SET state='completed', conclusion='passed', started_at='x', finished_at='y'");
+    sync_dirty(*db, settings);
+    EXPECT_EQ(rows(), "");
 }
 
 }  // namespace
