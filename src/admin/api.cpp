@@ -341,6 +341,21 @@ asio::awaitable<http::Response> Api::handle(http::Request& req) {
         auto query = on_workers(m_workers, [db = m_db_path, f] { return list_outbox(db, f); });
         co_return from(co_await std::move(query));
     }
+    if (path == "/api/v1/recovery") {
+        if (!get) co_return error(405, "method_not_allowed");
+        auto query = on_workers(m_workers, [db = m_db_path] { return list_recovery(db); });
+        auto listed = co_await std::move(query);
+        if (listed) (*listed)["enabled"] = static_cast<bool>(m_on_recovery_run);
+        co_return from(listed);
+    }
+    if (path == "/api/v1/recovery/run") {
+        if (req.method != "POST") co_return error(405, "method_not_allowed");
+        if (caller->role != Role::admin) co_return error(403, "forbidden", "an admin token is required");
+        if (!m_on_recovery_run) co_return error(409, "conflict", "recovery.github_hook is not configured");
+        m_on_recovery_run();
+        spdlog::info("recovery pass requested by {}", caller->name);
+        co_return http::Response::json(202, {{"status", "started"}});
+    }
     co_return co_await jobs_and_runners(req, caller->role == Role::admin);
 }
 

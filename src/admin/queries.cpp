@@ -332,4 +332,25 @@ Result<json> list_slots(const std::filesystem::path& path) {
     });
 }
 
+Result<json> list_recovery(const std::filesystem::path& path, int limit) {
+    auto opened = reader(path);
+    if (!opened) return opened.error();
+    auto& db = **opened;
+    return guarded([&]() -> json {
+        json items = json::array();
+        auto st = db.prepare(
+            "SELECT id, started_at, finished_at, since, listed, failed, redelivered, errors FROM recovery_passes "
+            "ORDER BY id DESC LIMIT ?");
+        st.bind(1, std::int64_t{limit});
+        while (st.step()) {
+            items.push_back({{"id", st.int64(0)}, {"started_at", st.text(1)}, {"finished_at", st.text(2)},
+                             {"since", st.text(3)}, {"listed", st.int64(4)}, {"failed", st.int64(5)},
+                             {"redelivered", st.int64(6)}, {"errors", json::parse(st.text(7), nullptr, false)}});
+        }
+        auto wm = db.prepare("SELECT value FROM meta WHERE key = 'recovery_watermark'");
+        json watermark = wm.step() ? json(wm.text(0)) : json(nullptr);
+        return json{{"items", items}, {"watermark", watermark}};
+    });
+}
+
 }  // namespace crcrd::admin

@@ -1,5 +1,8 @@
 #include "crcrd/app/admin_cli.hpp"
 
+#include <chrono>
+#include <thread>
+
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
@@ -194,10 +197,66 @@ void print_run(std::ostream& out, const json& r) {
     }
 }
 
+void print_passes(std::ostream& o, const json& page) {
+    std::vector<std::vector<std::string>> rows;
+    for (const auto& r : page["items"]) {
+        rows.push_back({text(r, "id"), text(r, "started_at"), text(r, "since"), text(r, "listed"), text(r, "failed"),
+                        text(r, "redelivered"), r.value("errors", json::array()).empty() ? "-" : r["errors"].dump()});
+    }
+    table(o, {"PASS", "STARTED", "SINCE", "LISTED", "FAILED", "REDELIVERED", "ERRORS"}, rows);
+    o << "watermark: " << text(page, "watermark") << "\n";
+}
+
+/// `crcrctl recover`: starts a pass and waits (up to 2 minutes) for it to be recorded.
+int recover(const std::vector<std::string>& args, const AdminCliOptions& opts, std::ostream& out, std::ostream& err) {
+    bool list = false, as_json = false;
+    for (const auto& a : args) {
+        if (a == "--list") list = true;
+        else if (a == "--json") as_json = true;
+        else {
+            err << "crcrctl recover: unexpected argument '" << a << "'\nusage:\n" << admin_usage();
+            return 2;
+        }
+    }
+    Client client(opts, err);
+    auto get = [&]() -> std::optional<json> {
+        auto body = client.call("GET", "/api/v1/recovery");
+        if (!body) return std::nullopt;
+        return json::parse(*body, nullptr, false);
+    };
+    auto before = get();
+    if (!before) return client.failed();
+    auto show = [&](const json& page) {
+        if (as_json) out << page.dump(2) << "\n";
+        else print_passes(out, page);
+    };
+    if (list) {
+        show(*before);
+        return 0;
+    }
+    const std::int64_t last = (*before)["items"].empty() ? 0 : (*before)["items"][0].value("id", std::int64_t{0});
+    if (!client.call("POST", "/api/v1/recovery/run")) return client.failed();
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::minutes(2);
+    while (std::chrono::steady_clock::now() < deadline) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(250));  // polling the daemon, not a test
+        auto now = get();
+        if (!now) return client.failed();
+        if (!(*now)["items"].empty() && (*now)["items"][0].value("id", std::int64_t{0}) > last) {
+            json one = *now;
+            one["items"] = json::array({(*now)["items"][0]});
+            show(one);
+            return (*now)["items"][0].value("errors", json::array()).empty() ? 0 : 1;
+        }
+    }
+    err << "crcrctl recover: the pass did not end within 2 minutes (see crcrctl recover --list)\n";
+    return 1;
+}
+
 }  // namespace
 
 bool is_admin_command(const std::string& group) {
-    return group == "runs" || group == "jobs" || group == "runners" || group == "deliveries" || group == "outbox";
+    return group == "runs" || group == "jobs" || group == "runners" || group == "deliveries" || group == "outbox" ||
+           group == "recover";
 }
 
 const char* admin_usage() {
@@ -210,6 +269,8 @@ const char* admin_usage() {
            "  deliveries list [--verdict V] [--limit N] [--cursor C] [--json]\n"
            "  outbox list [--state waiting|sent|dead|coalesced] [--sink S] [--run ID] [--limit N] [--cursor C] [--json]\n"
            "  outbox retry ID\n"
+           "  recover [--list] [--json]   a missed-delivery recovery pass now, printed when it ended\n"
+           "                              (--list: the last passes)\n"
            "       admin commands take [--url URL] [--token-file F] [--cacert F] before the command\n";
 }
 
@@ -217,6 +278,7 @@ int admin_command(const std::string& group, const std::vector<std::string>& args
                   std::ostream& out, std::ostream& err) {
     const std::set<std::string> valued = {"state", "conclusion", "sha", "pr", "event", "since", "until", "limit",
                                           "cursor", "verdict", "sink", "run", "tail"};
+    if (group == "recover") return recover(args, opts, out, err);
     auto p = parse(args, valued, err);
     if (!p || p->words.empty()) {
         if (p) err << "crcrctl " << group << ": which action?\n";

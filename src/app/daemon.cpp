@@ -22,6 +22,7 @@
 #include "crcrd/config/config.hpp"
 #include "crcrd/core/log.hpp"
 #include "crcrd/http/server.hpp"
+#include "crcrd/ingest/recovery.hpp"
 #include "crcrd/ingest/webhook.hpp"
 #include "crcrd/exec/job_env.hpp"
 #include "crcrd/exec/local_executor.hpp"
@@ -87,6 +88,14 @@ std::shared_ptr<const exec::LocalSettings> local_settings(const config::Config& 
         s->hidden_files.push_back(*c.report.crcr_callback->token_file);
     }
     return s;
+}
+
+ingest::RecoverySettings recovery_settings(const config::Config& c) {
+    ingest::RecoverySettings r;
+    r.recovery = *c.recovery;
+    r.github = *c.report.github;  // config::parse requires it with recovery
+    r.timeout = std::chrono::duration_cast<std::chrono::milliseconds>(c.report.timeout);
+    return r;
 }
 
 report::OutboxSettings outbox_settings(const config::Config& c) {
@@ -320,6 +329,12 @@ int run(const std::filesystem::path& config_path) {
     api.set_metrics_public(cfg.admin.metrics_public);
     api.set_tiers(tier_names(checked.planner));
     api.on_queued([&planner] { planner.notify(); });
+    // Missed-delivery recovery (§1.6), when a hook is configured.
+    std::unique_ptr<ingest::Recovery> recovery;
+    if (cfg.recovery) {
+        recovery = std::make_unique<ingest::Recovery>(writer, cfg.storage.path, recovery_settings(cfg));
+        api.on_recovery_run([&recovery] { recovery->run_now(); });
+    }
     // With admin.listen, the admin API, /metrics and the dashboard move to a listener of their
     // own (e.g. on loopback or a management network) and the public one serves the webhook.
     const bool split = cfg.admin.listen.has_value();
@@ -371,6 +386,7 @@ int run(const std::filesystem::path& config_path) {
                         executor.set_settings(local_settings(*next.config));
                         outbox.set(outbox_settings(*next.config));
                         sender.set_settings(report::sender_settings(next.config->report));
+                        if (recovery && next.config->recovery) recovery->set_settings(recovery_settings(*next.config));
                         if (next.config->server.tls) {
                             for (auto* srv : {&server, admin_server.get()}) {
                                 if (!srv) continue;
@@ -442,6 +458,8 @@ int run(const std::filesystem::path& config_path) {
             asio::detached);
     }
     notify("READY=1");
+    // After the listener: what recovery asks GitHub to redeliver comes back as webhooks.
+    if (recovery) recovery->start();
 
     // Worker contexts have no work of their own between connections: keep them running.
     std::vector<asio::executor_work_guard<asio::io_context::executor_type>> guards;
@@ -456,6 +474,7 @@ int run(const std::filesystem::path& config_path) {
     if (dispatcher) dispatcher->stop();
     planner.stop();
     pruner.stop();
+    if (recovery) recovery->stop();
     sender.stop();
     writer.stop();
     spdlog::info("stopped");

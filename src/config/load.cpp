@@ -286,6 +286,40 @@ void parse_admin(YamlMap m, AdminConfig& c, const ServerConfig& server) {
     m.get("metrics_public", c.metrics_public);
 }
 
+void parse_recovery(YamlMap m, Config& c) {
+    if (!m.has("github_hook")) {
+        m.raw("github_hook");
+        if (m.has("interval") || m.has("lookback")) m.error("github_hook", "required: the hook whose deliveries to recover");
+        m.raw("interval");
+        m.raw("lookback");
+        return;
+    }
+    RecoveryConfig r;
+    {
+        YamlMap h = m.child("github_hook");
+        h.get("repo", r.repo);
+        std::optional<std::int64_t> hook_id;
+        h.get("hook_id", hook_id);
+        r.hook_id = hook_id.value_or(0);
+        h.get("app", r.app);
+        if (r.app && (!r.repo.empty() || r.hook_id != 0)) h.error("app", "give either {repo, hook_id} or {app: true}");
+        if (!r.app && (r.repo.empty() || r.hook_id <= 0)) {
+            h.error("repo", "required with hook_id (a positive number), or app: true for the GitHub App's own hook");
+        }
+    }
+    m.get("interval", r.interval);
+    m.get("lookback", r.lookback);
+    if (r.interval.count() <= 0) m.error("interval", "must be positive");
+    if (r.lookback.count() <= 0 || r.lookback > std::chrono::hours(24 * 30)) m.error("lookback", "must be from 1s to 30d");
+    // Recovery speaks to GitHub with the statuses' credentials.
+    if (!c.report.github) {
+        m.error("github_hook", "needs report.github (its api_url and credentials)");
+    } else if (r.app && !c.report.github->app_id) {
+        m.error("github_hook", "app: true needs a GitHub App in report.github (app_id, private_key_file, installation_id)");
+    }
+    c.recovery = r;
+}
+
 }  // namespace
 
 Loaded parse(const std::string& yaml_text, const Path& base_dir, const Path& source) {
@@ -343,6 +377,7 @@ Loaded parse(const std::string& yaml_text, const Path& base_dir, const Path& sou
         }
         parse_report(top.child("report"), c.report);
         parse_admin(top.child("admin"), c.admin, c.server);
+        parse_recovery(top.child("recovery"), c);
     }
     if (out.errors.empty()) out.config = std::move(c);
     return out;

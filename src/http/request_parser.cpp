@@ -110,6 +110,12 @@ ParsedRequest parse_request(std::string_view bytes, ParserLimits limits) {
             out.refusal = r == ParseRefusal::none ? ParseRefusal::bad_request : r;
             break;
         }
+        if (n == 0 && !parser.is_done()) {
+            // No progress and no error: the input ended inside a body (Beast asks for more by
+            // consuming nothing). Found by the fuzzer: this loop used to spin forever.
+            out.refusal = ParseRefusal::bad_request;
+            break;
+        }
     }
     out.consumed = used;
     return out;

@@ -8,7 +8,7 @@ namespace crcrd::store {
 namespace {
 
 // Each entry takes the schema from version i to i+1. Never edit a released entry; append.
-constexpr std::array<const char*, 4> k_migrations = {
+constexpr std::array<const char*, 5> k_migrations = {
     R"sql(
 CREATE TABLE meta (
   key   TEXT PRIMARY KEY,
@@ -155,6 +155,25 @@ CREATE TRIGGER jobs_insert_mark_status AFTER INSERT ON jobs
 BEGIN INSERT OR IGNORE INTO status_dirty (run_id) VALUES (NEW.run_id); END;
 CREATE TRIGGER jobs_update_mark_status AFTER UPDATE OF state ON jobs
 BEGIN INSERT OR IGNORE INTO status_dirty (run_id) VALUES (NEW.run_id); END;
+)sql",
+    // 5: missed-delivery recovery (CONTRACT.md §1.6).
+    R"sql(
+CREATE TABLE recovery_passes (
+  id           INTEGER PRIMARY KEY,
+  started_at   TEXT NOT NULL,
+  finished_at  TEXT NOT NULL,
+  since        TEXT NOT NULL,            -- the watermark the pass listed back to
+  listed       INTEGER NOT NULL,         -- deliveries GitHub listed since then
+  failed       INTEGER NOT NULL,         -- guids none of whose deliveries succeeded
+  redelivered  INTEGER NOT NULL,         -- redeliveries asked for
+  errors       TEXT NOT NULL DEFAULT '[]'
+);
+-- A guid crcrd asked GitHub to redeliver: never asked twice.
+CREATE TABLE recovery_redelivered (
+  guid        TEXT PRIMARY KEY,
+  delivery    INTEGER NOT NULL,          -- GitHub's id of the delivery redelivered
+  at          TEXT NOT NULL
+) WITHOUT ROWID;
 )sql",
 };
 

@@ -35,6 +35,8 @@ public:
     void set_tiers(std::vector<std::string> tiers);
     /// Called once a manual run or a retry is stored (wakes the planner). Set before serving.
     void on_queued(std::function<void()> fn) { m_on_queued = std::move(fn); }
+    /// POST /api/v1/recovery/run starts a pass through this (unset: recovery is off, 409).
+    void on_recovery_run(std::function<void()> fn) { m_on_recovery_run = std::move(fn); }
 
     /// True for paths this API answers (everything under /api/, and /metrics).
     static bool owns(const std::string& path) { return path.rfind("/api/", 0) == 0 || path == "/metrics"; }
@@ -57,6 +59,7 @@ private:
     bool m_metrics_public = false;
     std::shared_ptr<const std::vector<std::string>> m_tiers = std::make_shared<const std::vector<std::string>>();
     std::function<void()> m_on_queued;
+    std::function<void()> m_on_recovery_run;
 };
 
 }  // namespace crcrd::admin

@@ -59,4 +59,9 @@ Result<nlohmann::json> list_slots(const std::filesystem::path& db);
 std::string make_cursor(std::int64_t last_id);
 std::optional<std::int64_t> parse_cursor(const std::string& cursor);
 
+/// The newest missed-delivery recovery passes (CONTRACT.md §1.6) and the watermark:
+/// {"items": [{id, started_at, finished_at, since, listed, failed, redelivered, errors}],
+///  "watermark": "...|null"}.
+Result<nlohmann::json> list_recovery(const std::filesystem::path& path, int limit = 20);
+
 }  // namespace crcrd::admin

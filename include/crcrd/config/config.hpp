@@ -180,6 +180,16 @@ struct AdminConfig {
     bool metrics_public = false;
 };
 
+/// recovery: (CONTRACT.md §1.6) finding the deliveries GitHub failed to make while crcrd was
+/// down, through the hook's delivery log, and asking GitHub to redeliver them.
+struct RecoveryConfig {
+    std::string repo;                  // the repository hook: {repo, hook_id}
+    std::int64_t hook_id = 0;
+    bool app = false;                  // or the GitHub App's own hook (App JWT)
+    Duration interval = std::chrono::minutes(10);
+    Duration lookback = std::chrono::hours(72);  // the first pass; GitHub keeps 3 days
+};
+
 struct Config {
     Path source;  // the file this was loaded from
     std::string log_level = "info";
@@ -194,6 +204,7 @@ struct Config {
     ClassifyConfig classify;
     ReportConfig report;
     AdminConfig admin;
+    std::optional<RecoveryConfig> recovery;  // set when recovery.github_hook is
 };
 
 /// What loading produced: a config when `errors` is empty, otherwise every error found, each

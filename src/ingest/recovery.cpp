@@ -1,0 +1,273 @@
+#include "crcrd/ingest/recovery.hpp"
+
+#include <nlohmann/json.hpp>
+#include <spdlog/spdlog.h>
+
+#include <functional>
+#include <map>
+#include <regex>
+#include <set>
+
+#include "crcrd/core/files.hpp"
+#include "crcrd/core/time.hpp"
+#include "crcrd/http/client.hpp"
+#include "crcrd/report/auth.hpp"
+#include "crcrd/store/sqlite.hpp"
+
+namespace crcrd::ingest {
+
+using nlohmann::json;
+using std::chrono::system_clock;
+
+namespace {
+
+/// The overlap between passes: a delivery still in flight when a pass started is listed by
+/// the next one (guids seen twice are skipped by the checks above).
+constexpr auto k_overlap = std::chrono::minutes(10);
+constexpr int k_max_pages = 100;  // 10,000 deliveries: more than 3 days of a busy hook
+
+std::optional<std::string> next_link(std::string_view link) {
+    static const std::regex k_next(R"(<([^>]+)>;\s*rel="next")");
+    std::match_results<std::string_view::const_iterator> m;
+    if (std::regex_search(link.begin(), link.end(), m, k_next)) return m[1].str();
+    return std::nullopt;
+}
+
+bool same_origin(const std::string& a, const std::string& b) {
+    auto ua = http::parse_url(a), ub = http::parse_url(b);
+    return ua && ub && ua->tls == ub->tls && ua->host == ub->host && ua->port == ub->port;
+}
+
+/// GitHub's "2019-06-03T00:57:16Z" as crcrd stores times ("...:16.000Z"), for comparisons.
+std::string normal_time(const std::string& t) {
+    auto p = parse_rfc3339(t);
+    return p ? rfc3339(*p) : t;
+}
+
+struct PassRecord {
+    std::string started_at, since;
+    std::int64_t listed = 0, failed = 0, redelivered = 0;
+    std::vector<std::string> errors;
+    bool listed_all = false;
+};
+
+}  // namespace
+
+std::vector<std::pair<std::string, std::int64_t>> to_redeliver(const std::vector<HookDelivery>& deliveries,
+                                                               const std::function<bool(const std::string&)>& accepted,
+                                                               const std::function<bool(const std::string&)>& redelivered) {
+    struct Group {
+        bool succeeded = false;
+        std::int64_t newest = 0;
+        std::string newest_at;
+    };
+    std::map<std::string, Group> groups;
+    for (const auto& d : deliveries) {
+        if (d.guid.empty()) continue;
+        auto& g = groups[d.guid];
+        if (d.status_code >= 200 && d.status_code < 300) g.succeeded = true;
+        if (g.newest == 0 || d.delivered_at > g.newest_at || (d.delivered_at == g.newest_at && d.id > g.newest)) {
+            g.newest = d.id;
+            g.newest_at = d.delivered_at;
+        }
+    }
+    std::vector<std::pair<std::string, std::int64_t>> out;
+    for (const auto& [guid, g] : groups) {
+        if (g.succeeded || accepted(guid) || redelivered(guid)) continue;
+        out.emplace_back(guid, g.newest);
+    }
+    return out;
+}
+
+Recovery::Recovery(store::Writer& writer, std::filesystem::path db_path, RecoverySettings settings)
+    : m_writer(writer), m_db_path(std::move(db_path)), m_settings(std::move(settings)) {}
+
+Recovery::~Recovery() { stop(); }
+
+void Recovery::start() {
+    m_thread = std::thread([this] { loop(); });
+}
+
+void Recovery::run_now() {
+    {
+        std::lock_guard lk(m_mu);
+        m_now = true;
+    }
+    m_cv.notify_all();
+}
+
+void Recovery::set_settings(RecoverySettings settings) {
+    std::lock_guard lk(m_mu);
+    m_settings = std::move(settings);
+}
+
+void Recovery::stop() {
+    {
+        std::lock_guard lk(m_mu);
+        m_stopping = true;
+    }
+    m_cv.notify_all();
+    if (m_thread.joinable()) m_thread.join();
+}
+
+void Recovery::loop() {
+    for (;;) {
+        {
+            std::unique_lock lk(m_mu);
+            const auto interval = m_settings.recovery.interval;
+            m_cv.wait_for(lk, interval, [&] { return m_stopping || m_now; });
+            if (m_stopping) return;
+            m_now = false;
+        }
+        try {
+            pass();
+        } catch (const std::exception& e) {
+            spdlog::error("recovery: {}", e.what());
+        }
+    }
+}
+
+void Recovery::pass() {
+    RecoverySettings s;
+    {
+        std::lock_guard lk(m_mu);
+        s = m_settings;
+    }
+    PassRecord rec;
+    const auto started = system_clock::now();
+    rec.started_at = rfc3339(started);
+    auto db = store::Db::open(m_db_path, store::OpenOptions{true, 5000});
+    if (!db) throw std::runtime_error(db.error().message);
+    {
+        auto& wm = (*db)->cached("SELECT value FROM meta WHERE key = 'recovery_watermark'");
+        rec.since = wm.step() ? wm.text(0) : rfc3339(started - s.recovery.lookback);
+        wm.reset();
+    }
+    // Credentials: the App's JWT for its own hook, else the statuses' token (file or App
+    // installation token) for a repository hook.
+    std::string base = s.github.api_url;
+    const std::string hook = s.recovery.app ? "/app/hook" : "/repos/" + s.recovery.repo + "/hooks/" + std::to_string(s.recovery.hook_id);
+    Result<std::string> token = make_error("auth", "no credentials");
+    if (s.recovery.app) {
+        auto pem = read_file(s.github.private_key_file.value_or(""), 1 << 20);
+        token = pem ? report::make_app_jwt(s.github.app_id.value_or(0), *pem, started) : Result<std::string>(pem.error());
+    } else {
+        report::GithubAuth auth(s.github, s.timeout);
+        token = auth.token();
+    }
+    std::vector<HookDelivery> seen;
+    if (!token) {
+        rec.errors.push_back("credentials: " + token.error().message);
+    } else {
+        http::Headers headers = report::github_headers();
+        headers.emplace_back("Authorization", "Bearer " + *token);
+        http::ClientOptions opts;
+        opts.ca_file = s.github.ca_file;
+        opts.timeout = s.timeout;
+        std::optional<std::string> url = base + hook + "/deliveries?per_page=100";
+        bool reached_watermark = false;
+        int page = 0;
+        for (; url && !reached_watermark && page < k_max_pages; ++page) {
+            auto r = http::send("GET", *url, headers, "", opts);
+            if (!r) {
+                rec.errors.push_back("GET " + hook + "/deliveries: " + r.error().message);
+                break;
+            }
+            if (r->status != 200) {
+                // 403/429 are GitHub's rate limits: this pass ends, the next one tries again.
+                rec.errors.push_back("GET " + hook + "/deliveries answered " + std::to_string(r->status) + ": " +
+                                     r->body.substr(0, 200));
+                break;
+            }
+            auto j = json::parse(r->body, nullptr, false);
+            if (!j.is_array()) {
+                rec.errors.push_back("GET " + hook + "/deliveries: not a list");
+                break;
+            }
+            for (const auto& d : j) {
+                if (!d.is_object()) continue;
+                HookDelivery hd;
+                hd.id = d.value("id", std::int64_t{0});
+                hd.guid = d.value("guid", std::string());
+                hd.delivered_at = normal_time(d.value("delivered_at", std::string()));
+                hd.status_code = d.contains("status_code") && d["status_code"].is_number_integer() ? d["status_code"].get<int>() : 0;
+                if (hd.delivered_at < rec.since) {
+                    reached_watermark = true;  // newest first: the rest is older still
+                    continue;
+                }
+                seen.push_back(std::move(hd));
+            }
+            auto link = r->header("Link");
+            url = link ? next_link(*link) : std::nullopt;
+            if (url && !same_origin(*url, base)) {
+                rec.errors.push_back("the Link header's next page is not on " + base + "; not followed");
+                url.reset();
+            }
+        }
+        rec.listed = static_cast<std::int64_t>(seen.size());
+        rec.listed_all = rec.errors.empty() && (reached_watermark || !url);
+        // What crcrd accepted and what it asked for before.
+        auto& acc = (*db)->cached("SELECT 1 FROM delivery_keys WHERE key = ?");
+        auto& red = (*db)->cached("SELECT 1 FROM recovery_redelivered WHERE guid = ?");
+        auto exists = [](store::Stmt& st, const std::string& v) {
+            st.reset();
+            st.bind(1, v);
+            bool yes = st.step();
+            st.reset();
+            return yes;
+        };
+        std::set<std::string> failed_guids;
+        {
+            std::map<std::string, bool> ok;
+            for (const auto& d : seen) ok[d.guid] = ok[d.guid] || (d.status_code >= 200 && d.status_code < 300);
+            for (const auto& [g, succeeded] : ok)
+                if (!succeeded) failed_guids.insert(g);
+        }
+        rec.failed = static_cast<std::int64_t>(failed_guids.size());
+        auto wanted = to_redeliver(
+            seen, [&](const std::string& g) { return exists(acc, "transport:" + g); },
+            [&](const std::string& g) { return exists(red, g); });
+        for (const auto& [guid, id] : wanted) {
+            auto r = http::send("POST", base + hook + "/deliveries/" + std::to_string(id) + "/attempts", headers, "", opts);
+            if (!r || (r->status != 202 && r->status != 200 && r->status != 201)) {
+                rec.errors.push_back("redelivery of " + guid + ": " +
+                                     (r ? "answered " + std::to_string(r->status) + ": " + r->body.substr(0, 200)
+                                        : r.error().message));
+                if (r && (r->status == 403 || r->status == 429)) break;  // rate limited: the next pass
+                continue;
+            }
+            ++rec.redelivered;
+            auto s2 = m_writer.run_sync([&, guid = guid, id = id](store::Db& w) {
+                auto& ins = w.cached("INSERT OR IGNORE INTO recovery_redelivered (guid, delivery, at) VALUES (?,?,?)");
+                ins.bind(1, guid).bind(2, id).bind(3, now_rfc3339());
+                ins.run();
+            });
+            if (!s2) rec.errors.push_back("recording the redelivery of " + guid + ": " + s2.error().message);
+            spdlog::info("recovery: asked GitHub to redeliver delivery_id={} (its delivery {})", guid, id);
+        }
+    }
+    // The watermark moves only after a pass that listed everything since the last one.
+    const std::string watermark = rfc3339(started - k_overlap);
+    auto st = m_writer.run_sync([&](store::Db& w) {
+        auto& ins = w.cached(
+            "INSERT INTO recovery_passes (started_at, finished_at, since, listed, failed, redelivered, errors) "
+            "VALUES (?,?,?,?,?,?,?)");
+        ins.bind(1, rec.started_at).bind(2, now_rfc3339()).bind(3, rec.since).bind(4, rec.listed).bind(5, rec.failed);
+        ins.bind(6, rec.redelivered).bind(7, json(rec.errors).dump());
+        ins.run();
+        if (rec.listed_all && watermark > rec.since) {
+            auto& wm = w.cached(
+                "INSERT INTO meta (key, value) VALUES ('recovery_watermark', ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value");
+            wm.bind(1, watermark);
+            wm.run();
+        }
+        // Passes are kept for a month of history at the default interval.
+        w.exec("DELETE FROM recovery_passes WHERE id <= (SELECT max(id) FROM recovery_passes) - 5000");
+    });
+    if (!st) spdlog::error("recovery: pass not recorded: {}", st.error().message);
+    auto level = rec.errors.empty() ? spdlog::level::info : spdlog::level::warn;
+    spdlog::log(level, "recovery: pass since {}: {} deliveries listed, {} failed, {} redelivered{}", rec.since, rec.listed,
+                rec.failed, rec.redelivered, rec.errors.empty() ? "" : ", errors: " + json(rec.errors).dump());
+}
+
+}  // namespace crcrd::ingest
