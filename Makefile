@@ -34,7 +34,8 @@ test-sanitize: deps
 # libFuzzer targets with clang (docs/security.md): `make fuzz-run SECONDS=60` runs each one.
 FUZZ_DIR ?= build-fuzz
 SECONDS ?= 60
-fuzz: deps
+fuzz:
+	@deploy/install-deps.sh fuzz
 	@cmake -S . -B $(FUZZ_DIR) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_COMPILER=clang++-14 \
 	  -DCRCRD_FUZZ=ON -DCRCRD_TESTS=OFF >/dev/null
 	@cmake --build $(FUZZ_DIR) -j $(JOBS) --target fuzz_all

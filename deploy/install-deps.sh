@@ -7,8 +7,12 @@ packages=(
   build-essential cmake ccache pkg-config git ca-certificates openssl
   libboost1.81-dev nlohmann-json3-dev libssl-dev libspdlog-dev libfmt-dev
   libsqlite3-dev sqlite3 libsimdjson-dev libzstd-dev libpugixml-dev libyaml-cpp-dev libgtest-dev libgmock-dev libsystemd-dev
-  bubblewrap python3 python3-pytest curl nginx-light
+  bubblewrap python3 python3-pytest curl nginx-light jq
 )
+# `install-deps.sh fuzz`: also what `make fuzz` needs (clang's libFuzzer and sanitizers).
+if [[ ${1:-} == fuzz ]]; then
+  packages+=(clang-14 libclang-rt-14-dev)
+fi
 
 missing=()
 for p in "${packages[@]}"; do

@@ -217,8 +217,8 @@ Result<Event> push(const Fields& p, Event e) {
         auto slash = ref.rfind('/');
         std::string tail = ref.substr(slash + 1);
         if (slash > k_ciflow.size() && !tail.empty() && tail.size() < 12 &&
-            std::all_of(tail.begin(), tail.end(), ::isdigit)) {
-            e.pr = std::stoll(tail);
+            std::all_of(tail.begin(), tail.end(), ::isdigit) && std::stoll(tail) > 0) {
+            e.pr = std::stoll(tail);  // (a "0" is no PR: found by the fuzzer)
         }
     }
     if (auto commits = p.find("commits")) {

@@ -197,6 +197,11 @@ TEST(Normalize, PushDeletedRefAndCiflowTag) {
     EXPECT_EQ(tag->intent, Intent::run);
     EXPECT_EQ(tag->pr, 12345);
     EXPECT_EQ(tag->base_sha, k_base_sha);
+    // A tag ending in 0 names no PR (found by fuzzing: it used to make PR 0).
+    body["client_payload"]["payload"]["ref"] = "refs/tags/ciflow/crcr/spyre/000";
+    auto zero = normalize("repository_dispatch", body.dump());
+    ASSERT_TRUE(zero);
+    EXPECT_FALSE(zero->pr);
 }
 
 }  // namespace
