@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Runs every fuzz target for SECONDS each, starting from the checked-in seeds; new inputs go to
-# BUILD/corpus/<target> (kept between runs), crashes to BUILD/crashes/. Prints each target's
-# executions. Usage: fuzz/run.sh BUILD SECONDS [TARGET...]
+# Runs every fuzz target for SECONDS each (or until FUZZ_RUNS executions, when set), starting
+# from the checked-in seeds; new inputs go to BUILD/corpus/<target> (kept between runs),
+# crashes to BUILD/crashes/. Prints each target's executions and rate.
+# Usage: [FUZZ_RUNS=N] fuzz/run.sh BUILD SECONDS [TARGET...]
 set -euo pipefail
 build=$1
 seconds=$2
@@ -16,12 +17,15 @@ for t in "${targets[@]}"; do
   log="$build/fuzz-$t.log"
   max_len=65536
   [[ $t == signature || $t == normalize ]] && max_len=16384
-  if ! "$build/fuzz/fuzz_$t" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -max_len=$max_len \
+  runs=()
+  [[ -n ${FUZZ_RUNS:-} ]] && runs=(-runs="$FUZZ_RUNS")
+  if ! "$build/fuzz/fuzz_$t" -max_total_time="$seconds" "${runs[@]}" -timeout=10 -rss_limit_mb=2048 -max_len=$max_len \
       -print_final_stats=1 -artifact_prefix="$build/crashes/$t-" "$build/corpus/$t" "fuzz/corpus/$t" >"$log" 2>&1; then
     echo "fuzz: $t FAILED (see $log and $build/crashes/)"
     status=1
   fi
   execs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$log" | grep -o '[0-9]*$' || echo '?')
-  echo "fuzz: $t: $execs executions in ${seconds}s"
+  rate=$(grep -o 'stat::average_exec_per_sec: *[0-9]*' "$log" | grep -o '[0-9]*$' || echo '?')
+  echo "fuzz: $t: $execs executions ($rate/s)"
 done
 exit $status

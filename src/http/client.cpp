@@ -35,6 +35,22 @@ Result<Url> parse_url(const std::string& url) {
     return u;
 }
 
+bool same_origin(const std::string& a, const std::string& b) {
+    auto ua = parse_url(a), ub = parse_url(b);
+    auto lower = [](std::string h) {
+        for (char& c : h) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+        return h;
+    };
+    return ua && ub && ua->tls == ub->tls && lower(ua->host) == lower(ub->host) && ua->port == ub->port;
+}
+
+std::optional<std::string> next_link(std::string_view link) {
+    static const std::regex k_next(R"(<([^>]+)>;\s*rel="next")");
+    std::match_results<std::string_view::const_iterator> m;
+    if (std::regex_search(link.begin(), link.end(), m, k_next)) return m[1].str();
+    return std::nullopt;
+}
+
 namespace {
 
 constexpr auto k_tuple = asio::as_tuple(asio::use_awaitable);

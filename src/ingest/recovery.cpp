@@ -5,7 +5,6 @@
 
 #include <functional>
 #include <map>
-#include <regex>
 #include <set>
 
 #include "crcrd/core/files.hpp"
@@ -25,18 +24,6 @@ namespace {
 /// the next one (guids seen twice are skipped by the checks above).
 constexpr auto k_overlap = std::chrono::minutes(10);
 constexpr int k_max_pages = 100;  // 10,000 deliveries: more than 3 days of a busy hook
-
-std::optional<std::string> next_link(std::string_view link) {
-    static const std::regex k_next(R"(<([^>]+)>;\s*rel="next")");
-    std::match_results<std::string_view::const_iterator> m;
-    if (std::regex_search(link.begin(), link.end(), m, k_next)) return m[1].str();
-    return std::nullopt;
-}
-
-bool same_origin(const std::string& a, const std::string& b) {
-    auto ua = http::parse_url(a), ub = http::parse_url(b);
-    return ua && ub && ua->tls == ub->tls && ua->host == ub->host && ua->port == ub->port;
-}
 
 /// GitHub's "2019-06-03T00:57:16Z" as crcrd stores times ("...:16.000Z"), for comparisons.
 std::string normal_time(const std::string& t) {
@@ -198,8 +185,8 @@ void Recovery::pass() {
                 seen.push_back(std::move(hd));
             }
             auto link = r->header("Link");
-            url = link ? next_link(*link) : std::nullopt;
-            if (url && !same_origin(*url, base)) {
+            url = link ? http::next_link(*link) : std::nullopt;
+            if (url && !http::same_origin(*url, base)) {
                 rec.errors.push_back("the Link header's next page is not on " + base + "; not followed");
                 url.reset();
             }

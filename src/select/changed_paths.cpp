@@ -3,7 +3,6 @@
 #include <spdlog/spdlog.h>
 
 #include <filesystem>
-#include <regex>
 
 #include "crcrd/core/files.hpp"
 #include "crcrd/core/subprocess.hpp"
@@ -35,19 +34,6 @@ std::optional<std::vector<std::string>> strings_at(const json& j, const char* ke
     for (const auto& e : j[key])
         if (e.is_string()) v.push_back(e.get<std::string>());
     return v;
-}
-
-/// Whether two URLs have the same scheme, host and port.
-bool same_origin(const std::string& a, const std::string& b) {
-    auto ua = http::parse_url(a), ub = http::parse_url(b);
-    return ua && ub && ua->tls == ub->tls && ua->host == ub->host && ua->port == ub->port;
-}
-
-std::optional<std::string> next_link(const std::string& link) {
-    static const std::regex k_next(R"(<([^>]+)>;\s*rel="next")");
-    std::smatch m;
-    if (std::regex_search(link, m, k_next)) return m[1].str();
-    return std::nullopt;
 }
 
 }  // namespace
@@ -127,9 +113,9 @@ Result<std::vector<std::string>> github_changed_paths(std::int64_t pr, const con
             }
         }
         auto link = res->header("Link");
-        url = link ? next_link(std::string(*link)) : std::nullopt;
+        url = link ? http::next_link(std::string(*link)) : std::nullopt;
         // The token goes only where api_url points: a next page elsewhere is not followed.
-        if (url && !same_origin(*url, base)) {
+        if (url && !http::same_origin(*url, base)) {
             return make_error("github_api", "the Link header's next page " + url->substr(0, 200) +
                                                 " is not on " + base + "; not followed with the token");
         }

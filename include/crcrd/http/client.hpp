@@ -24,6 +24,13 @@ struct Url {
 /// Parses "https://host[:port][/path]" and "http://..." (IPv6 hosts in brackets).
 Result<Url> parse_url(const std::string& url);
 
+/// Whether two URLs have the same scheme, host and port (a credential sent to one may go to
+/// the other).
+bool same_origin(const std::string& a, const std::string& b);
+
+/// The URL of a `Link` header's rel="next" (GitHub's pagination), if any.
+std::optional<std::string> next_link(std::string_view link);
+
 struct ClientOptions {
     std::optional<std::filesystem::path> ca_file;  // trusted PEM bundle; default: system store
     std::chrono::milliseconds timeout = std::chrono::seconds(30);
