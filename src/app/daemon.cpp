@@ -11,6 +11,7 @@
 #include <boost/asio/use_awaitable.hpp>
 #include <malloc.h>
 #include <sys/resource.h>
+#include <pwd.h>
 #include <unistd.h>
 #include <systemd/sd-daemon.h>
 
@@ -66,6 +67,18 @@ void check_command_visible(const config::Config& c, std::vector<std::string>& er
                              ", which the sandbox hides (the configuration, database or work folder); install the "
                              "test command elsewhere");
         }
+    }
+}
+
+/// The account tests run as must exist where one is needed (§4.1): isolation user, or
+/// bubblewrap under a daemon running as root.
+void check_test_account(const config::Config& c, std::vector<std::string>& errors) {
+    const auto& x = c.execution;
+    if (x.command.empty() || !(x.isolation == "user" || (x.isolation == "bwrap" && ::geteuid() == 0))) return;
+    const std::string name = x.user.value_or("nobody");
+    if (!::getpwnam(name.c_str())) {
+        errors.push_back("execution.user: no account '" + name + "' on this host (tests run as it" +
+                         std::string(x.isolation == "bwrap" ? " when crcrd runs as root)" : ")"));
     }
 }
 
@@ -168,6 +181,7 @@ Checked load_checked(const std::filesystem::path& path) {
     }
     check_report_credentials(loaded.config->report, out.errors);
     check_command_visible(*loaded.config, out.errors);
+    check_test_account(*loaded.config, out.errors);
     if (!loaded.config->selection.rules.empty()) {
         // Checked here so that --check-config and SIGHUP refuse a broken rules file too.
         auto rules = select::load_rules(loaded.config->selection.rules, &out.errors);

@@ -183,8 +183,19 @@ void parse_execution(YamlMap m, ExecutionConfig& c) {
 }
 
 void parse_patterns(YamlMap& m, const std::string& key, Strings& out) {
+    if (!m.has(key)) {
+        m.raw(key);
+        return;  // the defaults, known to be valid
+    }
     m.get(key, out);
     for (std::size_t i = 0; i < out.size(); ++i) {
+        // libstdc++ overflows a signed integer on a long back-reference number (found by the
+        // config fuzzer: "\\6666666666666666666"); nobody means more than \99.
+        static const std::regex k_long_backref(R"((^|[^\\])(\\\\)*\\[0-9]{3,})");
+        if (std::regex_search(out[i], k_long_backref)) {
+            m.error(key, "entry " + std::to_string(i) + " has a back-reference beyond \\99");
+            continue;
+        }
         try {
             std::regex re(out[i]);
         } catch (const std::regex_error& e) {
