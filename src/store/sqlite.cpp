@@ -1,5 +1,7 @@
 #include "crcrd/store/sqlite.hpp"
 
+#include <sqlite3.h>
+
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -85,7 +87,7 @@ void Stmt::run() {
     }
 }
 
-void Stmt::reset() {
+void Stmt::reset() noexcept {
     sqlite3_reset(m_stmt);
     sqlite3_clear_bindings(m_stmt);
 }
@@ -185,6 +187,14 @@ Transaction::~Transaction() {
 void Transaction::commit() {
     m_db.exec("COMMIT");
     m_done = true;
+}
+
+}  // namespace crcrd::store
+
+namespace crcrd::store {
+
+Result<std::unique_ptr<Db>> open_reader(const std::filesystem::path& path) {
+    return Db::open(path, OpenOptions{true, k_reader_busy_timeout_ms});
 }
 
 }  // namespace crcrd::store

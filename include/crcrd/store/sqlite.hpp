@@ -2,8 +2,8 @@
 // A thin RAII layer over SQLite: connection, prepared statement, transaction.
 // Inside this layer a failed SQLite call throws SqlError (carrying the extended result code);
 // repositories catch it at their boundary and return a Result. Bound values are never logged.
-
-#include <sqlite3.h>
+// Only `store` uses this header; other modules see `Db` through crcrd/store/fwd.hpp and talk
+// to the database through the repositories (runs.hpp, jobs.hpp, slots.hpp, outbox.hpp, ...).
 
 #include <cstdint>
 #include <filesystem>
@@ -15,6 +15,9 @@
 #include <string_view>
 
 #include "crcrd/core/result.hpp"
+
+struct sqlite3;
+struct sqlite3_stmt;
 
 namespace crcrd::store {
 
@@ -55,7 +58,7 @@ public:
     /// Steps to completion (for statements without rows).
     void run();
     /// Resets and clears bindings so the statement can be reused.
-    void reset();
+    void reset() noexcept;
 
     bool is_null(int col) const;
     std::int64_t int64(int col) const;
@@ -99,6 +102,29 @@ private:
     sqlite3* m_db;
     std::map<std::string, Stmt> m_cache;
 };
+
+/// A cached statement borrowed for one scope: it comes back reset and is reset again (bindings
+/// cleared) when the scope ends, so no statement keeps a read snapshot open. Never throws on exit.
+class Scoped {
+public:
+    Scoped(Db& db, const std::string& sql) : m_st(db.cached(sql)) {}
+    ~Scoped() { m_st.reset(); }
+    Scoped(const Scoped&) = delete;
+    Scoped& operator=(const Scoped&) = delete;
+    Stmt* operator->() noexcept { return &m_st; }
+    Stmt& operator*() noexcept { return m_st; }
+
+private:
+    Stmt& m_st;
+};
+
+/// The busy timeout of the readers' connections (the admin API, the planner, the sender,
+/// recovery): a reader waits this long for the writer's checkpoint before failing.
+inline constexpr int k_reader_busy_timeout_ms = 5000;
+
+/// Opens a read-only connection for a reader (no creation, no WAL change); code "storage" when
+/// the file cannot be opened.
+Result<std::unique_ptr<Db>> open_reader(const std::filesystem::path& path);
 
 /// BEGIN IMMEDIATE on construction; ROLLBACK on destruction unless commit() succeeded.
 class Transaction {
