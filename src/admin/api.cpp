@@ -18,6 +18,8 @@
 #include "crcrd/core/time.hpp"
 #include "crcrd/ingest/event.hpp"
 #include "crcrd/store/async.hpp"
+#include "crcrd/store/runs.hpp"
+#include "crcrd/store/slots.hpp"
 
 namespace crcrd::admin {
 
@@ -245,24 +247,12 @@ asio::awaitable<http::Response> Api::handle(http::Request& req) {
         auto write = store::async_write<int>(
             m_writer,
             [id, reason](store::Db& db) {
-                const std::string now = now_rfc3339();
-                auto& st = db.cached(
-                    "UPDATE runs SET state = 'cancelled', conclusion = 'cancelled', reason = ?, finished_at = ? "
-                    "WHERE id = ? AND state IN ('queued','running')");
-                st.bind(1, reason).bind(2, now).bind(3, id);
-                st.run();
-                if (db.changes() == 0) {
-                    auto& exists = db.cached("SELECT count(*) FROM runs WHERE id = ?");
-                    exists.bind(1, id);
-                    exists.step();
-                    return exists.int64(0) ? 409 : 404;
+                switch (store::RunsRepo(db).cancel(id, reason, now_rfc3339())) {
+                    case store::CancelOutcome::cancelled: return 200;
+                    case store::CancelOutcome::already_finished: return 409;
+                    case store::CancelOutcome::not_found: return 404;
                 }
-                auto& jobs = db.cached(
-                    "UPDATE jobs SET state = 'cancelled', conclusion = 'cancelled', reason = ?, finished_at = ? "
-                    "WHERE run_id = ? AND state IN ('queued','leased','running')");
-                jobs.bind(1, reason).bind(2, now).bind(3, id);
-                jobs.run();
-                return 200;
+                return 404;
             },
             asio::use_awaitable);
         auto [err, status] = co_await std::move(write);
@@ -430,12 +420,7 @@ asio::awaitable<http::Response> Api::jobs_and_runners(http::Request& req, bool a
         const bool drain = m[2].str() == "drain";
         auto write = store::async_write<int>(
             m_writer,
-            [name, drain](store::Db& db) {
-                auto& st = db.cached("UPDATE slots SET drained = ? WHERE name = ?");
-                st.bind(1, std::int64_t{drain}).bind(2, name);
-                st.run();
-                return db.changes();
-            },
+            [name, drain](store::Db& db) { return store::SlotsRepo(db).set_drained(name, drain) ? 1 : 0; },
             asio::use_awaitable);
         auto [err, changed] = co_await std::move(write);
         if (err) co_return error(503, "unavailable", err->message);

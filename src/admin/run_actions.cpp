@@ -7,6 +7,7 @@
 #include "crcrd/core/time.hpp"
 #include "crcrd/ingest/event.hpp"
 #include "crcrd/store/deliveries.hpp"
+#include "crcrd/store/runs.hpp"
 
 namespace crcrd::admin {
 
@@ -43,27 +44,11 @@ Result<json> create_manual_run(store::Db& db, const json& body, const std::vecto
 }
 
 Result<json> retry_run(store::Db& db, std::int64_t id, const std::string& who) {
-    auto& st = db.cached(
-        "SELECT event, coalesce(action,''), sha, pr, coalesce(ref,''), coalesce(base_ref,''), coalesce(base_sha,''), "
-        "head_repo, labels, inputs, state FROM runs WHERE id = ?");
-    st.bind(1, id);
-    if (!st.step()) {
-        st.reset();
-        return make_error("not_found", "no run " + std::to_string(id));
-    }
-    store::NewRun r;
-    r.event = st.text(0);
-    r.action = st.text(1);
-    r.sha = st.text(2);
-    r.pr = st.opt_int64(3);
-    r.ref = st.text(4);
-    r.base_ref = st.text(5);
-    r.base_sha = st.text(6);
-    r.head_repo = st.opt_text(7);
-    r.labels_json = st.text(8);
-    auto inputs = json::parse(st.text(9), nullptr, false);
-    const std::string state = st.text(10);
-    st.reset();
+    auto source = store::RunsRepo(db).retry_source(id);
+    if (!source) return make_error("not_found", "no run " + std::to_string(id));
+    store::NewRun r = std::move(source->run);
+    const std::string state = source->state;
+    auto inputs = json::parse(r.inputs_json, nullptr, false);
     if (state == "queued" || state == "running") {
         return make_error("conflict", "run " + std::to_string(id) + " is still " + state);
     }

@@ -82,12 +82,22 @@ void check_test_account(const config::Config& c, std::vector<std::string>& error
     }
 }
 
+sched::DispatcherSettings dispatcher_settings(const config::Config& c) {
+    sched::DispatcherSettings d;
+    d.device_wait = c.execution.device_wait;
+    d.health_interval = c.execution.health_interval;
+    d.lease_ttl = c.execution.lease_ttl;
+    d.retry = sched::RetryPolicy{c.execution.infra_retries, c.execution.flaky_reruns};
+    d.patterns = std::make_shared<const classify::Patterns>(
+        classify::compile_patterns(c.classify.device_patterns, c.classify.infra_patterns));
+    return d;
+}
+
 std::shared_ptr<const exec::LocalSettings> local_settings(const config::Config& c) {
     auto s = std::make_shared<exec::LocalSettings>();
     s->runners = c.runners;
     s->execution = c.execution;
     s->upstream = c.upstream;
-    s->patterns = classify::compile_patterns(c.classify.device_patterns, c.classify.infra_patterns);
     s->hidden_dirs = hidden_dirs(c);
     s->hidden_files = {c.source};
     for (const auto& r : c.ingest.secrets) s->hidden_files.push_back(r.file);
@@ -311,13 +321,11 @@ int run(const std::filesystem::path& config_path) {
             std::cerr << config_path.string() << ": execution.work_root: required with execution.command\n";
             return 2;
         }
-        if (auto s = writer.run_sync([&cfg](store::Db& db) { exec::LocalExecutor::sync_slots(db, cfg.runners); }); !s) {
+        dispatcher = std::make_unique<sched::Dispatcher>(writer, cfg.storage.path, executor, dispatcher_settings(cfg));
+        if (auto s = dispatcher->sync_slots(); !s) {
             spdlog::critical("storage: {}", s.error().message);
             return 1;
         }
-        sched::DispatcherSettings ds{cfg.execution.device_wait, cfg.execution.health_interval, cfg.execution.lease_ttl,
-                                     cfg.execution.infra_retries, cfg.execution.flaky_reruns};
-        dispatcher = std::make_unique<sched::Dispatcher>(writer, cfg.storage.path, executor, ds);
         if (auto s = dispatcher->recover(); !s) {
             spdlog::critical("storage: {}", s.error().message);
             return 1;
@@ -410,9 +418,8 @@ int run(const std::filesystem::path& config_path) {
                             }
                         }
                         if (dispatcher) {
-                            auto runners = next.config->runners;
-                            writer.submit([runners](store::Db& db) { exec::LocalExecutor::sync_slots(db, runners); },
-                                          [](Status) {});
+                            dispatcher->set_settings(dispatcher_settings(*next.config));
+                            dispatcher->resync_slots();
                         }
                         spdlog::info("reloaded {}: secrets={} standard_secrets={}", config_path.string(),
                                      next.policy->keys.github.size(), next.policy->keys.standard.size());

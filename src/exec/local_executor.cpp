@@ -1,6 +1,7 @@
 #include "crcrd/exec/local_executor.hpp"
 
 #include <grp.h>
+#include <signal.h>
 #include <pwd.h>
 #include <spdlog/spdlog.h>
 #include <unistd.h>
@@ -18,11 +19,6 @@ namespace crcrd::exec {
 using nlohmann::json;
 
 namespace {
-
-bool covers(const std::vector<std::string>& have, const std::vector<std::string>& need) {
-    return std::all_of(need.begin(), need.end(),
-                       [&](const std::string& l) { return std::find(have.begin(), have.end(), l) != have.end(); });
-}
 
 std::string first_line_of(const std::vector<std::string>& argv, const std::optional<std::filesystem::path>& cwd = {}) {
     if (argv.empty()) return {};
@@ -93,28 +89,6 @@ const config::RunnerConfig* LocalExecutor::runner(const LocalSettings& s, const 
     return nullptr;
 }
 
-void LocalExecutor::sync_slots(store::Db& db, const std::vector<config::RunnerConfig>& runners) {
-    auto& add = db.cached("INSERT INTO slots (name) VALUES (?) ON CONFLICT (name) DO NOTHING");
-    for (const auto& r : runners) {
-        add.reset();
-        add.bind(1, r.name);
-        add.run();
-    }
-    std::string names;
-    auto list = db.prepare("SELECT name FROM slots WHERE state <> 'busy'");
-    std::vector<std::string> gone;
-    while (list.step()) {
-        std::string n = list.text(0);
-        if (std::none_of(runners.begin(), runners.end(), [&](const auto& r) { return r.name == n; })) gone.push_back(n);
-    }
-    auto& del = db.cached("DELETE FROM slots WHERE name = ?");
-    for (const auto& n : gone) {
-        del.reset();
-        del.bind(1, n);
-        del.run();
-    }
-}
-
 json LocalExecutor::health_check(const config::RunnerConfig& r) {
     json h = {{"ok", true}, {"at", now_rfc3339()}, {"exit_status", nullptr}, {"output", ""}};
     if (r.health_check.empty()) return h;
@@ -140,70 +114,32 @@ json LocalExecutor::check_health(const std::string& slot) {
     return health_check(*r);
 }
 
-std::optional<std::string> LocalExecutor::lease(store::Db& db, const JobToRun& job) {
+std::vector<SlotOffer> LocalExecutor::slots() const {
     auto s = settings();
-    auto& free = db.cached("SELECT name FROM slots WHERE state = 'idle' AND drained = 0 ORDER BY name");
-    std::vector<std::string> names;
-    while (free.step()) names.push_back(free.text(0));
-    free.reset();
-    for (const auto& name : names) {
-        const auto* r = runner(*s, name);
-        if (!r || !covers(r->labels, job.labels)) continue;
-        auto& take = db.cached(
-            "UPDATE slots SET state = 'busy', job_id = ?, lease_expires_at = ? WHERE name = ? AND state = 'idle'");
-        take.bind(1, job.job_id)
-            .bind(2, rfc3339(std::chrono::system_clock::now() + s->execution.lease_ttl))
-            .bind(3, name);
-        take.run();
-        if (db.changes() == 1) return name;
-    }
-    return std::nullopt;
+    std::vector<SlotOffer> out;
+    for (const auto& r : s->runners) out.push_back(SlotOffer{r.name, r.labels});
+    return out;
 }
 
-void LocalExecutor::release(store::Db& db, const JobToRun& job, const JobOutcome& outcome) {
-    auto s = settings();
-    if (outcome.slot_unhealthy) {
-        auto& off = db.cached(
-            "UPDATE slots SET state = 'offline', job_id = NULL, lease_expires_at = NULL, last_health = ?, "
-            "next_health_at = ? WHERE name = ?");
-        off.bind(1, outcome.health.dump())
-            .bind(2, rfc3339(std::chrono::system_clock::now() + s->execution.health_interval))
-            .bind(3, job.slot);
-        off.run();
-        return;
-    }
-    auto& idle = db.cached(
-        "UPDATE slots SET state = 'idle', job_id = NULL, lease_expires_at = NULL, "
-        "last_health = coalesce(?, last_health) WHERE name = ? AND job_id = ?");
-    idle.bind(1, outcome.health.is_null() ? std::optional<std::string>() : outcome.health.dump())
-        .bind(2, job.slot)
-        .bind(3, job.job_id);
-    idle.run();
-}
-
-JobOutcome LocalExecutor::run(const JobToRun& job, const std::atomic<bool>& cancel,
+RawOutcome LocalExecutor::run(const JobToRun& job, const std::atomic<bool>& cancel,
                               const std::function<void(std::int64_t)>& on_running) {
     auto s = settings();
-    JobOutcome out;
+    RawOutcome out;
     const auto* slot = runner(*s, job.slot);
     if (!slot) {
-        out.conclusion = "infra_error";
-        out.reason = "slot " + job.slot + " is no longer configured";
+        out.not_run = "slot " + job.slot + " is no longer configured";
         return out;
     }
     // The device first: a failing health check takes the slot offline and the job waits.
     out.health = health_check(*slot);
     if (!out.health["ok"].get<bool>()) {
-        out.requeue = true;
         out.slot_unhealthy = true;
-        out.reason = "health check of " + slot->name + " failed";
         return out;
     }
     const auto started = std::chrono::system_clock::now();
     auto ws = prepare_workspace(s->execution, s->upstream, job.job_id, job.sha);
     if (!ws) {
-        out.conclusion = "infra_error";
-        out.reason = ws.error().message;
+        out.not_run = ws.error().message;
         return out;
     }
     JobContext ctx;
@@ -219,8 +155,7 @@ JobOutcome LocalExecutor::run(const JobToRun& job, const std::atomic<bool>& canc
     ctx.tests_file = ws->job_dir / "tests.txt";
     ctx.junit_dir = ws->job_dir / "junit";
     if (auto w = write_tests_file(ctx, job.tests); !w) {
-        out.conclusion = "infra_error";
-        out.reason = w.error().message;
+        out.not_run = w.error().message;
         release_workspace(*ws, s->execution, s->upstream, true);
         return out;
     }
@@ -245,8 +180,7 @@ JobOutcome LocalExecutor::run(const JobToRun& job, const std::atomic<bool>& canc
     if (s->execution.isolation == "user" || (s->execution.isolation == "bwrap" && root)) {
         account = lookup_account(s->execution.user.value_or("nobody"));
         if (!account) {
-            out.conclusion = "infra_error";
-            out.reason = "execution.user '" + s->execution.user.value_or("nobody") + "' does not exist";
+            out.not_run = "execution.user '" + s->execution.user.value_or("nobody") + "' does not exist";
             release_workspace(*ws, s->execution, s->upstream, true);
             return out;
         }
@@ -291,56 +225,62 @@ JobOutcome LocalExecutor::run(const JobToRun& job, const std::atomic<bool>& canc
                     {"started_at", rfc3339(started)}};
 
     auto proc = run_supervised(p, &cancel);
-    classify::Evidence ev;
     if (!proc) {
-        out.conclusion = "infra_error";
-        out.reason = "cannot start the test command: " + proc.error().message;
+        out.not_run = "cannot start the test command: " + proc.error().message;
         release_workspace(*ws, s->execution, s->upstream, true);
         return out;
     }
-    ev.exit_code = proc->exit_code;
-    ev.signal = proc->signal;
-    ev.timed_out = proc->timed_out;
-    ev.stalled = proc->stalled;
-    ev.cancelled = cancel.load() && !proc->timed_out && !proc->stalled;
-    auto results = read_junit_dir(ctx.junit_dir);
-    if (results) {
+    out.exit_code = proc->exit_code;
+    out.signal = proc->signal;
+    out.timed_out = proc->timed_out;
+    out.stalled = proc->stalled;
+    out.cancelled = cancel.load() && !proc->timed_out && !proc->stalled;
+    if (auto results = read_junit_dir(ctx.junit_dir)) {
         out.results = std::move(*results);
     } else {
-        ev.junit_error = results.error().message;
+        out.junit_error = results.error().message;
     }
-    auto counts = count(out.results);
-    ev.tests_total = out.results.size();
-    ev.tests_failed = counts.failed;
-    ev.log_text = log_excerpt(out.log_path);
-    auto verdict = classify::decide(ev, s->patterns);
-    out.conclusion = verdict.conclusion;
-    out.reason = verdict.reason;
-    out.exit_status = proc->exit_code ? proc->exit_code : (proc->signal ? std::optional<int>(128 + *proc->signal) : std::nullopt);
-    json failed_tests = json::array();
-    for (const auto& t : out.results) {
-        if (t.outcome == "failed" && failed_tests.size() < 100) failed_tests.push_back(t.name);
-    }
-    out.evidence = {{"exit_status", proc->exit_code ? json(*proc->exit_code) : json(nullptr)},
-                    {"signal", proc->signal ? json(*proc->signal) : json(nullptr)},
-                    {"timed_out", proc->timed_out},
-                    {"stalled", proc->stalled},
-                    {"tests_total", ev.tests_total},
-                    {"failed_tests", failed_tests},
-                    {"log_lines", verdict.log_line ? json::array({*verdict.log_line}) : json::array()},
-                    {"junit_error", ev.junit_error ? json(*ev.junit_error) : json(nullptr)}};
-    if (out.conclusion == "device_unavailable") {
-        // A device-class failure: the health check decides whether the slot goes offline.
-        out.health = health_check(*slot);
-        out.slot_unhealthy = !out.health["ok"].get<bool>();
-        out.evidence["health_after"] = out.health;
-    }
+    out.log_text = log_excerpt(out.log_path);
     out.metadata["finished_at"] = now_rfc3339();
     out.metadata["duration_s"] = static_cast<double>(proc->duration.count()) / 1000.0;
     out.metadata["output_bytes"] = proc->output_bytes;
     out.metadata["log_truncated"] = proc->log_truncated;
-    release_workspace(*ws, s->execution, s->upstream, out.conclusion != "passed");
+    // A workspace is kept for a look when anything but a clean pass happened.
+    const bool clean = proc->exit_code == 0 && !proc->signal && !out.cancelled && !proc->timed_out && !proc->stalled && !out.junit_error &&
+                       count(out.results).failed == 0;
+    release_workspace(*ws, s->execution, s->upstream, !clean);
     return out;
+}
+
+namespace {
+
+/// Whether the process `pid` runs with CRCR_JOB_ID=<job_id> in its environment.
+bool is_job_process(const std::string& pid, std::int64_t job_id) {
+    auto env = read_file("/proc/" + pid + "/environ", 1 << 20);
+    if (!env) return false;
+    const std::string needle = "CRCR_JOB_ID=" + std::to_string(job_id);
+    std::size_t pos = 0;
+    while (pos < env->size()) {
+        auto end = env->find('\0', pos);
+        if (env->compare(pos, (end == std::string::npos ? env->size() : end) - pos, needle) == 0) return true;
+        if (end == std::string::npos) break;
+        pos = end + 1;
+    }
+    return false;
+}
+
+}  // namespace
+
+int LocalExecutor::abandon(std::int64_t job_id) {
+    // The job's init died with the previous daemon; the command and anything it detached may not have.
+    int killed = 0;
+    std::error_code ec;
+    for (std::filesystem::directory_iterator it("/proc", ec), end; it != end; it.increment(ec)) {
+        const std::string name = it->path().filename().string();
+        if (name.empty() || name.find_first_not_of("0123456789") != std::string::npos) continue;
+        if (is_job_process(name, job_id) && ::kill(static_cast<pid_t>(std::stol(name)), SIGKILL) == 0) ++killed;
+    }
+    return killed;
 }
 
 }  // namespace crcrd::exec

@@ -6,7 +6,7 @@
 
 
 #include "crcrd/core/time.hpp"
-#include "crcrd/store/sqlite.hpp"
+#include "crcrd/store/runs.hpp"
 
 namespace crcrd::sched {
 
@@ -16,66 +16,42 @@ namespace {
 
 std::vector<select::RunRef> unplanned(const std::filesystem::path& db_path, std::vector<std::int64_t>& ids) {
     std::vector<select::RunRef> out;
-    auto db = store::Db::open(db_path, store::OpenOptions{true, 5000});
-    if (!db) {
-        spdlog::error("planner: {}", db.error().message);
+    auto rows = store::unplanned_runs(db_path);
+    if (!rows) {
+        spdlog::error("planner: {}", rows.error().message);
         return out;
     }
-    auto st = (*db)->prepare(
-        "SELECT id, event, sha, pr, coalesce(ref,''), coalesce(base_ref,''), coalesce(base_sha,''), inputs "
-        "FROM runs WHERE state = 'queued' AND selection IS NULL ORDER BY id LIMIT 64");
-    while (st.step()) {
+    for (auto& row : *rows) {
         select::RunRef r;
-        ids.push_back(st.int64(0));
-        r.event = st.text(1);
-        r.sha = st.text(2);
-        r.pr = st.opt_int64(3);
-        r.ref = st.text(4);
-        r.base_ref = st.text(5);
-        r.base_sha = st.text(6);
-        r.inputs = json::parse(st.text(7), nullptr, false);
+        ids.push_back(row.id);
+        r.event = std::move(row.event);
+        r.sha = std::move(row.sha);
+        r.pr = row.pr;
+        r.ref = std::move(row.ref);
+        r.base_ref = std::move(row.base_ref);
+        r.base_sha = std::move(row.base_sha);
+        r.inputs = json::parse(row.inputs_json, nullptr, false);
         if (!r.inputs.is_object()) r.inputs = json::object();
         out.push_back(std::move(r));
     }
     return out;
 }
 
-/// Stores the plan of one run; false when the run was cancelled meanwhile.
-bool store_plan(store::Db& db, std::int64_t run_id, const select::Selection& sel, const select::Rules& rules) {
-    const std::string now = now_rfc3339();
-    auto& upd = db.cached("UPDATE runs SET selection = ? WHERE id = ? AND state = 'queued' AND selection IS NULL");
-    upd.bind(1, sel.to_json().dump()).bind(2, run_id);
-    upd.run();
-    if (db.changes() == 0) return false;
-    if (sel.tiers.empty()) {
-        auto& done = db.cached(
-            "UPDATE runs SET state = 'completed', conclusion = 'passed', reason = ?, finished_at = ? WHERE id = ?");
-        done.bind(1, "nothing to run: " + sel.reason).bind(2, now).bind(3, run_id);
-        done.run();
-        return true;
-    }
-    auto& job = db.cached(
-        "INSERT INTO jobs (run_id, tier, position, state, tests, timeout_ms, created_at, labels) "
-        "VALUES (?, ?, ?, 'queued', ?, ?, ?, ?)");
+}  // namespace
+
+std::vector<store::PlannedJob> plan_jobs(const select::Selection& sel, const select::Rules& rules) {
+    std::vector<store::PlannedJob> jobs;
     for (const auto& t : sel.tiers) {
         std::int64_t position = 0;
         for (std::size_t i = 0; i < rules.tiers.size(); ++i)
             if (rules.tiers[i].name == t.name) position = static_cast<std::int64_t>(i);
         const select::Tier* tier = rules.tier(t.name);
-        job.reset();
-        job.bind(1, run_id)
-            .bind(2, t.name)
-            .bind(3, position)
-            .bind(4, json(t.tests).dump())
-            .bind(5, static_cast<std::int64_t>(tier ? tier->timeout.count() : 3'600'000))
-            .bind(6, now)
-            .bind(7, json(tier ? tier->labels : std::vector<std::string>{}).dump());
-        job.run();
+        jobs.push_back(store::PlannedJob{t.name, position, json(t.tests).dump(),
+                                         static_cast<std::int64_t>(tier ? tier->timeout.count() : 3'600'000),
+                                         json(tier ? tier->labels : std::vector<std::string>{}).dump()});
     }
-    return true;
+    return jobs;
 }
-
-}  // namespace
 
 Planner::Planner(store::Writer& writer, std::filesystem::path db_path, std::shared_ptr<const PlannerConfig> cfg)
     : m_writer(writer),
@@ -174,7 +150,8 @@ std::size_t Planner::plan_pending() {
         auto* raw = p.get();
         auto rules = cfg->rules;
         bool queued = m_writer.submit(
-            [raw, sel = std::move(sel), rules](store::Db& db) { raw->stored = store_plan(db, raw->id, sel, *rules); },
+            [raw, sel = sel.to_json().dump(), jobs = plan_jobs(sel, *rules), nothing = "nothing to run: " + sel.reason](
+                store::Db& db) { raw->stored = store::RunsRepo(db).store_plan(raw->id, sel, jobs, nothing, now_rfc3339()); },
             [raw](Status s) { raw->done.set_value(std::move(s)); });
         if (!queued) {
             spdlog::warn("planner: the writer is overloaded; planning resumes later");

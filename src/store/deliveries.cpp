@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 
 #include "crcrd/core/time.hpp"
+#include "crcrd/store/jobs.hpp"
 
 namespace crcrd::store {
 
@@ -90,14 +91,7 @@ std::int64_t insert_run_row(Db& db, const NewRun& r, const std::string& now) {
 }
 
 void cancel_jobs(Db& db, const std::vector<std::int64_t>& ids, const std::string& reason, const std::string& now) {
-    auto& jobs = db.cached(
-        "UPDATE jobs SET state = 'cancelled', conclusion = 'cancelled', reason = ?, finished_at = ? "
-        "WHERE run_id = ? AND state IN ('queued','leased','running')");
-    for (auto id : ids) {
-        jobs.reset();
-        jobs.bind(1, reason).bind(2, now).bind(3, id);
-        jobs.run();
-    }
+    JobsRepo(db).cancel_open(ids, reason, now);
 }
 
 std::vector<std::int64_t> cancel_pr_runs(Db& db, std::int64_t pr, const std::optional<std::string>& head_sha,

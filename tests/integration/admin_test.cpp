@@ -196,10 +196,14 @@ TEST(AdminListen, TheAdminApiMovesToItsOwnListener) {
     TestDaemon d(dir.path(), "admin:\n  listen: \"127.0.0.1:0\"\n  metrics_public: true\n  tokens:\n    - {name: ops, sha256: " +
                                  crypto::sha256_hex("admin-token") + ", role: admin}\n");
     d.start();
+    // The admin listener starts after the public one, which start() waits for.
     std::smatch m;
-    const std::string log = d.log();
-    ASSERT_TRUE(std::regex_search(log, m, std::regex(R"(admin API, /metrics and /ui/ on https://127\.0\.0\.1:([0-9]+))")))
-        << log;
+    std::string log;
+    const std::regex listening(R"(admin API, /metrics and /ui/ on https://127\.0\.0\.1:([0-9]+))");
+    ASSERT_TRUE(eventually([&] {
+        log = d.log();
+        return std::regex_search(log, m, listening);
+    })) << log;
     const std::string admin_url = "https://127.0.0.1:" + m[1].str();
     http::ClientOptions o;
     o.ca_file = test_certs().ca;

@@ -1,13 +1,14 @@
 #pragma once
-// The seam between scheduling and execution (docs/architecture.md): the dispatcher decides
-// *which* job may start; an Executor decides *where* (leasing a slot) and *how* (running
-// it). LocalExecutor runs processes on this host's slots; a Kubernetes executor would create
-// one Job per lease behind the same three calls.
+// The seam between scheduling and execution (docs/architecture.md). The dispatcher (sched)
+// decides which job starts, on which of the offered slots, stores everything and classifies;
+// an Executor only offers slots and runs a job on one, returning what happened, raw. It knows
+// nothing of the database or of classes: a new executor (Slurm, Kubernetes) is one folder that
+// implements these four calls. LocalExecutor runs processes on this host's slots.
 
 #include <atomic>
 #include <chrono>
-#include <functional>
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -15,9 +16,14 @@
 #include <nlohmann/json.hpp>
 
 #include "crcrd/exec/junit.hpp"
-#include "crcrd/store/sqlite.hpp"
 
 namespace crcrd::exec {
+
+/// A slot the executor can run jobs on, with the labels a job's tier may require.
+struct SlotOffer {
+    std::string name;
+    std::vector<std::string> labels;
+};
 
 struct JobToRun {
     std::int64_t job_id = 0;
@@ -29,38 +35,43 @@ struct JobToRun {
     std::vector<std::string> tests;
     std::vector<std::string> labels;
     std::chrono::milliseconds timeout{std::chrono::hours(1)};
-    std::string slot;  // set by lease()
+    std::string slot;  // the leased slot
 };
 
-struct JobOutcome {
-    std::string conclusion;  // a §5 class
-    std::string reason;
-    std::optional<int> exit_status;
+/// What one attempt left behind, before any classification.
+struct RawOutcome {
+    /// The slot failed its health check before the command started: the job did not run and
+    /// goes back to the queue; the slot goes offline. `health` holds the check.
+    bool slot_unhealthy = false;
+    /// crcrd could not run the command (no such slot, workspace, account, start): why.
+    std::optional<std::string> not_run;
+    std::optional<int> exit_code;
+    std::optional<int> signal;
+    bool timed_out = false;
+    bool stalled = false;
+    bool cancelled = false;  // stopped because `cancel` was set (not by a timeout)
     std::vector<TestResult> results;
-    nlohmann::json metadata = nlohmann::json::object();
-    /// What the class rests on: exit_status, signal, timed_out, stalled, failed_tests,
-    /// log_lines, junit_error (stored as jobs.evidence, served with the job).
-    nlohmann::json evidence = nlohmann::json::object();
+    std::optional<std::string> junit_error;  // malformed or refused JUnit output
     std::string log_path;
-    bool requeue = false;        // the slot failed its health check: not an attempt, try again
-    bool slot_unhealthy = false; // take the slot offline
-    nlohmann::json health = nullptr;
+    std::string log_text;                    // the kept log (head and tail), for the classifier
+    nlohmann::json metadata = nlohmann::json::object();  // §4's metadata of the attempt
+    nlohmann::json health = nullptr;         // the health check that ran before, if any
 };
 
 class Executor {
 public:
     virtual ~Executor() = default;
-    /// Inside the writer's transaction: claims a free slot whose labels cover `job.labels`;
-    /// returns its name, or nullopt when none is free. Never blocks.
-    virtual std::optional<std::string> lease(store::Db& db, const JobToRun& job) = 0;
-    /// Runs a leased job to its end on the calling (worker) thread. `cancel` asks it to stop.
-    /// `on_running` is called once the command started, with its process group.
-    virtual JobOutcome run(const JobToRun& job, const std::atomic<bool>& cancel,
+    /// The slots this executor offers now (they change on reload). Never blocks.
+    virtual std::vector<SlotOffer> slots() const = 0;
+    /// Runs `job` on `job.slot` to its end on the calling (worker) thread. `cancel` asks it to
+    /// stop; `on_running` is called once the command started, with its process group. Never
+    /// throws for anything a test does.
+    virtual RawOutcome run(const JobToRun& job, const std::atomic<bool>& cancel,
                            const std::function<void(std::int64_t pgid)>& on_running) = 0;
-    /// Inside the writer's transaction: gives the slot back (or takes it offline).
-    virtual void release(store::Db& db, const JobToRun& job, const JobOutcome& outcome) = 0;
     /// Blocking: the slot's health check now, as {"ok": bool, "at", "exit_status", "output"}.
     virtual nlohmann::json check_health(const std::string& slot) = 0;
+    /// Ends whatever attempt `job_id` of a previous daemon left running; how many processes.
+    virtual int abandon(std::int64_t job_id) = 0;
 };
 
 }  // namespace crcrd::exec

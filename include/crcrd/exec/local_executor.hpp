@@ -6,11 +6,9 @@
 #include <memory>
 #include <mutex>
 
-#include "crcrd/classify/classify.hpp"
 #include "crcrd/config/config.hpp"
 #include "crcrd/exec/executor.hpp"
 #include "crcrd/exec/job_env.hpp"
-#include "crcrd/store/writer.hpp"
 
 namespace crcrd::exec {
 
@@ -18,7 +16,6 @@ struct LocalSettings {
     std::vector<config::RunnerConfig> runners;
     config::ExecutionConfig execution;
     config::UpstreamConfig upstream;
-    classify::Patterns patterns;                      // classify.*_patterns, compiled once
     std::vector<std::filesystem::path> hidden_dirs;   // config and state folders
     std::vector<std::filesystem::path> hidden_files;  // secrets, tokens, keys
 };
@@ -28,15 +25,13 @@ public:
     explicit LocalExecutor(std::shared_ptr<const LocalSettings> settings);
     void set_settings(std::shared_ptr<const LocalSettings> settings);
 
-    std::optional<std::string> lease(store::Db& db, const JobToRun& job) override;
-    JobOutcome run(const JobToRun& job, const std::atomic<bool>& cancel,
+    std::vector<SlotOffer> slots() const override;
+    RawOutcome run(const JobToRun& job, const std::atomic<bool>& cancel,
                    const std::function<void(std::int64_t)>& on_running) override;
-    void release(store::Db& db, const JobToRun& job, const JobOutcome& outcome) override;
     nlohmann::json check_health(const std::string& slot) override;
-
-    /// Inside a write: makes the slots table match `runners:` (new ones idle; removed ones
-    /// deleted unless busy).
-    static void sync_slots(store::Db& db, const std::vector<config::RunnerConfig>& runners);
+    /// Kills every process whose environment names CRCR_JOB_ID=<job_id>: the command, bubblewrap
+    /// and whatever they detached, even in a session of their own.
+    int abandon(std::int64_t job_id) override;
 
     /// Runs a slot's health check; {"ok","exit_status","output","at"}. A slot without one is healthy.
     static nlohmann::json health_check(const config::RunnerConfig& r);

@@ -1,9 +1,11 @@
 #pragma once
-// The dispatcher: starts jobs whose turn has come (tier order) on slots an Executor leases,
-// renews leases, ends jobs that waited longer than `execution.device_wait` for a slot as
-// device_unavailable, rechecks offline slots, cancels the processes of cancelled jobs, and
-// records each outcome (retrying infra-class ones while attempts remain). At start-up it
-// ends what a previous daemon left leased or running ("daemon restarted").
+// The dispatcher: starts jobs whose turn has come (tier order) on a free slot the Executor
+// offers whose labels cover the tier's, holds the lease, ends jobs that waited longer than
+// `execution.device_wait` for a slot as device_unavailable, rechecks offline slots, cancels the
+// processes of cancelled jobs, classifies each raw outcome and records it (the rules of
+// sched/attempt.hpp: retries, flaky reruns). At start-up it ends what a previous daemon left
+// leased or running ("daemon restarted"). It owns the slots' rows; the Executor never sees the
+// database.
 
 #include <atomic>
 #include <condition_variable>
@@ -13,10 +15,13 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <string>
 #include <thread>
 #include <vector>
 
+#include "crcrd/classify/classify.hpp"
 #include "crcrd/exec/executor.hpp"
+#include "crcrd/sched/attempt.hpp"
 #include "crcrd/store/writer.hpp"
 
 namespace crcrd::sched {
@@ -25,8 +30,8 @@ struct DispatcherSettings {
     std::chrono::milliseconds device_wait{std::chrono::minutes(30)};
     std::chrono::milliseconds health_interval{std::chrono::seconds(30)};
     std::chrono::milliseconds lease_ttl{std::chrono::seconds(60)};
-    std::uint32_t infra_retries = 2;
-    std::uint32_t flaky_reruns = 1;
+    RetryPolicy retry;
+    std::shared_ptr<const classify::Patterns> patterns = std::make_shared<classify::Patterns>();
 };
 
 class Dispatcher {
@@ -34,6 +39,13 @@ public:
     Dispatcher(store::Writer& writer, std::filesystem::path db_path, exec::Executor& executor, DispatcherSettings settings);
     ~Dispatcher();
 
+    /// Takes new settings (on reload); jobs already running keep the patterns they started with.
+    void set_settings(DispatcherSettings settings);
+    /// Blocking write: makes the slots table match the executor's offer (new slots idle; gone
+    /// ones deleted unless busy). Call before recover() and after the executor's reload.
+    Status sync_slots();
+    /// sync_slots() without waiting (from a network thread, on reload); a failure is logged.
+    void resync_slots();
     /// Ends jobs a previous daemon left leased or running: their stray processes are killed,
     /// they end infra_error "daemon restarted" and are retried if attempts remain; busy
     /// slots are freed. Call once before start().
@@ -53,6 +65,7 @@ private:
     /// here first, so their number stays that of the jobs and rechecks in flight. False when
     /// the system refuses a thread (the caller puts the job or slot back). Under m_mu.
     bool spawn_worker(std::function<void()> fn);
+    DispatcherSettings settings();
 
     struct Worker {
         std::thread thread;

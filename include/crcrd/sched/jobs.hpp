@@ -1,15 +1,16 @@
 #pragma once
 // The job state machine between tiers (CONTRACT.md §3.1, §4, §5): a tier starts only when
 // the tiers before it passed; a tier that ends otherwise cancels the later ones with the
-// reason; a run completes with the most severe class of its jobs. Functions run inside the
-// writer's transaction (they throw SqlError).
+// reason; a run completes with the most severe class of its jobs. Functions run inside a
+// writer item (a storage failure fails the item).
 
 #include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
 
-#include "crcrd/store/sqlite.hpp"
+#include "crcrd/store/fwd.hpp"
+#include "crcrd/store/jobs.hpp"
 
 namespace crcrd::sched {
 
@@ -22,6 +23,19 @@ inline const std::vector<std::string>& severity_order() {
 
 /// The more severe of two classes ("" counts as nothing).
 std::string more_severe(const std::string& a, const std::string& b);
+
+/// A run's class and the reason shown for it.
+struct RunClass {
+    std::string conclusion;
+    std::string reason;
+};
+
+/// The class of a run from the latest completed attempt of each of its tiers (in tier order):
+/// the most severe, with "<tier>: <reason>"; "passed" says every selected tier passed; "flaky"
+/// counts the flaky tests; no completed tier at all means the run was cancelled when
+/// `last_tier` ended `last_conclusion`. Pure.
+RunClass run_class(const std::vector<store::TierResult>& tiers, const std::string& last_tier,
+                   const std::string& last_conclusion);
 
 /// Jobs that may start now: queued, of a queued or running run, and every job of an earlier
 /// tier of that run completed as passed or flaky. At most one per run, oldest runs first.

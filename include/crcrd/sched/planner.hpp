@@ -13,11 +13,18 @@
 #include "crcrd/sched/full_matrix.hpp"
 #include "crcrd/select/changed_paths.hpp"
 #include "crcrd/select/rules.hpp"
+#include "crcrd/select/selection.hpp"
+#include "crcrd/store/runs.hpp"
 #include "crcrd/store/writer.hpp"
 
 namespace crcrd::sched {
 
 /// What SIGHUP may replace for the planner.
+/// The queued jobs of a selection: one per selected tier, at the tier's position in the rules
+/// file, with its tests, its timeout (an hour for a tier the rules no longer have) and its
+/// labels. Pure.
+std::vector<store::PlannedJob> plan_jobs(const select::Selection& sel, const select::Rules& rules);
+
 struct PlannerConfig {
     std::shared_ptr<const select::Rules> rules;
     select::SourceSettings sources;

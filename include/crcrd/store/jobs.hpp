@@ -1,0 +1,106 @@
+#pragma once
+// The `jobs` table (one row per attempt of a tier of a run) and the test results of each
+// attempt. Every function runs on the writer's connection, inside a writer item (a failure
+// fails the item); none decides anything: the rules are in `sched`.
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "crcrd/store/fwd.hpp"
+
+namespace crcrd::store {
+
+/// What a worker needs to run a job, with its run's SHA and PR.
+struct JobForRun {
+    std::int64_t job_id = 0;
+    std::int64_t run_id = 0;
+    int attempt = 1;
+    std::string tier;
+    std::string sha;
+    std::optional<std::int64_t> pr;
+    std::vector<std::string> tests;
+    std::vector<std::string> labels;
+    std::int64_t timeout_ms = 0;
+};
+
+/// The latest completed attempt of a tier, for the run's class.
+struct TierResult {
+    std::string tier;
+    std::string conclusion;
+    std::string reason;
+    std::int64_t flaky_tests = 0;
+};
+
+/// An attempt left leased or running, and its process group if it had started.
+struct OpenAttempt {
+    std::int64_t id = 0;
+    std::optional<std::int64_t> pgid;
+};
+
+/// One test of an attempt.
+struct TestRow {
+    std::string name;
+    std::string outcome;
+    double duration_s = 0;
+    std::string message;
+};
+
+/// Which earlier attempts of a tier to count: those that ended infra_error or
+/// device_unavailable, or those that ended regression.
+enum class EarlierOf { infra, regression };
+
+class JobsRepo {
+public:
+    explicit JobsRepo(Db& db) noexcept : m_db(db) {}
+
+    /// Queued jobs that may start now: of a queued or running run, each earlier tier's latest
+    /// attempt passed or flaky, nothing of the run leased or running, the run's earliest queued
+    /// job. At most `limit`, oldest runs first.
+    std::vector<std::int64_t> startable(int limit);
+    /// The job and its run's SHA and PR; nullopt when there is no such job.
+    std::optional<JobForRun> load(std::int64_t job_id);
+    /// Completes an open attempt with `conclusion`; its run and tier, or nullopt when it had
+    /// already ended.
+    std::optional<std::pair<std::int64_t, std::string>> complete(std::int64_t job_id, const std::string& conclusion,
+                                                                 const std::string& reason,
+                                                                 std::optional<int> exit_status, const std::string& now);
+    /// Cancels the queued jobs of run `run_id` with `reason`.
+    void cancel_queued(std::int64_t run_id, const std::string& reason, const std::string& now);
+    /// Cancels every queued, leased or running job of each run in `run_ids` with `reason`.
+    void cancel_open(const std::vector<std::int64_t>& run_ids, const std::string& reason, const std::string& now);
+    /// How many jobs of the run are queued, leased or running.
+    std::int64_t count_open(std::int64_t run_id);
+    /// The latest completed attempt of each tier of the run, in tier order.
+    std::vector<TierResult> latest_completed(std::int64_t run_id);
+    /// Queues attempt + 1 of the job's tier; the new job's id.
+    std::int64_t insert_retry(std::int64_t job_id, const std::string& now);
+    /// When the job became startable: the end of its run's previous tier, or its creation (RFC 3339).
+    std::string waiting_since(std::int64_t job_id);
+    /// Completed earlier attempts of the job's tier in its run of the given kind.
+    std::int64_t earlier_attempts(std::int64_t job_id, EarlierOf which);
+    /// After a pass that follows a regression of the same tier: the tests that failed before
+    /// and passed now become flaky (at least as many as failed before); how many (0: none).
+    std::int64_t mark_flaky(std::int64_t job_id);
+    /// Jobs left leased or running.
+    std::vector<OpenAttempt> left_open();
+    /// The job holds slot `slot` now.
+    void mark_leased(std::int64_t job_id, const std::string& slot);
+    /// The job's state ("queued", "cancelled", ...); nullopt when there is no such job.
+    std::optional<std::string> state(std::int64_t job_id);
+    /// A leased job goes back to the queue (no thread to run it).
+    void requeue_leased(std::int64_t job_id);
+    /// A leased job's command started in process group `pgid`.
+    void mark_running(std::int64_t job_id, std::int64_t pgid, const std::string& now);
+    /// A leased or running job goes back to the queue (its slot failed the health check).
+    void requeue_open(std::int64_t job_id);
+    /// Stores an attempt's test results and its metadata, log path, counts and evidence (JSON texts).
+    void record_results(std::int64_t job_id, const std::vector<TestRow>& tests, const std::string& metadata_json,
+                        const std::string& log_path, const std::string& counts_json, const std::string& evidence_json);
+
+private:
+    Db& m_db;
+};
+
+}  // namespace crcrd::store

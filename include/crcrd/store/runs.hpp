@@ -1,0 +1,71 @@
+#pragma once
+// The `runs` table's state changes after a run is queued (queueing itself is
+// store/deliveries.hpp's insert_run). Writer-side functions run inside a writer item (a failure
+// fails the item); `unplanned_runs` reads on a connection of its own.
+
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "crcrd/core/result.hpp"
+#include "crcrd/store/deliveries.hpp"
+#include "crcrd/store/fwd.hpp"
+
+namespace crcrd::store {
+
+enum class CancelOutcome { cancelled, already_finished, not_found };
+
+/// A finished run to be run again: its request as queued, and its state.
+struct RetrySource {
+    NewRun run;  // event, action, sha, pr, refs, head_repo, labels, inputs ("" when NULL)
+    std::string state;
+};
+
+/// A queued run without a selection yet, as the planner needs it.
+struct UnplannedRun {
+    std::int64_t id = 0;
+    std::string event;
+    std::string sha;
+    std::optional<std::int64_t> pr;
+    std::string ref, base_ref, base_sha;  // "" when NULL
+    std::string inputs_json;
+};
+
+/// One tier of a plan, as a queued job.
+struct PlannedJob {
+    std::string tier;
+    std::int64_t position = 0;
+    std::string tests_json;
+    std::int64_t timeout_ms = 0;
+    std::string labels_json;
+};
+
+class RunsRepo {
+public:
+    explicit RunsRepo(Db& db) noexcept : m_db(db) {}
+
+    /// Cancels run `run_id` and its open jobs with `reason`, if it is still queued or running.
+    CancelOutcome cancel(std::int64_t run_id, const std::string& reason, const std::string& now);
+    /// The run as it was queued, for a retry; nullopt when there is no such run.
+    std::optional<RetrySource> retry_source(std::int64_t run_id);
+    /// Stores a queued run's selection and its jobs; with no jobs the run completes `passed`
+    /// with `nothing_reason`. False (nothing written) when the run is no longer queued or was
+    /// planned already.
+    bool store_plan(std::int64_t run_id, const std::string& selection_json, const std::vector<PlannedJob>& jobs,
+                    const std::string& nothing_reason, const std::string& now);
+    /// A queued run starts running (its first job was leased).
+    void mark_running(std::int64_t run_id);
+    /// A queued or running run completes with `conclusion` and `reason`.
+    void complete(std::int64_t run_id, const std::string& conclusion, const std::string& reason, const std::string& now);
+
+private:
+    Db& m_db;
+};
+
+/// Up to `limit` queued runs without a selection, oldest first, read on a reader connection
+/// of the database at `db`.
+Result<std::vector<UnplannedRun>> unplanned_runs(const std::filesystem::path& db, int limit = 64);
+
+}  // namespace crcrd::store

@@ -1,0 +1,233 @@
+#include "crcrd/store/jobs.hpp"
+
+#include <algorithm>
+
+#include <nlohmann/json.hpp>
+
+#include "crcrd/store/sqlite.hpp"
+
+namespace crcrd::store {
+
+namespace {
+
+std::int64_t count_of(Scoped& st) {
+    st->step();
+    return st->int64(0);
+}
+
+std::vector<std::string> string_list(const std::string& text) {
+    auto v = nlohmann::json::parse(text, nullptr, false);
+    if (!v.is_array()) return {};
+    std::vector<std::string> out;
+    for (const auto& e : v)
+        if (e.is_string()) out.push_back(e.get<std::string>());
+    return out;
+}
+
+}  // namespace
+
+std::vector<std::int64_t> JobsRepo::startable(int limit) {
+    Scoped st(m_db,
+        "SELECT j.id FROM jobs j JOIN runs r ON r.id = j.run_id "
+        "WHERE j.state = 'queued' AND r.state IN ('queued','running') "
+        // every earlier tier's latest attempt passed
+        "AND NOT EXISTS (SELECT 1 FROM jobs e WHERE e.run_id = j.run_id AND e.position < j.position "
+        "                AND e.attempt = (SELECT max(k.attempt) FROM jobs k WHERE k.run_id = e.run_id AND k.position = e.position) "
+        "                AND NOT (e.state = 'completed' AND e.conclusion IN ('passed','flaky'))) "
+        "AND NOT EXISTS (SELECT 1 FROM jobs s WHERE s.run_id = j.run_id AND s.state IN ('leased','running')) "
+        // the run's earliest queued tier (a retry comes before the tiers after it)
+        "AND j.id = (SELECT q.id FROM jobs q WHERE q.run_id = j.run_id AND q.state = 'queued' ORDER BY q.position, q.id LIMIT 1) "
+        "ORDER BY j.run_id LIMIT ?");
+    st->bind(1, std::int64_t{limit});
+    std::vector<std::int64_t> ids;
+    while (st->step()) ids.push_back(st->int64(0));
+    return ids;
+}
+
+std::optional<JobForRun> JobsRepo::load(std::int64_t job_id) {
+    Scoped st(m_db,
+        "SELECT j.id, j.run_id, j.attempt, j.tier, r.sha, r.pr, j.tests, j.labels, j.timeout_ms "
+        "FROM jobs j JOIN runs r ON r.id = j.run_id WHERE j.id = ?");
+    st->bind(1, job_id);
+    if (!st->step()) return std::nullopt;
+    JobForRun j;
+    j.job_id = st->int64(0);
+    j.run_id = st->int64(1);
+    j.attempt = static_cast<int>(st->int64(2));
+    j.tier = st->text(3);
+    j.sha = st->text(4);
+    j.pr = st->opt_int64(5);
+    j.tests = string_list(st->text(6));
+    j.labels = string_list(st->text(7));
+    j.timeout_ms = st->int64(8);
+    return j;
+}
+
+std::optional<std::pair<std::int64_t, std::string>> JobsRepo::complete(std::int64_t job_id, const std::string& conclusion,
+                                                                       const std::string& reason,
+                                                                       std::optional<int> exit_status,
+                                                                       const std::string& now) {
+    Scoped upd(m_db,
+        "UPDATE jobs SET state = 'completed', conclusion = ?, reason = ?, exit_status = ?, finished_at = ? "
+        "WHERE id = ? AND state IN ('queued','leased','running') RETURNING run_id, tier");
+    upd->bind(1, conclusion).bind(2, reason).bind(3, exit_status ? std::optional<std::int64_t>(*exit_status) : std::nullopt)
+        .bind(4, now).bind(5, job_id);
+    if (!upd->step()) return std::nullopt;
+    return std::make_pair(upd->int64(0), upd->text(1));
+}
+
+void JobsRepo::cancel_queued(std::int64_t run_id, const std::string& reason, const std::string& now) {
+    Scoped st(m_db,
+        "UPDATE jobs SET state = 'cancelled', conclusion = 'cancelled', reason = ?, finished_at = ? "
+        "WHERE run_id = ? AND state = 'queued'");
+    st->bind(1, reason).bind(2, now).bind(3, run_id);
+    st->run();
+}
+
+void JobsRepo::cancel_open(const std::vector<std::int64_t>& run_ids, const std::string& reason, const std::string& now) {
+    Scoped st(m_db,
+        "UPDATE jobs SET state = 'cancelled', conclusion = 'cancelled', reason = ?, finished_at = ? "
+        "WHERE run_id = ? AND state IN ('queued','leased','running')");
+    for (auto id : run_ids) {
+        st->reset();
+        st->bind(1, reason).bind(2, now).bind(3, id);
+        st->run();
+    }
+}
+
+std::int64_t JobsRepo::count_open(std::int64_t run_id) {
+    Scoped st(m_db, "SELECT count(*) FROM jobs WHERE run_id = ? AND state IN ('queued','leased','running')");
+    st->bind(1, run_id);
+    return count_of(st);
+}
+
+std::vector<TierResult> JobsRepo::latest_completed(std::int64_t run_id) {
+    Scoped st(m_db,
+        "SELECT tier, conclusion, coalesce(reason, ''), coalesce(json_extract(counts, '$.flaky'), 0) FROM jobs j "
+        "WHERE run_id = ? AND state = 'completed' "
+        "AND attempt = (SELECT max(attempt) FROM jobs k WHERE k.run_id = j.run_id AND k.position = j.position) "
+        "ORDER BY position");
+    st->bind(1, run_id);
+    std::vector<TierResult> out;
+    while (st->step()) out.push_back(TierResult{st->text(0), st->text(1), st->text(2), st->int64(3)});
+    return out;
+}
+
+std::int64_t JobsRepo::insert_retry(std::int64_t job_id, const std::string& now) {
+    Scoped ins(m_db,
+        "INSERT INTO jobs (run_id, tier, position, state, tests, timeout_ms, created_at, labels, attempt) "
+        "SELECT run_id, tier, position, 'queued', tests, timeout_ms, ?, labels, attempt + 1 FROM jobs WHERE id = ?");
+    ins->bind(1, now).bind(2, job_id);
+    ins->run();
+    return m_db.last_insert_rowid();
+}
+
+std::string JobsRepo::waiting_since(std::int64_t job_id) {
+    Scoped st(m_db,
+        "SELECT coalesce((SELECT max(p.finished_at) FROM jobs p WHERE p.run_id = j.run_id AND p.position < j.position), "
+        "j.created_at) FROM jobs j WHERE j.id = ?");
+    st->bind(1, job_id);
+    st->step();
+    return st->text(0);
+}
+
+std::int64_t JobsRepo::earlier_attempts(std::int64_t job_id, EarlierOf which) {
+    static const std::string k_prefix =
+        "SELECT count(*) FROM jobs e JOIN jobs j ON e.run_id = j.run_id AND e.position = j.position "
+        "WHERE j.id = ? AND e.id <> j.id AND e.state = 'completed' AND e.conclusion IN (";
+    Scoped st(m_db, k_prefix + (which == EarlierOf::infra ? "'infra_error','device_unavailable'" : "'regression'") + ")");
+    st->bind(1, job_id);
+    return count_of(st);
+}
+
+std::int64_t JobsRepo::mark_flaky(std::int64_t job_id) {
+    std::int64_t before = 0;
+    {
+        Scoped prev(m_db,
+            "SELECT e.id FROM jobs e JOIN jobs j ON e.run_id = j.run_id AND e.position = j.position "
+            "WHERE j.id = ? AND e.id <> j.id AND e.state = 'completed' AND e.conclusion = 'regression' ORDER BY e.id DESC LIMIT 1");
+        prev->bind(1, job_id);
+        if (!prev->step()) return 0;
+        before = prev->int64(0);
+    }
+    std::int64_t flaky = 0;
+    {
+        Scoped upd(m_db,
+            "UPDATE test_results SET outcome = 'flaky' WHERE job_id = ? AND outcome = 'passed' AND name IN "
+            "(SELECT name FROM test_results WHERE job_id = ? AND outcome = 'failed')");
+        upd->bind(1, job_id).bind(2, before);
+        upd->run();
+        flaky = static_cast<std::int64_t>(m_db.changes());
+    }
+    std::int64_t n_before = 0;
+    {
+        Scoped failed_before(m_db, "SELECT count(*) FROM test_results WHERE job_id = ? AND outcome = 'failed'");
+        failed_before->bind(1, before);
+        n_before = count_of(failed_before);
+    }
+    // Failures whose names do not appear in the rerun still count as flaky: the tier passed.
+    flaky = std::max(flaky, n_before);
+    Scoped counts(m_db,
+        "UPDATE jobs SET counts = json_set(coalesce(counts, '{}'), '$.flaky', ?, '$.passed', "
+        "(SELECT count(*) FROM test_results WHERE job_id = ? AND outcome = 'passed')) WHERE id = ?");
+    counts->bind(1, flaky).bind(2, job_id).bind(3, job_id);
+    counts->run();
+    return flaky;
+}
+
+std::vector<OpenAttempt> JobsRepo::left_open() {
+    Scoped st(m_db, "SELECT id, pgid FROM jobs WHERE state IN ('leased','running')");
+    std::vector<OpenAttempt> out;
+    while (st->step()) out.push_back(OpenAttempt{st->int64(0), st->opt_int64(1)});
+    return out;
+}
+
+void JobsRepo::mark_leased(std::int64_t job_id, const std::string& slot) {
+    Scoped st(m_db, "UPDATE jobs SET state = 'leased', slot = ? WHERE id = ?");
+    st->bind(1, slot).bind(2, job_id);
+    st->run();
+}
+
+std::optional<std::string> JobsRepo::state(std::int64_t job_id) {
+    Scoped st(m_db, "SELECT state FROM jobs WHERE id = ?");
+    st->bind(1, job_id);
+    if (!st->step()) return std::nullopt;
+    return st->text(0);
+}
+
+void JobsRepo::requeue_leased(std::int64_t job_id) {
+    Scoped st(m_db, "UPDATE jobs SET state = 'queued', slot = NULL WHERE id = ? AND state = 'leased'");
+    st->bind(1, job_id);
+    st->run();
+}
+
+void JobsRepo::mark_running(std::int64_t job_id, std::int64_t pgid, const std::string& now) {
+    Scoped st(m_db, "UPDATE jobs SET state = 'running', pgid = ?, started_at = ? WHERE id = ? AND state = 'leased'");
+    st->bind(1, pgid).bind(2, now).bind(3, job_id);
+    st->run();
+}
+
+void JobsRepo::requeue_open(std::int64_t job_id) {
+    Scoped st(m_db, "UPDATE jobs SET state = 'queued', slot = NULL WHERE id = ? AND state IN ('leased','running')");
+    st->bind(1, job_id);
+    st->run();
+}
+
+void JobsRepo::record_results(std::int64_t job_id, const std::vector<TestRow>& tests, const std::string& metadata_json,
+                              const std::string& log_path, const std::string& counts_json,
+                              const std::string& evidence_json) {
+    {
+        Scoped ins(m_db, "INSERT INTO test_results (job_id, name, outcome, duration_s, message) VALUES (?,?,?,?,?)");
+        for (const auto& t : tests) {
+            ins->reset();
+            ins->bind(1, job_id).bind(2, t.name).bind(3, t.outcome);
+            ins->bind(4, t.duration_s).bind(5, t.message);
+            ins->run();
+        }
+    }
+    Scoped upd(m_db, "UPDATE jobs SET metadata = ?, log_path = ?, counts = ?, evidence = ? WHERE id = ?");
+    upd->bind(1, metadata_json).bind(2, log_path).bind(3, counts_json).bind(4, evidence_json).bind(5, job_id);
+    upd->run();
+}
+
+}  // namespace crcrd::store

@@ -1,0 +1,112 @@
+#include "crcrd/store/runs.hpp"
+
+#include "crcrd/store/jobs.hpp"
+#include "crcrd/store/sqlite.hpp"
+#include "guarded.hpp"
+
+namespace crcrd::store {
+
+CancelOutcome RunsRepo::cancel(std::int64_t run_id, const std::string& reason, const std::string& now) {
+    {
+        Scoped st(m_db,
+            "UPDATE runs SET state = 'cancelled', conclusion = 'cancelled', reason = ?, finished_at = ? "
+            "WHERE id = ? AND state IN ('queued','running')");
+        st->bind(1, reason).bind(2, now).bind(3, run_id);
+        st->run();
+    }
+    if (m_db.changes() == 0) {
+        Scoped exists(m_db, "SELECT count(*) FROM runs WHERE id = ?");
+        exists->bind(1, run_id);
+        exists->step();
+        return exists->int64(0) ? CancelOutcome::already_finished : CancelOutcome::not_found;
+    }
+    JobsRepo(m_db).cancel_open({run_id}, reason, now);
+    return CancelOutcome::cancelled;
+}
+
+std::optional<RetrySource> RunsRepo::retry_source(std::int64_t run_id) {
+    Scoped st(m_db,
+        "SELECT event, coalesce(action,''), sha, pr, coalesce(ref,''), coalesce(base_ref,''), coalesce(base_sha,''), "
+        "head_repo, labels, inputs, state FROM runs WHERE id = ?");
+    st->bind(1, run_id);
+    if (!st->step()) return std::nullopt;
+    RetrySource r;
+    r.run.event = st->text(0);
+    r.run.action = st->text(1);
+    r.run.sha = st->text(2);
+    r.run.pr = st->opt_int64(3);
+    r.run.ref = st->text(4);
+    r.run.base_ref = st->text(5);
+    r.run.base_sha = st->text(6);
+    r.run.head_repo = st->opt_text(7);
+    r.run.labels_json = st->text(8);
+    r.run.inputs_json = st->text(9);
+    r.state = st->text(10);
+    return r;
+}
+
+bool RunsRepo::store_plan(std::int64_t run_id, const std::string& selection_json, const std::vector<PlannedJob>& jobs,
+                          const std::string& nothing_reason, const std::string& now) {
+    {
+        Scoped upd(m_db, "UPDATE runs SET selection = ? WHERE id = ? AND state = 'queued' AND selection IS NULL");
+        upd->bind(1, selection_json).bind(2, run_id);
+        upd->run();
+    }
+    if (m_db.changes() == 0) return false;
+    if (jobs.empty()) {
+        Scoped done(m_db,
+            "UPDATE runs SET state = 'completed', conclusion = 'passed', reason = ?, finished_at = ? WHERE id = ?");
+        done->bind(1, nothing_reason).bind(2, now).bind(3, run_id);
+        done->run();
+        return true;
+    }
+    Scoped job(m_db,
+        "INSERT INTO jobs (run_id, tier, position, state, tests, timeout_ms, created_at, labels) "
+        "VALUES (?, ?, ?, 'queued', ?, ?, ?, ?)");
+    for (const auto& t : jobs) {
+        job->reset();
+        job->bind(1, run_id)
+            .bind(2, t.tier)
+            .bind(3, t.position)
+            .bind(4, t.tests_json)
+            .bind(5, t.timeout_ms)
+            .bind(6, now)
+            .bind(7, t.labels_json);
+        job->run();
+    }
+    return true;
+}
+
+void RunsRepo::mark_running(std::int64_t run_id) {
+    Scoped st(m_db, "UPDATE runs SET state = 'running' WHERE id = ? AND state = 'queued'");
+    st->bind(1, run_id);
+    st->run();
+}
+
+void RunsRepo::complete(std::int64_t run_id, const std::string& conclusion, const std::string& reason,
+                        const std::string& now) {
+    Scoped st(m_db,
+        "UPDATE runs SET state = 'completed', conclusion = ?, reason = ?, finished_at = ? "
+        "WHERE id = ? AND state IN ('queued','running')");
+    st->bind(1, conclusion).bind(2, reason).bind(3, now).bind(4, run_id);
+    st->run();
+}
+
+Result<std::vector<UnplannedRun>> unplanned_runs(const std::filesystem::path& path, int limit) {
+    auto db = open_reader(path);
+    if (!db) return db.error();
+    return guarded([&] {
+        auto st = (*db)->prepare(
+            "SELECT id, event, sha, pr, coalesce(ref,''), coalesce(base_ref,''), coalesce(base_sha,''), inputs "
+            "FROM runs WHERE state = 'queued' AND selection IS NULL ORDER BY id LIMIT ?");
+        st.bind(1, std::int64_t{limit});
+        std::vector<UnplannedRun> out;
+        while (st.step()) {
+            out.push_back(UnplannedRun{st.int64(0), st.text(1), st.text(2), st.opt_int64(3), st.text(4), st.text(5),
+                                       st.text(6), st.text(7)});
+        }
+        return out;
+    });
+}
+
+}  // namespace crcrd::store

@@ -1,0 +1,262 @@
+// The dispatcher's rules without a daemon: a real SQLite file and writer, and an executor that
+// plays scripted outcomes instead of running processes.
+#include <gtest/gtest.h>
+
+#include <mutex>
+#include <thread>
+
+#include "crcrd/core/time.hpp"
+#include "crcrd/sched/dispatcher.hpp"
+#include "crcrd/store/deliveries.hpp"
+#include "crcrd/store/runs.hpp"
+#include "crcrd/store/schema.hpp"
+#include "crcrd/store/sqlite.hpp"
+#include "support/process.hpp"
+#include "support/temp_dir.hpp"
+
+namespace crcrd::sched {
+namespace {
+
+using nlohmann::json;
+
+class FakeExecutor : public exec::Executor {
+public:
+    /// Decides each attempt's outcome from the job (tier, attempt, slot).
+    std::function<exec::RawOutcome(const exec::JobToRun&, const std::atomic<bool>& cancel)> script;
+    std::vector<exec::SlotOffer> offers;
+    std::atomic<bool> healthy{true};
+
+    std::vector<exec::SlotOffer> slots() const override {
+        std::lock_guard lk(m_mu);
+        return offers;
+    }
+    exec::RawOutcome run(const exec::JobToRun& job, const std::atomic<bool>& cancel,
+                         const std::function<void(std::int64_t)>& on_running) override {
+        on_running(4242);
+        {
+            std::lock_guard lk(m_mu);
+            m_ran.push_back(job);
+        }
+        return script(job, cancel);
+    }
+    json check_health(const std::string&) override { return json{{"ok", healthy.load()}, {"at", "now"}}; }
+    int abandon(std::int64_t job_id) override {
+        std::lock_guard lk(m_mu);
+        m_abandoned.push_back(job_id);
+        return 1;
+    }
+    std::vector<exec::JobToRun> ran() const {
+        std::lock_guard lk(m_mu);
+        return m_ran;
+    }
+    std::vector<std::int64_t> abandoned() const {
+        std::lock_guard lk(m_mu);
+        return m_abandoned;
+    }
+
+private:
+    mutable std::mutex m_mu;
+    std::vector<exec::JobToRun> m_ran;
+    std::vector<std::int64_t> m_abandoned;
+};
+
+exec::RawOutcome exited(int code, std::vector<exec::TestResult> tests) {
+    exec::RawOutcome o;
+    o.exit_code = code;
+    o.results = std::move(tests);
+    o.health = json{{"ok", true}};
+    return o;
+}
+
+class DispatcherTest : public ::testing::Test {
+protected:
+    void SetUp() override {
+        auto d = store::Db::open(db_path());
+        ASSERT_TRUE(d);
+        ASSERT_TRUE(store::migrate(**d));
+        writer = std::make_unique<store::Writer>(std::move(*d));
+        auto r = store::open_reader(db_path());
+        ASSERT_TRUE(r);
+        reader = std::move(*r);
+        settings.device_wait = std::chrono::hours(1);
+        settings.health_interval = std::chrono::milliseconds(20);
+        settings.retry = RetryPolicy{1, 1};
+        fake.offers = {{"a", {"cpu"}}, {"b", {"spyre"}}};
+    }
+    void TearDown() override {
+        if (dispatcher) dispatcher->stop();
+    }
+    std::filesystem::path db_path() const { return dir.path() / "crcrd.db"; }
+
+    /// A queued run with one job per tier (labels per tier); its id.
+    std::int64_t queue_run(const std::vector<std::pair<std::string, std::vector<std::string>>>& tiers) {
+        std::int64_t id = 0;
+        auto s = writer->run_sync([&](store::Db& db) {
+            store::NewRun r;
+            r.event = "push";
+            r.sha = "c4295bd74fb0f4fda03689c3df3f2803b658fd85";
+            id = store::insert_run(db, r, "2026-12-01T00:00:00.000Z");
+            std::vector<store::PlannedJob> jobs;
+            for (std::size_t i = 0; i < tiers.size(); ++i) {
+                jobs.push_back({tiers[i].first, static_cast<std::int64_t>(i), R"(["t"])", 60'000,
+                                json(tiers[i].second).dump()});
+            }
+            store::RunsRepo(db).store_plan(id, "{}", jobs, "nothing", now_rfc3339());  // waits from now
+        });
+        EXPECT_TRUE(s);
+        return id;
+    }
+    void start() {
+        dispatcher = std::make_unique<Dispatcher>(*writer, db_path(), fake, settings);
+        ASSERT_TRUE(dispatcher->sync_slots());
+        ASSERT_TRUE(dispatcher->recover());
+        dispatcher->start();
+    }
+    std::string text(const std::string& sql) {
+        auto st = reader->prepare(sql);
+        return st.step() ? st.text(0) : std::string("<none>");
+    }
+    std::string run_state(std::int64_t run) {
+        return text("SELECT state || '/' || coalesce(conclusion, '') || ': ' || coalesce(reason, '') FROM runs WHERE id = " +
+                    std::to_string(run));
+    }
+    bool run_finished(std::int64_t run) {
+        return text("SELECT state FROM runs WHERE id = " + std::to_string(run)) != "queued" &&
+               text("SELECT state FROM runs WHERE id = " + std::to_string(run)) != "running";
+    }
+    /// The attempts of the run: "tier#attempt conclusion", in order.
+    std::vector<std::string> attempts(std::int64_t run) {
+        auto st = reader->prepare("SELECT tier || '#' || attempt || ' ' || coalesce(conclusion, state) FROM jobs WHERE run_id = " +
+                                  std::to_string(run) + " ORDER BY id");
+        std::vector<std::string> out;
+        while (st.step()) out.push_back(st.text(0));
+        return out;
+    }
+
+    TempDir dir;
+    std::unique_ptr<store::Writer> writer;
+    std::unique_ptr<store::Db> reader;
+    FakeExecutor fake;
+    DispatcherSettings settings;
+    std::unique_ptr<Dispatcher> dispatcher;
+};
+
+TEST_F(DispatcherTest, TiersRunInOrderOnASlotWhoseLabelsCoverTheirs) {
+    fake.script = [](const exec::JobToRun&, const std::atomic<bool>&) { return exited(0, {{"t", "passed", 0.1, ""}}); };
+    auto run = queue_run({{"import", {}}, {"smoke", {"spyre"}}});
+    start();
+    ASSERT_TRUE(eventually([&] { return run_finished(run); }));
+    EXPECT_EQ(run_state(run), "completed/passed: every selected tier passed");
+    auto ran = fake.ran();
+    ASSERT_EQ(ran.size(), 2u);
+    EXPECT_EQ(ran[0].tier, "import");
+    EXPECT_EQ(ran[0].slot, "a");  // the first free slot
+    EXPECT_EQ(ran[1].tier, "smoke");
+    EXPECT_EQ(ran[1].slot, "b");  // the only one with the label
+    EXPECT_EQ(text("SELECT group_concat(state) FROM slots"), "idle,idle");
+}
+
+TEST_F(DispatcherTest, AnInfraFailureIsRetriedAndTheRetryDecides) {
+    fake.script = [](const exec::JobToRun& j, const std::atomic<bool>&) {
+        if (j.attempt == 1) {
+            exec::RawOutcome o;
+            o.not_run = "no space for the checkout";
+            return o;
+        }
+        return exited(0, {{"t", "passed", 0.1, ""}});
+    };
+    auto run = queue_run({{"import", {}}});
+    start();
+    ASSERT_TRUE(eventually([&] { return run_finished(run); }));
+    EXPECT_EQ(attempts(run), (std::vector<std::string>{"import#1 infra_error", "import#2 passed"}));
+    EXPECT_EQ(text("SELECT reason FROM jobs WHERE attempt = 1"), "no space for the checkout (retried)");
+    EXPECT_EQ(run_state(run), "completed/passed: every selected tier passed");
+}
+
+TEST_F(DispatcherTest, AFailedTestThatPassesOnRerunIsFlakyAndOneThatFailsAgainIsARegression) {
+    fake.script = [](const exec::JobToRun& j, const std::atomic<bool>&) {
+        if (j.tier == "flaky" && j.attempt == 2) return exited(0, {{"t1", "passed", 0.1, ""}});
+        return exited(1, {{"t1", "failed", 0.1, "assert"}});
+    };
+    auto flaky = queue_run({{"flaky", {}}});
+    auto broken = queue_run({{"broken", {}}});
+    start();
+    ASSERT_TRUE(eventually([&] { return run_finished(flaky) && run_finished(broken); }));
+    EXPECT_EQ(run_state(flaky), "completed/flaky: 1 test failed, then passed on rerun");
+    EXPECT_EQ(attempts(flaky), (std::vector<std::string>{"flaky#1 regression", "flaky#2 flaky"}));
+    EXPECT_EQ(text("SELECT outcome FROM test_results WHERE job_id = (SELECT max(id) FROM jobs WHERE tier = 'flaky')"), "flaky");
+    EXPECT_EQ(attempts(broken), (std::vector<std::string>{"broken#1 regression", "broken#2 regression"}));
+    EXPECT_EQ(run_state(broken), "completed/regression: broken: 1 of 1 tests failed, again on rerun");
+}
+
+TEST_F(DispatcherTest, NoSlotWithTheTiersLabelsEndsDeviceUnavailableAfterTheWait) {
+    settings.device_wait = std::chrono::milliseconds(0);
+    fake.script = [](const exec::JobToRun&, const std::atomic<bool>&) { return exited(0, {}); };
+    auto run = queue_run({{"gpu", {"gpu"}}});
+    start();
+    ASSERT_TRUE(eventually([&] { return run_finished(run); }));
+    EXPECT_TRUE(fake.ran().empty());
+    EXPECT_EQ(run_state(run), R"(completed/device_unavailable: gpu: no healthy runner slot with labels ["gpu"] within 0s)");
+}
+
+TEST_F(DispatcherTest, ASlotFailingItsHealthCheckGoesOfflineAndTheJobWaitsForIt) {
+    fake.offers = {{"a", {}}};
+    fake.healthy = false;
+    std::atomic<int> calls{0};
+    fake.script = [&](const exec::JobToRun&, const std::atomic<bool>&) {
+        if (calls++ == 0) {
+            exec::RawOutcome o;
+            o.slot_unhealthy = true;
+            o.health = json{{"ok", false}, {"output", "no device"}};
+            return o;
+        }
+        return exited(0, {{"t", "passed", 0.1, ""}});
+    };
+    auto run = queue_run({{"smoke", {}}});
+    start();
+    ASSERT_TRUE(eventually([&] { return text("SELECT state FROM slots WHERE name = 'a'") == "offline"; }));
+    EXPECT_EQ(attempts(run), (std::vector<std::string>{"smoke#1 queued"}));  // not an attempt
+    fake.healthy = true;  // the next recheck brings the slot back and the job runs
+    ASSERT_TRUE(eventually([&] { return run_finished(run); }));
+    EXPECT_EQ(attempts(run), (std::vector<std::string>{"smoke#1 passed"}));
+    EXPECT_EQ(calls.load(), 2);
+}
+
+TEST_F(DispatcherTest, ACancelledRunStopsItsRunningJob) {
+    std::atomic<bool> started{false};
+    fake.script = [&](const exec::JobToRun&, const std::atomic<bool>& cancel) {
+        started = true;
+        while (!cancel.load()) std::this_thread::yield();  // a test that runs until stopped
+        exec::RawOutcome o;
+        o.signal = 15;
+        o.cancelled = true;
+        return o;
+    };
+    auto run = queue_run({{"long", {}}});
+    start();
+    ASSERT_TRUE(eventually([&] { return started.load(); }));
+    ASSERT_TRUE(eventually([&] { return text("SELECT state FROM jobs") == "running"; }));
+    ASSERT_TRUE(writer->run_sync([&](store::Db& db) { store::RunsRepo(db).cancel(run, "cancelled by ops", "now"); }));
+    dispatcher->notify();
+    ASSERT_TRUE(eventually([&] { return text("SELECT state FROM slots WHERE name = 'a'") == "idle"; }));
+    EXPECT_EQ(run_state(run), "cancelled/cancelled: cancelled by ops");
+    EXPECT_EQ(attempts(run), (std::vector<std::string>{"long#1 cancelled"}));
+}
+
+TEST_F(DispatcherTest, RecoverEndsWhatAPreviousDaemonLeftRunning) {
+    auto run = queue_run({{"import", {}}});
+    ASSERT_TRUE(writer->run_sync([](store::Db& db) {
+        db.exec("INSERT INTO slots (name) VALUES ('a')");
+        db.exec("UPDATE slots SET state = 'busy', job_id = 1 WHERE name = 'a'");
+        db.exec("UPDATE jobs SET state = 'running', slot = 'a', pgid = 999999");
+    }));
+    fake.script = [](const exec::JobToRun&, const std::atomic<bool>&) { return exited(0, {{"t", "passed", 0.1, ""}}); };
+    start();
+    EXPECT_EQ(fake.abandoned(), std::vector<std::int64_t>{1});
+    ASSERT_TRUE(eventually([&] { return run_finished(run); }));
+    EXPECT_EQ(attempts(run), (std::vector<std::string>{"import#1 infra_error", "import#2 passed"}));
+    EXPECT_EQ(text("SELECT reason FROM jobs WHERE attempt = 1"), "daemon restarted (retried)");
+}
+
+}  // namespace
+}  // namespace crcrd::sched
