@@ -18,6 +18,7 @@
 #include "crcrd/core/time.hpp"
 #include "crcrd/ingest/event.hpp"
 #include "crcrd/store/async.hpp"
+#include "crcrd/store/outbox.hpp"
 #include "crcrd/store/runs.hpp"
 #include "crcrd/store/slots.hpp"
 
@@ -282,34 +283,16 @@ asio::awaitable<http::Response> Api::handle(http::Request& req) {
         std::int64_t id = std::stoll(m[1].str());
         // Only a dead letter, and only while nothing newer was reported for its context: an
         // older state must never overwrite a newer one.
-        auto write = store::async_write<std::string>(
-            m_writer,
-            [id](store::Db& db) -> std::string {
-                auto& row = db.cached("SELECT delivery, sink, sha, context FROM outbox WHERE id = ?");
-                row.bind(1, id);
-                if (!row.step()) return "not_found";
-                const std::string delivery = row.text(0), sink = row.text(1), sha = row.text(2), context = row.text(3);
-                row.reset();
-                if (delivery != "dead") return "not dead: " + delivery;
-                auto& newer = db.cached(
-                    "SELECT count(*) FROM outbox WHERE sink = ? AND sha = ? AND context = ? AND id > ? "
-                    "AND delivery IN ('waiting','sent')");
-                newer.bind(1, sink).bind(2, sha).bind(3, context).bind(4, id);
-                newer.step();
-                const auto n = newer.int64(0);
-                newer.reset();
-                if (n > 0) return "a newer status of " + context + " was reported since";
-                auto& again = db.cached(
-                    "UPDATE outbox SET delivery = 'waiting', attempts = 0, next_attempt_at = NULL WHERE id = ?");
-                again.bind(1, id);
-                again.run();
-                return "";
-            },
-            asio::use_awaitable);
+        auto write = store::async_write<store::RequeueOutcome>(
+            m_writer, [id](store::Db& db) { return store::OutboxRepo(db).requeue_dead(id); }, asio::use_awaitable);
         auto [err, outcome] = co_await std::move(write);
         if (err) co_return error(503, "unavailable", err->message);
-        if (outcome == "not_found") co_return error(404, "not_found", "no outbox row " + std::to_string(id));
-        if (!outcome.empty()) co_return error(409, "conflict", outcome);
+        using Requeue = store::RequeueOutcome::Kind;
+        if (outcome.kind == Requeue::not_found) co_return error(404, "not_found", "no outbox row " + std::to_string(id));
+        if (outcome.kind == Requeue::not_dead) co_return error(409, "conflict", "not dead: " + outcome.delivery);
+        if (outcome.kind == Requeue::newer_reported) {
+            co_return error(409, "conflict", "a newer status of " + outcome.context + " was reported since");
+        }
         spdlog::info("outbox id={} requeued by {}", id, caller->name);
         co_return http::Response::json(200, {{"status", "waiting"}, {"id", id}});
     }

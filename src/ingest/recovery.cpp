@@ -11,7 +11,7 @@
 #include "crcrd/core/time.hpp"
 #include "crcrd/http/client.hpp"
 #include "crcrd/report/auth.hpp"
-#include "crcrd/store/sqlite.hpp"
+#include "crcrd/store/recovery.hpp"
 
 namespace crcrd::ingest {
 
@@ -37,6 +37,14 @@ struct PassRecord {
     std::vector<std::string> errors;
     bool listed_all = false;
 };
+
+/// The value of a read on the pass's connection. A failed read ends the pass with the storage
+/// error's message (the loop logs it; the next pass opens a new connection).
+template <class T>
+T or_throw(Result<T> r) {
+    if (!r) throw std::runtime_error(r.error().message);
+    return std::move(r).value();
+}
 
 }  // namespace
 
@@ -123,12 +131,11 @@ void Recovery::pass() {
     PassRecord rec;
     const auto started = system_clock::now();
     rec.started_at = rfc3339(started);
-    auto db = store::Db::open(m_db_path, store::OpenOptions{true, 5000});
-    if (!db) throw std::runtime_error(db.error().message);
+    auto reads = store::RecoveryReads::open(m_db_path);
+    if (!reads) throw std::runtime_error(reads.error().message);
     {
-        auto& wm = (*db)->cached("SELECT value FROM meta WHERE key = 'recovery_watermark'");
-        rec.since = wm.step() ? wm.text(0) : rfc3339(started - s.recovery.lookback);
-        wm.reset();
+        const auto wm = or_throw(reads->watermark());
+        rec.since = wm ? *wm : rfc3339(started - s.recovery.lookback);
     }
     // Credentials: the App's JWT for its own hook, else the statuses' token (file or App
     // installation token) for a repository hook.
@@ -193,16 +200,6 @@ void Recovery::pass() {
         }
         rec.listed = static_cast<std::int64_t>(seen.size());
         rec.listed_all = rec.errors.empty() && (reached_watermark || !url);
-        // What crcrd accepted and what it asked for before.
-        auto& acc = (*db)->cached("SELECT 1 FROM delivery_keys WHERE key = ?");
-        auto& red = (*db)->cached("SELECT 1 FROM recovery_redelivered WHERE guid = ?");
-        auto exists = [](store::Stmt& st, const std::string& v) {
-            st.reset();
-            st.bind(1, v);
-            bool yes = st.step();
-            st.reset();
-            return yes;
-        };
         std::set<std::string> failed_guids;
         {
             std::map<std::string, bool> ok;
@@ -211,9 +208,10 @@ void Recovery::pass() {
                 if (!succeeded) failed_guids.insert(g);
         }
         rec.failed = static_cast<std::int64_t>(failed_guids.size());
+        // What crcrd accepted and what it asked for before.
         auto wanted = to_redeliver(
-            seen, [&](const std::string& g) { return exists(acc, "transport:" + g); },
-            [&](const std::string& g) { return exists(red, g); });
+            seen, [&](const std::string& g) { return or_throw(reads->accepted(g)); },
+            [&](const std::string& g) { return or_throw(reads->redelivered(g)); });
         for (const auto& [guid, id] : wanted) {
             auto r = http::send("POST", base + hook + "/deliveries/" + std::to_string(id) + "/attempts", headers, "", opts);
             if (!r || (r->status != 202 && r->status != 200 && r->status != 201)) {
@@ -225,9 +223,7 @@ void Recovery::pass() {
             }
             ++rec.redelivered;
             auto s2 = m_writer.run_sync([&, guid = guid, id = id](store::Db& w) {
-                auto& ins = w.cached("INSERT OR IGNORE INTO recovery_redelivered (guid, delivery, at) VALUES (?,?,?)");
-                ins.bind(1, guid).bind(2, id).bind(3, now_rfc3339());
-                ins.run();
+                store::RecoveryRepo(w).record_redelivery(guid, id, now_rfc3339());
             });
             if (!s2) rec.errors.push_back("recording the redelivery of " + guid + ": " + s2.error().message);
             spdlog::info("recovery: asked GitHub to redeliver delivery_id={} (its delivery {})", guid, id);
@@ -236,20 +232,17 @@ void Recovery::pass() {
     // The watermark moves only after a pass that listed everything since the last one.
     const std::string watermark = rfc3339(started - k_overlap);
     auto st = m_writer.run_sync([&](store::Db& w) {
-        auto& ins = w.cached(
-            "INSERT INTO recovery_passes (started_at, finished_at, since, listed, failed, redelivered, errors) "
-            "VALUES (?,?,?,?,?,?,?)");
-        ins.bind(1, rec.started_at).bind(2, now_rfc3339()).bind(3, rec.since).bind(4, rec.listed).bind(5, rec.failed);
-        ins.bind(6, rec.redelivered).bind(7, json(rec.errors).dump());
-        ins.run();
-        if (rec.listed_all && watermark > rec.since) {
-            auto& wm = w.cached(
-                "INSERT INTO meta (key, value) VALUES ('recovery_watermark', ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value");
-            wm.bind(1, watermark);
-            wm.run();
-        }
-        // Passes are kept for a month of history at the default interval.
-        w.exec("DELETE FROM recovery_passes WHERE id <= (SELECT max(id) FROM recovery_passes) - 5000");
+        store::RecoveryPassRecord record;
+        record.started_at = rec.started_at;
+        record.finished_at = now_rfc3339();
+        record.since = rec.since;
+        record.listed = rec.listed;
+        record.failed = rec.failed;
+        record.redelivered = rec.redelivered;
+        record.errors_json = json(rec.errors).dump();
+        // Passes are kept for a month of history at the default interval (the newest 5,000).
+        const bool moved = rec.listed_all && watermark > rec.since;
+        store::RecoveryRepo(w).record_pass(record, moved ? std::optional<std::string>(watermark) : std::nullopt);
     });
     if (!st) spdlog::error("recovery: pass not recorded: {}", st.error().message);
     auto level = rec.errors.empty() ? spdlog::level::info : spdlog::level::warn;

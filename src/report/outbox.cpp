@@ -6,6 +6,7 @@
 
 #include "crcrd/core/compress.hpp"
 #include "crcrd/core/time.hpp"
+#include "crcrd/store/outbox.hpp"
 
 namespace crcrd::report {
 
@@ -73,18 +74,7 @@ struct Wanted {
     std::string body;  // callbacks only
 };
 
-struct RunRow {
-    std::int64_t id = 0;
-    std::string sha, state, conclusion, reason, event, delivery_id, created_at, finished_at;
-};
-
-struct JobRow {
-    std::string tier, state, conclusion, reason, slot, started_at;
-    std::int64_t attempt = 1;
-    json counts;
-};
-
-std::string status_for_open_tier(const JobRow& j) {
+std::string status_for_open_tier(const store::StatusJob& j) {
     std::string again = j.attempt > 1 ? " (attempt " + std::to_string(j.attempt) + ")" : "";
     if (j.state == "queued") return "queued" + again;
     return "running on " + j.slot + again;
@@ -92,7 +82,7 @@ std::string status_for_open_tier(const JobRow& j) {
 
 /// The run as the relay dispatched it, when callbacks are due for it: a run queued by a CRCR
 /// delivery (it has a dispatch record at the relay) or a scheduled run (which self-reports).
-std::optional<CallbackRun> callback_run(store::Db& db, const RunRow& run, const OutboxSettings& s) {
+std::optional<CallbackRun> callback_run(store::OutboxRepo& repo, const store::StatusRun& run, const OutboxSettings& s) {
     CallbackRun out;
     out.id = run.id;
     out.event = run.event;
@@ -103,63 +93,34 @@ std::optional<CallbackRun> callback_run(store::Db& db, const RunRow& run, const 
         return out;
     }
     if (run.event != "pull_request" && run.event != "push") return std::nullopt;  // manual, bisect
-    auto& st = db.cached(
-        "SELECT crcr_delivery_id, body FROM deliveries WHERE run_id = ? AND verdict = 'queued' AND crcr_delivery_id IS NOT NULL "
-        "ORDER BY id LIMIT 1");
-    st.bind(1, run.id);
-    std::optional<CallbackRun> found;
-    if (st.step() && !st.is_null(1)) {
-        out.delivery_id = st.text(0);
-        if (auto raw = decompress(st.text(1))) {
-            auto body = json::parse(*raw, nullptr, false);
-            if (body.is_object() && body.contains("client_payload") && body["client_payload"].is_object()) {
-                out.payload = body["client_payload"].value("payload", json::object());
-                found = std::move(out);
-            }
+    auto record = repo.dispatch_record(run.id);
+    if (!record) return std::nullopt;
+    out.delivery_id = record->crcr_delivery_id;
+    if (auto raw = decompress(record->body_zstd)) {
+        auto body = json::parse(*raw, nullptr, false);
+        if (body.is_object() && body.contains("client_payload") && body["client_payload"].is_object()) {
+            out.payload = body["client_payload"].value("payload", json::object());
+            return out;
         }
     }
-    st.reset();
-    return found;
+    return std::nullopt;
 }
 
 /// Every attempt of the run's tiers that started, in the order they started.
-std::vector<CallbackJob> started_jobs(store::Db& db, std::int64_t run_id) {
+std::vector<CallbackJob> started_jobs(store::OutboxRepo& repo, std::int64_t run_id) {
     std::vector<CallbackJob> out;
-    auto& js = db.cached(
-        "SELECT id, tier, attempt, state, coalesce(conclusion,''), coalesce(reason,''), started_at, coalesce(finished_at,''), "
-        "coalesce(counts,'null') FROM jobs WHERE run_id = ? AND started_at IS NOT NULL ORDER BY id");
-    js.bind(1, run_id);
-    while (js.step()) {
-        out.push_back({js.int64(0), js.text(1), js.int64(2), js.text(3), js.text(4), js.text(5), js.text(6), js.text(7),
-                       json::parse(js.text(8), nullptr, false)});
+    for (auto& a : repo.started_attempts(run_id)) {
+        out.push_back({a.id, std::move(a.tier), a.attempt, std::move(a.state), std::move(a.conclusion), std::move(a.reason),
+                       std::move(a.started_at), std::move(a.finished_at), json::parse(a.counts_json, nullptr, false)});
     }
-    js.reset();
     return out;
 }
 
-void sync_run(store::Db& db, const OutboxSettings& s, std::int64_t run_id) {
-    auto& rs = db.cached(
-        "SELECT sha, state, coalesce(conclusion,''), coalesce(reason,''), event, coalesce(delivery_id,''), created_at, "
-        "coalesce(finished_at,'') FROM runs WHERE id = ?");
-    rs.bind(1, run_id);
-    if (!rs.step()) {
-        rs.reset();
-        return;
-    }
-    RunRow run{run_id, rs.text(0), rs.text(1), rs.text(2), rs.text(3), rs.text(4), rs.text(5), rs.text(6), rs.text(7)};
-    rs.reset();
-    std::vector<JobRow> jobs;
-    auto& js = db.cached(
-        "SELECT tier, state, coalesce(conclusion,''), coalesce(reason,''), coalesce(slot,''), attempt, "
-        "coalesce(counts,'null'), coalesce(started_at,'') FROM jobs j WHERE run_id = ? "
-        "AND attempt = (SELECT max(attempt) FROM jobs k WHERE k.run_id = j.run_id AND k.position = j.position) "
-        "ORDER BY position");
-    js.bind(1, run_id);
-    while (js.step()) {
-        jobs.push_back({js.text(0), js.text(1), js.text(2), js.text(3), js.text(4), js.text(7), js.int64(5),
-                        json::parse(js.text(6), nullptr, false)});
-    }
-    js.reset();
+void sync_run(store::OutboxRepo& repo, const OutboxSettings& s, std::int64_t run_id) {
+    const auto found = repo.status_run(run_id);
+    if (!found) return;
+    const store::StatusRun& run = *found;
+    const std::vector<store::StatusJob> jobs = repo.latest_attempts(run_id);
     if (jobs.empty() && run.state == "queued") return;  // not planned yet
 
     std::vector<Wanted> wanted;
@@ -200,8 +161,8 @@ void sync_run(store::Db& db, const OutboxSettings& s, std::int64_t run_id) {
         // One `in_progress` and one `completed` per tier attempt that started, each its own
         // row (context "job/<id>/<status>"), so that nothing is ever coalesced; a scheduled run
         // self-reports `completed` only (§6.2).
-        if (auto cr = callback_run(db, run, s)) {
-            for (const auto& j : started_jobs(db, run_id)) {
+        if (auto cr = callback_run(repo, run, s)) {
+            for (const auto& j : started_jobs(repo, run_id)) {
                 const bool ended = j.state == "completed" || j.state == "cancelled";
                 if (run.event != "schedule") {
                     wanted.push_back({"callback", "job/" + std::to_string(j.id) + "/in_progress", "in_progress", "",
@@ -215,51 +176,40 @@ void sync_run(store::Db& db, const OutboxSettings& s, std::int64_t run_id) {
         }
     }
 
-    auto& last = db.cached(
-        "SELECT state, description FROM outbox WHERE run_id = ? AND sink = ? AND context = ? ORDER BY id DESC LIMIT 1");
-    auto& ins = db.cached(
-        "INSERT INTO outbox (sink, run_id, sha, context, state, description, target_url, body, created_at) "
-        "VALUES (?,?,?,?,?,?,?,?,?)");
-    auto& coalesce = db.cached(
-        "UPDATE outbox SET delivery = 'coalesced' WHERE sink = ? AND sha = ? AND context = ? AND delivery = 'waiting' "
-        "AND id < ?");
     const std::string now = now_rfc3339();
     for (const auto& w : wanted) {
-        last.reset();
-        last.bind(1, run_id).bind(2, w.sink).bind(3, w.context);
-        bool had = last.step();
-        bool same = had && last.text(0) == w.state && (w.sink == "callback" || last.text(1) == w.description);
-        last.reset();
+        const auto last = repo.last_status(run_id, w.sink, w.context);
+        bool had = last.has_value();
+        bool same = had && last->state == w.state && (w.sink == "callback" || last->description == w.description);
         if (same) continue;
         // Nothing was ever announced for a context that ends cancelled: say nothing. (A
         // callback exists only for an attempt that started; its pair is always sent.)
         if (!had && w.sink != "callback" && (run.state == "cancelled" || w.description.rfind("cancelled:", 0) == 0)) continue;
-        ins.reset();
-        ins.bind(1, w.sink).bind(2, run_id).bind(3, run.sha).bind(4, w.context).bind(5, w.state).bind(6, w.description);
-        ins.bind(7, s.target_url.empty() || w.sink == "callback" ? std::optional<std::string>() : std::optional<std::string>(s.target_url));
-        ins.bind(8, w.body.empty() ? std::optional<std::string>() : std::optional<std::string>(w.body));
-        ins.bind(9, now);
-        ins.run();
-        const auto id = db.last_insert_rowid();
-        coalesce.reset();
-        coalesce.bind(1, w.sink).bind(2, run.sha).bind(3, w.context).bind(4, id);
-        coalesce.run();
+        store::NewStatusRow row;
+        row.sink = w.sink;
+        row.run_id = run_id;
+        row.sha = run.sha;
+        row.context = w.context;
+        row.state = w.state;
+        row.description = w.description;
+        row.target_url = s.target_url.empty() || w.sink == "callback" ? std::optional<std::string>() : std::optional<std::string>(s.target_url);
+        row.body = w.body.empty() ? std::optional<std::string>() : std::optional<std::string>(w.body);
+        row.created_at = now;
+        repo.append(row);
     }
 }
 
 }  // namespace
 
 void sync_dirty(store::Db& db, const OutboxSettings& s) {
-    auto& take = db.cached("DELETE FROM status_dirty RETURNING run_id");
-    std::vector<std::int64_t> ids;
-    while (take.step()) ids.push_back(take.int64(0));
-    take.reset();
+    store::OutboxRepo repo(db);
+    const std::vector<std::int64_t> ids = repo.take_dirty();
     if (!s.github && !s.file && !s.callback) return;
     for (auto id : ids) {
         OutboxSettings per_run = s;
         auto pos = per_run.target_url.find("{run_id}");
         if (pos != std::string::npos) per_run.target_url.replace(pos, 8, std::to_string(id));
-        sync_run(db, per_run, id);
+        sync_run(repo, per_run, id);
     }
 }
 

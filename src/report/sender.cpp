@@ -9,6 +9,7 @@
 
 #include "crcrd/core/files.hpp"
 #include "crcrd/http/client.hpp"
+#include "crcrd/store/outbox.hpp"
 
 namespace crcrd::report {
 
@@ -65,6 +66,14 @@ Status append_lines(const std::filesystem::path& path, const std::string& data) 
     return Ok{};
 }
 
+/// The value of a read on the sender's connection. A failed read ends the pass with the
+/// storage error's message; the loop logs it and opens the connection again.
+template <class T>
+T or_throw(Result<T> r) {
+    if (!r) throw std::runtime_error(r.error().message);
+    return std::move(r).value();
+}
+
 }  // namespace
 
 SenderSettings sender_settings(const config::ReportConfig& r) {
@@ -78,14 +87,6 @@ SenderSettings sender_settings(const config::ReportConfig& r) {
     s.min_interval = std::chrono::duration_cast<std::chrono::milliseconds>(r.min_interval);
     return s;
 }
-
-struct Sender::Row {
-    std::int64_t id = 0;
-    std::string sink, sha, context, state, description;
-    std::optional<std::string> target_url, body;
-    std::int64_t attempts = 0;
-    std::int64_t run_id = 0;
-};
 
 struct Sender::Outcome {
     enum Kind { sent, retry, dead, wait, later } kind = retry;  // later: not its turn yet, no attempt
@@ -133,19 +134,19 @@ void Sender::stop() {
 }
 
 void Sender::loop() {
-    std::unique_ptr<store::Db> db;
+    std::optional<store::OutboxQueue> queue;
     for (;;) {
         SystemTime next = system_clock::now() + std::chrono::seconds(5);
         try {
-            if (!db) {
-                auto opened = store::Db::open(m_db_path, store::OpenOptions{true, 5000});
+            if (!queue) {
+                auto opened = store::OutboxQueue::open(m_db_path);
                 if (!opened) throw std::runtime_error(opened.error().message);
-                db = std::move(*opened);
+                queue.emplace(std::move(*opened));
             }
-            next = std::min(next, send_due(*db));
+            next = std::min(next, send_due(*queue));
         } catch (const std::exception& e) {
             spdlog::error("report sender: {}", e.what());
-            db.reset();
+            queue.reset();
         }
         std::unique_lock lk(m_mu);
         m_cv.wait_until(lk, next, [&] { return m_stopping || m_pending; });
@@ -154,9 +155,8 @@ void Sender::loop() {
     }
 }
 
-SystemTime Sender::send_due(store::Db& db) {
+SystemTime Sender::send_due(store::OutboxQueue& queue) {
     const auto now = system_clock::now();
-    std::vector<Row> rows;
     // A rate-limited sink's rows are left out, so they neither spin this loop nor hold up
     // the other sinks' rows behind them.
     std::vector<std::string> paused;
@@ -171,17 +171,7 @@ SystemTime Sender::send_due(store::Db& db) {
             }
         }
     }
-    paused.resize(3);  // the three sinks at most; "" matches none
-    auto& due = db.cached(
-        "SELECT id, sink, sha, context, state, description, target_url, body, attempts, run_id FROM outbox "
-        "WHERE delivery = 'waiting' AND (next_attempt_at IS NULL OR next_attempt_at <= ?) AND sink NOT IN (?, ?, ?) "
-        "ORDER BY id LIMIT 100");
-    due.bind(1, rfc3339(now)).bind(2, paused[0]).bind(3, paused[1]).bind(4, paused[2]);
-    while (due.step()) {
-        rows.push_back({due.int64(0), due.text(1), due.text(2), due.text(3), due.text(4), due.text(5), due.opt_text(6),
-                        due.opt_text(7), due.int64(8), due.int64(9)});
-    }
-    due.reset();
+    const std::vector<Row> rows = or_throw(queue.due(rfc3339(now), paused));
     std::shared_ptr<const SenderSettings> s;
     {
         std::lock_guard lk(m_mu);
@@ -195,12 +185,9 @@ SystemTime Sender::send_due(store::Db& db) {
             if (auto p = m_paused.find(row.sink); p != m_paused.end()) continue;  // paused during this pass
         }
         // A newer state of the same context may have replaced this one since it was read.
-        auto& still = db.cached("SELECT delivery FROM outbox WHERE id = ?");
-        still.bind(1, row.id);
-        const bool waiting = still.step() && still.text(0) == "waiting";
-        still.reset();
+        const bool waiting = or_throw(queue.delivery_of(row.id)) == "waiting";
         if (!waiting) continue;
-        auto out = deliver(db, row, *s);
+        auto out = deliver(queue, row, *s);
         if (out.kind == Outcome::later) continue;  // its turn comes after another row's
         if (out.kind == Outcome::wait) {
             std::lock_guard lk(m_mu);
@@ -216,14 +203,9 @@ SystemTime Sender::send_due(store::Db& db) {
     // sink that is not paused, or when a pause ends (or in 5 s, or when woken).
     SystemTime next = system_clock::now() + std::chrono::seconds(5);
     if (rows.size() == 100) next = system_clock::now();
-    auto& soon = db.cached("SELECT min(next_attempt_at) FROM outbox WHERE delivery = 'waiting' AND sink NOT IN (?, ?, ?)");
-    soon.bind(1, paused[0]).bind(2, paused[1]).bind(3, paused[2]);
-    if (soon.step()) {
-        if (auto at = soon.opt_text(0)) {
-            if (auto t = parse_rfc3339(*at)) next = std::min(next, *t);
-        }
+    if (auto at = or_throw(queue.earliest_retry(paused))) {
+        if (auto t = parse_rfc3339(*at)) next = std::min(next, *t);
     }
-    soon.reset();
     {
         std::lock_guard lk(m_mu);
         for (const auto& [sink, until] : m_paused) next = std::max(std::min(next, until), system_clock::now());
@@ -231,16 +213,12 @@ SystemTime Sender::send_due(store::Db& db) {
     return next;
 }
 
-Sender::Outcome Sender::deliver_callback(store::Db& db, const Row& row, const SenderSettings& s, http::ClientOptions opts) {
+Sender::Outcome Sender::deliver_callback(store::OutboxQueue& queue, const Row& row, const SenderSettings& s, http::ClientOptions opts) {
     if (!s.callback) return {Outcome::dead, std::nullopt, "report.crcr_callback is no longer configured", std::nullopt};
     // The relay accepts a `completed` only after its `in_progress` (§6.2): it waits for it.
     if (row.state == "completed") {
         const std::string pair = row.context.substr(0, row.context.rfind('/')) + "/in_progress";
-        auto& first = db.cached("SELECT delivery FROM outbox WHERE run_id = ? AND sink = 'callback' AND context = ? ORDER BY id LIMIT 1");
-        first.bind(1, row.run_id).bind(2, pair);
-        std::optional<std::string> state;
-        if (first.step()) state = first.text(0);
-        first.reset();
+        const std::optional<std::string> state = or_throw(queue.first_callback_delivery(row.run_id, pair));
         if (state == "waiting") return {Outcome::later, std::nullopt, "", std::nullopt};
         if (state == "dead") {
             return {Outcome::dead, std::nullopt, "its in_progress callback was not accepted, so the relay would refuse it",
@@ -300,7 +278,7 @@ Sender::Outcome Sender::deliver_callback(store::Db& db, const Row& row, const Se
     return {Outcome::dead, code, msg, std::nullopt};
 }
 
-Sender::Outcome Sender::deliver(store::Db& db, const Row& row, const SenderSettings& s) {
+Sender::Outcome Sender::deliver(store::OutboxQueue& queue, const Row& row, const SenderSettings& s) {
     http::ClientOptions opts;
     opts.timeout = s.timeout;
     if (row.sink == "file") {
@@ -311,14 +289,10 @@ Sender::Outcome Sender::deliver(store::Db& db, const Row& row, const SenderSetti
         m_file_lines += line.dump() + "\n";  // written and synced by flush()
         return {Outcome::sent, std::nullopt, "", std::nullopt};
     }
-    if (row.sink == "callback") return deliver_callback(db, row, s, opts);
+    if (row.sink == "callback") return deliver_callback(queue, row, s, opts);
     // GitHub.
     if (!s.github) return {Outcome::dead, std::nullopt, "report.github is no longer configured", std::nullopt};
-    auto& count = db.cached("SELECT count(*) FROM outbox WHERE sink = 'github' AND sha = ? AND context = ? AND delivery = 'sent'");
-    count.bind(1, row.sha).bind(2, row.context);
-    count.step();
-    const auto sent = count.int64(0);
-    count.reset();
+    const auto sent = or_throw(queue.github_sent_count(row.sha, row.context));
     if (sent >= k_github_status_limit || (sent == k_github_status_limit - 1 && row.state == "pending")) {
         return {Outcome::dead, std::nullopt,
                 "GitHub keeps at most 1000 statuses per SHA and context; " + std::to_string(sent) +
@@ -413,6 +387,7 @@ void Sender::flush(std::vector<std::pair<Row, Outcome>>& done, const SenderSetti
     const auto now = system_clock::now();
     static thread_local std::mt19937_64 rng{std::random_device{}()};
     std::vector<std::optional<SystemTime>> next(done.size());
+    std::vector<store::AttemptRecord> attempts;
     for (std::size_t i = 0; i < done.size(); ++i) {
         const auto& [row, out] = done[i];
         if (out.kind == Outcome::retry) {
@@ -424,26 +399,13 @@ void Sender::flush(std::vector<std::pair<Row, Outcome>>& done, const SenderSetti
         } else if (out.kind == Outcome::wait) {
             next[i] = out.until;
         }
+        using Kind = store::AttemptRecord::Kind;
+        attempts.push_back({row.id, out.kind == Outcome::sent ? Kind::sent : out.kind == Outcome::dead ? Kind::dead : Kind::again,
+                            out.http_status ? std::optional<std::int64_t>(*out.http_status) : std::nullopt,
+                            out.error.empty() ? std::optional<std::string>() : std::optional<std::string>(out.error),
+                            next[i] ? std::optional<std::string>(rfc3339(*next[i])) : std::nullopt});
     }
-    auto st = m_writer.run_sync([&](store::Db& db) {
-        auto& upd = db.cached(
-            "UPDATE outbox SET delivery = CASE ? WHEN 'sent' THEN 'sent' WHEN 'dead' THEN 'dead' ELSE delivery END, "
-            "attempts = attempts + 1, http_status = ?, last_error = ?, next_attempt_at = ?, "
-            "sent_at = CASE ? WHEN 'sent' THEN ? ELSE sent_at END WHERE id = ?");
-        for (std::size_t i = 0; i < done.size(); ++i) {
-            const auto& [row, out] = done[i];
-            const char* kind = out.kind == Outcome::sent ? "sent" : out.kind == Outcome::dead ? "dead" : "again";
-            upd.reset();
-            upd.bind(1, kind)
-                .bind(2, out.http_status ? std::optional<std::int64_t>(*out.http_status) : std::nullopt)
-                .bind(3, out.error.empty() ? std::optional<std::string>() : std::optional<std::string>(out.error))
-                .bind(4, next[i] ? std::optional<std::string>(rfc3339(*next[i])) : std::nullopt)
-                .bind(5, kind)
-                .bind(6, rfc3339(now))
-                .bind(7, row.id);
-            upd.run();
-        }
-    });
+    auto st = m_writer.run_sync([&](store::Db& db) { store::OutboxRepo(db).record_attempts(attempts, rfc3339(now)); });
     for (std::size_t i = 0; i < done.size(); ++i) {
         const auto& [row, out] = done[i];
         if (!st) spdlog::error("outbox id={} run_id={}: result not stored: {}", row.id, row.run_id, st.error().message);

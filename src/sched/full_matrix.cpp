@@ -2,10 +2,11 @@
 
 #include <spdlog/spdlog.h>
 
+#include <stdexcept>
 
 #include "crcrd/core/time.hpp"
 #include "crcrd/store/deliveries.hpp"
-#include "crcrd/store/sqlite.hpp"
+#include "crcrd/store/meta.hpp"
 
 namespace crcrd::sched {
 
@@ -20,23 +21,15 @@ struct Recorded {
     std::optional<std::int64_t> next;
 };
 
+/// A failed read throws, for the planner's loop to log (an unreadable database: the next
+/// wake-up tries again).
 Recorded read_recorded(const std::filesystem::path& path) {
+    auto meta = store::read_full_matrix_meta(path);
+    if (!meta) throw std::runtime_error(meta.error().message);
     Recorded r;
-    auto db = store::Db::open(path, store::OpenOptions{true, 5000});
-    if (!db) return r;
-    auto st = (*db)->prepare("SELECT key, value FROM meta WHERE key IN ('full_matrix_schedule', 'full_matrix_next')");
-    while (st.step()) {
-        if (st.text(0) == "full_matrix_schedule") r.schedule = st.text(1);
-        else r.next = std::stoll(st.text(1));
-    }
+    if (meta->schedule) r.schedule = *meta->schedule;
+    if (meta->next) r.next = std::stoll(*meta->next);
     return r;
-}
-
-void put_meta(store::Db& db, const std::string& key, const std::string& value) {
-    auto& st = db.cached(
-        "INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value");
-    st.bind(1, key).bind(2, value);
-    st.run();
 }
 
 std::int64_t unix_seconds(system_clock::time_point t) {
@@ -58,8 +51,8 @@ std::optional<std::int64_t> FullMatrixTrigger::tick(const select::Rules& rules) 
 
     if (!rec.next || rec.schedule != fm.schedule.text()) {
         auto s = m_writer.run_sync([&](store::Db& db) {
-            put_meta(db, "full_matrix_schedule", fm.schedule.text());
-            put_meta(db, "full_matrix_next", next_after_now);
+            store::put_meta(db, "full_matrix_schedule", fm.schedule.text());
+            store::put_meta(db, "full_matrix_next", next_after_now);
         });
         if (!s) spdlog::warn("full matrix: cannot record the schedule: {}", s.error().message);
         return std::nullopt;
@@ -82,7 +75,7 @@ std::optional<std::int64_t> FullMatrixTrigger::tick(const select::Rules& rules) 
             run_id = store::insert_run(db, r, now_rfc3339());
         }
         // The next slot after now: slots missed while the daemon was down collapse into this one.
-        put_meta(db, "full_matrix_next", next_after_now);
+        store::put_meta(db, "full_matrix_next", next_after_now);
     });
     if (!sha) {
         spdlog::error("full matrix: slot {} skipped: cannot resolve {}: {}", rfc3339(slot), fm.ref, sha.error().message);

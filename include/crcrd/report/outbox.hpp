@@ -13,7 +13,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "crcrd/store/sqlite.hpp"
+#include "crcrd/store/fwd.hpp"
 
 namespace crcrd::report {
 

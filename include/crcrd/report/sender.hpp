@@ -18,7 +18,7 @@
 #include "crcrd/core/time.hpp"
 #include "crcrd/http/client.hpp"
 #include "crcrd/report/auth.hpp"
-#include "crcrd/store/sqlite.hpp"
+#include "crcrd/store/fwd.hpp"
 #include "crcrd/store/writer.hpp"
 
 namespace crcrd::report {
@@ -46,14 +46,14 @@ public:
     void set_settings(SenderSettings settings);
 
 private:
-    struct Row;
+    using Row = store::OutboxItem;
     struct Outcome;
     void loop();
     /// Sends what is due; returns when to look again.
-    SystemTime send_due(store::Db& db);
-    Outcome deliver(store::Db& db, const Row& row, const SenderSettings& s);
+    SystemTime send_due(store::OutboxQueue& queue);
+    Outcome deliver(store::OutboxQueue& queue, const Row& row, const SenderSettings& s);
     /// A relay callback (CONTRACT.md §6.2): a `completed` waits for its `in_progress`.
-    Outcome deliver_callback(store::Db& db, const Row& row, const SenderSettings& s, http::ClientOptions opts);
+    Outcome deliver_callback(store::OutboxQueue& queue, const Row& row, const SenderSettings& s, http::ClientOptions opts);
     /// Writes the report-file lines gathered in this pass (one fsync), then stores every
     /// outcome in one transaction.
     void flush(std::vector<std::pair<Row, Outcome>>& done, const SenderSettings& s);

@@ -1,0 +1,153 @@
+#pragma once
+// The outbox (docs/reporting.md) as rows: what the writer's hook reads to decide the statuses
+// and callbacks a run should show and appends for them (OutboxRepo, on the writer's
+// connection), and what the sender reads to deliver them (OutboxQueue, on its own read-only
+// connection). What the statuses say stays in report/.
+
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "crcrd/core/result.hpp"
+#include "crcrd/store/fwd.hpp"
+
+namespace crcrd::store {
+
+/// A run as its statuses describe it; NULL columns read as "".
+struct StatusRun {
+    std::int64_t id = 0;
+    std::string sha, state, conclusion, reason, event, delivery_id, created_at, finished_at;
+};
+
+/// The latest attempt of one tier; NULL columns read as "" (counts as "null").
+struct StatusJob {
+    std::string tier, state, conclusion, reason, slot, started_at;
+    std::int64_t attempt = 1;
+    std::string counts_json;
+};
+
+/// One attempt of a tier that started; NULL columns read as "" (counts as "null").
+struct StartedAttempt {
+    std::int64_t id = 0;
+    std::string tier;
+    std::int64_t attempt = 1;
+    std::string state, conclusion, reason, started_at, finished_at, counts_json;
+};
+
+/// The CRCR delivery that queued a run: the relay's delivery id and the stored body, still
+/// zstd-compressed.
+struct DispatchRecord {
+    std::string crcr_delivery_id;
+    std::string body_zstd;
+};
+
+/// The newest row of one (run, sink, context).
+struct LastStatus {
+    std::string state, description;
+};
+
+/// A status or callback to append.
+struct NewStatusRow {
+    std::string sink;  // github | file | callback
+    std::int64_t run_id = 0;
+    std::string sha, context, state, description;
+    std::optional<std::string> target_url, body;
+    std::string created_at;
+};
+
+/// What POST /api/v1/outbox/{id}/retry found.
+struct RequeueOutcome {
+    enum class Kind { requeued, not_found, not_dead, newer_reported };
+    Kind kind = Kind::not_found;
+    std::string delivery;  // the row's delivery state (not_dead)
+    std::string context;   // the row's context (newer_reported)
+};
+
+/// One delivery attempt's outcome, as the sender stores it.
+struct AttemptRecord {
+    enum class Kind { sent, dead, again };  // again: the row stays waiting
+    std::int64_t id = 0;
+    Kind kind = Kind::again;
+    std::optional<std::int64_t> http_status;
+    std::optional<std::string> error;
+    std::optional<std::string> next_attempt_at;  // RFC 3339
+};
+
+/// A waiting row as the sender delivers it.
+struct OutboxItem {
+    std::int64_t id = 0;
+    std::string sink, sha, context, state, description;
+    std::optional<std::string> target_url, body;
+    std::int64_t attempts = 0;
+    std::int64_t run_id = 0;
+};
+
+/// The outbox on the writer's connection. Every call runs inside the caller's writer item,
+/// hook or transaction and throws SqlError on a storage failure (the Writer rolls the item
+/// back); none commits.
+class OutboxRepo {
+public:
+    explicit OutboxRepo(Db& db) noexcept : m_db(db) {}
+
+    /// Empties status_dirty and returns the runs it named (whether or not a sink is set).
+    std::vector<std::int64_t> take_dirty();
+    /// The run `run_id`, or nullopt when there is none.
+    std::optional<StatusRun> status_run(std::int64_t run_id);
+    /// The latest attempt of each of the run's tiers, in tier order.
+    std::vector<StatusJob> latest_attempts(std::int64_t run_id);
+    /// The first queued CRCR delivery of the run that has a delivery id and a body, or nullopt.
+    std::optional<DispatchRecord> dispatch_record(std::int64_t run_id);
+    /// Every attempt of the run's tiers that started, in id order.
+    std::vector<StartedAttempt> started_attempts(std::int64_t run_id);
+    /// The newest row of (run, sink, context), or nullopt when none was ever appended.
+    std::optional<LastStatus> last_status(std::int64_t run_id, const std::string& sink,
+                                          const std::string& context);
+    /// Appends `row` (waiting), then marks the older rows of the same (sink, sha, context) that
+    /// still wait as coalesced. Returns the new row's id.
+    std::int64_t append(const NewStatusRow& row);
+    /// Puts a dead row back to waiting with no attempts, unless it is not dead or a newer row of
+    /// its (sink, sha, context) is waiting or was sent. Changes nothing otherwise.
+    RequeueOutcome requeue_dead(std::int64_t id);
+    /// Stores each outcome in order: sent and dead end the row, again keeps it waiting; the
+    /// attempts count grows by one, `now` is the sent time of a sent row.
+    void record_attempts(const std::vector<AttemptRecord>& done, const std::string& now);
+
+private:
+    Db& m_db;
+};
+
+/// The sender thread's read-only connection to the outbox. Every read returns a storage error
+/// as a value (code "storage", "storage_busy", ...); a caller that gets one should open a new
+/// queue. Not thread-safe: one thread uses it.
+class OutboxQueue {
+public:
+    /// Opens the database at `db` read-only with the readers' busy timeout; code "storage" when
+    /// it cannot be opened.
+    static Result<OutboxQueue> open(const std::filesystem::path& db);
+    OutboxQueue(OutboxQueue&&) noexcept;
+    OutboxQueue& operator=(OutboxQueue&&) noexcept;
+    ~OutboxQueue();
+
+    /// The first 100 waiting rows due at `now` (RFC 3339) whose sink is not in `paused_sinks`
+    /// (at most three), in id order.
+    Result<std::vector<OutboxItem>> due(const std::string& now,
+                                        const std::vector<std::string>& paused_sinks);
+    /// The delivery state of row `id` (waiting, sent, dead, coalesced), or nullopt when it is gone.
+    Result<std::optional<std::string>> delivery_of(std::int64_t id);
+    /// The earliest retry time of a waiting row whose sink is not paused, or nullopt.
+    Result<std::optional<std::string>> earliest_retry(const std::vector<std::string>& paused_sinks);
+    /// The delivery state of the run's first callback row with `context`, or nullopt.
+    Result<std::optional<std::string>> first_callback_delivery(std::int64_t run_id,
+                                                              const std::string& context);
+    /// How many GitHub statuses of (sha, context) were sent.
+    Result<std::int64_t> github_sent_count(const std::string& sha, const std::string& context);
+
+private:
+    explicit OutboxQueue(std::unique_ptr<Db> db);
+    std::unique_ptr<Db> m_db;
+};
+
+}  // namespace crcrd::store

@@ -1,0 +1,232 @@
+#include "crcrd/store/outbox.hpp"
+
+#include "crcrd/store/sqlite.hpp"
+#include "store/guarded.hpp"
+
+namespace crcrd::store {
+
+namespace {
+
+const char* bound(AttemptRecord::Kind k) {
+    switch (k) {
+        case AttemptRecord::Kind::sent: return "sent";
+        case AttemptRecord::Kind::dead: return "dead";
+        case AttemptRecord::Kind::again: return "again";
+    }
+    return "again";
+}
+
+/// `paused` padded (or cut) to the three placeholders of `sink NOT IN (?, ?, ?)`; "" matches none.
+std::vector<std::string> three_sinks(const std::vector<std::string>& paused) {
+    std::vector<std::string> out = paused;
+    out.resize(3);
+    return out;
+}
+
+}  // namespace
+
+std::vector<std::int64_t> OutboxRepo::take_dirty() {
+    Scoped take(m_db, "DELETE FROM status_dirty RETURNING run_id");
+    std::vector<std::int64_t> ids;
+    while (take->step()) ids.push_back(take->int64(0));
+    return ids;
+}
+
+std::optional<StatusRun> OutboxRepo::status_run(std::int64_t run_id) {
+    Scoped rs(m_db,
+        "SELECT sha, state, coalesce(conclusion,''), coalesce(reason,''), event, coalesce(delivery_id,''), created_at, "
+        "coalesce(finished_at,'') FROM runs WHERE id = ?");
+    rs->bind(1, run_id);
+    if (!rs->step()) return std::nullopt;
+    return StatusRun{run_id,       rs->text(0), rs->text(1), rs->text(2), rs->text(3),
+                     rs->text(4), rs->text(5), rs->text(6), rs->text(7)};
+}
+
+std::vector<StatusJob> OutboxRepo::latest_attempts(std::int64_t run_id) {
+    Scoped js(m_db,
+        "SELECT tier, state, coalesce(conclusion,''), coalesce(reason,''), coalesce(slot,''), attempt, "
+        "coalesce(counts,'null'), coalesce(started_at,'') FROM jobs j WHERE run_id = ? "
+        "AND attempt = (SELECT max(attempt) FROM jobs k WHERE k.run_id = j.run_id AND k.position = j.position) "
+        "ORDER BY position");
+    js->bind(1, run_id);
+    std::vector<StatusJob> out;
+    while (js->step()) {
+        out.push_back({js->text(0), js->text(1), js->text(2), js->text(3), js->text(4), js->text(7), js->int64(5),
+                       js->text(6)});
+    }
+    return out;
+}
+
+std::optional<DispatchRecord> OutboxRepo::dispatch_record(std::int64_t run_id) {
+    Scoped st(m_db,
+        "SELECT crcr_delivery_id, body FROM deliveries WHERE run_id = ? AND verdict = 'queued' AND crcr_delivery_id IS NOT NULL "
+        "ORDER BY id LIMIT 1");
+    st->bind(1, run_id);
+    if (!st->step() || st->is_null(1)) return std::nullopt;
+    return DispatchRecord{st->text(0), st->text(1)};
+}
+
+std::vector<StartedAttempt> OutboxRepo::started_attempts(std::int64_t run_id) {
+    Scoped js(m_db,
+        "SELECT id, tier, attempt, state, coalesce(conclusion,''), coalesce(reason,''), started_at, coalesce(finished_at,''), "
+        "coalesce(counts,'null') FROM jobs WHERE run_id = ? AND started_at IS NOT NULL ORDER BY id");
+    js->bind(1, run_id);
+    std::vector<StartedAttempt> out;
+    while (js->step()) {
+        out.push_back({js->int64(0), js->text(1), js->int64(2), js->text(3), js->text(4), js->text(5), js->text(6),
+                       js->text(7), js->text(8)});
+    }
+    return out;
+}
+
+std::optional<LastStatus> OutboxRepo::last_status(std::int64_t run_id, const std::string& sink,
+                                                  const std::string& context) {
+    Scoped last(m_db,
+        "SELECT state, description FROM outbox WHERE run_id = ? AND sink = ? AND context = ? ORDER BY id DESC LIMIT 1");
+    last->bind(1, run_id).bind(2, sink).bind(3, context);
+    if (!last->step()) return std::nullopt;
+    return LastStatus{last->text(0), last->text(1)};
+}
+
+std::int64_t OutboxRepo::append(const NewStatusRow& row) {
+    std::int64_t id = 0;
+    {
+        Scoped ins(m_db,
+            "INSERT INTO outbox (sink, run_id, sha, context, state, description, target_url, body, created_at) "
+            "VALUES (?,?,?,?,?,?,?,?,?)");
+        ins->bind(1, row.sink).bind(2, row.run_id).bind(3, row.sha).bind(4, row.context).bind(5, row.state);
+        ins->bind(6, row.description).bind(7, row.target_url).bind(8, row.body).bind(9, row.created_at);
+        ins->run();
+        id = m_db.last_insert_rowid();
+    }
+    Scoped coalesce(m_db,
+        "UPDATE outbox SET delivery = 'coalesced' WHERE sink = ? AND sha = ? AND context = ? AND delivery = 'waiting' "
+        "AND id < ?");
+    coalesce->bind(1, row.sink).bind(2, row.sha).bind(3, row.context).bind(4, id);
+    coalesce->run();
+    return id;
+}
+
+RequeueOutcome OutboxRepo::requeue_dead(std::int64_t id) {
+    RequeueOutcome out;
+    std::string sink, sha;
+    {
+        Scoped row(m_db, "SELECT delivery, sink, sha, context FROM outbox WHERE id = ?");
+        row->bind(1, id);
+        if (!row->step()) return {RequeueOutcome::Kind::not_found, "", ""};
+        out.delivery = row->text(0);
+        sink = row->text(1);
+        sha = row->text(2);
+        out.context = row->text(3);
+    }
+    if (out.delivery != "dead") {
+        out.kind = RequeueOutcome::Kind::not_dead;
+        return out;
+    }
+    {
+        Scoped newer(m_db,
+            "SELECT count(*) FROM outbox WHERE sink = ? AND sha = ? AND context = ? AND id > ? "
+            "AND delivery IN ('waiting','sent')");
+        newer->bind(1, sink).bind(2, sha).bind(3, out.context).bind(4, id);
+        newer->step();
+        if (newer->int64(0) > 0) {
+            out.kind = RequeueOutcome::Kind::newer_reported;
+            return out;
+        }
+    }
+    Scoped again(m_db, "UPDATE outbox SET delivery = 'waiting', attempts = 0, next_attempt_at = NULL WHERE id = ?");
+    again->bind(1, id);
+    again->run();
+    out.kind = RequeueOutcome::Kind::requeued;
+    return out;
+}
+
+void OutboxRepo::record_attempts(const std::vector<AttemptRecord>& done, const std::string& now) {
+    Scoped upd(m_db,
+        "UPDATE outbox SET delivery = CASE ? WHEN 'sent' THEN 'sent' WHEN 'dead' THEN 'dead' ELSE delivery END, "
+        "attempts = attempts + 1, http_status = ?, last_error = ?, next_attempt_at = ?, "
+        "sent_at = CASE ? WHEN 'sent' THEN ? ELSE sent_at END WHERE id = ?");
+    for (const auto& a : done) {
+        const char* kind = bound(a.kind);
+        upd->reset();
+        upd->bind(1, kind)
+            .bind(2, a.http_status)
+            .bind(3, a.error)
+            .bind(4, a.next_attempt_at)
+            .bind(5, kind)
+            .bind(6, now)
+            .bind(7, a.id);
+        upd->run();
+    }
+}
+
+OutboxQueue::OutboxQueue(std::unique_ptr<Db> db) : m_db(std::move(db)) {}
+OutboxQueue::OutboxQueue(OutboxQueue&&) noexcept = default;
+OutboxQueue& OutboxQueue::operator=(OutboxQueue&&) noexcept = default;
+OutboxQueue::~OutboxQueue() = default;
+
+Result<OutboxQueue> OutboxQueue::open(const std::filesystem::path& db) {
+    auto opened = open_reader(db);
+    if (!opened) return opened.error();
+    return OutboxQueue(std::move(*opened));
+}
+
+Result<std::vector<OutboxItem>> OutboxQueue::due(const std::string& now,
+                                                 const std::vector<std::string>& paused_sinks) {
+    return guarded([&] {
+        const auto paused = three_sinks(paused_sinks);
+        Scoped due(*m_db,
+            "SELECT id, sink, sha, context, state, description, target_url, body, attempts, run_id FROM outbox "
+            "WHERE delivery = 'waiting' AND (next_attempt_at IS NULL OR next_attempt_at <= ?) AND sink NOT IN (?, ?, ?) "
+            "ORDER BY id LIMIT 100");
+        due->bind(1, now).bind(2, paused[0]).bind(3, paused[1]).bind(4, paused[2]);
+        std::vector<OutboxItem> rows;
+        while (due->step()) {
+            rows.push_back({due->int64(0), due->text(1), due->text(2), due->text(3), due->text(4), due->text(5),
+                            due->opt_text(6), due->opt_text(7), due->int64(8), due->int64(9)});
+        }
+        return rows;
+    });
+}
+
+Result<std::optional<std::string>> OutboxQueue::delivery_of(std::int64_t id) {
+    return guarded([&]() -> std::optional<std::string> {
+        Scoped still(*m_db, "SELECT delivery FROM outbox WHERE id = ?");
+        still->bind(1, id);
+        if (!still->step()) return std::nullopt;
+        return still->text(0);
+    });
+}
+
+Result<std::optional<std::string>> OutboxQueue::earliest_retry(const std::vector<std::string>& paused_sinks) {
+    return guarded([&]() -> std::optional<std::string> {
+        const auto paused = three_sinks(paused_sinks);
+        Scoped soon(*m_db, "SELECT min(next_attempt_at) FROM outbox WHERE delivery = 'waiting' AND sink NOT IN (?, ?, ?)");
+        soon->bind(1, paused[0]).bind(2, paused[1]).bind(3, paused[2]);
+        if (!soon->step()) return std::nullopt;
+        return soon->opt_text(0);
+    });
+}
+
+Result<std::optional<std::string>> OutboxQueue::first_callback_delivery(std::int64_t run_id,
+                                                                        const std::string& context) {
+    return guarded([&]() -> std::optional<std::string> {
+        Scoped first(*m_db,
+                     "SELECT delivery FROM outbox WHERE run_id = ? AND sink = 'callback' AND context = ? ORDER BY id LIMIT 1");
+        first->bind(1, run_id).bind(2, context);
+        if (!first->step()) return std::nullopt;
+        return first->text(0);
+    });
+}
+
+Result<std::int64_t> OutboxQueue::github_sent_count(const std::string& sha, const std::string& context) {
+    return guarded([&] {
+        Scoped count(*m_db,
+                     "SELECT count(*) FROM outbox WHERE sink = 'github' AND sha = ? AND context = ? AND delivery = 'sent'");
+        count->bind(1, sha).bind(2, context);
+        count->step();
+        return count->int64(0);
+    });
+}
+
+}  // namespace crcrd::store
