@@ -11,7 +11,7 @@ using nlohmann::json;
 
 namespace {
 http::Response method_not_allowed(const char* allow) {
-    auto r = http::Response::json(405, {{"error", "method_not_allowed"}});
+    auto r = http::Response::error(405, "method_not_allowed");
     r.headers.emplace_back("Allow", allow);
     return r;
 }
@@ -21,8 +21,8 @@ boost::asio::awaitable<http::Response> Router::route(http::Request& req) {
     if (req.path == m_webhook_path && m_serves != Serves::admin) co_return co_await m_webhook.handle(req);
     if (req.refused_status != 0) {
         // Refused by the server (413, 431): only the webhook keeps a row of it.
-        auto r = http::Response::json(req.refused_status,
-                                      {{"error", req.refused_status == 413 ? "payload_too_large" : "headers_too_large"}});
+        auto r = http::Response::error(req.refused_status,
+                                       req.refused_status == 413 ? "payload_too_large" : "headers_too_large");
         r.close = true;
         co_return r;
     }
@@ -35,8 +35,7 @@ boost::asio::awaitable<http::Response> Router::route(http::Request& req) {
         if (req.method != "GET" && req.method != "HEAD") co_return method_not_allowed("GET, HEAD");
         co_return co_await ready();
     }
-    auto r = http::Response::json(404, {{"error", "not_found"}, {"detail", "no route for " + req.path.substr(0, 200)}});
-    co_return r;
+    co_return http::Response::error(404, "not_found", "no route for " + req.path.substr(0, 200));
 }
 
 boost::asio::awaitable<http::Response> Router::ready() {

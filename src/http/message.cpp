@@ -60,4 +60,10 @@ Response Response::json(int status, const nlohmann::json& body) {
     return r;
 }
 
+Response Response::error(int status, const std::string& code, const std::string& detail) {
+    nlohmann::json body = {{"error", code}};
+    if (!detail.empty()) body["detail"] = detail;
+    return json(status, body);
+}
+
 }  // namespace crcrd::http

@@ -78,7 +78,7 @@ bhttp::response<bhttp::string_body> to_beast(const Response& r, unsigned version
 }
 
 Response error_response(int status, const char* code) {
-    auto r = Response::json(status, {{"error", code}});
+    auto r = Response::error(status, code);
     r.close = true;
     return r;
 }

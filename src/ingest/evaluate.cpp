@@ -69,9 +69,7 @@ std::string clean_header(std::optional<std::string_view> v) {
 }
 
 http::Response error(int status, const std::string& code, const std::string& detail = {}) {
-    json body = {{"error", code}};
-    if (!detail.empty()) body["detail"] = detail;
-    return http::Response::json(status, body);
+    return http::Response::error(status, code, detail);
 }
 
 }  // namespace

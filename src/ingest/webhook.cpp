@@ -50,7 +50,7 @@ boost::asio::awaitable<http::Response> WebhookHandler::handle(http::Request& req
         spdlog::error("delivery id={} scheme={} event={} storage failed code={} error=\"{}\"", d->delivery_id,
                       d->scheme, d->event, err->code, err->message);
         if (d->intended != Verdict::rejected) {
-            res = http::Response::json(503, {{"error", "unavailable"}});
+            res = http::Response::error(503, "unavailable");
             res.headers.emplace_back("Retry-After",
                                      std::to_string(std::chrono::duration_cast<std::chrono::seconds>(pol->retry_after).count()));
         }

@@ -1,7 +1,8 @@
 #pragma once
-// The admin REST API under /api/v1 (CONTRACT.md §7): bearer tokens, read routes for runs
-// and deliveries, and run cancellation for admin tokens. Reads run on a worker pool, never
-// on the network threads; writes go through the Writer.
+// The admin REST API under /api/v1 (CONTRACT.md §7): bearer tokens, a route table (method,
+// path, admin-only, handler; src/admin/api.cpp) with one handler per resource and action
+// (src/admin/*_routes.cpp) and one error mapper. Reads run on a worker pool, never on the
+// network threads; writes go through the Writer.
 
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/awaitable.hpp>
@@ -46,7 +47,8 @@ public:
     boost::asio::awaitable<http::Response> handle(http::Request& req);
 
 private:
-    boost::asio::awaitable<http::Response> jobs_and_runners(http::Request& req, bool admin);
+    /// GET /metrics: open with admin.metrics_public, else for any valid token.
+    boost::asio::awaitable<http::Response> metrics(bool authenticated, const std::string& method);
     std::shared_ptr<const std::vector<config::AdminToken>> tokens() const;
 
     std::filesystem::path m_db_path;

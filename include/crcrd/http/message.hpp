@@ -44,6 +44,8 @@ struct Response {
 
     /// A JSON answer with `status`.
     static Response json(int status, const nlohmann::json& body);
+    /// The one error body of every route: {"error": code, "detail": detail} (no detail when empty).
+    static Response error(int status, const std::string& code, const std::string& detail = {});
 };
 
 }  // namespace crcrd::http

@@ -1,0 +1,100 @@
+#pragma once
+// Admin-internal: what a route handler gets and the helpers every handler shares. One handler
+// per resource and action (runs_routes.cpp, jobs_routes.cpp, outbox_routes.cpp); the table that
+// maps method and path to them, the authentication and the one error mapper are in api.cpp.
+
+#include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/awaitable.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <nlohmann/json.hpp>
+
+#include <filesystem>
+#include <functional>
+#include <initializer_list>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "crcrd/admin/auth.hpp"
+#include "crcrd/admin/queries.hpp"
+#include "crcrd/config/config.hpp"
+#include "crcrd/core/result.hpp"
+#include "crcrd/http/message.hpp"
+#include "crcrd/store/writer.hpp"
+
+namespace crcrd::admin {
+
+/// What the API holds, as one request sees it (a snapshot of what a reload may replace).
+struct Context {
+    std::filesystem::path db_path;
+    boost::asio::any_io_executor workers;
+    store::Writer& writer;
+    std::shared_ptr<const std::vector<std::string>> tiers;
+    std::shared_ptr<const std::vector<config::RunnerConfig>> runners;
+    std::function<void()> on_queued;
+    std::function<void()> on_recovery_run;
+};
+
+/// One request that matched a route: the caller and the path's captured parts.
+struct Call {
+    http::Request& req;
+    const Caller& caller;
+    std::vector<std::string> params;  // the route pattern's groups, in order
+};
+
+/// A handler's answer: a response, or an error that api.cpp's one mapper turns into the JSON
+/// error body and its status (bad_request 400, forbidden 403, not_found 404, conflict 409,
+/// anything else 503 unavailable).
+using Reply = Result<http::Response>;
+using Handler = boost::asio::awaitable<Reply> (*)(Context&, Call&);
+
+/// A query parameter as an integer in [lo, hi]; the error names the parameter.
+Result<std::optional<std::int64_t>> int_param(const http::Request& req, const char* name, std::int64_t lo, std::int64_t hi);
+/// Ok when `v` is unset or one of `allowed`; else bad_request listing them.
+Status one_of(const std::optional<std::string>& v, const char* name, std::initializer_list<const char*> allowed);
+/// Ok when `v` is unset or looks like an RFC 3339 UTC time (a date at least).
+Status rfc3339_like(const std::optional<std::string>& v, const char* name);
+/// `limit` (1-200, default 50) and `cursor` of a list request.
+Result<Page> page_of(const http::Request& req);
+/// 200 with `body` as JSON.
+http::Response ok_json(const nlohmann::json& body, int status = 200);
+/// The first error of `checks`, or Ok.
+Status first_error(std::initializer_list<Status> checks);
+
+/// Runs a blocking read on the worker pool and resumes on the caller's executor.
+template <class Fn>
+boost::asio::awaitable<Result<nlohmann::json>> on_workers(boost::asio::any_io_executor workers, Fn fn) {
+    // co_spawn needs a default-constructible value: carry the Result in an optional.
+    auto op = boost::asio::co_spawn(
+        workers, [fn = std::move(fn)]() -> boost::asio::awaitable<std::optional<Result<nlohmann::json>>> { co_return fn(); },
+        boost::asio::use_awaitable);
+    auto r = co_await std::move(op);
+    co_return std::move(*r);
+}
+
+/// A read's JSON as a 200, or its error.
+inline Reply json_reply(Result<nlohmann::json> r) {
+    if (!r) return r.error();
+    return ok_json(*r);
+}
+
+// Handlers. `params` as captured by their route in api.cpp.
+boost::asio::awaitable<Reply> list_runs_route(Context&, Call&);
+boost::asio::awaitable<Reply> get_run_route(Context&, Call&);          // {run}
+boost::asio::awaitable<Reply> create_run_route(Context&, Call&);       // admin
+boost::asio::awaitable<Reply> retry_run_route(Context&, Call&);        // {run}, admin
+boost::asio::awaitable<Reply> cancel_run_route(Context&, Call&);       // {run}, admin
+boost::asio::awaitable<Reply> get_job_route(Context&, Call&);          // {job}
+boost::asio::awaitable<Reply> job_tests_route(Context&, Call&);        // {job}
+boost::asio::awaitable<Reply> job_log_route(Context&, Call&);          // {job}
+boost::asio::awaitable<Reply> list_runners_route(Context&, Call&);
+boost::asio::awaitable<Reply> drain_runner_route(Context&, Call&);     // {name, drain|undrain}, admin
+boost::asio::awaitable<Reply> list_deliveries_route(Context&, Call&);
+boost::asio::awaitable<Reply> list_outbox_route(Context&, Call&);
+boost::asio::awaitable<Reply> retry_outbox_route(Context&, Call&);     // {id}, admin
+boost::asio::awaitable<Reply> list_recovery_route(Context&, Call&);
+boost::asio::awaitable<Reply> run_recovery_route(Context&, Call&);     // admin
+
+}  // namespace crcrd::admin
