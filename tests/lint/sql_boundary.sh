@@ -5,7 +5,7 @@
 set -u
 cd "$1" || exit 2
 ALLOWED=(
-  src/admin/api.cpp src/admin/metrics.cpp src/admin/run_actions.cpp
+  src/admin/api.cpp src/admin/run_actions.cpp
   src/exec/local_executor.cpp src/ingest/recovery.cpp src/report/outbox.cpp src/report/sender.cpp
   src/sched/dispatcher.cpp src/sched/full_matrix.cpp src/sched/jobs.cpp src/sched/planner.cpp
   include/crcrd/exec/executor.hpp include/crcrd/sched/jobs.hpp include/crcrd/report/outbox.hpp
