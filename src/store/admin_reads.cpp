@@ -258,13 +258,13 @@ Result<std::vector<SlotRow>> AdminReads::slots() {
     });
 }
 
-Result<std::vector<RecoveryPassRow>> AdminReads::recovery_passes(int limit) {
+Result<std::vector<RecoveryPassItem>> AdminReads::recovery_passes(int limit) {
     return guarded([&] {
         Scoped st(*m_db,
                   "SELECT id, started_at, finished_at, since, listed, failed, redelivered, errors FROM recovery_passes "
                   "ORDER BY id DESC LIMIT ?");
         st->bind(1, std::int64_t{limit});
-        std::vector<RecoveryPassRow> rows;
+        std::vector<RecoveryPassItem> rows;
         while (st->step()) {
             rows.push_back({st->int64(0), st->text(1), st->text(2), st->text(3), st->int64(4), st->int64(5),
                             st->int64(6), st->text(7)});

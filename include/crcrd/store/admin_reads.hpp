@@ -106,8 +106,8 @@ struct SlotRow {
     std::optional<std::string> last_health_json;
 };
 
-/// A row of `recovery_passes`.
-struct RecoveryPassRow {
+/// A row of `recovery_passes` as the admin API lists it.
+struct RecoveryPassItem {
     std::int64_t id = 0;
     std::string started_at, finished_at, since;
     std::int64_t listed = 0, failed = 0, redelivered = 0;
@@ -157,7 +157,7 @@ public:
     /// Every slot, by name.
     Result<std::vector<SlotRow>> slots();
     /// The newest `limit` recovery passes, newest first.
-    Result<std::vector<RecoveryPassRow>> recovery_passes(int limit);
+    Result<std::vector<RecoveryPassItem>> recovery_passes(int limit);
     /// The recovery watermark; empty when none was ever stored.
     Result<std::optional<std::string>> recovery_watermark();
 
