@@ -1,10 +1,9 @@
 #include "crcrd/admin/queries.hpp"
 
-#include <variant>
 #include <vector>
 
 #include "crcrd/core/crypto.hpp"
-#include "crcrd/store/sqlite.hpp"
+#include "crcrd/store/admin_reads.hpp"
 
 namespace crcrd::admin {
 
@@ -12,104 +11,64 @@ using nlohmann::json;
 
 namespace {
 
-/// One read-only connection per worker thread and database.
-Result<store::Db*> reader(const std::filesystem::path& path) {
-    thread_local std::unique_ptr<store::Db> db;
-    thread_local std::filesystem::path opened;
-    if (!db || opened != path) {
-        auto d = store::Db::open(path, store::OpenOptions{true, 5000});
-        if (!d) return d.error();
-        db = std::move(*d);
-        opened = path;
-    }
-    return db.get();
-}
+json opt(const std::optional<std::string>& v) { return v ? json(*v) : json(nullptr); }
+json opt(const std::optional<std::int64_t>& v) { return v ? json(*v) : json(nullptr); }
 
-json opt_text(const store::Stmt& st, int col) {
-    auto v = st.opt_text(col);
-    return v ? json(*v) : json(nullptr);
-}
-json opt_int(const store::Stmt& st, int col) {
-    auto v = st.opt_int64(col);
-    return v ? json(*v) : json(nullptr);
-}
-
-constexpr const char* k_run_columns =
-    "id, event, sha, pr, ref, base_sha, delivery_id, state, conclusion, reason, created_at, finished_at, selection, "
-    "base_ref, head_repo";
-
-json run_json(const store::Stmt& st) {
+json run_json(const store::RunRow& r) {
     json sel = nullptr;
-    if (auto s = st.opt_text(12)) {
-        sel = json::parse(*s, nullptr, false);
+    if (r.selection_json) {
+        sel = json::parse(*r.selection_json, nullptr, false);
         if (sel.is_discarded()) sel = nullptr;
     }
-    return {{"id", st.int64(0)},        {"event", st.text(1)},          {"sha", st.text(2)},
-            {"pr", opt_int(st, 3)},     {"ref", opt_text(st, 4)},       {"base_sha", opt_text(st, 5)},
-            {"delivery_id", opt_text(st, 6)}, {"state", st.text(7)},    {"conclusion", opt_text(st, 8)},
-            {"reason", opt_text(st, 9)}, {"created_at", st.text(10)},   {"finished_at", opt_text(st, 11)},
-            {"selection", sel},         {"base_ref", opt_text(st, 13)}, {"head_repo", opt_text(st, 14)}};
+    return {{"id", r.id},                 {"event", r.event},            {"sha", r.sha},
+            {"pr", opt(r.pr)},            {"ref", opt(r.ref)},           {"base_sha", opt(r.base_sha)},
+            {"delivery_id", opt(r.delivery_id)}, {"state", r.state},     {"conclusion", opt(r.conclusion)},
+            {"reason", opt(r.reason)},    {"created_at", r.created_at},  {"finished_at", opt(r.finished_at)},
+            {"selection", sel},           {"base_ref", opt(r.base_ref)}, {"head_repo", opt(r.head_repo)}};
 }
 
-constexpr const char* k_job_columns =
-    "id, run_id, tier, state, conclusion, reason, attempt, slot, started_at, finished_at, exit_status, tests, metadata, "
-    "timeout_ms, counts, evidence";
-
-json job_json(const store::Stmt& st) {
-    json tests = json::parse(st.text(11), nullptr, false);
-    json meta = st.is_null(12) ? json::object() : json::parse(st.text(12), nullptr, false);
+json job_json(const store::JobRow& j) {
+    json tests = json::parse(j.tests_json, nullptr, false);
+    json meta = !j.metadata_json ? json::object() : json::parse(*j.metadata_json, nullptr, false);
     if (!meta.is_object()) meta = json::object();
     if (!meta.contains("tests")) meta["tests"] = tests.is_array() ? tests : json::array();
-    json counts = st.is_null(14) ? json::object() : json::parse(st.text(14), nullptr, false);
+    json counts = !j.counts_json ? json::object() : json::parse(*j.counts_json, nullptr, false);
     if (!counts.is_object()) counts = json::object();
     for (const char* k : {"passed", "failed", "skipped", "flaky"})
         if (!counts.contains(k)) counts[k] = 0;
-    return {{"id", st.int64(0)},
-            {"run_id", st.int64(1)},
-            {"tier", st.text(2)},
-            {"state", st.text(3)},
-            {"conclusion", opt_text(st, 4)},
-            {"reason", opt_text(st, 5)},
-            {"attempt", st.int64(6)},
-            {"slot", opt_text(st, 7)},
-            {"started_at", opt_text(st, 8)},
-            {"finished_at", opt_text(st, 9)},
-            {"exit_status", opt_int(st, 10)},
-            {"timeout_s", st.int64(13) / 1000},
+    return {{"id", j.id},
+            {"run_id", j.run_id},
+            {"tier", j.tier},
+            {"state", j.state},
+            {"conclusion", opt(j.conclusion)},
+            {"reason", opt(j.reason)},
+            {"attempt", j.attempt},
+            {"slot", opt(j.slot)},
+            {"started_at", opt(j.started_at)},
+            {"finished_at", opt(j.finished_at)},
+            {"exit_status", opt(j.exit_status)},
+            {"timeout_s", j.timeout_ms / 1000},
             {"tests", counts},
             {"metadata", meta},
-            {"evidence", st.is_null(15) ? json(nullptr) : json::parse(st.text(15), nullptr, false)}};
+            {"evidence", !j.evidence_json ? json(nullptr) : json::parse(*j.evidence_json, nullptr, false)}};
 }
 
-constexpr const char* k_outbox_columns =
-    "id, sink, run_id, sha, context, state, description, target_url, delivery, attempts, next_attempt_at, last_error, "
-    "http_status, created_at, sent_at";
-
-json outbox_json(const store::Stmt& st) {
-    return {{"id", st.int64(0)},
-            {"sink", st.text(1)},
-            {"run_id", st.int64(2)},
-            {"sha", st.text(3)},
-            {"context", st.text(4)},
-            {"state", st.text(5)},
-            {"description", st.text(6)},
-            {"target_url", opt_text(st, 7)},
-            {"delivery", st.text(8)},
-            {"attempts", st.int64(9)},
-            {"next_attempt_at", opt_text(st, 10)},
-            {"last_error", opt_text(st, 11)},
-            {"http_status", opt_int(st, 12)},
-            {"created_at", st.text(13)},
-            {"sent_at", opt_text(st, 14)}};
-}
-
-template <class Fn>
-Result<json> guarded(Fn fn) {
-    try {
-        return fn();
-    } catch (const store::SqlError& e) {
-        return make_error(e.kind(), e.what());
-    }
+json outbox_json(const store::OutboxRow& o) {
+    return {{"id", o.id},
+            {"sink", o.sink},
+            {"run_id", o.run_id},
+            {"sha", o.sha},
+            {"context", o.context},
+            {"state", o.state},
+            {"description", o.description},
+            {"target_url", opt(o.target_url)},
+            {"delivery", o.delivery},
+            {"attempts", o.attempts},
+            {"next_attempt_at", opt(o.next_attempt_at)},
+            {"last_error", opt(o.last_error)},
+            {"http_status", opt(o.http_status)},
+            {"created_at", o.created_at},
+            {"sent_at", opt(o.sent_at)}};
 }
 
 }  // namespace
@@ -137,220 +96,139 @@ std::optional<std::int64_t> parse_cursor(const std::string& cursor) {
 
 namespace {
 
-/// A WHERE clause built from optional filters, with its values in order.
-struct Where {
-    std::string sql;
-    std::vector<std::variant<std::string, std::int64_t>> args;
-
-    template <class T>
-    void add(const std::optional<T>& v, const char* clause) {
-        if (!v) return;
-        sql += std::string(" AND ") + clause;
-        args.emplace_back(*v);
-    }
-    void bind(store::Stmt& st, int limit) const {
-        int i = 1;
-        for (const auto& a : args) {
-            if (const auto* s = std::get_if<std::string>(&a)) st.bind(i++, *s);
-            else st.bind(i++, std::get<std::int64_t>(a));
-        }
-        st.bind(i, std::int64_t{limit});
-    }
-};
-
 json page(std::vector<json> items, int limit) {
     json next = nullptr;
     if (static_cast<int>(items.size()) == limit && !items.empty()) next = make_cursor(items.back()["id"].get<std::int64_t>());
     return {{"items", std::move(items)}, {"next_cursor", next}};
 }
 
+/// The page of `rows` (shown by `show`) with the cursor below its last one when it is full.
+template <class Row, class Show>
+Result<json> paged(const Result<std::vector<Row>>& rows, int limit, Show show) {
+    if (!rows) return rows.error();
+    std::vector<json> items;
+    for (const auto& r : *rows) items.push_back(show(r));
+    return page(std::move(items), limit);
+}
+
 }  // namespace
 
 Result<json> list_runs(const std::filesystem::path& path, const RunFilter& f) {
-    auto db = reader(path);
+    auto db = store::AdminReads::for_this_thread(path);
     if (!db) return db.error();
-    return guarded([&]() -> json {
-        Where w;
-        w.add(f.state, "state = ?");
-        w.add(f.conclusion, "conclusion = ?");
-        w.add(f.sha, "sha = ?");
-        w.add(f.event, "event = ?");
-        w.add(f.pr, "pr = ?");
-        w.add(f.since, "created_at >= ?");
-        w.add(f.until, "created_at < ?");
-        w.add(f.page.before_id, "id < ?");
-        auto st = (*db)->prepare(std::string("SELECT ") + k_run_columns + " FROM runs WHERE 1=1" + w.sql +
-                                 " ORDER BY id DESC LIMIT ?");
-        w.bind(st, f.page.limit);
-        std::vector<json> items;
-        while (st.step()) {
-            items.push_back(run_json(st));  // a list item is a run without jobs and statuses
-        }
-        return page(std::move(items), f.page.limit);
-    });
+    // a list item is a run without jobs and statuses
+    return paged(db->runs(f), f.page.limit, run_json);
 }
 
 Result<json> get_run(const std::filesystem::path& path, std::int64_t id) {
-    auto db = reader(path);
+    auto db = store::AdminReads::for_this_thread(path);
     if (!db) return db.error();
-    return guarded([&]() -> Result<json> {
-        auto st = (*db)->prepare(std::string("SELECT ") + k_run_columns + " FROM runs WHERE id = ?");
-        st.bind(1, id);
-        if (!st.step()) return make_error("not_found", "no run " + std::to_string(id));
-        json run = run_json(st);
-        auto jobs = (*db)->prepare(std::string("SELECT ") + k_job_columns + " FROM jobs WHERE run_id = ? ORDER BY position, attempt");
-        jobs.bind(1, id);
-        json list = json::array();
-        while (jobs.step()) list.push_back(job_json(jobs));
-        run["jobs"] = std::move(list);
-        // The newest status of each context and sink, in the order they were first reported.
-        auto statuses = (*db)->prepare(std::string("SELECT ") + k_outbox_columns +
-                                       " FROM outbox o WHERE run_id = ? AND sink <> 'callback' AND id = "
-                                       "(SELECT max(id) FROM outbox n WHERE n.run_id = o.run_id AND n.sink = o.sink "
-                                       "AND n.context = o.context) ORDER BY sink, "
-                                       "(SELECT min(id) FROM outbox f WHERE f.run_id = o.run_id AND f.sink = o.sink "
-                                       "AND f.context = o.context)");
-        statuses.bind(1, id);
-        json sl = json::array();
-        while (statuses.step()) sl.push_back(outbox_json(statuses));
-        run["statuses"] = std::move(sl);
-        return run;
-    });
+    auto detail = db->run_detail(id);
+    if (!detail) return detail.error();
+    if (!*detail) return make_error("not_found", "no run " + std::to_string(id));
+    json run = run_json((*detail)->run);
+    json list = json::array();
+    for (const auto& j : (*detail)->jobs) list.push_back(job_json(j));
+    run["jobs"] = std::move(list);
+    json sl = json::array();
+    for (const auto& o : (*detail)->statuses) sl.push_back(outbox_json(o));
+    run["statuses"] = std::move(sl);
+    return run;
 }
 
 Result<json> list_deliveries(const std::filesystem::path& path, const DeliveryFilter& f) {
-    auto db = reader(path);
+    auto db = store::AdminReads::for_this_thread(path);
     if (!db) return db.error();
-    return guarded([&]() -> json {
-        Where w;
-        w.add(f.verdict, "verdict = ?");
-        w.add(f.page.before_id, "id < ?");
-        auto st = (*db)->prepare(
-            "SELECT id, delivery_id, received_at, scheme, event, verdict, http_status, reason, run_id, crcr_delivery_id, "
-            "run_ids FROM deliveries WHERE 1=1" + w.sql + " ORDER BY id DESC LIMIT ?");
-        w.bind(st, f.page.limit);
-        std::vector<json> items;
-        while (st.step()) {
-            json run_ids = st.is_null(10) ? json::array() : json::parse(st.text(10), nullptr, false);
-            items.push_back({{"id", st.int64(0)},
-                             {"delivery_id", opt_text(st, 1)},
-                             {"received_at", st.text(2)},
-                             {"scheme", opt_text(st, 3)},
-                             {"event", opt_text(st, 4)},
-                             {"verdict", st.text(5)},
-                             {"http_status", st.int64(6)},
-                             {"reason", opt_text(st, 7)},
-                             {"run_id", opt_int(st, 8)},
-                             {"crcr_delivery_id", opt_text(st, 9)},
-                             {"run_ids", run_ids}});
-        }
-        return page(std::move(items), f.page.limit);
+    return paged(db->deliveries(f.verdict, f.page), f.page.limit, [](const store::DeliveryRow& d) -> json {
+        json run_ids = !d.run_ids_json ? json::array() : json::parse(*d.run_ids_json, nullptr, false);
+        return {{"id", d.id},
+                {"delivery_id", opt(d.delivery_id)},
+                {"received_at", d.received_at},
+                {"scheme", opt(d.scheme)},
+                {"event", opt(d.event)},
+                {"verdict", d.verdict},
+                {"http_status", d.http_status},
+                {"reason", opt(d.reason)},
+                {"run_id", opt(d.run_id)},
+                {"crcr_delivery_id", opt(d.crcr_delivery_id)},
+                {"run_ids", run_ids}};
     });
 }
 
 Result<json> list_outbox(const std::filesystem::path& path, const OutboxFilter& f) {
-    auto db = reader(path);
+    auto db = store::AdminReads::for_this_thread(path);
     if (!db) return db.error();
-    return guarded([&]() -> json {
-        Where w;
-        w.add(f.state, "delivery = ?");
-        w.add(f.sink, "sink = ?");
-        w.add(f.run_id, "run_id = ?");
-        w.add(f.page.before_id, "id < ?");
-        auto st = (*db)->prepare(std::string("SELECT ") + k_outbox_columns + " FROM outbox WHERE 1=1" + w.sql +
-                                 " ORDER BY id DESC LIMIT ?");
-        w.bind(st, f.page.limit);
-        std::vector<json> items;
-        while (st.step()) items.push_back(outbox_json(st));
-        return page(std::move(items), f.page.limit);
-    });
+    store::OutboxQuery q;
+    q.delivery = f.state;
+    q.sink = f.sink;
+    q.run_id = f.run_id;
+    q.page = f.page;
+    return paged(db->outbox(q), f.page.limit, outbox_json);
 }
 
 Result<json> get_job(const std::filesystem::path& path, std::int64_t id) {
-    auto db = reader(path);
+    auto db = store::AdminReads::for_this_thread(path);
     if (!db) return db.error();
-    return guarded([&]() -> Result<json> {
-        auto st = (*db)->prepare(std::string("SELECT ") + k_job_columns + " FROM jobs WHERE id = ?");
-        st.bind(1, id);
-        if (!st.step()) return make_error("not_found", "no job " + std::to_string(id));
-        return job_json(st);
-    });
+    auto job = db->job(id);
+    if (!job) return job.error();
+    if (!*job) return make_error("not_found", "no job " + std::to_string(id));
+    return job_json(**job);
 }
 
 Result<std::string> job_log_path(const std::filesystem::path& path, std::int64_t id) {
-    auto db = reader(path);
+    auto db = store::AdminReads::for_this_thread(path);
     if (!db) return db.error();
-    try {
-        auto st = (*db)->prepare("SELECT log_path FROM jobs WHERE id = ?");
-        st.bind(1, id);
-        if (!st.step()) return make_error("not_found", "no job " + std::to_string(id));
-        if (st.is_null(0)) return make_error("not_found", "job " + std::to_string(id) + " has no log yet");
-        return st.text(0);
-    } catch (const store::SqlError& e) {
-        return make_error(e.kind(), e.what());
-    }
+    auto log = db->job_log(id);
+    if (!log) return log.error();
+    if (!log->job_found) return make_error("not_found", "no job " + std::to_string(id));
+    if (!log->path) return make_error("not_found", "job " + std::to_string(id) + " has no log yet");
+    return *log->path;
 }
 
 Result<json> list_tests(const std::filesystem::path& path, std::int64_t job, const std::optional<std::string>& outcome,
                         const Page& p) {
-    auto db = reader(path);
+    auto db = store::AdminReads::for_this_thread(path);
     if (!db) return db.error();
-    return guarded([&]() -> json {
-        Where w;
-        w.add(std::optional<std::int64_t>(job), "job_id = ?");
-        w.add(outcome, "outcome = ?");
-        w.add(p.before_id, "rowid < ?");
-        auto st = (*db)->prepare("SELECT rowid, name, outcome, duration_s, message FROM test_results WHERE 1=1" + w.sql +
-                                 " ORDER BY rowid DESC LIMIT ?");
-        w.bind(st, p.limit);
-        std::vector<json> items;
-        while (st.step()) {
-            items.push_back({{"id", st.int64(0)},
-                             {"name", st.text(1)},
-                             {"outcome", st.text(2)},
-                             {"duration_s", st.real(3)},
-                             {"message", opt_text(st, 4)}});
-        }
-        return page(std::move(items), p.limit);
+    return paged(db->tests(job, outcome, p), p.limit, [](const store::TestResultRow& t) -> json {
+        return {{"id", t.rowid},
+                {"name", t.name},
+                {"outcome", t.outcome},
+                {"duration_s", t.duration_s},
+                {"message", opt(t.message)}};
     });
 }
 
 Result<json> list_slots(const std::filesystem::path& path) {
-    auto db = reader(path);
+    auto db = store::AdminReads::for_this_thread(path);
     if (!db) return db.error();
-    return guarded([&]() -> json {
-        auto st = (*db)->prepare("SELECT name, state, drained, job_id, last_health FROM slots ORDER BY name");
-        json items = json::array();
-        while (st.step()) {
-            std::string state = st.text(1);
-            if (st.int64(2) && state == "idle") state = "drained";
-            json health = st.is_null(4) ? json(nullptr) : json::parse(st.text(4), nullptr, false);
-            items.push_back({{"name", st.text(0)}, {"state", state}, {"drained", st.int64(2) != 0},
-                             {"job_id", opt_int(st, 3)}, {"last_health", health}});
-        }
-        return items;
-    });
+    auto slots = db->slots();
+    if (!slots) return slots.error();
+    json items = json::array();
+    for (const auto& s : *slots) {
+        std::string state = s.state;
+        if (s.drained && state == "idle") state = "drained";
+        json health = !s.last_health_json ? json(nullptr) : json::parse(*s.last_health_json, nullptr, false);
+        items.push_back({{"name", s.name}, {"state", state}, {"drained", s.drained},
+                         {"job_id", opt(s.job_id)}, {"last_health", health}});
+    }
+    return items;
 }
 
 Result<json> list_recovery(const std::filesystem::path& path, int limit) {
-    auto opened = reader(path);
-    if (!opened) return opened.error();
-    auto& db = **opened;
-    return guarded([&]() -> json {
-        json items = json::array();
-        auto st = db.prepare(
-            "SELECT id, started_at, finished_at, since, listed, failed, redelivered, errors FROM recovery_passes "
-            "ORDER BY id DESC LIMIT ?");
-        st.bind(1, std::int64_t{limit});
-        while (st.step()) {
-            items.push_back({{"id", st.int64(0)}, {"started_at", st.text(1)}, {"finished_at", st.text(2)},
-                             {"since", st.text(3)}, {"listed", st.int64(4)}, {"failed", st.int64(5)},
-                             {"redelivered", st.int64(6)}, {"errors", json::parse(st.text(7), nullptr, false)}});
-        }
-        auto wm = db.prepare("SELECT value FROM meta WHERE key = 'recovery_watermark'");
-        json watermark = wm.step() ? json(wm.text(0)) : json(nullptr);
-        return json{{"items", items}, {"watermark", watermark}};
-    });
+    auto db = store::AdminReads::for_this_thread(path);
+    if (!db) return db.error();
+    auto passes = db->recovery_passes(limit);
+    if (!passes) return passes.error();
+    json items = json::array();
+    for (const auto& p : *passes) {
+        items.push_back({{"id", p.id}, {"started_at", p.started_at}, {"finished_at", p.finished_at},
+                         {"since", p.since}, {"listed", p.listed}, {"failed", p.failed},
+                         {"redelivered", p.redelivered}, {"errors", json::parse(p.errors_json, nullptr, false)}});
+    }
+    auto wm = db->recovery_watermark();
+    if (!wm) return wm.error();
+    json watermark = *wm ? json(**wm) : json(nullptr);
+    return json{{"items", items}, {"watermark", watermark}};
 }
 
 }  // namespace crcrd::admin

@@ -5,7 +5,6 @@
 set -u
 cd "$1" || exit 2
 ALLOWED=(
-  src/admin/metrics.cpp src/admin/queries.cpp
 )
 pattern='"(SELECT|INSERT|UPDATE|DELETE|WITH|CREATE|PRAGMA|BEGIN|SAVEPOINT|RELEASE) |SqlError|sqlite3|store/sqlite\.hpp|\bcached\(|\bdb(\.|->)prepare\('
 status=0

@@ -10,20 +10,15 @@
 #include <nlohmann/json.hpp>
 
 #include "crcrd/core/result.hpp"
+#include "crcrd/store/admin_reads.hpp"
 
 namespace crcrd::admin {
 
 /// One page of a newest-first list.
-struct Page {
-    int limit = 50;
-    std::optional<std::int64_t> before_id;  // from the cursor
-};
+using Page = store::Page;
 
-struct RunFilter {
-    std::optional<std::string> state, conclusion, sha, event, since, until;
-    std::optional<std::int64_t> pr;
-    Page page;
-};
+/// The filters of GET /api/v1/runs.
+using RunFilter = store::RunQuery;
 
 struct DeliveryFilter {
     std::optional<std::string> verdict;
