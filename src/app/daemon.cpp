@@ -279,21 +279,15 @@ int run(const std::filesystem::path& config_path) {
         spdlog::critical("{}", instance.error().message);
         return 1;
     }
-    store::OpenOptions db_opts;
-    db_opts.busy_timeout_ms = static_cast<int>(cfg.storage.busy_timeout.count());
-    auto db = store::Db::open(cfg.storage.path, db_opts);
-    if (!db) {
-        spdlog::critical("storage: {}", db.error().message);
-        return 1;
-    }
-    if (auto m = store::migrate(**db); !m) {
-        spdlog::critical("storage: {}", m.error().message);
-        return 1;
-    }
     store::WriterOptions writer_opts;
     writer_opts.max_pending = cfg.storage.max_pending_writes;
     writer_opts.checkpoint_path = cfg.storage.path;
-    store::Writer writer(std::move(*db), writer_opts);
+    auto opened = store::open_writer(cfg.storage.path, static_cast<int>(cfg.storage.busy_timeout.count()), writer_opts);
+    if (!opened) {
+        spdlog::critical("storage: {}", opened.error().message);
+        return 1;
+    }
+    store::Writer& writer = **opened;
     // Reporting: every state change marks its run; the writer turns marks into outbox rows
     // inside the same commit, and the sender is woken once it is durable.
     report::OutboxHook outbox(outbox_settings(cfg));

@@ -1,4 +1,5 @@
 #include "crcrd/store/deliveries.hpp"
+#include "crcrd/store/sqlite.hpp"
 
 #include <nlohmann/json.hpp>
 

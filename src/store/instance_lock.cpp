@@ -1,4 +1,5 @@
 #include "crcrd/store/instance_lock.hpp"
+#include "crcrd/store/sqlite.hpp"
 
 #include <fcntl.h>
 #include <sys/file.h>

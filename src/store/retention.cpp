@@ -1,4 +1,5 @@
 #include "crcrd/store/retention.hpp"
+#include "crcrd/store/sqlite.hpp"
 
 #include <spdlog/spdlog.h>
 

@@ -1,4 +1,5 @@
 #include "crcrd/store/schema.hpp"
+#include "crcrd/store/sqlite.hpp"
 
 #include <array>
 #include <string>

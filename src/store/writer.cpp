@@ -1,11 +1,23 @@
 #include "crcrd/store/writer.hpp"
 
+#include "crcrd/store/schema.hpp"
+#include "crcrd/store/sqlite.hpp"
+
 #include <spdlog/spdlog.h>
 
 #include <future>
 #include <vector>
 
 namespace crcrd::store {
+
+Result<std::unique_ptr<Writer>> open_writer(const std::filesystem::path& path, int busy_timeout_ms, WriterOptions opts) {
+    OpenOptions o;
+    o.busy_timeout_ms = busy_timeout_ms;
+    auto db = Db::open(path, o);
+    if (!db) return db.error();
+    if (auto m = migrate(**db); !m) return m.error();
+    return std::make_unique<Writer>(std::move(*db), std::move(opts));
+}
 
 Writer::Writer(std::unique_ptr<Db> db, WriterOptions opts) : m_db(std::move(db)), m_opts(std::move(opts)) {
     if (!m_opts.checkpoint_path.empty()) {

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "crcrd/store/sqlite.hpp"
+#include "crcrd/store/fwd.hpp"
 
 namespace crcrd::store {
 

@@ -2,7 +2,7 @@
 // Schema migrations keyed by PRAGMA user_version.
 
 #include "crcrd/core/result.hpp"
-#include "crcrd/store/sqlite.hpp"
+#include "crcrd/store/fwd.hpp"
 
 namespace crcrd::store {
 

@@ -13,10 +13,11 @@
 #include <string>
 #include <chrono>
 #include <filesystem>
+#include <memory>
 #include <thread>
 
 #include "crcrd/core/result.hpp"
-#include "crcrd/store/sqlite.hpp"
+#include "crcrd/store/fwd.hpp"
 
 namespace crcrd::store {
 
@@ -28,6 +29,13 @@ struct WriterOptions {
     std::filesystem::path checkpoint_path;
     std::chrono::milliseconds checkpoint_interval{500};
 };
+
+class Writer;
+
+/// Opens (creating it 0600 when missing) and migrates the database at `path` with the given busy
+/// timeout, and starts its writer. Codes: "storage" (cannot open), "storage_version" (written by
+/// a newer crcrd), other storage codes from the migration.
+Result<std::unique_ptr<Writer>> open_writer(const std::filesystem::path& path, int busy_timeout_ms, WriterOptions opts);
 
 class Writer {
 public:

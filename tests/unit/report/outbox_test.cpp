@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "crcrd/store/sqlite.hpp"
 #include "crcrd/core/compress.hpp"
 #include "crcrd/report/outbox.hpp"
 #include "crcrd/report/sender.hpp"

@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include "crcrd/store/sqlite.hpp"
 #include "crcrd/core/time.hpp"
 #include "crcrd/sched/full_matrix.hpp"
 #include "crcrd/store/schema.hpp"

@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include "crcrd/store/sqlite.hpp"
 #include "crcrd/sched/jobs.hpp"
 #include "crcrd/store/deliveries.hpp"
 #include "crcrd/store/schema.hpp"

@@ -3,6 +3,7 @@
 #include <atomic>
 #include <future>
 
+#include "crcrd/store/sqlite.hpp"
 #include "crcrd/store/deliveries.hpp"
 #include "crcrd/store/schema.hpp"
 #include "crcrd/store/writer.hpp"
