@@ -1,0 +1,187 @@
+#include "app/settings.hpp"
+
+#include <pwd.h>
+#include <unistd.h>
+
+#include "crcrd/core/files.hpp"
+#include "crcrd/exec/job_env.hpp"
+#include "crcrd/http/server.hpp"
+#include "crcrd/report/auth.hpp"
+#include "crcrd/select/rules.hpp"
+
+namespace crcrd::app {
+
+/// The folders the sandbox hides: the configuration's, the database's, the work root.
+std::vector<std::filesystem::path> hidden_dirs(const config::Config& c) {
+    std::vector<std::filesystem::path> dirs = {c.source.parent_path(), c.storage.path.parent_path()};
+    if (!c.execution.work_root.empty()) dirs.push_back(c.execution.work_root);
+    return dirs;
+}
+
+namespace {
+
+/// A command inside a folder the sandbox hides would need that folder unhidden (§4.1).
+void check_command_visible(const config::Config& c, std::vector<std::string>& errors) {
+    if (c.execution.isolation != "bwrap" || c.execution.command.empty()) return;
+    const std::filesystem::path prog = c.execution.command.front();
+    if (!prog.is_absolute()) return;  // looked up in the job's PATH
+    for (const auto& d : hidden_dirs(c)) {
+        if (exec::is_within(prog.parent_path(), d)) {
+            errors.push_back("execution.command: " + prog.string() + " lies inside " + d.string() +
+                             ", which the sandbox hides (the configuration, database or work folder); install the "
+                             "test command elsewhere");
+        }
+    }
+}
+
+}  // namespace
+
+namespace {
+
+/// The account tests run as must exist where one is needed (§4.1): isolation user, or
+/// bubblewrap under a daemon running as root.
+void check_test_account(const config::Config& c, std::vector<std::string>& errors) {
+    const auto& x = c.execution;
+    if (x.command.empty() || !(x.isolation == "user" || (x.isolation == "bwrap" && ::geteuid() == 0))) return;
+    const std::string name = x.user.value_or("nobody");
+    if (!::getpwnam(name.c_str())) {
+        errors.push_back("execution.user: no account '" + name + "' on this host (tests run as it" +
+                         std::string(x.isolation == "bwrap" ? " when crcrd runs as root)" : ")"));
+    }
+}
+
+}  // namespace
+
+sched::DispatcherSettings dispatcher_settings(const config::Config& c) {
+    sched::DispatcherSettings d;
+    d.device_wait = c.execution.device_wait;
+    d.health_interval = c.execution.health_interval;
+    d.lease_ttl = c.execution.lease_ttl;
+    d.retry = sched::RetryPolicy{c.execution.infra_retries, c.execution.flaky_reruns};
+    d.patterns = std::make_shared<const classify::Patterns>(
+        classify::compile_patterns(c.classify.device_patterns, c.classify.infra_patterns));
+    return d;
+}
+
+std::shared_ptr<const exec::LocalSettings> local_settings(const config::Config& c) {
+    auto s = std::make_shared<exec::LocalSettings>();
+    s->runners = c.runners;
+    s->execution = c.execution;
+    s->upstream = c.upstream;
+    s->hidden_dirs = hidden_dirs(c);
+    s->hidden_files = {c.source};
+    for (const auto& r : c.ingest.secrets) s->hidden_files.push_back(r.file);
+    for (const auto& r : c.ingest.standard_webhooks_secrets) s->hidden_files.push_back(r.file);
+    if (c.server.tls) s->hidden_files.push_back(c.server.tls->key);
+    if (c.report.github) {
+        if (c.report.github->token_file) s->hidden_files.push_back(*c.report.github->token_file);
+        if (c.report.github->private_key_file) s->hidden_files.push_back(*c.report.github->private_key_file);
+    }
+    if (c.report.crcr_callback && c.report.crcr_callback->token_file) {
+        s->hidden_files.push_back(*c.report.crcr_callback->token_file);
+    }
+    return s;
+}
+
+ingest::RecoverySettings recovery_settings(const config::Config& c) {
+    ingest::RecoverySettings r;
+    r.recovery = *c.recovery;
+    r.github = *c.report.github;  // config::parse requires it with recovery
+    r.timeout = std::chrono::duration_cast<std::chrono::milliseconds>(c.report.timeout);
+    return r;
+}
+
+report::OutboxSettings outbox_settings(const config::Config& c) {
+    report::OutboxSettings o;
+    o.context_prefix = c.report.prefix();
+    o.github = c.report.github.has_value();
+    o.file = c.report.file.has_value();
+    o.callback = c.report.crcr_callback.has_value();
+    o.target_url = c.report.target_url;
+    if (o.target_url.empty() && !c.server.public_url.empty()) o.target_url = c.server.public_url + "/api/v1/runs/{run_id}";
+    o.public_url = c.server.public_url;
+    o.upstream_repo = c.trust.upstream_repo;
+    if (c.report.crcr_callback) {
+        o.workflow_name = c.report.crcr_callback->workflow_name;
+        o.scheduled_event_type = c.report.crcr_callback->scheduled_event_type;
+    }
+    return o;
+}
+
+namespace {
+
+/// The reporters' credential files exist and hold what they should (a token; an RSA key).
+void check_report_credentials(const config::ReportConfig& r, std::vector<std::string>& errors) {
+    auto token = [&](const std::string& key, const std::filesystem::path& file) {
+        auto text = read_file(file, 64 * 1024);
+        if (!text) errors.push_back(key + ": " + text.error().message);
+        else if (trim(*text).empty()) errors.push_back(key + ": " + file.string() + " is empty");
+    };
+    if (r.github && r.github->token_file) token("report.github.token_file", *r.github->token_file);
+    if (r.github && r.github->private_key_file) {
+        auto pem = read_file(*r.github->private_key_file, 1 << 20);
+        if (!pem) {
+            errors.push_back("report.github.private_key_file: " + pem.error().message);
+        } else if (auto jwt = report::make_app_jwt(r.github->app_id.value_or(0), *pem, std::chrono::system_clock::now()); !jwt) {
+            errors.push_back("report.github.private_key_file: " + jwt.error().message);
+        }
+    }
+    if (r.crcr_callback && r.crcr_callback->token_file) token("report.crcr_callback.token_file", *r.crcr_callback->token_file);
+    if (r.crcr_callback && !r.crcr_callback->token_command.empty()) {
+        const auto& prog = r.crcr_callback->token_command.front();
+        if (prog.find('/') != std::string::npos && ::access(prog.c_str(), X_OK) != 0) {
+            errors.push_back("report.crcr_callback.token_command: " + prog + " is not an executable file");
+        }
+    }
+}
+
+}  // namespace
+
+/// The rules file's tier names, in order (none without a rules file).
+std::vector<std::string> tier_names(const std::shared_ptr<const sched::PlannerConfig>& planner) {
+    std::vector<std::string> out;
+    if (planner && planner->rules)
+        for (const auto& t : planner->rules->tiers) out.push_back(t.name);
+    return out;
+}
+
+Checked load_checked(const std::filesystem::path& path) {
+    Checked out;
+    auto loaded = config::load(path);
+    if (!loaded.config) {
+        out.errors = std::move(loaded.errors);
+        return out;
+    }
+    auto ring = ingest::load_keyring(loaded.config->ingest, &out.errors);
+    if (loaded.config->server.tls) {
+        if (auto t = http::check_tls(*loaded.config->server.tls); !t) out.errors.push_back(t.error().message);
+    }
+    check_report_credentials(loaded.config->report, out.errors);
+    check_command_visible(*loaded.config, out.errors);
+    check_test_account(*loaded.config, out.errors);
+    if (!loaded.config->selection.rules.empty()) {
+        // Checked here so that --check-config and SIGHUP refuse a broken rules file too.
+        auto rules = select::load_rules(loaded.config->selection.rules, &out.errors);
+        if (rules) {
+            auto pc = std::make_shared<sched::PlannerConfig>();
+            pc->rules = std::make_shared<const select::Rules>(std::move(*rules));
+            pc->sources.upstream = loaded.config->upstream;
+            pc->sources.github = loaded.config->report.github;
+            pc->sources.upstream_repo = loaded.config->trust.upstream_repo;
+            out.planner = std::move(pc);
+        }
+    }
+    if (!ring || !out.errors.empty()) return out;
+    auto pol = std::make_shared<ingest::Policy>();
+    pol->keys = std::move(*ring);
+    pol->ingest = loaded.config->ingest;
+    pol->trust = loaded.config->trust;
+    pol->concurrency = loaded.config->selection.concurrency;
+    pol->post_merge = loaded.config->selection.post_merge;
+    pol->retry_after = loaded.config->storage.retry_after;
+    out.policy = std::move(pol);
+    out.config = std::move(loaded.config);
+    return out;
+}
+
+}  // namespace crcrd::app
