@@ -1,5 +1,5 @@
 #pragma once
-// The rules for one attempt of a tier, as pure functions over values (docs/classification.md):
+// The rules for one attempt of a tier, as pure functions over values (docs/execution.md, docs/reporting.md):
 // what class a raw outcome gets, and whether the attempt is retried, rerun to tell a flaky test,
 // or final. The dispatcher applies them; tests/unit/sched/attempt_test.cpp holds their tables.
 
