@@ -37,7 +37,7 @@ int main(int argc, char** argv) {
     std::string verdict;
     for (int r = 0; r < reps; ++r) {
         auto t0 = std::chrono::steady_clock::now();
-        verdict = crcrd::classify::decide(e, patterns).conclusion;
+        verdict = crcrd::to_string(crcrd::classify::decide(e, patterns).conclusion);
         ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
     }
     std::sort(ms.begin(), ms.end());

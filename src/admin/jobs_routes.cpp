@@ -23,7 +23,7 @@ asio::awaitable<Reply> job_tests_route(Context& ctx, Call& call) {
     auto page = page_of(call.req);
     if (!page) co_return page.error();
     auto outcome = call.req.query_param("outcome");
-    if (auto s = one_of(outcome, "outcome", {"passed", "failed", "skipped", "flaky"}); !s) co_return s.error();
+    if (auto s = one_of(outcome, "outcome", names<TestOutcome>()); !s) co_return s.error();
     auto query = on_workers(ctx.workers, [db = ctx.db_path, id, outcome, p = *page] { return list_tests(db, id, outcome, p); });
     co_return json_reply(co_await std::move(query));
 }

@@ -15,7 +15,7 @@ using nlohmann::json;
 asio::awaitable<Reply> list_deliveries_route(Context& ctx, Call& call) {
     DeliveryFilter f;
     f.verdict = call.req.query_param("verdict");
-    if (auto s = one_of(f.verdict, "verdict", {"queued", "duplicate", "ignored", "cancelled", "pong", "rejected"}); !s) {
+    if (auto s = one_of(f.verdict, "verdict", names<Verdict>()); !s) {
         co_return s.error();
     }
     auto page = page_of(call.req);
@@ -30,8 +30,7 @@ asio::awaitable<Reply> list_outbox_route(Context& ctx, Call& call) {
     OutboxFilter f;
     f.state = req.query_param("state");
     f.sink = req.query_param("sink");
-    if (auto s = first_error({one_of(f.state, "state", {"waiting", "sent", "dead", "coalesced"}),
-                              one_of(f.sink, "sink", {"github", "file", "callback"})});
+    if (auto s = first_error({one_of(f.state, "state", names<OutboxDelivery>()), one_of(f.sink, "sink", names<Sink>())});
         !s) {
         co_return s.error();
     }
@@ -55,7 +54,7 @@ asio::awaitable<Reply> retry_outbox_route(Context& ctx, Call& call) {
     if (err) co_return *err;
     using Requeue = store::RequeueOutcome::Kind;
     if (outcome.kind == Requeue::not_found) co_return make_error("not_found", "no outbox row " + std::to_string(id));
-    if (outcome.kind == Requeue::not_dead) co_return make_error("conflict", "not dead: " + outcome.delivery);
+    if (outcome.kind == Requeue::not_dead) co_return make_error("conflict", "not dead: " + std::string(to_string(outcome.delivery)));
     if (outcome.kind == Requeue::newer_reported) {
         co_return make_error("conflict", "a newer status of " + outcome.context + " was reported since");
     }

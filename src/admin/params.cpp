@@ -18,12 +18,12 @@ Result<std::optional<std::int64_t>> int_param(const http::Request& req, const ch
     return std::optional<std::int64_t>(n);
 }
 
-Status one_of(const std::optional<std::string>& v, const char* name, std::initializer_list<const char*> allowed) {
+Status one_of(const std::optional<std::string>& v, const char* name, std::span<const std::string_view> allowed) {
     if (!v) return Ok{};
-    for (const char* a : allowed)
+    for (std::string_view a : allowed)
         if (*v == a) return Ok{};
     std::string list;
-    for (const char* a : allowed) list += (list.empty() ? "" : ", ") + std::string(a);
+    for (std::string_view a : allowed) list += (list.empty() ? "" : ", ") + std::string(a);
     return make_error("bad_request", std::string(name) + " must be one of " + list);
 }
 

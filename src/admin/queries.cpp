@@ -3,6 +3,7 @@
 #include <vector>
 
 #include "crcrd/core/crypto.hpp"
+#include "crcrd/core/vocab.hpp"
 #include "crcrd/store/admin_reads.hpp"
 
 namespace crcrd::admin {
@@ -205,8 +206,8 @@ Result<json> list_slots(const std::filesystem::path& path) {
     if (!slots) return slots.error();
     json items = json::array();
     for (const auto& s : *slots) {
-        std::string state = s.state;
-        if (s.drained && state == "idle") state = "drained";
+        const auto stored = from_string<SlotState>(s.state);
+        const std::string state = stored ? std::string(display_state(*stored, s.drained)) : s.state;
         json health = !s.last_health_json ? json(nullptr) : json::parse(*s.last_health_json, nullptr, false);
         items.push_back({{"name", s.name}, {"state", state}, {"drained", s.drained},
                          {"job_id", opt(s.job_id)}, {"last_health", health}});

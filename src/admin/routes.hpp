@@ -11,16 +11,18 @@
 
 #include <filesystem>
 #include <functional>
-#include <initializer_list>
+#include <span>
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "crcrd/admin/auth.hpp"
 #include "crcrd/admin/queries.hpp"
 #include "crcrd/config/config.hpp"
 #include "crcrd/core/result.hpp"
+#include "crcrd/core/vocab.hpp"
 #include "crcrd/http/message.hpp"
 #include "crcrd/store/writer.hpp"
 
@@ -52,8 +54,9 @@ using Handler = boost::asio::awaitable<Reply> (*)(Context&, Call&);
 
 /// A query parameter as an integer in [lo, hi]; the error names the parameter.
 Result<std::optional<std::int64_t>> int_param(const http::Request& req, const char* name, std::int64_t lo, std::int64_t hi);
-/// Ok when `v` is unset or one of `allowed`; else bad_request listing them.
-Status one_of(const std::optional<std::string>& v, const char* name, std::initializer_list<const char*> allowed);
+/// Ok when `v` is unset or one of `allowed` (names of core/vocab.hpp, e.g. names<RunState>());
+/// else bad_request listing them in their order.
+Status one_of(const std::optional<std::string>& v, const char* name, std::span<const std::string_view> allowed);
 /// Ok when `v` is unset or looks like an RFC 3339 UTC time (a date at least).
 Status rfc3339_like(const std::optional<std::string>& v, const char* name);
 /// `limit` (1-200, default 50) and `cursor` of a list request.

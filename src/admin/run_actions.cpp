@@ -47,10 +47,10 @@ Result<json> retry_run(store::Db& db, std::int64_t id, const std::string& who) {
     auto source = store::RunsRepo(db).retry_source(id);
     if (!source) return make_error("not_found", "no run " + std::to_string(id));
     store::NewRun r = std::move(source->run);
-    const std::string state = source->state;
+    const RunState state = source->state;
     auto inputs = json::parse(r.inputs_json, nullptr, false);
-    if (state == "queued" || state == "running") {
-        return make_error("conflict", "run " + std::to_string(id) + " is still " + state);
+    if (is_open(state)) {
+        return make_error("conflict", "run " + std::to_string(id) + " is still " + std::string(to_string(state)));
     }
     if (!inputs.is_object()) inputs = json::object();
     inputs["retry_of"] = id;

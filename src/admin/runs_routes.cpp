@@ -15,6 +15,14 @@ namespace crcrd::admin {
 namespace asio = boost::asio;
 using nlohmann::json;
 
+namespace {
+
+/// The classes a run's filter accepts: every §5 class but the reserved pre_existing (the last).
+constexpr auto k_filter_conclusions = std::span(names<Conclusion>()).first<names<Conclusion>().size() - 1>();
+static_assert(k_filter_conclusions.back() == "cancelled" && names<Conclusion>().back() == "pre_existing");
+
+}  // namespace
+
 asio::awaitable<Reply> list_runs_route(Context& ctx, Call& call) {
     const auto& req = call.req;
     RunFilter f;
@@ -29,10 +37,9 @@ asio::awaitable<Reply> list_runs_route(Context& ctx, Call& call) {
         for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
         f.sha = lower;
     }
-    if (auto s = first_error({one_of(f.state, "state", {"queued", "running", "completed", "cancelled"}),
-                              one_of(f.conclusion, "conclusion",
-                                     {"passed", "flaky", "regression", "infra_error", "device_unavailable", "timeout", "cancelled"}),
-                              one_of(f.event, "event", {"pull_request", "push", "schedule", "manual"}),
+    if (auto s = first_error({one_of(f.state, "state", names<RunState>()),
+                              one_of(f.conclusion, "conclusion", k_filter_conclusions),
+                              one_of(f.event, "event", names<RunEvent>()),
                               rfc3339_like(f.since, "since"), rfc3339_like(f.until, "until")});
         !s) {
         co_return s.error();

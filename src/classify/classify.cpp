@@ -36,27 +36,27 @@ Patterns compile_patterns(const std::vector<std::string>& device, const std::vec
 }
 
 Verdict decide(const Evidence& e, const Patterns& p) {
-    if (e.cancelled) return {"cancelled", "cancelled while running", std::nullopt};
-    if (e.timed_out) return {"timeout", "tier timeout reached", std::nullopt};
-    if (e.stalled) return {"timeout", "no output for the stall timeout", std::nullopt};
-    if (auto line = find_line(e.log_text, p.device)) return {"device_unavailable", "device failure in the log: " + *line, line};
-    if (e.junit_error) return {"infra_error", "malformed JUnit: " + *e.junit_error, std::nullopt};
+    if (e.cancelled) return {Conclusion::cancelled, "cancelled while running", std::nullopt};
+    if (e.timed_out) return {Conclusion::timeout, "tier timeout reached", std::nullopt};
+    if (e.stalled) return {Conclusion::timeout, "no output for the stall timeout", std::nullopt};
+    if (auto line = find_line(e.log_text, p.device)) return {Conclusion::device_unavailable, "device failure in the log: " + *line, line};
+    if (e.junit_error) return {Conclusion::infra_error, "malformed JUnit: " + *e.junit_error, std::nullopt};
     if (e.tests_failed > 0) {
-        return {"regression", std::to_string(e.tests_failed) + " of " + std::to_string(e.tests_total) + " tests failed", std::nullopt};
+        return {Conclusion::regression, std::to_string(e.tests_failed) + " of " + std::to_string(e.tests_total) + " tests failed", std::nullopt};
     }
     // An infra signature only explains an attempt that failed: a passing run may print one
     // (a test of offline behaviour, a retried download) and still be a pass.
     const bool failed = e.signal || (e.exit_code && *e.exit_code != 0) || e.tests_total == 0;
     if (failed) {
-        if (auto line = find_line(e.log_text, p.infra)) return {"infra_error", "infrastructure failure in the log: " + *line, line};
+        if (auto line = find_line(e.log_text, p.infra)) return {Conclusion::infra_error, "infrastructure failure in the log: " + *line, line};
     }
-    if (e.signal) return {"infra_error", "the test command was killed by signal " + std::to_string(*e.signal), std::nullopt};
+    if (e.signal) return {Conclusion::infra_error, "the test command was killed by signal " + std::to_string(*e.signal), std::nullopt};
     if (e.exit_code && *e.exit_code != 0) {
-        return {"infra_error", "exit status " + std::to_string(*e.exit_code) + " without a failed test" +
+        return {Conclusion::infra_error, "exit status " + std::to_string(*e.exit_code) + " without a failed test" +
                                    (e.tests_total == 0 ? " (no JUnit results)" : ""),
                 std::nullopt};
     }
-    return {"passed", std::to_string(e.tests_total) + " tests passed", std::nullopt};
+    return {Conclusion::passed, std::to_string(e.tests_total) + " tests passed", std::nullopt};
 }
 
 }  // namespace crcrd::classify

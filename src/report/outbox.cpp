@@ -67,7 +67,7 @@ json callback_body(const CallbackRun& run, const CallbackJob& job, bool complete
 namespace {
 
 struct Wanted {
-    std::string sink;
+    Sink sink;
     std::string context;
     std::string state;
     std::string description;
@@ -153,8 +153,8 @@ void sync_run(store::OutboxRepo& repo, const OutboxSettings& s, std::int64_t run
         }
         contexts.emplace_back(prefix + "/" + j.tier, t);
     }
-    for (const char* sink : {"github", "file"}) {
-        if ((std::string(sink) == "github" && !s.github) || (std::string(sink) == "file" && !s.file)) continue;
+    for (Sink sink : {Sink::github, Sink::file}) {
+        if ((sink == Sink::github && !s.github) || (sink == Sink::file && !s.file)) continue;
         for (const auto& [ctx, t] : contexts) wanted.push_back({sink, ctx, t.state, t.description, ""});
     }
     if (s.callback) {
@@ -165,11 +165,11 @@ void sync_run(store::OutboxRepo& repo, const OutboxSettings& s, std::int64_t run
             for (const auto& j : started_jobs(repo, run_id)) {
                 const bool ended = j.state == "completed" || j.state == "cancelled";
                 if (run.event != "schedule") {
-                    wanted.push_back({"callback", "job/" + std::to_string(j.id) + "/in_progress", "in_progress", "",
+                    wanted.push_back({Sink::callback, "job/" + std::to_string(j.id) + "/in_progress", "in_progress", "",
                                       callback_body(*cr, j, false, s).dump()});
                 }
                 if (ended) {
-                    wanted.push_back({"callback", "job/" + std::to_string(j.id) + "/completed", "completed", "",
+                    wanted.push_back({Sink::callback, "job/" + std::to_string(j.id) + "/completed", "completed", "",
                                       callback_body(*cr, j, true, s).dump()});
                 }
             }
@@ -180,11 +180,11 @@ void sync_run(store::OutboxRepo& repo, const OutboxSettings& s, std::int64_t run
     for (const auto& w : wanted) {
         const auto last = repo.last_status(run_id, w.sink, w.context);
         bool had = last.has_value();
-        bool same = had && last->state == w.state && (w.sink == "callback" || last->description == w.description);
+        bool same = had && last->state == w.state && (w.sink == Sink::callback || last->description == w.description);
         if (same) continue;
         // Nothing was ever announced for a context that ends cancelled: say nothing. (A
         // callback exists only for an attempt that started; its pair is always sent.)
-        if (!had && w.sink != "callback" && (run.state == "cancelled" || w.description.rfind("cancelled:", 0) == 0)) continue;
+        if (!had && w.sink != Sink::callback && (run.state == "cancelled" || w.description.rfind("cancelled:", 0) == 0)) continue;
         store::NewStatusRow row;
         row.sink = w.sink;
         row.run_id = run_id;
@@ -192,7 +192,7 @@ void sync_run(store::OutboxRepo& repo, const OutboxSettings& s, std::int64_t run
         row.context = w.context;
         row.state = w.state;
         row.description = w.description;
-        row.target_url = s.target_url.empty() || w.sink == "callback" ? std::optional<std::string>() : std::optional<std::string>(s.target_url);
+        row.target_url = s.target_url.empty() || w.sink == Sink::callback ? std::optional<std::string>() : std::optional<std::string>(s.target_url);
         row.body = w.body.empty() ? std::optional<std::string>() : std::optional<std::string>(w.body);
         row.created_at = now;
         repo.append(row);

@@ -159,7 +159,7 @@ SystemTime Sender::send_due(store::OutboxQueue& queue) {
     const auto now = system_clock::now();
     // A rate-limited sink's rows are left out, so they neither spin this loop nor hold up
     // the other sinks' rows behind them.
-    std::vector<std::string> paused;
+    std::vector<Sink> paused;
     {
         std::lock_guard lk(m_mu);
         for (auto it = m_paused.begin(); it != m_paused.end();) {
@@ -185,7 +185,7 @@ SystemTime Sender::send_due(store::OutboxQueue& queue) {
             if (auto p = m_paused.find(row.sink); p != m_paused.end()) continue;  // paused during this pass
         }
         // A newer state of the same context may have replaced this one since it was read.
-        const bool waiting = or_throw(queue.delivery_of(row.id)) == "waiting";
+        const bool waiting = or_throw(queue.delivery_of(row.id)) == OutboxDelivery::waiting;
         if (!waiting) continue;
         auto out = deliver(queue, row, *s);
         if (out.kind == Outcome::later) continue;  // its turn comes after another row's
@@ -196,7 +196,7 @@ SystemTime Sender::send_due(store::OutboxQueue& queue) {
         done.emplace_back(row, std::move(out));
         // Outcomes are stored in batches: a crash before a batch is stored sends its rows
         // again after the restart (a duplicate status, which GitHub tolerates), never none.
-        if (done.size() >= 64 || row.sink != "file") flush(done, *s);
+        if (done.size() >= 64 || row.sink != Sink::file) flush(done, *s);
     }
     flush(done, *s);
     // When to look again: at once when this pass was full, else at the earliest retry of a
@@ -218,9 +218,9 @@ Sender::Outcome Sender::deliver_callback(store::OutboxQueue& queue, const Row& r
     // The relay accepts a `completed` only after its `in_progress` (§6.2): it waits for it.
     if (row.state == "completed") {
         const std::string pair = row.context.substr(0, row.context.rfind('/')) + "/in_progress";
-        const std::optional<std::string> state = or_throw(queue.first_callback_delivery(row.run_id, pair));
-        if (state == "waiting") return {Outcome::later, std::nullopt, "", std::nullopt};
-        if (state == "dead") {
+        const std::optional<OutboxDelivery> state = or_throw(queue.first_callback_delivery(row.run_id, pair));
+        if (state == OutboxDelivery::waiting) return {Outcome::later, std::nullopt, "", std::nullopt};
+        if (state == OutboxDelivery::dead) {
             return {Outcome::dead, std::nullopt, "its in_progress callback was not accepted, so the relay would refuse it",
                     std::nullopt};
         }
@@ -281,7 +281,7 @@ Sender::Outcome Sender::deliver_callback(store::OutboxQueue& queue, const Row& r
 Sender::Outcome Sender::deliver(store::OutboxQueue& queue, const Row& row, const SenderSettings& s) {
     http::ClientOptions opts;
     opts.timeout = s.timeout;
-    if (row.sink == "file") {
+    if (row.sink == Sink::file) {
         if (!s.file) return {Outcome::dead, std::nullopt, "report.file is no longer configured", std::nullopt};
         json line = {{"at", now_rfc3339()},   {"run_id", row.run_id},         {"sha", row.sha},
                      {"context", row.context}, {"state", row.state},          {"description", row.description},
@@ -289,7 +289,7 @@ Sender::Outcome Sender::deliver(store::OutboxQueue& queue, const Row& row, const
         m_file_lines += line.dump() + "\n";  // written and synced by flush()
         return {Outcome::sent, std::nullopt, "", std::nullopt};
     }
-    if (row.sink == "callback") return deliver_callback(queue, row, s, opts);
+    if (row.sink == Sink::callback) return deliver_callback(queue, row, s, opts);
     // GitHub.
     if (!s.github) return {Outcome::dead, std::nullopt, "report.github is no longer configured", std::nullopt};
     const auto sent = or_throw(queue.github_sent_count(row.sha, row.context));
@@ -371,7 +371,7 @@ void Sender::flush(std::vector<std::pair<Row, Outcome>>& done, const SenderSetti
         m_callback_lines.clear();
         if (!st) {
             for (auto& [row, out] : done) {
-                if (row.sink == "callback" && out.kind == Outcome::sent) out = {Outcome::retry, std::nullopt, st.error().message, std::nullopt};
+                if (row.sink == Sink::callback && out.kind == Outcome::sent) out = {Outcome::retry, std::nullopt, st.error().message, std::nullopt};
             }
         }
     }
@@ -380,7 +380,7 @@ void Sender::flush(std::vector<std::pair<Row, Outcome>>& done, const SenderSetti
         m_file_lines.clear();
         if (!st) {
             for (auto& [row, out] : done) {
-                if (row.sink == "file" && out.kind == Outcome::sent) out = {Outcome::retry, std::nullopt, st.error().message, std::nullopt};
+                if (row.sink == Sink::file && out.kind == Outcome::sent) out = {Outcome::retry, std::nullopt, st.error().message, std::nullopt};
             }
         }
     }
@@ -411,17 +411,17 @@ void Sender::flush(std::vector<std::pair<Row, Outcome>>& done, const SenderSetti
         if (!st) spdlog::error("outbox id={} run_id={}: result not stored: {}", row.id, row.run_id, st.error().message);
         switch (out.kind) {
             case Outcome::sent:
-                spdlog::log(row.sink == "file" ? spdlog::level::debug : spdlog::level::info, "run_id={} {} {} {} sent ({})",
-                            row.run_id, row.sink, row.context, row.state, row.description);
+                spdlog::log(row.sink == Sink::file ? spdlog::level::debug : spdlog::level::info, "run_id={} {} {} {} sent ({})",
+                            row.run_id, to_string(row.sink), row.context, row.state, row.description);
                 break;
             case Outcome::dead:
-                spdlog::error("run_id={} {} {} {} dead letter: {}", row.run_id, row.sink, row.context, row.state, out.error);
+                spdlog::error("run_id={} {} {} {} dead letter: {}", row.run_id, to_string(row.sink), row.context, row.state, out.error);
                 break;
             case Outcome::wait:
-                spdlog::warn("run_id={} {} rate limited until {}: {}", row.run_id, row.sink, rfc3339(*out.until), out.error);
+                spdlog::warn("run_id={} {} rate limited until {}: {}", row.run_id, to_string(row.sink), rfc3339(*out.until), out.error);
                 break;
             case Outcome::retry:
-                spdlog::warn("run_id={} {} {} {} attempt {} failed, again at {}: {}", row.run_id, row.sink, row.context,
+                spdlog::warn("run_id={} {} {} {} attempt {} failed, again at {}: {}", row.run_id, to_string(row.sink), row.context,
                              row.state, row.attempts + 1, rfc3339(*next[i]), out.error);
                 break;
             case Outcome::later:

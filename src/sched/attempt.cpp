@@ -7,7 +7,7 @@ using nlohmann::json;
 Judged judge(const exec::RawOutcome& o, const classify::Patterns& patterns) {
     Judged j;
     if (o.not_run) {
-        j.conclusion = "infra_error";
+        j.conclusion = Conclusion::infra_error;
         j.reason = *o.not_run;
         return j;
     }
@@ -41,18 +41,17 @@ Judged judge(const exec::RawOutcome& o, const classify::Patterns& patterns) {
     return j;
 }
 
-NextStep next_step(const std::string& conclusion, const std::string& reason, std::int64_t infra_before,
+NextStep next_step(Conclusion conclusion, const std::string& reason, std::int64_t infra_before,
                    std::int64_t regressions_before, const RetryPolicy& policy) {
     using Kind = NextStep::Kind;
-    const bool infra = conclusion == "infra_error" || conclusion == "device_unavailable";
-    if (infra && infra_before < static_cast<std::int64_t>(policy.infra_retries)) return {Kind::retry, conclusion, reason};
-    if (conclusion == "regression") {
+    if (is_infra(conclusion) && infra_before < static_cast<std::int64_t>(policy.infra_retries)) return {Kind::retry, conclusion, reason};
+    if (conclusion == Conclusion::regression) {
         if (regressions_before < static_cast<std::int64_t>(policy.flaky_reruns)) {
             return {Kind::retry, conclusion, reason + "; rerun to tell a flaky test"};
         }
         if (regressions_before > 0) return {Kind::finish, conclusion, reason + ", again on rerun"};
     }
-    if (conclusion == "passed") return {Kind::finish_unless_flaky, conclusion, reason};
+    if (conclusion == Conclusion::passed) return {Kind::finish_unless_flaky, conclusion, reason};
     return {Kind::finish, conclusion, reason};
 }
 

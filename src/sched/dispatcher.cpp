@@ -69,7 +69,7 @@ void release(store::Db& db, const exec::JobToRun& job, bool unhealthy, const jso
 }
 
 /// Ends an attempt by the rules of next_step(): retried, finished, or finished flaky.
-void end_attempt(store::Db& db, const exec::JobToRun& job, const std::string& conclusion, const std::string& reason,
+void end_attempt(store::Db& db, const exec::JobToRun& job, Conclusion conclusion, const std::string& reason,
                  std::optional<int> exit_status, const RetryPolicy& policy) {
     store::JobsRepo jobs(db);
     const auto step = next_step(conclusion, reason, jobs.earlier_attempts(job.job_id, store::EarlierOf::infra),
@@ -80,7 +80,7 @@ void end_attempt(store::Db& db, const exec::JobToRun& job, const std::string& co
             return;
         case NextStep::Kind::finish_unless_flaky:
             if (auto flaky = jobs.mark_flaky(job.job_id); flaky > 0) {
-                finish_job(db, job.job_id, "flaky", flaky_reason(flaky), exit_status);
+                finish_job(db, job.job_id, Conclusion::flaky, flaky_reason(flaky), exit_status);
                 return;
             }
             break;
@@ -138,7 +138,7 @@ Status Dispatcher::recover() {
                 spdlog::warn("job_id={} killed {} stray process(es) of the previous daemon", left.id, n);
             }
             auto job = load_job(db, left.id);
-            end_attempt(db, job, "infra_error", "daemon restarted", std::nullopt, policy);
+            end_attempt(db, job, Conclusion::infra_error, "daemon restarted", std::nullopt, policy);
             spdlog::warn("job_id={} run_id={} ended infra_error: daemon restarted", left.id, job.run_id);
         }
         store::SlotsRepo(db).free_all_busy();
@@ -247,7 +247,7 @@ void Dispatcher::dispatch_once() {
             slots.free_busy(slot);
             if (job_id) {
                 auto job = load_job(db, *job_id);
-                end_attempt(db, job, "infra_error", "the lease of slot " + slot + " expired", std::nullopt, cfg.retry);
+                end_attempt(db, job, Conclusion::infra_error, "the lease of slot " + slot + " expired", std::nullopt, cfg.retry);
             }
             spdlog::warn("slot={} job_id={} lease expired: slot freed, job ended infra_error", slot,
                          job_id ? std::to_string(*job_id) : std::string("-"));
@@ -261,7 +261,7 @@ void Dispatcher::dispatch_once() {
                 started.push_back(std::move(job));
             } else if (now - parse_rfc3339(jobs.waiting_since(id)).value_or(now) > cfg.device_wait) {
                 std::string labels = json(job.labels).dump();
-                finish_job(db, id, "device_unavailable",
+                finish_job(db, id, Conclusion::device_unavailable,
                            "no healthy runner slot with labels " + labels + " within " +
                                std::to_string(std::chrono::duration_cast<std::chrono::seconds>(cfg.device_wait).count()) +
                                "s");
@@ -269,7 +269,7 @@ void Dispatcher::dispatch_once() {
         }
         // Jobs cancelled meanwhile (superseded, PR closed, operator) whose process still runs.
         for (auto id : running)
-            if (jobs.state(id) == "cancelled") cancelled.push_back(id);
+            if (jobs.state(id) == JobState::cancelled) cancelled.push_back(id);
         due = slots.due_for_recheck(rfc3339(now));
         if (auto at = slots.next_recheck_at(rfc3339(now))) next_recheck = parse_rfc3339(*at);
     });
@@ -345,7 +345,7 @@ void Dispatcher::work(exec::JobToRun job, std::shared_ptr<std::atomic<bool>> can
         // A bug or an exhausted resource, never the test's doing: the job ends (and is retried)
         // instead of holding its slot forever.
         raw = exec::RawOutcome{};
-        outcome = Judged{"infra_error", std::string("crcrd could not run the job: ") + e.what(), std::nullopt, json::object()};
+        outcome = Judged{Conclusion::infra_error, std::string("crcrd could not run the job: ") + e.what(), std::nullopt, json::object()};
         spdlog::error("job_id={} run failed: {}", job.job_id, e.what());
     }
     // A slot that failed its health check before the start: not an attempt, the job waits.
@@ -353,7 +353,7 @@ void Dispatcher::work(exec::JobToRun job, std::shared_ptr<std::atomic<bool>> can
     bool unhealthy = raw.slot_unhealthy;
     json health = raw.health;
     if (requeue) outcome.reason = "health check of " + job.slot + " failed";
-    if (!requeue && outcome.conclusion == "device_unavailable") {
+    if (!requeue && outcome.conclusion == Conclusion::device_unavailable) {
         // A device-class failure: the health check decides whether the slot goes offline.
         health = m_executor.check_health(job.slot);
         unhealthy = !health.value("ok", false);
@@ -364,8 +364,8 @@ void Dispatcher::work(exec::JobToRun job, std::shared_ptr<std::atomic<bool>> can
         std::lock_guard lk(m_mu);
         stopping = m_stopping;
     }
-    if (stopping && outcome.conclusion == "cancelled") {
-        outcome.conclusion = "infra_error";
+    if (stopping && outcome.conclusion == Conclusion::cancelled) {
+        outcome.conclusion = Conclusion::infra_error;
         outcome.reason = "daemon stopped while the job ran";
     }
     auto store_outcome = [&](store::Db& db) {
@@ -396,9 +396,9 @@ void Dispatcher::work(exec::JobToRun job, std::shared_ptr<std::atomic<bool>> can
         }
         s = m_writer.run_sync(store_outcome);
     }
-    spdlog::log(outcome.conclusion == "passed" ? spdlog::level::info : spdlog::level::warn,
+    spdlog::log(outcome.conclusion == Conclusion::passed ? spdlog::level::info : spdlog::level::warn,
                 "job_id={} run_id={} tier={} attempt={} slot={} ended {}: {}", job.job_id, job.run_id, job.tier,
-                job.attempt, job.slot, requeue ? "requeued" : outcome.conclusion, outcome.reason);
+                job.attempt, job.slot, requeue ? std::string_view("requeued") : to_string(outcome.conclusion), outcome.reason);
     if (!s) spdlog::error("job_id={} outcome not stored before the stop: {}", job.job_id, s.error().message);
     {
         std::lock_guard lk(m_mu);

@@ -1,7 +1,5 @@
 #include "crcrd/sched/jobs.hpp"
 
-#include <algorithm>
-
 #include "crcrd/core/time.hpp"
 #include "crcrd/sched/attempt.hpp"
 #include "crcrd/store/jobs.hpp"
@@ -9,42 +7,40 @@
 
 namespace crcrd::sched {
 
-std::string more_severe(const std::string& a, const std::string& b) {
-    if (a.empty()) return b;
-    if (b.empty()) return a;
-    const auto& order = severity_order();
-    auto ia = std::find(order.begin(), order.end(), a);
-    auto ib = std::find(order.begin(), order.end(), b);
-    return ia <= ib ? a : b;
+std::optional<Conclusion> more_severe(std::optional<Conclusion> a, std::optional<Conclusion> b) {
+    if (!a) return b;
+    if (!b) return a;
+    return severity(*a) <= severity(*b) ? a : b;
 }
 
 std::vector<std::int64_t> startable_jobs(store::Db& db, int limit) { return store::JobsRepo(db).startable(limit); }
 
-RunClass run_class(const std::vector<store::TierResult>& tiers, const std::string& last_tier,
-                   const std::string& last_conclusion) {
+RunClass run_class(const std::vector<store::TierResult>& tiers, const std::string& last_tier, Conclusion last_conclusion) {
     // The last attempt of each tier counts: a retried infra failure does not. The run says
-    // which tier decided its class, and why.
+    // which tier decided its class, and why: the first tier of the most severe class.
+    std::optional<Conclusion> worst;
     RunClass out;
     std::int64_t flaky_tests = 0;
     for (const auto& t : tiers) {
         flaky_tests += t.flaky_tests;
-        if (out.conclusion.empty() || (more_severe(out.conclusion, t.conclusion) == t.conclusion && t.conclusion != out.conclusion)) {
-            out.conclusion = t.conclusion;
+        if (!worst || severity(t.conclusion) < severity(*worst)) {
+            worst = t.conclusion;
             out.reason = t.tier + ": " + t.reason;
         }
     }
-    if (out.conclusion.empty()) {
-        out.conclusion = "cancelled";
-        out.reason = last_tier + " ended " + last_conclusion;
+    if (!worst) {
+        worst = Conclusion::cancelled;
+        out.reason = last_tier + " ended " + std::string(to_string(last_conclusion));
     }
-    if (out.conclusion == "passed") out.reason = "every selected tier passed";
-    if (out.conclusion == "flaky") {
+    out.conclusion = *worst;
+    if (out.conclusion == Conclusion::passed) out.reason = "every selected tier passed";
+    if (out.conclusion == Conclusion::flaky) {
         out.reason = flaky_reason(flaky_tests);
     }
     return out;
 }
 
-std::optional<std::string> finish_job(store::Db& db, std::int64_t job_id, const std::string& conclusion,
+std::optional<Conclusion> finish_job(store::Db& db, std::int64_t job_id, Conclusion conclusion,
                                       const std::string& reason, std::optional<int> exit_status) {
     const std::string now = now_rfc3339();
     store::JobsRepo jobs(db);
@@ -52,14 +48,14 @@ std::optional<std::string> finish_job(store::Db& db, std::int64_t job_id, const 
     if (!done_attempt) return std::nullopt;
     const auto& [run_id, tier] = *done_attempt;
 
-    if (conclusion != "passed" && conclusion != "flaky") jobs.cancel_queued(run_id, tier + " ended " + conclusion, now);
+    if (!is_pass(conclusion)) jobs.cancel_queued(run_id, tier + " ended " + std::string(to_string(conclusion)), now);
     if (jobs.count_open(run_id) != 0) return std::nullopt;
     auto c = run_class(jobs.latest_completed(run_id), tier, conclusion);
     store::RunsRepo(db).complete(run_id, c.conclusion, c.reason, now);
     return c.conclusion;
 }
 
-std::optional<std::int64_t> retry_job(store::Db& db, std::int64_t job_id, const std::string& conclusion,
+std::optional<std::int64_t> retry_job(store::Db& db, std::int64_t job_id, Conclusion conclusion,
                                       const std::string& reason, std::optional<int> exit_status) {
     const std::string now = now_rfc3339();
     store::JobsRepo jobs(db);

@@ -8,17 +8,7 @@
 
 namespace crcrd::store {
 
-std::string to_string(Verdict v) {
-    switch (v) {
-        case Verdict::queued: return "queued";
-        case Verdict::duplicate: return "duplicate";
-        case Verdict::ignored: return "ignored";
-        case Verdict::cancelled: return "cancelled";
-        case Verdict::pong: return "pong";
-        case Verdict::rejected: return "rejected";
-    }
-    return "rejected";
-}
+std::string to_string(Verdict v) { return std::string(crcrd::to_string(v)); }
 
 namespace {
 

@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "crcrd/store/sqlite.hpp"
+#include "vocab_column.hpp"
 
 namespace crcrd::store {
 
@@ -63,14 +64,14 @@ std::optional<JobForRun> JobsRepo::load(std::int64_t job_id) {
     return j;
 }
 
-std::optional<std::pair<std::int64_t, std::string>> JobsRepo::complete(std::int64_t job_id, const std::string& conclusion,
+std::optional<std::pair<std::int64_t, std::string>> JobsRepo::complete(std::int64_t job_id, Conclusion conclusion,
                                                                        const std::string& reason,
                                                                        std::optional<int> exit_status,
                                                                        const std::string& now) {
     Scoped upd(m_db,
         "UPDATE jobs SET state = 'completed', conclusion = ?, reason = ?, exit_status = ?, finished_at = ? "
         "WHERE id = ? AND state IN ('queued','leased','running') RETURNING run_id, tier");
-    upd->bind(1, conclusion).bind(2, reason).bind(3, exit_status ? std::optional<std::int64_t>(*exit_status) : std::nullopt)
+    upd->bind(1, to_string(conclusion)).bind(2, reason).bind(3, exit_status ? std::optional<std::int64_t>(*exit_status) : std::nullopt)
         .bind(4, now).bind(5, job_id);
     if (!upd->step()) return std::nullopt;
     return std::make_pair(upd->int64(0), upd->text(1));
@@ -109,7 +110,7 @@ std::vector<TierResult> JobsRepo::latest_completed(std::int64_t run_id) {
         "ORDER BY position");
     st->bind(1, run_id);
     std::vector<TierResult> out;
-    while (st->step()) out.push_back(TierResult{st->text(0), st->text(1), st->text(2), st->int64(3)});
+    while (st->step()) out.push_back(TierResult{st->text(0), vocab_column<Conclusion>(*st, 1, "jobs.conclusion"), st->text(2), st->int64(3)});
     return out;
 }
 
@@ -188,11 +189,11 @@ void JobsRepo::mark_leased(std::int64_t job_id, const std::string& slot) {
     st->run();
 }
 
-std::optional<std::string> JobsRepo::state(std::int64_t job_id) {
+std::optional<JobState> JobsRepo::state(std::int64_t job_id) {
     Scoped st(m_db, "SELECT state FROM jobs WHERE id = ?");
     st->bind(1, job_id);
     if (!st->step()) return std::nullopt;
-    return st->text(0);
+    return vocab_column<JobState>(*st, 0, "jobs.state");
 }
 
 void JobsRepo::requeue_leased(std::int64_t job_id) {

@@ -2,6 +2,7 @@
 
 #include "crcrd/store/sqlite.hpp"
 #include "store/guarded.hpp"
+#include "store/vocab_column.hpp"
 
 namespace crcrd::store {
 
@@ -16,9 +17,11 @@ const char* bound(AttemptRecord::Kind k) {
     return "again";
 }
 
-/// `paused` padded (or cut) to the three placeholders of `sink NOT IN (?, ?, ?)`; "" matches none.
-std::vector<std::string> three_sinks(const std::vector<std::string>& paused) {
-    std::vector<std::string> out = paused;
+/// The names of `paused` padded (or cut) to the three placeholders of `sink NOT IN (?, ?, ?)`;
+/// "" matches none.
+std::vector<std::string> three_sinks(const std::vector<Sink>& paused) {
+    std::vector<std::string> out;
+    for (auto s : paused) out.emplace_back(to_string(s));
     out.resize(3);
     return out;
 }
@@ -79,11 +82,11 @@ std::vector<StartedAttempt> OutboxRepo::started_attempts(std::int64_t run_id) {
     return out;
 }
 
-std::optional<LastStatus> OutboxRepo::last_status(std::int64_t run_id, const std::string& sink,
+std::optional<LastStatus> OutboxRepo::last_status(std::int64_t run_id, Sink sink,
                                                   const std::string& context) {
     Scoped last(m_db,
         "SELECT state, description FROM outbox WHERE run_id = ? AND sink = ? AND context = ? ORDER BY id DESC LIMIT 1");
-    last->bind(1, run_id).bind(2, sink).bind(3, context);
+    last->bind(1, run_id).bind(2, to_string(sink)).bind(3, context);
     if (!last->step()) return std::nullopt;
     return LastStatus{last->text(0), last->text(1)};
 }
@@ -94,7 +97,7 @@ std::int64_t OutboxRepo::append(const NewStatusRow& row) {
         Scoped ins(m_db,
             "INSERT INTO outbox (sink, run_id, sha, context, state, description, target_url, body, created_at) "
             "VALUES (?,?,?,?,?,?,?,?,?)");
-        ins->bind(1, row.sink).bind(2, row.run_id).bind(3, row.sha).bind(4, row.context).bind(5, row.state);
+        ins->bind(1, to_string(row.sink)).bind(2, row.run_id).bind(3, row.sha).bind(4, row.context).bind(5, row.state);
         ins->bind(6, row.description).bind(7, row.target_url).bind(8, row.body).bind(9, row.created_at);
         ins->run();
         id = m_db.last_insert_rowid();
@@ -102,7 +105,7 @@ std::int64_t OutboxRepo::append(const NewStatusRow& row) {
     Scoped coalesce(m_db,
         "UPDATE outbox SET delivery = 'coalesced' WHERE sink = ? AND sha = ? AND context = ? AND delivery = 'waiting' "
         "AND id < ?");
-    coalesce->bind(1, row.sink).bind(2, row.sha).bind(3, row.context).bind(4, id);
+    coalesce->bind(1, to_string(row.sink)).bind(2, row.sha).bind(3, row.context).bind(4, id);
     coalesce->run();
     return id;
 }
@@ -113,13 +116,13 @@ RequeueOutcome OutboxRepo::requeue_dead(std::int64_t id) {
     {
         Scoped row(m_db, "SELECT delivery, sink, sha, context FROM outbox WHERE id = ?");
         row->bind(1, id);
-        if (!row->step()) return {RequeueOutcome::Kind::not_found, "", ""};
-        out.delivery = row->text(0);
+        if (!row->step()) return {RequeueOutcome::Kind::not_found, OutboxDelivery::waiting, ""};
+        out.delivery = vocab_column<OutboxDelivery>(*row, 0, "outbox.delivery");
         sink = row->text(1);
         sha = row->text(2);
         out.context = row->text(3);
     }
-    if (out.delivery != "dead") {
+    if (out.delivery != OutboxDelivery::dead) {
         out.kind = RequeueOutcome::Kind::not_dead;
         return out;
     }
@@ -172,7 +175,7 @@ Result<OutboxQueue> OutboxQueue::open(const std::filesystem::path& db) {
 }
 
 Result<std::vector<OutboxItem>> OutboxQueue::due(const std::string& now,
-                                                 const std::vector<std::string>& paused_sinks) {
+                                                 const std::vector<Sink>& paused_sinks) {
     return guarded([&] {
         const auto paused = three_sinks(paused_sinks);
         Scoped due(*m_db,
@@ -182,23 +185,23 @@ Result<std::vector<OutboxItem>> OutboxQueue::due(const std::string& now,
         due->bind(1, now).bind(2, paused[0]).bind(3, paused[1]).bind(4, paused[2]);
         std::vector<OutboxItem> rows;
         while (due->step()) {
-            rows.push_back({due->int64(0), due->text(1), due->text(2), due->text(3), due->text(4), due->text(5),
+            rows.push_back({due->int64(0), vocab_column<Sink>(*due, 1, "outbox.sink"), due->text(2), due->text(3), due->text(4), due->text(5),
                             due->opt_text(6), due->opt_text(7), due->int64(8), due->int64(9)});
         }
         return rows;
     });
 }
 
-Result<std::optional<std::string>> OutboxQueue::delivery_of(std::int64_t id) {
-    return guarded([&]() -> std::optional<std::string> {
+Result<std::optional<OutboxDelivery>> OutboxQueue::delivery_of(std::int64_t id) {
+    return guarded([&]() -> std::optional<OutboxDelivery> {
         Scoped still(*m_db, "SELECT delivery FROM outbox WHERE id = ?");
         still->bind(1, id);
         if (!still->step()) return std::nullopt;
-        return still->text(0);
+        return vocab_column<OutboxDelivery>(*still, 0, "outbox.delivery");
     });
 }
 
-Result<std::optional<std::string>> OutboxQueue::earliest_retry(const std::vector<std::string>& paused_sinks) {
+Result<std::optional<std::string>> OutboxQueue::earliest_retry(const std::vector<Sink>& paused_sinks) {
     return guarded([&]() -> std::optional<std::string> {
         const auto paused = three_sinks(paused_sinks);
         Scoped soon(*m_db, "SELECT min(next_attempt_at) FROM outbox WHERE delivery = 'waiting' AND sink NOT IN (?, ?, ?)");
@@ -208,14 +211,14 @@ Result<std::optional<std::string>> OutboxQueue::earliest_retry(const std::vector
     });
 }
 
-Result<std::optional<std::string>> OutboxQueue::first_callback_delivery(std::int64_t run_id,
-                                                                        const std::string& context) {
-    return guarded([&]() -> std::optional<std::string> {
+Result<std::optional<OutboxDelivery>> OutboxQueue::first_callback_delivery(std::int64_t run_id,
+                                                                           const std::string& context) {
+    return guarded([&]() -> std::optional<OutboxDelivery> {
         Scoped first(*m_db,
                      "SELECT delivery FROM outbox WHERE run_id = ? AND sink = 'callback' AND context = ? ORDER BY id LIMIT 1");
         first->bind(1, run_id).bind(2, context);
         if (!first->step()) return std::nullopt;
-        return first->text(0);
+        return vocab_column<OutboxDelivery>(*first, 0, "outbox.delivery");
     });
 }
 

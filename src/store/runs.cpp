@@ -3,6 +3,7 @@
 #include "crcrd/store/jobs.hpp"
 #include "crcrd/store/sqlite.hpp"
 #include "guarded.hpp"
+#include "vocab_column.hpp"
 
 namespace crcrd::store {
 
@@ -41,7 +42,7 @@ std::optional<RetrySource> RunsRepo::retry_source(std::int64_t run_id) {
     r.run.head_repo = st->opt_text(7);
     r.run.labels_json = st->text(8);
     r.run.inputs_json = st->text(9);
-    r.state = st->text(10);
+    r.state = vocab_column<RunState>(*st, 10, "runs.state");
     return r;
 }
 
@@ -83,12 +84,12 @@ void RunsRepo::mark_running(std::int64_t run_id) {
     st->run();
 }
 
-void RunsRepo::complete(std::int64_t run_id, const std::string& conclusion, const std::string& reason,
+void RunsRepo::complete(std::int64_t run_id, Conclusion conclusion, const std::string& reason,
                         const std::string& now) {
     Scoped st(m_db,
         "UPDATE runs SET state = 'completed', conclusion = ?, reason = ?, finished_at = ? "
         "WHERE id = ? AND state IN ('queued','running')");
-    st->bind(1, conclusion).bind(2, reason).bind(3, now).bind(4, run_id);
+    st->bind(1, to_string(conclusion)).bind(2, reason).bind(3, now).bind(4, run_id);
     st->run();
 }
 

@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "crcrd/core/vocab.hpp"
+
 namespace crcrd::classify {
 
 struct Evidence {
@@ -22,8 +24,9 @@ struct Evidence {
     std::string log_text;                     // the kept log (head and tail)
 };
 
+/// One attempt's class and why.
 struct Verdict {
-    std::string conclusion;  // a §5 class
+    Conclusion conclusion = Conclusion::passed;
     std::string reason;      // for people: which evidence decided it
     std::optional<std::string> log_line;  // the log line a pattern matched, when one decided it
 };

@@ -16,6 +16,7 @@
 
 #include "crcrd/config/config.hpp"
 #include "crcrd/core/time.hpp"
+#include "crcrd/core/vocab.hpp"
 #include "crcrd/http/client.hpp"
 #include "crcrd/report/auth.hpp"
 #include "crcrd/store/fwd.hpp"
@@ -67,7 +68,7 @@ private:
     std::shared_ptr<const SenderSettings> m_settings;
     std::shared_ptr<GithubAuth> m_auth;
     std::shared_ptr<RelayToken> m_relay_token;
-    std::map<std::string, SystemTime> m_paused;  // sink → rate-limited until
+    std::map<Sink, SystemTime> m_paused;  // sink → rate-limited until
     std::optional<SystemTime> m_last_github_post;
     bool m_pending = false;
     bool m_stopping = false;

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "crcrd/classify/classify.hpp"
+#include "crcrd/core/vocab.hpp"
 #include "crcrd/exec/executor.hpp"
 
 namespace crcrd::sched {
@@ -17,7 +18,7 @@ namespace crcrd::sched {
 /// A raw outcome classified: the §5 class, why, the exit status to store (the exit code, or
 /// 128 + signal), and the evidence served with the job.
 struct Judged {
-    std::string conclusion;
+    Conclusion conclusion = Conclusion::passed;
     std::string reason;
     std::optional<int> exit_status;
     nlohmann::json evidence = nlohmann::json::object();
@@ -39,7 +40,7 @@ struct NextStep {
         finish,             // final: the tier ends with `conclusion`
         finish_unless_flaky // a pass: flaky if tests of an earlier regression now passed
     } kind = Kind::finish;
-    std::string conclusion;
+    Conclusion conclusion = Conclusion::passed;
     std::string reason;
 };
 
@@ -47,7 +48,7 @@ struct NextStep {
 /// `infra_retries` earlier attempts of the tier ended so; a regression is rerun while fewer than
 /// `flaky_reruns` earlier attempts regressed, and is final "again on rerun" after one; a pass
 /// may turn flaky; anything else is final. Pure.
-NextStep next_step(const std::string& conclusion, const std::string& reason, std::int64_t infra_before,
+NextStep next_step(Conclusion conclusion, const std::string& reason, std::int64_t infra_before,
                    std::int64_t regressions_before, const RetryPolicy& policy);
 
 /// "1 test failed, then passed on rerun" / "N tests ...".

@@ -9,24 +9,19 @@
 #include <string>
 #include <vector>
 
+#include "crcrd/core/vocab.hpp"
 #include "crcrd/store/fwd.hpp"
 #include "crcrd/store/jobs.hpp"
 
 namespace crcrd::sched {
 
-/// §5's classes in order of severity, most severe first.
-inline const std::vector<std::string>& severity_order() {
-    static const std::vector<std::string> k = {"regression", "infra_error", "device_unavailable", "timeout", "flaky",
-                                               "passed"};
-    return k;
-}
-
-/// The more severe of two classes ("" counts as nothing).
-std::string more_severe(const std::string& a, const std::string& b);
+/// The more severe of two classes by severity() (core/vocab.hpp), `a` on a tie; nullopt
+/// counts as nothing (the other is returned).
+std::optional<Conclusion> more_severe(std::optional<Conclusion> a, std::optional<Conclusion> b);
 
 /// A run's class and the reason shown for it.
 struct RunClass {
-    std::string conclusion;
+    Conclusion conclusion = Conclusion::passed;
     std::string reason;
 };
 
@@ -34,8 +29,7 @@ struct RunClass {
 /// the most severe, with "<tier>: <reason>"; "passed" says every selected tier passed; "flaky"
 /// counts the flaky tests; no completed tier at all means the run was cancelled when
 /// `last_tier` ended `last_conclusion`. Pure.
-RunClass run_class(const std::vector<store::TierResult>& tiers, const std::string& last_tier,
-                   const std::string& last_conclusion);
+RunClass run_class(const std::vector<store::TierResult>& tiers, const std::string& last_tier, Conclusion last_conclusion);
 
 /// Jobs that may start now: queued, of a queued or running run, and every job of an earlier
 /// tier of that run completed as passed or flaky. At most one per run, oldest runs first.
@@ -45,14 +39,14 @@ std::vector<std::int64_t> startable_jobs(store::Db& db, int limit = 64);
 /// flaky, the run's later queued jobs end cancelled ("<tier> ended <class>"). When no job of
 /// the run is left queued, leased or running, the run completes with the most severe class
 /// of its completed jobs. Returns the run's conclusion when it completed.
-std::optional<std::string> finish_job(store::Db& db, std::int64_t job_id, const std::string& conclusion,
+std::optional<Conclusion> finish_job(store::Db& db, std::int64_t job_id, Conclusion conclusion,
                                       const std::string& reason, std::optional<int> exit_status = std::nullopt);
 
 /// Ends an attempt that may be retried (infra-class outcomes with attempts left): the job
 /// completes with `conclusion` and a new queued job of the same tier with attempt + 1
 /// replaces it; later tiers are not touched. Returns the new job, or nullopt when the job
 /// had already ended.
-std::optional<std::int64_t> retry_job(store::Db& db, std::int64_t job_id, const std::string& conclusion,
+std::optional<std::int64_t> retry_job(store::Db& db, std::int64_t job_id, Conclusion conclusion,
                                       const std::string& reason, std::optional<int> exit_status = std::nullopt);
 
 }  // namespace crcrd::sched

@@ -7,12 +7,15 @@
 #include <string>
 #include <vector>
 
+#include "crcrd/core/vocab.hpp"
 #include "crcrd/store/fwd.hpp"
 
 namespace crcrd::store {
 
-enum class Verdict { queued, duplicate, ignored, cancelled, pong, rejected };
+/// What ingest decided about a delivery: the one enum of core/vocab.hpp.
+using Verdict = crcrd::Verdict;
 
+/// The verdict's name as deliveries.verdict stores it (core/vocab.hpp's to_string, as a string).
 std::string to_string(Verdict v);
 
 /// A run to create, already pinned and trusted.

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "crcrd/core/vocab.hpp"
 #include "crcrd/store/fwd.hpp"
 
 namespace crcrd::store {
@@ -28,7 +29,7 @@ struct JobForRun {
 /// The latest completed attempt of a tier, for the run's class.
 struct TierResult {
     std::string tier;
-    std::string conclusion;
+    Conclusion conclusion = Conclusion::passed;
     std::string reason;
     std::int64_t flaky_tests = 0;
 };
@@ -63,7 +64,7 @@ public:
     std::optional<JobForRun> load(std::int64_t job_id);
     /// Completes an open attempt with `conclusion`; its run and tier, or nullopt when it had
     /// already ended.
-    std::optional<std::pair<std::int64_t, std::string>> complete(std::int64_t job_id, const std::string& conclusion,
+    std::optional<std::pair<std::int64_t, std::string>> complete(std::int64_t job_id, Conclusion conclusion,
                                                                  const std::string& reason,
                                                                  std::optional<int> exit_status, const std::string& now);
     /// Cancels the queued jobs of run `run_id` with `reason`.
@@ -87,8 +88,8 @@ public:
     std::vector<OpenAttempt> left_open();
     /// The job holds slot `slot` now.
     void mark_leased(std::int64_t job_id, const std::string& slot);
-    /// The job's state ("queued", "cancelled", ...); nullopt when there is no such job.
-    std::optional<std::string> state(std::int64_t job_id);
+    /// The job's state; nullopt when there is no such job.
+    std::optional<JobState> state(std::int64_t job_id);
     /// A leased job goes back to the queue (no thread to run it).
     void requeue_leased(std::int64_t job_id);
     /// A leased job's command started in process group `pgid`.

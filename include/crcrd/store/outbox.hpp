@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "crcrd/core/result.hpp"
+#include "crcrd/core/vocab.hpp"
 #include "crcrd/store/fwd.hpp"
 
 namespace crcrd::store {
@@ -51,7 +52,7 @@ struct LastStatus {
 
 /// A status or callback to append.
 struct NewStatusRow {
-    std::string sink;  // github | file | callback
+    Sink sink = Sink::github;
     std::int64_t run_id = 0;
     std::string sha, context, state, description;
     std::optional<std::string> target_url, body;
@@ -62,7 +63,7 @@ struct NewStatusRow {
 struct RequeueOutcome {
     enum class Kind { requeued, not_found, not_dead, newer_reported };
     Kind kind = Kind::not_found;
-    std::string delivery;  // the row's delivery state (not_dead)
+    OutboxDelivery delivery = OutboxDelivery::waiting;  // the row's delivery state (not_dead)
     std::string context;   // the row's context (newer_reported)
 };
 
@@ -79,7 +80,8 @@ struct AttemptRecord {
 /// A waiting row as the sender delivers it.
 struct OutboxItem {
     std::int64_t id = 0;
-    std::string sink, sha, context, state, description;
+    Sink sink = Sink::github;
+    std::string sha, context, state, description;
     std::optional<std::string> target_url, body;
     std::int64_t attempts = 0;
     std::int64_t run_id = 0;
@@ -103,7 +105,7 @@ public:
     /// Every attempt of the run's tiers that started, in id order.
     std::vector<StartedAttempt> started_attempts(std::int64_t run_id);
     /// The newest row of (run, sink, context), or nullopt when none was ever appended.
-    std::optional<LastStatus> last_status(std::int64_t run_id, const std::string& sink,
+    std::optional<LastStatus> last_status(std::int64_t run_id, Sink sink,
                                           const std::string& context);
     /// Appends `row` (waiting), then marks the older rows of the same (sink, sha, context) that
     /// still wait as coalesced. Returns the new row's id.
@@ -134,13 +136,13 @@ public:
     /// The first 100 waiting rows due at `now` (RFC 3339) whose sink is not in `paused_sinks`
     /// (at most three), in id order.
     Result<std::vector<OutboxItem>> due(const std::string& now,
-                                        const std::vector<std::string>& paused_sinks);
-    /// The delivery state of row `id` (waiting, sent, dead, coalesced), or nullopt when it is gone.
-    Result<std::optional<std::string>> delivery_of(std::int64_t id);
+                                        const std::vector<Sink>& paused_sinks);
+    /// The delivery state of row `id`, or nullopt when it is gone.
+    Result<std::optional<OutboxDelivery>> delivery_of(std::int64_t id);
     /// The earliest retry time of a waiting row whose sink is not paused, or nullopt.
-    Result<std::optional<std::string>> earliest_retry(const std::vector<std::string>& paused_sinks);
+    Result<std::optional<std::string>> earliest_retry(const std::vector<Sink>& paused_sinks);
     /// The delivery state of the run's first callback row with `context`, or nullopt.
-    Result<std::optional<std::string>> first_callback_delivery(std::int64_t run_id,
+    Result<std::optional<OutboxDelivery>> first_callback_delivery(std::int64_t run_id,
                                                               const std::string& context);
     /// How many GitHub statuses of (sha, context) were sent.
     Result<std::int64_t> github_sent_count(const std::string& sha, const std::string& context);

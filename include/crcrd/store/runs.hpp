@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "crcrd/core/result.hpp"
+#include "crcrd/core/vocab.hpp"
 #include "crcrd/store/deliveries.hpp"
 #include "crcrd/store/fwd.hpp"
 
@@ -20,7 +21,7 @@ enum class CancelOutcome { cancelled, already_finished, not_found };
 /// A finished run to be run again: its request as queued, and its state.
 struct RetrySource {
     NewRun run;  // event, action, sha, pr, refs, head_repo, labels, inputs ("" when NULL)
-    std::string state;
+    RunState state = RunState::completed;
 };
 
 /// A queued run without a selection yet, as the planner needs it.
@@ -58,7 +59,7 @@ public:
     /// A queued run starts running (its first job was leased).
     void mark_running(std::int64_t run_id);
     /// A queued or running run completes with `conclusion` and `reason`.
-    void complete(std::int64_t run_id, const std::string& conclusion, const std::string& reason, const std::string& now);
+    void complete(std::int64_t run_id, Conclusion conclusion, const std::string& reason, const std::string& now);
 
 private:
     Db& m_db;

@@ -26,7 +26,7 @@ TEST(Classify, EachRuleInItsOrder) {
     struct Case {
         const char* what;
         Evidence e;
-        const char* conclusion;
+        Conclusion conclusion;
     };
     Evidence cancelled = ran(143, 0, 0);
     cancelled.cancelled = true;
@@ -40,19 +40,19 @@ TEST(Classify, EachRuleInItsOrder) {
     killed.exit_code.reset();
     killed.signal = 9;
     const std::vector<Case> cases = {
-        {"cancelled wins", cancelled, "cancelled"},
-        {"a timeout before any log signature", timed_out, "timeout"},
-        {"a stall", stalled, "timeout"},
-        {"a device signature, even with failed tests", ran(1, 5, 2, "x\nRAS::VFIO::DeviceOpenFail: /dev/vfio/3\n"), "device_unavailable"},
-        {"another device fault", ran(1, 0, 0, "RuntimeError: Failed to open device 0\n"), "device_unavailable"},
-        {"malformed JUnit", bad_junit, "infra_error"},
-        {"failed tests", ran(1, 10, 2, "E   AssertionError\n"), "regression"},
-        {"failed tests and an infra line", ran(1, 10, 2, "No space left on device\n"), "regression"},
-        {"an infra line in a failed attempt", ran(2, 0, 0, "ERROR: Could not install packages due to an OSError\n"), "infra_error"},
-        {"an infra line in a passing attempt", ran(0, 4, 0, "test_offline: Could not resolve host (expected)\n"), "passed"},
-        {"killed by a signal", killed, "infra_error"},
-        {"non-zero exit without a failed test", ran(3, 4, 0), "infra_error"},
-        {"everything passed", ran(0, 4, 0), "passed"},
+        {"cancelled wins", cancelled, Conclusion::cancelled},
+        {"a timeout before any log signature", timed_out, Conclusion::timeout},
+        {"a stall", stalled, Conclusion::timeout},
+        {"a device signature, even with failed tests", ran(1, 5, 2, "x\nRAS::VFIO::DeviceOpenFail: /dev/vfio/3\n"), Conclusion::device_unavailable},
+        {"another device fault", ran(1, 0, 0, "RuntimeError: Failed to open device 0\n"), Conclusion::device_unavailable},
+        {"malformed JUnit", bad_junit, Conclusion::infra_error},
+        {"failed tests", ran(1, 10, 2, "E   AssertionError\n"), Conclusion::regression},
+        {"failed tests and an infra line", ran(1, 10, 2, "No space left on device\n"), Conclusion::regression},
+        {"an infra line in a failed attempt", ran(2, 0, 0, "ERROR: Could not install packages due to an OSError\n"), Conclusion::infra_error},
+        {"an infra line in a passing attempt", ran(0, 4, 0, "test_offline: Could not resolve host (expected)\n"), Conclusion::passed},
+        {"killed by a signal", killed, Conclusion::infra_error},
+        {"non-zero exit without a failed test", ran(3, 4, 0), Conclusion::infra_error},
+        {"everything passed", ran(0, 4, 0), Conclusion::passed},
     };
     for (const auto& c : cases) {
         EXPECT_EQ(decide(c.e, p).conclusion, c.conclusion) << c.what;
@@ -73,8 +73,8 @@ TEST(Classify, ReasonsNameTheEvidence) {
 
 TEST(Classify, ConfiguredPatternsReplaceTheDefaults) {
     auto p = compile_patterns({"HW_ERR_[0-9]+"}, {"runner lost"});
-    EXPECT_EQ(decide(ran(1, 0, 0, "fatal HW_ERR_42\n"), p).conclusion, "device_unavailable");
-    EXPECT_EQ(decide(ran(1, 0, 0, "RAS::VFIO::DeviceOpenFail\n"), p).conclusion, "infra_error");  // no longer a device fault
+    EXPECT_EQ(decide(ran(1, 0, 0, "fatal HW_ERR_42\n"), p).conclusion, Conclusion::device_unavailable);
+    EXPECT_EQ(decide(ran(1, 0, 0, "RAS::VFIO::DeviceOpenFail\n"), p).conclusion, Conclusion::infra_error);  // no longer a device fault
     EXPECT_EQ(decide(ran(1, 0, 0, "the runner lost its connection\n"), p).reason,
               "infrastructure failure in the log: the runner lost its connection");
 }

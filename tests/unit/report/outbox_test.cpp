@@ -90,7 +90,7 @@ TEST_F(OutboxTest, PlanningAnnouncesPendingAndTheEndGivesEveryContextItsFinalSta
     };
     EXPECT_EQ(count(), 3);
     // import fails: smoke is cancelled, the run ends regression. Waiting rows are coalesced.
-    sched::finish_job(*db, 1, "regression", "1 of 3 tests failed", 1);
+    sched::finish_job(*db, 1, Conclusion::regression, "1 of 3 tests failed", 1);
     sync_dirty(*db, settings);
     EXPECT_EQ(rows(),
               "crcr/spyre=pending:coalesced crcr/spyre/import=pending:coalesced crcr/spyre/smoke=pending:coalesced "

@@ -10,7 +10,7 @@ using Kind = NextStep::Kind;
 
 struct StepCase {
     const char* name;
-    std::string conclusion;
+    Conclusion conclusion;
     std::int64_t infra_before, regressions_before;
     RetryPolicy policy;
     Kind kind;
@@ -20,17 +20,17 @@ struct StepCase {
 TEST(NextStep, RetriesRerunsAndFinalOutcomesFollowThePolicy) {
     const RetryPolicy p{2, 1};
     const std::vector<StepCase> cases = {
-        {"infra retried", "infra_error", 0, 0, p, Kind::retry, "why"},
-        {"device retried", "device_unavailable", 1, 0, p, Kind::retry, "why"},
-        {"infra out of retries", "infra_error", 2, 0, p, Kind::finish, "why"},
-        {"infra never retried", "infra_error", 0, 0, {0, 1}, Kind::finish, "why"},
-        {"regression rerun", "regression", 0, 0, p, Kind::retry, "why; rerun to tell a flaky test"},
-        {"regression again", "regression", 0, 1, p, Kind::finish, "why, again on rerun"},
-        {"regression, no reruns", "regression", 0, 0, {2, 0}, Kind::finish, "why"},
-        {"regression after infra retries", "regression", 2, 0, p, Kind::retry, "why; rerun to tell a flaky test"},
-        {"pass may be flaky", "passed", 0, 1, p, Kind::finish_unless_flaky, "why"},
-        {"timeout final", "timeout", 0, 0, p, Kind::finish, "why"},
-        {"cancelled final", "cancelled", 0, 0, p, Kind::finish, "why"},
+        {"infra retried", Conclusion::infra_error, 0, 0, p, Kind::retry, "why"},
+        {"device retried", Conclusion::device_unavailable, 1, 0, p, Kind::retry, "why"},
+        {"infra out of retries", Conclusion::infra_error, 2, 0, p, Kind::finish, "why"},
+        {"infra never retried", Conclusion::infra_error, 0, 0, {0, 1}, Kind::finish, "why"},
+        {"regression rerun", Conclusion::regression, 0, 0, p, Kind::retry, "why; rerun to tell a flaky test"},
+        {"regression again", Conclusion::regression, 0, 1, p, Kind::finish, "why, again on rerun"},
+        {"regression, no reruns", Conclusion::regression, 0, 0, {2, 0}, Kind::finish, "why"},
+        {"regression after infra retries", Conclusion::regression, 2, 0, p, Kind::retry, "why; rerun to tell a flaky test"},
+        {"pass may be flaky", Conclusion::passed, 0, 1, p, Kind::finish_unless_flaky, "why"},
+        {"timeout final", Conclusion::timeout, 0, 0, p, Kind::finish, "why"},
+        {"cancelled final", Conclusion::cancelled, 0, 0, p, Kind::finish, "why"},
     };
     for (const auto& c : cases) {
         auto s = next_step(c.conclusion, "why", c.infra_before, c.regressions_before, c.policy);
@@ -55,31 +55,31 @@ exec::RawOutcome exited(int code, std::vector<exec::TestResult> results = {}) {
 TEST(Judge, ClassifiesRawOutcomesAndKeepsTheEvidence) {
     const auto patterns = classify::compile_patterns({"device lost"}, {"No space left"});
     auto pass = judge(exited(0, {{"t1", "passed", 0.1, ""}}), patterns);
-    EXPECT_EQ(pass.conclusion, "passed");
+    EXPECT_EQ(pass.conclusion, Conclusion::passed);
     EXPECT_EQ(pass.exit_status, 0);
 
     auto failed = judge(exited(1, {{"t1", "failed", 0.1, "assert"}, {"t2", "passed", 0.1, ""}}), patterns);
-    EXPECT_EQ(failed.conclusion, "regression");
+    EXPECT_EQ(failed.conclusion, Conclusion::regression);
     EXPECT_EQ(failed.evidence["failed_tests"], nlohmann::json::array({"t1"}));
     EXPECT_EQ(failed.evidence["tests_total"], 2);
 
     exec::RawOutcome killed;
     killed.signal = 9;
     auto k = judge(killed, patterns);
-    EXPECT_EQ(k.conclusion, "infra_error");
+    EXPECT_EQ(k.conclusion, Conclusion::infra_error);
     EXPECT_EQ(k.exit_status, 137);  // 128 + signal
     EXPECT_EQ(k.evidence["signal"], 9);
 
     auto device = exited(1);
     device.log_text = "step 3\ndevice lost on card 0\n";
     auto d = judge(device, patterns);
-    EXPECT_EQ(d.conclusion, "device_unavailable");
+    EXPECT_EQ(d.conclusion, Conclusion::device_unavailable);
     EXPECT_EQ(d.evidence["log_lines"], nlohmann::json::array({"device lost on card 0"}));
 
     exec::RawOutcome not_run;
     not_run.not_run = "cannot check out the SHA";
     auto n = judge(not_run, patterns);
-    EXPECT_EQ(n.conclusion, "infra_error");
+    EXPECT_EQ(n.conclusion, Conclusion::infra_error);
     EXPECT_EQ(n.reason, "cannot check out the SHA");
     EXPECT_FALSE(n.exit_status);
 
@@ -87,7 +87,7 @@ TEST(Judge, ClassifiesRawOutcomesAndKeepsTheEvidence) {
     timed_out.exit_code.reset();
     timed_out.signal = 15;
     timed_out.timed_out = true;
-    EXPECT_EQ(judge(timed_out, patterns).conclusion, "timeout");
+    EXPECT_EQ(judge(timed_out, patterns).conclusion, Conclusion::timeout);
 }
 
 TEST(PlanJobs, OneJobPerSelectedTierAtItsPositionInTheRules) {

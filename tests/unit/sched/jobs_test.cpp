@@ -50,49 +50,52 @@ TEST_F(JobsTest, TiersRunInOrderAndOnlyAfterThePreviousPassed) {
     EXPECT_EQ(startable_jobs(*db), std::vector<std::int64_t>{jobs[0]});
     db->exec("UPDATE jobs SET state='running' WHERE id=" + std::to_string(jobs[0]));
     EXPECT_TRUE(startable_jobs(*db).empty());  // one tier at a time
-    EXPECT_FALSE(finish_job(*db, jobs[0], "passed", "ok", 0));
+    EXPECT_FALSE(finish_job(*db, jobs[0], Conclusion::passed, "ok", 0));
     EXPECT_EQ(startable_jobs(*db), std::vector<std::int64_t>{jobs[1]});
-    EXPECT_FALSE(finish_job(*db, jobs[1], "flaky", "1 test passed on rerun", 0));
+    EXPECT_FALSE(finish_job(*db, jobs[1], Conclusion::flaky, "1 test passed on rerun", 0));
     EXPECT_EQ(startable_jobs(*db), std::vector<std::int64_t>{jobs[2]});
-    auto done = finish_job(*db, jobs[2], "passed", "ok", 0);
+    auto done = finish_job(*db, jobs[2], Conclusion::passed, "ok", 0);
     ASSERT_TRUE(done);
-    EXPECT_EQ(*done, "flaky");  // the most severe of passed, flaky, passed
+    EXPECT_EQ(*done, Conclusion::flaky);  // the most severe of passed, flaky, passed
     EXPECT_EQ(text("SELECT state || '/' || conclusion FROM runs WHERE id=" + std::to_string(run)), "completed/flaky");
 }
 
 TEST_F(JobsTest, AFailedTierCancelsTheLaterOnesWithTheReason) {
     std::int64_t run = 0;
     auto jobs = run_with({"import", "smoke", "affected"}, &run);
-    auto done = finish_job(*db, jobs[0], "device_unavailable", "no healthy device in 30m");
+    auto done = finish_job(*db, jobs[0], Conclusion::device_unavailable, "no healthy device in 30m");
     ASSERT_TRUE(done);
-    EXPECT_EQ(*done, "device_unavailable");
+    EXPECT_EQ(*done, Conclusion::device_unavailable);
     EXPECT_EQ(text("SELECT group_concat(state || ':' || reason, ',') FROM jobs WHERE position > 0"),
               "cancelled:import ended device_unavailable,cancelled:import ended device_unavailable");
     EXPECT_EQ(text("SELECT conclusion FROM runs WHERE id=" + std::to_string(run)), "device_unavailable");
     EXPECT_TRUE(startable_jobs(*db).empty());
-    EXPECT_FALSE(finish_job(*db, jobs[1], "passed", "late"));  // a cancelled job stays cancelled
+    EXPECT_FALSE(finish_job(*db, jobs[1], Conclusion::passed, "late"));  // a cancelled job stays cancelled
 }
 
 TEST_F(JobsTest, ARetryRunsBeforeTheLaterTiersAndOnlyTheLastAttemptCounts) {
     std::int64_t run = 0;
     auto jobs = run_with({"import", "smoke"}, &run);
-    auto retry = retry_job(*db, jobs[0], "infra_error", "runner crashed");
+    auto retry = retry_job(*db, jobs[0], Conclusion::infra_error, "runner crashed");
     ASSERT_TRUE(retry);
     EXPECT_EQ(startable_jobs(*db), std::vector<std::int64_t>{*retry});
     EXPECT_EQ(text("SELECT attempt || ':' || tier FROM jobs WHERE id=" + std::to_string(*retry)), "2:import");
-    EXPECT_FALSE(finish_job(*db, *retry, "passed", "ok"));
+    EXPECT_FALSE(finish_job(*db, *retry, Conclusion::passed, "ok"));
     EXPECT_EQ(startable_jobs(*db), std::vector<std::int64_t>{jobs[1]});
-    auto done = finish_job(*db, jobs[1], "passed", "ok");
+    auto done = finish_job(*db, jobs[1], Conclusion::passed, "ok");
     ASSERT_TRUE(done);
-    EXPECT_EQ(*done, "passed");  // the failed first attempt does not count
+    EXPECT_EQ(*done, Conclusion::passed);  // the failed first attempt does not count
 }
 
 TEST_F(JobsTest, SeverityOrder) {
-    EXPECT_EQ(more_severe("passed", "regression"), "regression");
-    EXPECT_EQ(more_severe("timeout", "infra_error"), "infra_error");
-    EXPECT_EQ(more_severe("flaky", "timeout"), "timeout");
-    EXPECT_EQ(more_severe("device_unavailable", "infra_error"), "infra_error");
-    EXPECT_EQ(more_severe("", "passed"), "passed");
+    using C = Conclusion;
+    EXPECT_EQ(more_severe(C::passed, C::regression), C::regression);
+    EXPECT_EQ(more_severe(C::timeout, C::infra_error), C::infra_error);
+    EXPECT_EQ(more_severe(C::flaky, C::timeout), C::timeout);
+    EXPECT_EQ(more_severe(C::device_unavailable, C::infra_error), C::infra_error);
+    EXPECT_EQ(more_severe(std::nullopt, C::passed), C::passed);
+    EXPECT_EQ(more_severe(C::passed, C::cancelled), C::passed);  // cancelled never outranks a class
+    EXPECT_EQ(more_severe(C::cancelled, C::pre_existing), C::cancelled);  // a tie: the first
 }
 
 TEST_F(JobsTest, OneStartableJobPerRunAcrossRuns) {

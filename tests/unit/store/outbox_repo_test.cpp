@@ -27,7 +27,7 @@ protected:
         run = insert_run(*db, r, "2026-11-29T00:00:00.000Z");
     }
 
-    NewStatusRow status(const std::string& context, const std::string& state, const std::string& sink = "github",
+    NewStatusRow status(const std::string& context, const std::string& state, Sink sink = Sink::github,
                         const std::string& sha = k_sha) {
         NewStatusRow row;
         row.sink = sink;
@@ -72,8 +72,8 @@ TEST_F(OutboxRepoTest, AppendCoalescesOnlyOlderWaitingRowsOfTheSameSinkShaAndCon
     set_delivery(sent, "sent");
     const auto first = repo.append(status("crcr", "pending"));
     const auto tier = repo.append(status("crcr/smoke", "pending"));
-    const auto file = repo.append(status("crcr", "pending", "file"));
-    const auto other_sha = repo.append(status("crcr", "pending", "github", k_other_sha));
+    const auto file = repo.append(status("crcr", "pending", Sink::file));
+    const auto other_sha = repo.append(status("crcr", "pending", Sink::github, k_other_sha));
     EXPECT_LT(sent, first);
     EXPECT_EQ(delivery(first), "waiting");
 
@@ -86,11 +86,11 @@ TEST_F(OutboxRepoTest, AppendCoalescesOnlyOlderWaitingRowsOfTheSameSinkShaAndCon
     EXPECT_EQ(delivery(file), "waiting");       // another sink
     EXPECT_EQ(delivery(other_sha), "waiting");  // another SHA
 
-    auto last = repo.last_status(run, "github", "crcr");
+    auto last = repo.last_status(run, Sink::github, "crcr");
     ASSERT_TRUE(last);
     EXPECT_EQ(last->state, "success");
     EXPECT_EQ(last->description, "success of crcr");
-    EXPECT_FALSE(repo.last_status(run, "callback", "crcr"));
+    EXPECT_FALSE(repo.last_status(run, Sink::callback, "crcr"));
 }
 
 TEST_F(OutboxRepoTest, RequeueDeadRefusesAMissingRow) {
@@ -104,7 +104,7 @@ TEST_F(OutboxRepoTest, RequeueDeadRefusesARowThatIsNotDeadAndChangesNothing) {
     set_delivery(id, "sent");
     const auto out = repo.requeue_dead(id);
     EXPECT_EQ(out.kind, RequeueOutcome::Kind::not_dead);
-    EXPECT_EQ(out.delivery, "sent");
+    EXPECT_EQ(out.delivery, OutboxDelivery::sent);
     EXPECT_EQ(row_state(id), "sent 3 2026-11-29T01:00:00.000Z");
 }
 

@@ -1,0 +1,133 @@
+#pragma once
+// The words crcrd's states, classes and sinks are spelt with, in one place (CONTRACT.md §3-§7,
+// docs/classification.md, docs/reporting.md). Each enum's names are the exact texts the
+// database's CHECK constraints, the admin API, the statuses, the callbacks and the logs use;
+// the enumerators are listed in the order the admin API's error messages list them. Header-only
+// and constexpr: classify, exec and select use it without storage.
+
+#include <array>
+#include <cstddef>
+#include <optional>
+#include <string_view>
+
+namespace crcrd {
+
+/// A run's state (runs.state).
+enum class RunState { queued, running, completed, cancelled };
+/// A job's (one attempt of a tier) state (jobs.state).
+enum class JobState { queued, leased, running, completed, cancelled };
+/// A §5 class of a job or run (jobs.conclusion, runs.conclusion). `pre_existing` is reserved:
+/// nothing produces it yet.
+enum class Conclusion { passed, flaky, regression, infra_error, device_unavailable, timeout, cancelled, pre_existing };
+/// What queued a run (runs.event).
+enum class RunEvent { pull_request, push, schedule, manual };
+/// What ingest decided about a webhook delivery (deliveries.verdict).
+enum class Verdict { queued, duplicate, ignored, cancelled, pong, rejected };
+/// Where an outbox row goes (outbox.sink).
+enum class Sink { github, file, callback };
+/// Where an outbox row is in its delivery (outbox.delivery).
+enum class OutboxDelivery { waiting, sent, dead, coalesced };
+/// A runner slot's stored state (slots.state); "drained" is a display state, see display_state().
+enum class SlotState { idle, busy, offline };
+/// One test's outcome in an attempt (test_results.outcome, the JUnit parser's result).
+enum class TestOutcome { passed, failed, skipped, flaky };
+
+/// The names of enum E, indexed by enumerator value; specialised for each enum above only.
+template <class E>
+struct Vocab;
+
+template <>
+struct Vocab<RunState> {
+    static constexpr std::array<std::string_view, 4> names{"queued", "running", "completed", "cancelled"};
+};
+template <>
+struct Vocab<JobState> {
+    static constexpr std::array<std::string_view, 5> names{"queued", "leased", "running", "completed", "cancelled"};
+};
+template <>
+struct Vocab<Conclusion> {
+    static constexpr std::array<std::string_view, 8> names{"passed",  "flaky",     "regression", "infra_error",
+                                                           "device_unavailable", "timeout", "cancelled", "pre_existing"};
+};
+template <>
+struct Vocab<RunEvent> {
+    static constexpr std::array<std::string_view, 4> names{"pull_request", "push", "schedule", "manual"};
+};
+template <>
+struct Vocab<Verdict> {
+    static constexpr std::array<std::string_view, 6> names{"queued", "duplicate", "ignored", "cancelled", "pong", "rejected"};
+};
+template <>
+struct Vocab<Sink> {
+    static constexpr std::array<std::string_view, 3> names{"github", "file", "callback"};
+};
+template <>
+struct Vocab<OutboxDelivery> {
+    static constexpr std::array<std::string_view, 4> names{"waiting", "sent", "dead", "coalesced"};
+};
+template <>
+struct Vocab<SlotState> {
+    static constexpr std::array<std::string_view, 3> names{"idle", "busy", "offline"};
+};
+template <>
+struct Vocab<TestOutcome> {
+    static constexpr std::array<std::string_view, 4> names{"passed", "failed", "skipped", "flaky"};
+};
+
+/// Every name of E in enumerator order (the order admin error messages list them); static storage.
+template <class E>
+constexpr const auto& names() {
+    return Vocab<E>::names;
+}
+
+/// The name of `e` as the database and the wire spell it; a view of static storage, never empty.
+template <class E>
+constexpr std::string_view to_string(E e) {
+    return Vocab<E>::names[static_cast<std::size_t>(e)];
+}
+
+/// The enumerator spelt exactly `text` (case-sensitive); nullopt for any other text.
+template <class E>
+constexpr std::optional<E> from_string(std::string_view text) {
+    const auto& n = Vocab<E>::names;
+    for (std::size_t i = 0; i < n.size(); ++i)
+        if (n[i] == text) return static_cast<E>(i);
+    return std::nullopt;
+}
+
+/// A run that has not ended: queued or running.
+constexpr bool is_open(RunState s) { return s == RunState::queued || s == RunState::running; }
+
+/// A job that has not ended: queued, leased or running.
+constexpr bool is_open(JobState s) { return s == JobState::queued || s == JobState::leased || s == JobState::running; }
+
+/// A class that lets the next tier start and reports success: passed or flaky.
+constexpr bool is_pass(Conclusion c) { return c == Conclusion::passed || c == Conclusion::flaky; }
+
+/// An infrastructure-class failure, retried while attempts remain: infra_error or device_unavailable.
+constexpr bool is_infra(Conclusion c) { return c == Conclusion::infra_error || c == Conclusion::device_unavailable; }
+
+/// A class's rank when a run takes its most severe tier's class; lower is more severe:
+/// regression 0, infra_error 1, device_unavailable 2, timeout 3, flaky 4, passed 5, and
+/// cancelled and pre_existing 6 (they never outrank a tier that ended otherwise).
+constexpr int severity(Conclusion c) {
+    switch (c) {
+        case Conclusion::regression: return 0;
+        case Conclusion::infra_error: return 1;
+        case Conclusion::device_unavailable: return 2;
+        case Conclusion::timeout: return 3;
+        case Conclusion::flaky: return 4;
+        case Conclusion::passed: return 5;
+        case Conclusion::cancelled:
+        case Conclusion::pre_existing: return 6;
+    }
+    return 6;
+}
+
+/// A slot's state as the admin API and the dashboard show it: "drained" for an idle slot whose
+/// drain flag is set, else the stored state's name.
+constexpr std::string_view display_state(SlotState s, bool drained) {
+    return drained && s == SlotState::idle ? std::string_view("drained") : to_string(s);
+}
+
+}  // namespace crcrd
