@@ -15,8 +15,8 @@
 #include "crcrd/admin/metrics.hpp"
 #include "crcrd/admin/queries.hpp"
 #include "crcrd/admin/run_actions.hpp"
+#include "crcrd/core/sha.hpp"
 #include "crcrd/core/time.hpp"
-#include "crcrd/ingest/event.hpp"
 #include "crcrd/store/async.hpp"
 #include "crcrd/store/outbox.hpp"
 #include "crcrd/store/runs.hpp"
@@ -213,7 +213,7 @@ asio::awaitable<http::Response> Api::handle(http::Request& req) {
         f.since = req.query_param("since");
         f.until = req.query_param("until");
         if (auto sha = req.query_param("sha")) {
-            if (!ingest::valid_sha(*sha)) co_return error(400, "bad_request", "sha must be a full 40-character commit SHA");
+            if (!valid_sha(*sha)) co_return error(400, "bad_request", "sha must be a full 40-character commit SHA");
             std::string lower = *sha;
             for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
             f.sha = lower;
