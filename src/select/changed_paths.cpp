@@ -6,7 +6,7 @@
 
 #include "crcrd/core/files.hpp"
 #include "crcrd/core/subprocess.hpp"
-#include "crcrd/report/auth.hpp"
+#include "crcrd/github/auth.hpp"
 #include "crcrd/select/mirror.hpp"
 #include "crcrd/http/client.hpp"
 
@@ -81,9 +81,9 @@ Result<std::string> newest_sha(const config::UpstreamConfig& up, const std::stri
 
 Result<std::vector<std::string>> github_changed_paths(std::int64_t pr, const config::GithubReportConfig& gh,
                                                       const std::string& upstream_repo) {
-    http::Headers headers = report::github_headers();
+    http::Headers headers = github::api_headers();
     // A token file or a GitHub App installation token (one exchange per look-up).
-    report::GithubAuth auth(gh, std::chrono::seconds(30));
+    github::Auth auth(gh, std::chrono::seconds(30));
     auto token = auth.token();
     if (!token) return make_error("github_api", token.error().message);
     headers.emplace_back("Authorization", "Bearer " + *token);
