@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <string>
 
+#include "crcrd/core/sha.hpp"
 #include "crcrd/ingest/event.hpp"
 
 using namespace crcrd;
@@ -15,7 +16,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     std::string_view body(reinterpret_cast<const char*>(data + 1), size - 1);
     auto e = ingest::normalize(event, body);
     if (e && e->intent == ingest::Intent::run) {
-        if (!ingest::valid_sha(e->sha)) __builtin_trap();
+        if (!valid_sha(e->sha)) __builtin_trap();
         for (char c : e->sha)
             if (c >= 'A' && c <= 'F') __builtin_trap();
         if (e->pr && *e->pr < 1) __builtin_trap();

@@ -4,8 +4,8 @@
 #include <cctype>
 
 #include "crcrd/core/crypto.hpp"
+#include "crcrd/core/sha.hpp"
 #include "crcrd/core/time.hpp"
-#include "crcrd/ingest/event.hpp"
 #include "crcrd/store/deliveries.hpp"
 #include "crcrd/store/runs.hpp"
 
@@ -19,7 +19,7 @@ Result<json> create_manual_run(store::Db& db, const json& body, const std::vecto
         return make_error("bad_request", "the body must be {\"sha\": \"<40 hex>\", \"tiers\": [...]}");
     }
     std::string sha = body["sha"];
-    if (!ingest::valid_sha(sha)) return make_error("bad_request", "sha must be a full 40-character commit SHA");
+    if (!valid_sha(sha)) return make_error("bad_request", "sha must be a full 40-character commit SHA");
     std::transform(sha.begin(), sha.end(), sha.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
     std::vector<std::string> tiers;
     if (body.contains("tiers")) {

@@ -5,7 +5,7 @@
 
 #include "crcrd/admin/run_actions.hpp"
 #include "crcrd/core/time.hpp"
-#include "crcrd/ingest/event.hpp"
+#include "crcrd/core/sha.hpp"
 #include "crcrd/store/async.hpp"
 #include "crcrd/store/runs.hpp"
 #include "routes.hpp"
@@ -32,7 +32,7 @@ asio::awaitable<Reply> list_runs_route(Context& ctx, Call& call) {
     f.since = req.query_param("since");
     f.until = req.query_param("until");
     if (auto sha = req.query_param("sha")) {
-        if (!ingest::valid_sha(*sha)) co_return make_error("bad_request", "sha must be a full 40-character commit SHA");
+        if (!valid_sha(*sha)) co_return make_error("bad_request", "sha must be a full 40-character commit SHA");
         std::string lower = *sha;
         for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
         f.sha = lower;

@@ -29,7 +29,7 @@
 #include "crcrd/exec/job_env.hpp"
 #include "crcrd/exec/local_executor.hpp"
 #include "crcrd/core/files.hpp"
-#include "crcrd/report/auth.hpp"
+#include "crcrd/github/auth.hpp"
 #include "crcrd/report/outbox.hpp"
 #include "crcrd/report/sender.hpp"
 #include "crcrd/sched/dispatcher.hpp"

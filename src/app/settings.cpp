@@ -6,7 +6,7 @@
 #include "crcrd/core/files.hpp"
 #include "crcrd/exec/job_env.hpp"
 #include "crcrd/http/server.hpp"
-#include "crcrd/report/auth.hpp"
+#include "crcrd/github/auth.hpp"
 #include "crcrd/select/rules.hpp"
 
 namespace crcrd::app {
@@ -122,7 +122,7 @@ void check_report_credentials(const config::ReportConfig& r, std::vector<std::st
         auto pem = read_file(*r.github->private_key_file, 1 << 20);
         if (!pem) {
             errors.push_back("report.github.private_key_file: " + pem.error().message);
-        } else if (auto jwt = report::make_app_jwt(r.github->app_id.value_or(0), *pem, std::chrono::system_clock::now()); !jwt) {
+        } else if (auto jwt = github::make_app_jwt(r.github->app_id.value_or(0), *pem, std::chrono::system_clock::now()); !jwt) {
             errors.push_back("report.github.private_key_file: " + jwt.error().message);
         }
     }

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <regex>
 
-#include "config/yaml_map.hpp"
+#include "crcrd/config/yaml_map.hpp"
 #include "crcrd/config/config.hpp"
 #include "crcrd/core/files.hpp"
 

@@ -1,4 +1,4 @@
-#include "config/yaml_map.hpp"
+#include "crcrd/config/yaml_map.hpp"
 
 #include <charconv>
 #include <limits>

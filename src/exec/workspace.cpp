@@ -2,7 +2,7 @@
 
 #include <sys/statvfs.h>
 
-#include "crcrd/select/mirror.hpp"
+#include "crcrd/vcs/mirror.hpp"
 
 namespace crcrd::exec {
 
@@ -30,8 +30,8 @@ Result<Workspace> prepare_workspace(const config::ExecutionConfig& exec, const c
     if (ec) return make_error("infra_error", "cannot create " + ws.job_dir.string() + ": " + ec.message());
     if (!upstream.mirror.empty()) {
         auto dest = exec.work_root / "checkouts" / std::to_string(job_id);
-        select::remove_checkout(upstream, dest);  // a leftover of an earlier attempt
-        if (auto s = select::add_checkout(upstream, dest, sha); !s) {
+        vcs::remove_checkout(upstream, dest);  // a leftover of an earlier attempt
+        if (auto s = vcs::add_checkout(upstream, dest, sha); !s) {
             return make_error("infra_error", "checkout of " + sha + " failed: " + s.error().message);
         }
         ws.checkout = dest;
@@ -42,7 +42,7 @@ Result<Workspace> prepare_workspace(const config::ExecutionConfig& exec, const c
 void release_workspace(const Workspace& ws, const config::ExecutionConfig& exec,
                        const config::UpstreamConfig& upstream, bool failed) {
     if (failed && exec.keep_failed_workspaces) return;
-    if (ws.checkout) select::remove_checkout(upstream, *ws.checkout);
+    if (ws.checkout) vcs::remove_checkout(upstream, *ws.checkout);
     std::error_code ec;
     std::filesystem::remove_all(ws.job_dir, ec);
 }

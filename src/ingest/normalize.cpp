@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <set>
 
+#include "crcrd/core/sha.hpp"
 #include "crcrd/ingest/event.hpp"
 
 namespace crcrd::ingest {
@@ -312,10 +313,6 @@ Result<Event> dispatch(const Fields& body, const std::string& action, Event e) {
 }
 
 }  // namespace
-
-bool valid_sha(std::string_view sha) {
-    return sha.size() == 40 && std::all_of(sha.begin(), sha.end(), ::isxdigit) && !all_zeros(sha);
-}
 
 Result<Event> normalize(std::string_view github_event, std::string_view body) {
     // One parser per thread: its buffers are reused from one delivery to the next.

@@ -9,8 +9,8 @@
 
 #include "crcrd/core/files.hpp"
 #include "crcrd/core/time.hpp"
+#include "crcrd/github/auth.hpp"
 #include "crcrd/http/client.hpp"
-#include "crcrd/report/auth.hpp"
 #include "crcrd/store/recovery.hpp"
 
 namespace crcrd::ingest {
@@ -144,16 +144,16 @@ void Recovery::pass() {
     Result<std::string> token = make_error("auth", "no credentials");
     if (s.recovery.app) {
         auto pem = read_file(s.github.private_key_file.value_or(""), 1 << 20);
-        token = pem ? report::make_app_jwt(s.github.app_id.value_or(0), *pem, started) : Result<std::string>(pem.error());
+        token = pem ? github::make_app_jwt(s.github.app_id.value_or(0), *pem, started) : Result<std::string>(pem.error());
     } else {
-        report::GithubAuth auth(s.github, s.timeout);
+        github::Auth auth(s.github, s.timeout);
         token = auth.token();
     }
     std::vector<HookDelivery> seen;
     if (!token) {
         rec.errors.push_back("credentials: " + token.error().message);
     } else {
-        http::Headers headers = report::github_headers();
+        http::Headers headers = github::api_headers();
         headers.emplace_back("Authorization", "Bearer " + *token);
         http::ClientOptions opts;
         opts.ca_file = s.github.ca_file;

@@ -104,7 +104,7 @@ Sender::~Sender() { stop(); }
 
 void Sender::set_settings(SenderSettings settings) {
     std::lock_guard lk(m_mu);
-    m_auth = settings.github ? std::make_shared<GithubAuth>(*settings.github, settings.timeout) : nullptr;
+    m_auth = settings.github ? std::make_shared<github::Auth>(*settings.github, settings.timeout) : nullptr;
     m_relay_token = settings.callback ? std::make_shared<RelayToken>(*settings.callback) : nullptr;
     m_settings = std::make_shared<const SenderSettings>(std::move(settings));
     m_paused.clear();
@@ -299,14 +299,14 @@ Sender::Outcome Sender::deliver(store::OutboxQueue& queue, const Row& row, const
                     " were sent (the last one is kept for a final state)",
                 std::nullopt};
     }
-    std::shared_ptr<GithubAuth> auth;
+    std::shared_ptr<github::Auth> auth;
     {
         std::lock_guard lk(m_mu);
         auth = m_auth;
     }
     auto token = auth->token();
     if (!token) return {Outcome::retry, std::nullopt, token.error().message, std::nullopt};
-    auto headers = github_headers();
+    auto headers = github::api_headers();
     headers.emplace_back("Authorization", "Bearer " + *token);
     headers.emplace_back("Content-Type", "application/json");
     json body = {{"state", row.state},

@@ -7,6 +7,7 @@
 
 #include "crcrd/core/time.hpp"
 #include "crcrd/store/runs.hpp"
+#include "crcrd/vcs/mirror.hpp"
 
 namespace crcrd::sched {
 
@@ -60,7 +61,7 @@ Planner::Planner(store::Writer& writer, std::filesystem::path db_path, std::shar
       m_full_matrix(writer, db_path, [this](const std::string& ref) -> Result<std::string> {
           auto c = config();
           if (!c) return make_error("git", "no configuration");
-          return select::newest_sha(c->sources.upstream, ref);
+          return vcs::newest_sha(c->sources.upstream, ref);
       }) {}
 
 Planner::~Planner() { stop(); }

@@ -4,29 +4,15 @@
 
 #include <filesystem>
 
-#include "crcrd/core/files.hpp"
-#include "crcrd/core/subprocess.hpp"
-#include "crcrd/report/auth.hpp"
-#include "crcrd/select/mirror.hpp"
+#include "crcrd/github/auth.hpp"
 #include "crcrd/http/client.hpp"
+#include "crcrd/vcs/mirror.hpp"
 
 namespace crcrd::select {
 
 using nlohmann::json;
 
 namespace {
-
-std::vector<std::string> lines_z(const std::string& out) {
-    std::vector<std::string> v;
-    std::size_t start = 0;
-    while (start < out.size()) {
-        auto end = out.find('\0', start);
-        if (end == std::string::npos) end = out.size();
-        if (end > start) v.push_back(out.substr(start, end - start));
-        start = end + 1;
-    }
-    return v;
-}
 
 std::optional<std::vector<std::string>> strings_at(const json& j, const char* key) {
     if (!j.contains(key) || !j[key].is_array()) return std::nullopt;
@@ -39,51 +25,19 @@ std::optional<std::vector<std::string>> strings_at(const json& j, const char* ke
 }  // namespace
 
 Result<std::vector<std::string>> git_changed_paths(const RunRef& run, const config::UpstreamConfig& up) {
-    if (auto s = ensure_mirror(up); !s) return s.error();
+    if (auto s = vcs::ensure_mirror(up); !s) return s.error();
     // The base: the payload's base SHA, else the base branch's tip.
     std::string base = run.base_sha;
     if (base.empty() && !run.base_ref.empty()) base = "refs/heads/" + run.base_ref;
     if (base.empty()) return make_error("git", "no base commit to compare with");
-    std::vector<std::string> want = {run.sha};
-    if (base.rfind("refs/", 0) == 0) {
-        // A branch is fetched into the mirror under its own name, so it can be compared.
-        if (!up.remote.empty()) {
-            auto r = git(up, {"fetch", "--quiet", "--no-tags", "--no-write-fetch-head", up.remote, "+" + base + ":" + base});
-            if (!r) return r.error();
-        } else if (!has_commit(up, base)) {
-            return make_error("git", "the mirror has no " + base + " and upstream.remote is not set");
-        }
-    } else {
-        want.push_back(base);
-    }
-    if (auto s = fetch(up, want); !s) return s.error();
-    if (!has_commit(up, run.sha)) return make_error("git", "the mirror cannot fetch " + run.sha);
-    auto mb = git(up, {"merge-base", base, run.sha});
-    if (!mb) return mb.error();
-    std::string merge_base = trim(mb->out);
-    auto diff = git(up, {"diff", "--name-only", "-z", "--no-renames", merge_base, run.sha});
-    if (!diff) return diff.error();
-    return lines_z(diff->out);
-}
-
-Result<std::string> newest_sha(const config::UpstreamConfig& up, const std::string& ref) {
-    if (up.mirror.empty()) return make_error("git", "no upstream.mirror configured");
-    if (auto s = ensure_mirror(up); !s) return s.error();
-    const std::string full = "refs/heads/" + ref;
-    if (!up.remote.empty()) {
-        auto f = git(up, {"fetch", "--quiet", "--no-tags", "--no-write-fetch-head", up.remote, "+" + full + ":" + full});
-        if (!f) return f.error();
-    }
-    auto r = git(up, {"rev-parse", "--verify", full + "^{commit}"});
-    if (!r) return r.error();
-    return trim(r->out);
+    return vcs::changed_paths(up, base, run.sha);
 }
 
 Result<std::vector<std::string>> github_changed_paths(std::int64_t pr, const config::GithubReportConfig& gh,
                                                       const std::string& upstream_repo) {
-    http::Headers headers = report::github_headers();
+    http::Headers headers = github::api_headers();
     // A token file or a GitHub App installation token (one exchange per look-up).
-    report::GithubAuth auth(gh, std::chrono::seconds(30));
+    github::Auth auth(gh, std::chrono::seconds(30));
     auto token = auth.token();
     if (!token) return make_error("github_api", token.error().message);
     headers.emplace_back("Authorization", "Bearer " + *token);

@@ -4,7 +4,7 @@
 
 #include <set>
 
-#include "config/yaml_map.hpp"
+#include "crcrd/config/yaml_map.hpp"
 #include "crcrd/core/files.hpp"
 
 namespace crcrd::select {

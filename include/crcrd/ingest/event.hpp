@@ -44,9 +44,6 @@ struct Event {
     std::size_t push_commit_count = 0;
 };
 
-/// True for exactly 40 hex characters (either case) that are not all zeros.
-bool valid_sha(std::string_view sha);
-
 /// Parses and normalises a raw body (already authenticated). `github_event` is the
 /// X-GitHub-Event header (empty for Standard Webhooks). Errors: "bad_request" (not JSON,
 /// missing field, wrong type, unknown shape; the message names the field) and

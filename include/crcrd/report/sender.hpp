@@ -17,8 +17,9 @@
 #include "crcrd/config/config.hpp"
 #include "crcrd/core/time.hpp"
 #include "crcrd/core/vocab.hpp"
+#include "crcrd/github/auth.hpp"
 #include "crcrd/http/client.hpp"
-#include "crcrd/report/auth.hpp"
+#include "crcrd/report/relay_token.hpp"
 #include "crcrd/store/fwd.hpp"
 #include "crcrd/store/writer.hpp"
 
@@ -66,7 +67,7 @@ private:
     std::mutex m_mu;
     std::condition_variable m_cv;
     std::shared_ptr<const SenderSettings> m_settings;
-    std::shared_ptr<GithubAuth> m_auth;
+    std::shared_ptr<github::Auth> m_auth;
     std::shared_ptr<RelayToken> m_relay_token;
     std::map<Sink, SystemTime> m_paused;  // sink → rate-limited until
     std::optional<SystemTime> m_last_github_post;

@@ -40,13 +40,9 @@ inline constexpr std::size_t k_push_commit_cap = 20;
 /// did not answer. Never throws; the worst case is Source::unknown.
 ChangedPaths resolve_changed_paths(const RunRef& run, const SourceSettings& settings);
 
-/// The mirror source alone: fetches what is missing into the bare repository at
-/// `upstream.mirror` (created on first use), then `git diff --name-only <merge-base> <sha>`.
+/// The mirror source alone: the run's base SHA, else its base branch, compared with its SHA
+/// by vcs::changed_paths (the mirror at `upstream.mirror` is created on first use).
 Result<std::vector<std::string>> git_changed_paths(const RunRef& run, const config::UpstreamConfig& upstream);
-
-/// The newest commit of branch `ref` in the mirror, fetched from the remote first when one
-/// is configured.
-Result<std::string> newest_sha(const config::UpstreamConfig& upstream, const std::string& ref);
 
 /// The API source alone: GET /repos/{repo}/pulls/{n}/files, every page.
 Result<std::vector<std::string>> github_changed_paths(std::int64_t pr, const config::GithubReportConfig& gh,

@@ -2,6 +2,7 @@
 #include <nlohmann/json.hpp>
 
 #include "crcrd/core/files.hpp"
+#include "crcrd/core/sha.hpp"
 #include "crcrd/ingest/event.hpp"
 
 namespace crcrd::ingest {

@@ -1,6 +1,4 @@
-#include "crcrd/report/auth.hpp"
-
-#include "crcrd/core/subprocess.hpp"
+#include "crcrd/github/auth.hpp"
 
 #include <openssl/bio.h>
 #include <openssl/evp.h>
@@ -13,11 +11,11 @@
 #include "crcrd/core/files.hpp"
 #include "crcrd/http/client.hpp"
 
-namespace crcrd::report {
+namespace crcrd::github {
 
 using nlohmann::json;
 
-http::Headers github_headers() {
+http::Headers api_headers() {
     return {{"Accept", "application/vnd.github+json"}, {"X-GitHub-Api-Version", "2022-11-28"}};
 }
 
@@ -51,15 +49,15 @@ Result<std::string> make_app_jwt(std::int64_t app_id, const std::string& private
     return input + "." + crypto::base64url_encode(sig);
 }
 
-GithubAuth::GithubAuth(config::GithubReportConfig cfg, std::chrono::milliseconds timeout)
+Auth::Auth(config::GithubReportConfig cfg, std::chrono::milliseconds timeout)
     : m_cfg(std::move(cfg)), m_timeout(timeout) {}
 
-void GithubAuth::invalidate() {
+void Auth::invalidate() {
     std::lock_guard lk(m_mu);
     m_app_token.clear();
 }
 
-Result<std::string> GithubAuth::token() {
+Result<std::string> Auth::token() {
     std::lock_guard lk(m_mu);
     if (m_cfg.token_file) {
         // Read at every use (a few bytes, at most once a second): a token rotated in place is
@@ -76,7 +74,7 @@ Result<std::string> GithubAuth::token() {
     if (!pem) return make_error("github_app", pem.error().message);
     auto jwt = make_app_jwt(*m_cfg.app_id, *pem, now);
     if (!jwt) return jwt.error();
-    auto headers = github_headers();
+    auto headers = api_headers();
     headers.emplace_back("Authorization", "Bearer " + *jwt);
     http::ClientOptions opts;
     opts.ca_file = m_cfg.ca_file;
@@ -97,40 +95,4 @@ Result<std::string> GithubAuth::token() {
     return m_app_token;
 }
 
-Result<std::string> RelayToken::token() {
-    if (m_cfg.token_file) {
-        auto text = read_file(*m_cfg.token_file, 64 * 1024);
-        if (!text) return make_error("relay_token", text.error().message);
-        auto t = trim(*text);
-        if (t.empty()) return make_error("relay_token", m_cfg.token_file->string() + " is empty");
-        return t;
-    }
-    std::lock_guard lk(m_mu);
-    if (!m_cached.empty() && std::chrono::steady_clock::now() - m_fetched < m_cfg.token_ttl) return m_cached;
-    SubprocessOptions o;
-    o.timeout = std::chrono::seconds(30);
-    o.max_output = 64 * 1024;
-    auto r = run_subprocess(m_cfg.token_command, o);
-    if (!r) return make_error("relay_token", "token_command: " + r.error().message);
-    if (r->timed_out) return make_error("relay_token", "token_command did not finish within 30 s");
-    if (r->exit_code != 0) {
-        auto why = trim(r->err.substr(0, r->err.find('\n')));
-        return make_error("relay_token", "token_command exited " +
-                                             (r->exit_code >= 0 ? std::to_string(r->exit_code) : "on signal " + std::to_string(r->signal)) +
-                                             (why.empty() ? std::string() : ": " + why.substr(0, 200)));
-    }
-    auto t = trim(r->out);
-    if (t.empty() || t.find_first_of(" \t\r\n") != std::string::npos) {
-        return make_error("relay_token", "token_command printed no single token");
-    }
-    m_cached = t;
-    m_fetched = std::chrono::steady_clock::now();
-    return t;
-}
-
-void RelayToken::invalidate() {
-    std::lock_guard lk(m_mu);
-    m_cached.clear();
-}
-
-}  // namespace crcrd::report
+}  // namespace crcrd::github

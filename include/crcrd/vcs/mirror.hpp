@@ -1,8 +1,8 @@
 #pragma once
 // The local upstream mirror: a bare repository crcrd keeps up to date, used for changed
-// paths (select), the newest SHA of a branch (full matrix) and pinned checkouts (exec).
-// git runs by execve with `upstream.git_timeout`, no prompts and a clean environment.
-// Blocking: call from worker threads.
+// paths (select), the newest SHA of a branch (the full matrix, sched) and pinned checkouts
+// (exec). git runs by execve with `upstream.git_timeout`, no prompts and a clean environment.
+// Blocking: call from worker threads. Every error has the code "git" and git's message.
 
 #include <filesystem>
 #include <string>
@@ -12,7 +12,7 @@
 #include "crcrd/core/result.hpp"
 #include "crcrd/core/subprocess.hpp"
 
-namespace crcrd::select {
+namespace crcrd::vcs {
 
 /// Runs `git --git-dir=<mirror> ARGS`; a non-zero exit is an error (code "git") carrying
 /// git's message.
@@ -34,4 +34,15 @@ Status add_checkout(const config::UpstreamConfig& up, const std::filesystem::pat
 /// Removes a checkout made by add_checkout (and git's record of it). Best effort.
 void remove_checkout(const config::UpstreamConfig& up, const std::filesystem::path& dest);
 
-}  // namespace crcrd::select
+/// The newest commit of branch `ref` in the mirror (created on first use), fetched from the
+/// remote first when one is configured.
+Result<std::string> newest_sha(const config::UpstreamConfig& up, const std::string& ref);
+
+/// The paths that differ between merge-base(`base`, `sha`) and `sha` (`git diff --name-only`,
+/// renames as a deletion and an addition). `base` is a SHA, fetched when missing, or a full
+/// ref name ("refs/heads/main"), fetched under its own name when `upstream.remote` is set.
+/// Creates the mirror on first use.
+Result<std::vector<std::string>> changed_paths(const config::UpstreamConfig& up, const std::string& base,
+                                               const std::string& sha);
+
+}  // namespace crcrd::vcs

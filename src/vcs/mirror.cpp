@@ -1,8 +1,25 @@
-#include "crcrd/select/mirror.hpp"
+#include "crcrd/vcs/mirror.hpp"
 
 #include "crcrd/core/files.hpp"
 
-namespace crcrd::select {
+namespace crcrd::vcs {
+
+namespace {
+
+/// The NUL-separated fields of `git ... -z` output.
+std::vector<std::string> lines_z(const std::string& out) {
+    std::vector<std::string> v;
+    std::size_t start = 0;
+    while (start < out.size()) {
+        auto end = out.find('\0', start);
+        if (end == std::string::npos) end = out.size();
+        if (end > start) v.push_back(out.substr(start, end - start));
+        start = end + 1;
+    }
+    return v;
+}
+
+}  // namespace
 
 Result<SubprocessResult> git(const config::UpstreamConfig& up, std::vector<std::string> args) {
     std::vector<std::string> argv = {"git", "--git-dir=" + up.mirror.string()};
@@ -73,4 +90,42 @@ void remove_checkout(const config::UpstreamConfig& up, const std::filesystem::pa
     (void)git(up, {"worktree", "prune"});
 }
 
-}  // namespace crcrd::select
+Result<std::string> newest_sha(const config::UpstreamConfig& up, const std::string& ref) {
+    if (up.mirror.empty()) return make_error("git", "no upstream.mirror configured");
+    if (auto s = ensure_mirror(up); !s) return s.error();
+    const std::string full = "refs/heads/" + ref;
+    if (!up.remote.empty()) {
+        auto f = git(up, {"fetch", "--quiet", "--no-tags", "--no-write-fetch-head", up.remote, "+" + full + ":" + full});
+        if (!f) return f.error();
+    }
+    auto r = git(up, {"rev-parse", "--verify", full + "^{commit}"});
+    if (!r) return r.error();
+    return trim(r->out);
+}
+
+Result<std::vector<std::string>> changed_paths(const config::UpstreamConfig& up, const std::string& base,
+                                               const std::string& sha) {
+    if (auto s = ensure_mirror(up); !s) return s.error();
+    std::vector<std::string> want = {sha};
+    if (base.rfind("refs/", 0) == 0) {
+        // A branch is fetched into the mirror under its own name, so it can be compared.
+        if (!up.remote.empty()) {
+            auto r = git(up, {"fetch", "--quiet", "--no-tags", "--no-write-fetch-head", up.remote, "+" + base + ":" + base});
+            if (!r) return r.error();
+        } else if (!has_commit(up, base)) {
+            return make_error("git", "the mirror has no " + base + " and upstream.remote is not set");
+        }
+    } else {
+        want.push_back(base);
+    }
+    if (auto s = fetch(up, want); !s) return s.error();
+    if (!has_commit(up, sha)) return make_error("git", "the mirror cannot fetch " + sha);
+    auto mb = git(up, {"merge-base", base, sha});
+    if (!mb) return mb.error();
+    std::string merge_base = trim(mb->out);
+    auto diff = git(up, {"diff", "--name-only", "-z", "--no-renames", merge_base, sha});
+    if (!diff) return diff.error();
+    return lines_z(diff->out);
+}
+
+}  // namespace crcrd::vcs
