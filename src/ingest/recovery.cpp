@@ -10,7 +10,7 @@
 #include "crcrd/core/files.hpp"
 #include "crcrd/core/time.hpp"
 #include "crcrd/github/auth.hpp"
-#include "crcrd/http/client.hpp"
+#include "crcrd/github/client.hpp"
 #include "crcrd/store/recovery.hpp"
 
 namespace crcrd::ingest {
@@ -153,32 +153,10 @@ void Recovery::pass() {
     if (!token) {
         rec.errors.push_back("credentials: " + token.error().message);
     } else {
-        http::Headers headers = github::api_headers();
-        headers.emplace_back("Authorization", "Bearer " + *token);
-        http::ClientOptions opts;
-        opts.ca_file = s.github.ca_file;
-        opts.timeout = s.timeout;
-        std::optional<std::string> url = base + hook + "/deliveries?per_page=100";
+        github::Client client(base, *token, s.github.ca_file, s.timeout);
         bool reached_watermark = false;
-        int page = 0;
-        for (; url && !reached_watermark && page < k_max_pages; ++page) {
-            auto r = http::send("GET", *url, headers, "", opts);
-            if (!r) {
-                rec.errors.push_back("GET " + hook + "/deliveries: " + r.error().message);
-                break;
-            }
-            if (r->status != 200) {
-                // 403/429 are GitHub's rate limits: this pass ends, the next one tries again.
-                rec.errors.push_back("GET " + hook + "/deliveries answered " + std::to_string(r->status) + ": " +
-                                     r->body.substr(0, 200));
-                break;
-            }
-            auto j = json::parse(r->body, nullptr, false);
-            if (!j.is_array()) {
-                rec.errors.push_back("GET " + hook + "/deliveries: not a list");
-                break;
-            }
-            for (const auto& d : j) {
+        auto listed = client.list(hook + "/deliveries?per_page=100", k_max_pages, [&](const nlohmann::json& page) {
+            for (const auto& d : page) {
                 if (!d.is_object()) continue;
                 HookDelivery hd;
                 hd.id = d.value("id", std::int64_t{0});
@@ -191,15 +169,25 @@ void Recovery::pass() {
                 }
                 seen.push_back(std::move(hd));
             }
-            auto link = r->header("Link");
-            url = link ? http::next_link(*link) : std::nullopt;
-            if (url && !http::same_origin(*url, base)) {
-                rec.errors.push_back("the Link header's next page is not on " + base + "; not followed");
-                url.reset();
+            return !reached_watermark;
+        });
+        if (const auto& e = listed.error) {
+            using Kind = github::ListError::Kind;
+            switch (e->kind) {
+                case Kind::transport: rec.errors.push_back("GET " + hook + "/deliveries: " + e->message); break;
+                case Kind::status:
+                    // 403/429 are GitHub's rate limits: this pass ends, the next one tries again.
+                    rec.errors.push_back("GET " + hook + "/deliveries answered " + std::to_string(e->status) + ": " +
+                                         e->body.substr(0, 200));
+                    break;
+                case Kind::not_a_list: rec.errors.push_back("GET " + hook + "/deliveries: not a list"); break;
+                case Kind::foreign_next:
+                    rec.errors.push_back("the Link header's next page is not on " + client.base() + "; not followed");
+                    break;
             }
         }
         rec.listed = static_cast<std::int64_t>(seen.size());
-        rec.listed_all = rec.errors.empty() && (reached_watermark || !url);
+        rec.listed_all = rec.errors.empty() && (reached_watermark || listed.exhausted);
         std::set<std::string> failed_guids;
         {
             std::map<std::string, bool> ok;
@@ -213,7 +201,7 @@ void Recovery::pass() {
             seen, [&](const std::string& g) { return or_throw(reads->accepted(g)); },
             [&](const std::string& g) { return or_throw(reads->redelivered(g)); });
         for (const auto& [guid, id] : wanted) {
-            auto r = http::send("POST", base + hook + "/deliveries/" + std::to_string(id) + "/attempts", headers, "", opts);
+            auto r = client.post(hook + "/deliveries/" + std::to_string(id) + "/attempts", "");
             if (!r || (r->status != 202 && r->status != 200 && r->status != 201)) {
                 rec.errors.push_back("redelivery of " + guid + ": " +
                                      (r ? "answered " + std::to_string(r->status) + ": " + r->body.substr(0, 200)

@@ -21,19 +21,22 @@ std::string shorten(const std::string& text, std::size_t max) {
     return text.substr(0, cut) + ellipsis;
 }
 
-StatusText final_status(const std::string& conclusion, const std::string& reason) {
+StatusText final_status(Conclusion conclusion, const std::string& reason) {
     std::string state = "error";
-    if (conclusion == "passed" || conclusion == "flaky") state = "success";
-    if (conclusion == "regression") state = "failure";
-    return {state, shorten(conclusion == "passed" ? reason : conclusion + ": " + reason)};
+    if (is_pass(conclusion)) state = "success";
+    if (conclusion == Conclusion::regression) state = "failure";
+    return {state, shorten(conclusion == Conclusion::passed ? reason : std::string(to_string(conclusion)) + ": " + reason)};
 }
 
-std::string relay_conclusion(const std::string& crcr_class) {
-    if (crcr_class == "passed" || crcr_class == "flaky") return "success";
-    if (crcr_class == "regression") return "failure";
-    if (crcr_class == "timeout") return "timed_out";
-    if (crcr_class == "cancelled") return "cancelled";
-    return "neutral";  // infra_error, device_unavailable, pre_existing: not the change's fault, not a pass
+std::string relay_conclusion(Conclusion crcr_class) {
+    switch (crcr_class) {
+        case Conclusion::passed:
+        case Conclusion::flaky: return "success";
+        case Conclusion::regression: return "failure";
+        case Conclusion::timeout: return "timed_out";
+        case Conclusion::cancelled: return "cancelled";
+        default: return "neutral";  // infra_error, device_unavailable, pre_existing: not the change's fault, not a pass
+    }
 }
 
 json callback_body(const CallbackRun& run, const CallbackJob& job, bool completed, const OutboxSettings& s) {
@@ -43,7 +46,8 @@ json callback_body(const CallbackRun& run, const CallbackJob& job, bool complete
         failed = job.counts.value("failed", std::int64_t{0});
         skipped = job.counts.value("skipped", std::int64_t{0});
     }
-    const std::string klass = job.state == "cancelled" ? "cancelled" : job.conclusion;
+    // An attempt cancelled while it ran has no class of its own: it ended cancelled.
+    const Conclusion klass = job.state == JobState::cancelled ? Conclusion::cancelled : job.conclusion.value_or(Conclusion::cancelled);
     json wf = {{"schema_version", "1"},
                {"status", completed ? "completed" : "in_progress"},
                {"conclusion", completed ? json(relay_conclusion(klass)) : json(nullptr)},
@@ -58,9 +62,9 @@ json callback_body(const CallbackRun& run, const CallbackJob& job, bool complete
                {"started_at", job.started_at},
                {"completed_at", completed ? json(job.finished_at.empty() ? now_rfc3339() : job.finished_at) : json(nullptr)},
                {"test_results", {{"passed", passed}, {"failed", failed}, {"skipped", skipped}, {"total", passed + failed + skipped}}},
-               {"crcr_class", completed ? json(klass) : json(nullptr)},
+               {"crcr_class", completed ? json(std::string(to_string(klass))) : json(nullptr)},
                {"crcr_reason", completed ? json(job.reason) : json(nullptr)}};
-    const std::string event_type = run.event == "schedule" ? s.scheduled_event_type : run.event;
+    const std::string event_type = run.event == RunEvent::schedule ? s.scheduled_event_type : std::string(to_string(run.event));
     return json{{"event_type", event_type}, {"delivery_id", run.delivery_id}, {"payload", run.payload}, {"workflow", wf}};
 }
 
@@ -76,7 +80,7 @@ struct Wanted {
 
 std::string status_for_open_tier(const store::StatusJob& j) {
     std::string again = j.attempt > 1 ? " (attempt " + std::to_string(j.attempt) + ")" : "";
-    if (j.state == "queued") return "queued" + again;
+    if (j.state == JobState::queued) return "queued" + again;
     return "running on " + j.slot + again;
 }
 
@@ -87,12 +91,12 @@ std::optional<CallbackRun> callback_run(store::OutboxRepo& repo, const store::St
     out.id = run.id;
     out.event = run.event;
     out.sha = run.sha;
-    if (run.event == "schedule") {
+    if (run.event == RunEvent::schedule) {
         out.delivery_id = run.sha;
         out.payload = {{"repository", {{"full_name", s.upstream_repo}}}, {"head_sha", run.sha}};
         return out;
     }
-    if (run.event != "pull_request" && run.event != "push") return std::nullopt;  // manual, bisect
+    if (run.event != RunEvent::pull_request && run.event != RunEvent::push) return std::nullopt;  // manual, bisect
     auto record = repo.dispatch_record(run.id);
     if (!record) return std::nullopt;
     out.delivery_id = record->crcr_delivery_id;
@@ -110,7 +114,7 @@ std::optional<CallbackRun> callback_run(store::OutboxRepo& repo, const store::St
 std::vector<CallbackJob> started_jobs(store::OutboxRepo& repo, std::int64_t run_id) {
     std::vector<CallbackJob> out;
     for (auto& a : repo.started_attempts(run_id)) {
-        out.push_back({a.id, std::move(a.tier), a.attempt, std::move(a.state), std::move(a.conclusion), std::move(a.reason),
+        out.push_back({a.id, std::move(a.tier), a.attempt, a.state, a.conclusion, std::move(a.reason),
                        std::move(a.started_at), std::move(a.finished_at), json::parse(a.counts_json, nullptr, false)});
     }
     return out;
@@ -121,20 +125,20 @@ void sync_run(store::OutboxRepo& repo, const OutboxSettings& s, std::int64_t run
     if (!found) return;
     const store::StatusRun& run = *found;
     const std::vector<store::StatusJob> jobs = repo.latest_attempts(run_id);
-    if (jobs.empty() && run.state == "queued") return;  // not planned yet
+    if (jobs.empty() && run.state == RunState::queued) return;  // not planned yet
 
     std::vector<Wanted> wanted;
     const std::string& prefix = s.context_prefix;
     StatusText run_status;
-    if (run.state == "completed") {
-        run_status = final_status(run.conclusion, run.reason);
-    } else if (run.state == "cancelled") {
+    if (run.state == RunState::completed && run.conclusion) {
+        run_status = final_status(*run.conclusion, run.reason);
+    } else if (run.state == RunState::cancelled || run.state == RunState::completed) {
         run_status = {"error", shorten("cancelled: " + run.reason)};
     } else {
         run_status.state = "pending";
         run_status.description = "queued";
-        for (std::size_t i = 0; run.state == "running" && i < jobs.size(); ++i) {
-            if (jobs[i].state == "queued" || jobs[i].state == "leased" || jobs[i].state == "running") {
+        for (std::size_t i = 0; run.state == RunState::running && i < jobs.size(); ++i) {
+            if (is_open(jobs[i].state)) {
                 run_status.description = shorten("running " + jobs[i].tier + " (" + std::to_string(i + 1) + " of " +
                                                  std::to_string(jobs.size()) + ")");
                 break;
@@ -144,9 +148,9 @@ void sync_run(store::OutboxRepo& repo, const OutboxSettings& s, std::int64_t run
     std::vector<std::pair<std::string, StatusText>> contexts = {{prefix, run_status}};
     for (const auto& j : jobs) {
         StatusText t;
-        if (j.state == "completed") {
-            t = final_status(j.conclusion, j.reason);
-        } else if (j.state == "cancelled") {
+        if (j.state == JobState::completed && j.conclusion) {
+            t = final_status(*j.conclusion, j.reason);
+        } else if (j.state == JobState::cancelled || j.state == JobState::completed) {
             t = {"error", shorten("cancelled: " + j.reason)};
         } else {
             t = {"pending", shorten(status_for_open_tier(j))};
@@ -163,8 +167,8 @@ void sync_run(store::OutboxRepo& repo, const OutboxSettings& s, std::int64_t run
         // self-reports `completed` only (§6.2).
         if (auto cr = callback_run(repo, run, s)) {
             for (const auto& j : started_jobs(repo, run_id)) {
-                const bool ended = j.state == "completed" || j.state == "cancelled";
-                if (run.event != "schedule") {
+                const bool ended = !is_open(j.state);
+                if (run.event != RunEvent::schedule) {
                     wanted.push_back({Sink::callback, "job/" + std::to_string(j.id) + "/in_progress", "in_progress", "",
                                       callback_body(*cr, j, false, s).dump()});
                 }
@@ -184,7 +188,7 @@ void sync_run(store::OutboxRepo& repo, const OutboxSettings& s, std::int64_t run
         if (same) continue;
         // Nothing was ever announced for a context that ends cancelled: say nothing. (A
         // callback exists only for an attempt that started; its pair is always sent.)
-        if (!had && w.sink != Sink::callback && (run.state == "cancelled" || w.description.rfind("cancelled:", 0) == 0)) continue;
+        if (!had && w.sink != Sink::callback && (run.state == RunState::cancelled || w.description.rfind("cancelled:", 0) == 0)) continue;
         store::NewStatusRow row;
         row.sink = w.sink;
         row.run_id = run_id;

@@ -1,5 +1,7 @@
 #include "crcrd/report/sender.hpp"
 
+#include "crcrd/github/client.hpp"
+
 #include <fcntl.h>
 #include <spdlog/spdlog.h>
 #include <unistd.h>
@@ -306,14 +308,11 @@ Sender::Outcome Sender::deliver(store::OutboxQueue& queue, const Row& row, const
     }
     auto token = auth->token();
     if (!token) return {Outcome::retry, std::nullopt, token.error().message, std::nullopt};
-    auto headers = github::api_headers();
-    headers.emplace_back("Authorization", "Bearer " + *token);
-    headers.emplace_back("Content-Type", "application/json");
+    github::Client client(s.github->api_url, *token, s.github->ca_file, opts.timeout);
     json body = {{"state", row.state},
                  {"context", row.context},
                  {"description", row.description},
                  {"target_url", row.target_url ? json(*row.target_url) : json(nullptr)}};
-    opts.ca_file = s.github->ca_file;
     {
         // GitHub asks for a pause of a second between mutative requests (secondary limits):
         // counted from the end of the previous one.
@@ -324,8 +323,7 @@ Sender::Outcome Sender::deliver(store::OutboxQueue& queue, const Row& row, const
             if (m_stopping) return {Outcome::retry, std::nullopt, "stopping", std::nullopt};
         }
     }
-    auto r = http::send("POST", s.github->api_url + "/repos/" + s.github->repo + "/statuses/" + row.sha, headers,
-                        body.dump(), opts);
+    auto r = client.post("/repos/" + s.github->repo + "/statuses/" + row.sha, body.dump());
     {
         std::lock_guard lk(m_mu);
         m_last_github_post = system_clock::now();

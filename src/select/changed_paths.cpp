@@ -5,6 +5,7 @@
 #include <filesystem>
 
 #include "crcrd/github/auth.hpp"
+#include "crcrd/github/client.hpp"
 #include "crcrd/http/client.hpp"
 #include "crcrd/vcs/mirror.hpp"
 
@@ -35,43 +36,35 @@ Result<std::vector<std::string>> git_changed_paths(const RunRef& run, const conf
 
 Result<std::vector<std::string>> github_changed_paths(std::int64_t pr, const config::GithubReportConfig& gh,
                                                       const std::string& upstream_repo) {
-    http::Headers headers = github::api_headers();
     // A token file or a GitHub App installation token (one exchange per look-up).
     github::Auth auth(gh, std::chrono::seconds(30));
     auto token = auth.token();
     if (!token) return make_error("github_api", token.error().message);
-    headers.emplace_back("Authorization", "Bearer " + *token);
-    http::ClientOptions opts;
-    opts.ca_file = gh.ca_file;
-    opts.timeout = std::chrono::seconds(30);
-    std::string base = gh.api_url;
-    while (!base.empty() && base.back() == '/') base.pop_back();
-    std::optional<std::string> url =
-        base + "/repos/" + upstream_repo + "/pulls/" + std::to_string(pr) + "/files?per_page=100";
+    github::Client client(gh.api_url, *token, gh.ca_file, std::chrono::seconds(30));
     std::vector<std::string> files;
-    for (int page = 0; url && page < 40; ++page) {
-        auto res = http::send("GET", *url, headers, "", opts);
-        if (!res) return make_error("github_api", res.error().message);
-        if (res->status != 200) {
-            return make_error("github_api", "GET " + *url + " answered " + std::to_string(res->status));
-        }
-        auto j = json::parse(res->body, nullptr, false);
-        if (!j.is_array()) return make_error("github_api", "unexpected answer from " + *url);
-        for (const auto& f : j) {
-            if (f.is_object() && f.contains("filename") && f["filename"].is_string()) {
-                files.push_back(f["filename"].get<std::string>());
-            }
-            // A rename changes its old path too.
-            if (f.is_object() && f.contains("previous_filename") && f["previous_filename"].is_string()) {
-                files.push_back(f["previous_filename"].get<std::string>());
-            }
-        }
-        auto link = res->header("Link");
-        url = link ? http::next_link(std::string(*link)) : std::nullopt;
-        // The token goes only where api_url points: a next page elsewhere is not followed.
-        if (url && !http::same_origin(*url, base)) {
-            return make_error("github_api", "the Link header's next page " + url->substr(0, 200) +
-                                                " is not on " + base + "; not followed with the token");
+    auto listed = client.list("/repos/" + upstream_repo + "/pulls/" + std::to_string(pr) + "/files?per_page=100", 40,
+                              [&](const json& page) {
+                                  for (const auto& f : page) {
+                                      if (f.is_object() && f.contains("filename") && f["filename"].is_string()) {
+                                          files.push_back(f["filename"].get<std::string>());
+                                      }
+                                      // A rename changes its old path too.
+                                      if (f.is_object() && f.contains("previous_filename") &&
+                                          f["previous_filename"].is_string()) {
+                                          files.push_back(f["previous_filename"].get<std::string>());
+                                      }
+                                  }
+                                  return true;
+                              });
+    if (const auto& e = listed.error) {
+        using Kind = github::ListError::Kind;
+        switch (e->kind) {
+            case Kind::transport: return make_error("github_api", e->message);
+            case Kind::status: return make_error("github_api", "GET " + e->url + " answered " + std::to_string(e->status));
+            case Kind::not_a_list: return make_error("github_api", "unexpected answer from " + e->url);
+            case Kind::foreign_next:
+                return make_error("github_api", "the Link header's next page " + e->url.substr(0, 200) + " is not on " +
+                                                    client.base() + "; not followed with the token");
         }
     }
     return files;

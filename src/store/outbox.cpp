@@ -41,8 +41,15 @@ std::optional<StatusRun> OutboxRepo::status_run(std::int64_t run_id) {
         "coalesce(finished_at,'') FROM runs WHERE id = ?");
     rs->bind(1, run_id);
     if (!rs->step()) return std::nullopt;
-    return StatusRun{run_id,       rs->text(0), rs->text(1), rs->text(2), rs->text(3),
-                     rs->text(4), rs->text(5), rs->text(6), rs->text(7)};
+    return StatusRun{run_id,
+                     rs->text(0),
+                     vocab_column<RunState>(*rs, 1, "runs.state"),
+                     opt_vocab_column<Conclusion>(*rs, 2, "runs.conclusion"),
+                     rs->text(3),
+                     vocab_column<RunEvent>(*rs, 4, "runs.event"),
+                     rs->text(5),
+                     rs->text(6),
+                     rs->text(7)};
 }
 
 std::vector<StatusJob> OutboxRepo::latest_attempts(std::int64_t run_id) {
@@ -54,8 +61,9 @@ std::vector<StatusJob> OutboxRepo::latest_attempts(std::int64_t run_id) {
     js->bind(1, run_id);
     std::vector<StatusJob> out;
     while (js->step()) {
-        out.push_back({js->text(0), js->text(1), js->text(2), js->text(3), js->text(4), js->text(7), js->int64(5),
-                       js->text(6)});
+        out.push_back({js->text(0), vocab_column<JobState>(*js, 1, "jobs.state"),
+                       opt_vocab_column<Conclusion>(*js, 2, "jobs.conclusion"), js->text(3), js->text(4), js->text(7),
+                       js->int64(5), js->text(6)});
     }
     return out;
 }
@@ -76,8 +84,9 @@ std::vector<StartedAttempt> OutboxRepo::started_attempts(std::int64_t run_id) {
     js->bind(1, run_id);
     std::vector<StartedAttempt> out;
     while (js->step()) {
-        out.push_back({js->int64(0), js->text(1), js->int64(2), js->text(3), js->text(4), js->text(5), js->text(6),
-                       js->text(7), js->text(8)});
+        out.push_back({js->int64(0), js->text(1), js->int64(2), vocab_column<JobState>(*js, 3, "jobs.state"),
+                       opt_vocab_column<Conclusion>(*js, 4, "jobs.conclusion"), js->text(5), js->text(6), js->text(7),
+                       js->text(8)});
     }
     return out;
 }

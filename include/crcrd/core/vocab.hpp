@@ -1,6 +1,6 @@
 #pragma once
 // The words crcrd's states, classes and sinks are spelt with, in one place (CONTRACT.md §3-§7,
-// docs/classification.md, docs/reporting.md). Each enum's names are the exact texts the
+// docs/execution.md, docs/reporting.md). Each enum's names are the exact texts the
 // database's CHECK constraints, the admin API, the statuses, the callbacks and the logs use;
 // the enumerators are listed in the order the admin API's error messages list them. Header-only
 // and constexpr: classify, exec and select use it without storage.

@@ -13,6 +13,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "crcrd/core/vocab.hpp"
 #include "crcrd/store/fwd.hpp"
 
 namespace crcrd::report {
@@ -33,13 +34,13 @@ struct OutboxSettings {
 
 /// The relay's `workflow.conclusion` for a §5 class: passed, flaky → success; regression →
 /// failure; timeout → timed_out; cancelled → cancelled; the rest → neutral.
-std::string relay_conclusion(const std::string& crcr_class);
+std::string relay_conclusion(Conclusion crcr_class);
 
 /// What a relay callback is built from: the run as the relay dispatched it, and one attempt
 /// of one tier.
 struct CallbackRun {
     std::int64_t id = 0;
-    std::string event;        // pull_request | push | schedule
+    RunEvent event = RunEvent::push;  // pull_request | push | schedule
     std::string sha;
     std::string delivery_id;  // client_payload.delivery_id; the SHA for a scheduled run
     nlohmann::json payload;   // the upstream payload, verbatim
@@ -48,7 +49,9 @@ struct CallbackJob {
     std::int64_t id = 0;
     std::string tier;
     std::int64_t attempt = 1;
-    std::string state, conclusion, reason, started_at, finished_at;
+    JobState state = JobState::running;
+    std::optional<Conclusion> conclusion;  // once completed
+    std::string reason, started_at, finished_at;
     nlohmann::json counts;  // {"passed", "failed", "skipped", "flaky"} or null
 };
 
@@ -62,7 +65,7 @@ struct StatusText {
     std::string state;  // pending | success | failure | error
     std::string description;
 };
-StatusText final_status(const std::string& conclusion, const std::string& reason);
+StatusText final_status(Conclusion conclusion, const std::string& reason);
 
 /// Cuts `text` to at most `max` bytes on a UTF-8 boundary, ending with "…" when cut.
 std::string shorten(const std::string& text, std::size_t max = 140);

@@ -20,12 +20,20 @@ namespace crcrd::store {
 /// A run as its statuses describe it; NULL columns read as "".
 struct StatusRun {
     std::int64_t id = 0;
-    std::string sha, state, conclusion, reason, event, delivery_id, created_at, finished_at;
+    std::string sha;
+    RunState state = RunState::queued;
+    std::optional<Conclusion> conclusion;  // once completed
+    std::string reason;
+    RunEvent event = RunEvent::push;
+    std::string delivery_id, created_at, finished_at;
 };
 
 /// The latest attempt of one tier; NULL columns read as "" (counts as "null").
 struct StatusJob {
-    std::string tier, state, conclusion, reason, slot, started_at;
+    std::string tier;
+    JobState state = JobState::queued;
+    std::optional<Conclusion> conclusion;  // once completed
+    std::string reason, slot, started_at;
     std::int64_t attempt = 1;
     std::string counts_json;
 };
@@ -35,7 +43,9 @@ struct StartedAttempt {
     std::int64_t id = 0;
     std::string tier;
     std::int64_t attempt = 1;
-    std::string state, conclusion, reason, started_at, finished_at, counts_json;
+    JobState state = JobState::running;
+    std::optional<Conclusion> conclusion;  // once completed
+    std::string reason, started_at, finished_at, counts_json;
 };
 
 /// The CRCR delivery that queued a run: the relay's delivery id and the stored body, still

@@ -37,9 +37,9 @@ TEST(Shorten, KeepsShortTextAndCutsLongTextOnACharacterBoundary) {
     EXPECT_LE(c2.size(), 140u);
     std::string body = c2.substr(0, c2.size() - 3);
     EXPECT_EQ(body.size() % 2, 0u);
-    EXPECT_EQ(final_status("regression", std::string(200, 'x')).description.size(), 140u);
-    EXPECT_EQ(final_status("flaky", "1 test failed, then passed on rerun").state, "success");
-    EXPECT_EQ(final_status("device_unavailable", "no slot").state, "error");
+    EXPECT_EQ(final_status(Conclusion::regression, std::string(200, 'x')).description.size(), 140u);
+    EXPECT_EQ(final_status(Conclusion::flaky, "1 test failed, then passed on rerun").state, "success");
+    EXPECT_EQ(final_status(Conclusion::device_unavailable, "no slot").state, "error");
 }
 
 class OutboxTest : public ::testing::Test {
@@ -199,15 +199,16 @@ TEST(RelayConclusion, GithubsVocabularyForEveryClass) {
         {"passed", "success"},       {"flaky", "success"},    {"regression", "failure"},
         {"timeout", "timed_out"},    {"cancelled", "cancelled"}, {"infra_error", "neutral"},
         {"device_unavailable", "neutral"}, {"pre_existing", "neutral"}};
-    for (const auto& [klass, want] : cases) EXPECT_EQ(relay_conclusion(klass), want) << klass;
+    for (const auto& [klass, want] : cases) EXPECT_EQ(relay_conclusion(*from_string<Conclusion>(klass)), want) << klass;
+    EXPECT_EQ(cases.size(), names<Conclusion>().size());  // every class has its answer
 }
 
 TEST(CallbackBody, TheFieldsTheRelayAndHudRequire) {
     OutboxSettings s;
     s.public_url = "https://ci.example:8443";
     s.workflow_name = "spyre-ci";
-    CallbackRun run{12, "pull_request", k_sha, "6d1c2a70-guid", json{{"number", 2}}};
-    CallbackJob job{41, "smoke", 2, "completed", "flaky", "1 test failed, then passed on rerun", "2026-12-01T10:00:00.000Z",
+    CallbackRun run{12, RunEvent::pull_request, k_sha, "6d1c2a70-guid", json{{"number", 2}}};
+    CallbackJob job{41, "smoke", 2, JobState::completed, Conclusion::flaky, "1 test failed, then passed on rerun", "2026-12-01T10:00:00.000Z",
                     "2026-12-01T10:05:00.000Z", json{{"passed", 3}, {"failed", 0}, {"skipped", 1}, {"flaky", 1}}};
     auto b = callback_body(run, job, true, s);
     EXPECT_EQ(b["event_type"], "pull_request");
@@ -234,7 +235,7 @@ TEST(CallbackBody, TheFieldsTheRelayAndHudRequire) {
     EXPECT_EQ(started["started_at"], "2026-12-01T10:00:00.000Z");
     EXPECT_EQ(started["check_run_id"], "41");  // HUD's row key: the same in both
     // A scheduled run self-reports as nightly with the SHA as its delivery id.
-    CallbackRun nightly{13, "schedule", k_sha, k_sha, json{{"repository", {{"full_name", "pytorch/pytorch"}}}, {"head_sha", k_sha}}};
+    CallbackRun nightly{13, RunEvent::schedule, k_sha, k_sha, json{{"repository", {{"full_name", "pytorch/pytorch"}}}, {"head_sha", k_sha}}};
     auto n = callback_body(nightly, job, true, s);
     EXPECT_EQ(n["event_type"], "nightly");
     EXPECT_EQ(n["delivery_id"], k_sha);
