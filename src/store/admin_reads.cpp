@@ -5,6 +5,7 @@
 
 #include "crcrd/store/sqlite.hpp"
 #include "store/guarded.hpp"
+#include "store/meta_rows.hpp"
 
 namespace crcrd::store {
 
@@ -274,11 +275,7 @@ Result<std::vector<RecoveryPassItem>> AdminReads::recovery_passes(int limit) {
 }
 
 Result<std::optional<std::string>> AdminReads::recovery_watermark() {
-    return guarded([&]() -> std::optional<std::string> {
-        Scoped wm(*m_db, "SELECT value FROM meta WHERE key = 'recovery_watermark'");
-        if (!wm->step()) return std::nullopt;
-        return wm->text(0);
-    });
+    return guarded([&] { return read_recovery_watermark(*m_db); });
 }
 
 }  // namespace crcrd::store

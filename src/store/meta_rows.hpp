@@ -1,6 +1,6 @@
 #pragma once
 // Store-internal: the recovery watermark's row of `meta`, read and written on a connection the
-// calling repository owns (RecoveryReads, RecoveryRepo). Both throw SqlError.
+// calling repository owns (RecoveryReads, RecoveryRepo, AdminReads). Both throw SqlError.
 
 #include <optional>
 #include <string>
