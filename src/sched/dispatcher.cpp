@@ -111,18 +111,21 @@ DispatcherSettings Dispatcher::settings() {
     return m_settings;
 }
 
-Status Dispatcher::sync_slots() {
+std::vector<std::string> Dispatcher::offered_slot_names() const {
     std::vector<std::string> names;
     for (const auto& o : m_executor.slots()) names.push_back(o.name);
+    return names;
+}
+
+Status Dispatcher::sync_slots() {
+    const auto names = offered_slot_names();
     auto s = m_writer.run_sync([&names](store::Db& db) { store::SlotsRepo(db).sync(names); });
     notify();
     return s;
 }
 
 void Dispatcher::resync_slots() {
-    std::vector<std::string> names;
-    for (const auto& o : m_executor.slots()) names.push_back(o.name);
-    m_writer.submit([names](store::Db& db) { store::SlotsRepo(db).sync(names); },
+    m_writer.submit([names = offered_slot_names()](store::Db& db) { store::SlotsRepo(db).sync(names); },
                     [this](Status s) {
                         if (!s) spdlog::error("slots: {}", s.error().message);
                         notify();

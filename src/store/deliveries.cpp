@@ -5,6 +5,7 @@
 
 #include "crcrd/core/time.hpp"
 #include "crcrd/store/jobs.hpp"
+#include "store/delivery_keys.hpp"
 
 namespace crcrd::store {
 
@@ -40,8 +41,8 @@ std::int64_t insert_delivery(Db& db, const Delivery& d, Verdict verdict, int sta
 
 std::vector<std::string> keys_of(const Delivery& d) {
     std::vector<std::string> keys;
-    if (!d.delivery_id.empty()) keys.push_back("transport:" + d.delivery_id);
-    if (d.crcr_delivery_id && !d.crcr_delivery_id->empty()) keys.push_back("crcr:" + *d.crcr_delivery_id);
+    if (!d.delivery_id.empty()) keys.push_back(transport_key(d.delivery_id));
+    if (d.crcr_delivery_id && !d.crcr_delivery_id->empty()) keys.push_back(crcr_key(*d.crcr_delivery_id));
     return keys;
 }
 

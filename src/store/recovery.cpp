@@ -1,6 +1,7 @@
 #include "crcrd/store/recovery.hpp"
 
 #include "crcrd/store/sqlite.hpp"
+#include "store/delivery_keys.hpp"
 #include "store/guarded.hpp"
 #include "store/meta_rows.hpp"
 
@@ -34,7 +35,7 @@ Result<std::optional<std::string>> RecoveryReads::watermark() {
 
 Result<bool> RecoveryReads::accepted(const std::string& guid) {
     // The transport key record_delivery() claims for an accepted delivery (deliveries.cpp).
-    return guarded([&] { return exists(*m_db, "SELECT 1 FROM delivery_keys WHERE key = ?", "transport:" + guid); });
+    return guarded([&] { return exists(*m_db, "SELECT 1 FROM delivery_keys WHERE key = ?", transport_key(guid)); });
 }
 
 Result<bool> RecoveryReads::redelivered(const std::string& guid) {

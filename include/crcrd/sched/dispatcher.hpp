@@ -66,6 +66,8 @@ private:
     /// the system refuses a thread (the caller puts the job or slot back). Under m_mu.
     bool spawn_worker(std::function<void()> fn);
     DispatcherSettings settings();
+    /// The names of the slots the executor offers now (what sync_slots() writes).
+    std::vector<std::string> offered_slot_names() const;
 
     struct Worker {
         std::thread thread;
