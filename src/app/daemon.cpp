@@ -131,12 +131,13 @@ public:
         m_pruner.start();
         m_webhook.on_queued([this] { m_planner.notify(); });
         m_api.on_queued([this] { m_planner.notify(); });
-        if (int rc = start_execution(); rc != 0) return rc;
+        if (int rc = create_execution(); rc != 0) return rc;
         if (m_cfg.recovery) {
             m_recovery = std::make_unique<ingest::Recovery>(m_writer, m_cfg.storage.path, recovery_settings(m_cfg));
             m_api.on_recovery_run([this] { m_recovery->run_now(); });
         }
-        apply(m_checked);
+        apply(m_checked);  // the dispatcher's settings too, before it recovers anything
+        if (int rc = start_execution(); rc != 0) return rc;
         m_planner.start();
         if (int rc = start_listeners(); rc != 0) return rc;
         serve_signals();
@@ -165,15 +166,22 @@ private:
         if (m_dispatcher) m_dispatcher->set_settings(dispatcher_settings(cfg));
     }
 
-    /// Execution, only with a command and runner slots: slots synced, what a previous daemon
-    /// left ended, the dispatcher started. Non-zero: the exit code.
-    int start_execution() {
+    /// The dispatcher, only with a command and runner slots; apply() gives it its settings.
+    /// Non-zero: the exit code.
+    int create_execution() {
         if (m_cfg.execution.command.empty() || m_cfg.runners.empty()) return 0;
         if (m_cfg.execution.work_root.empty()) {
             std::cerr << m_config_path.string() << ": execution.work_root: required with execution.command\n";
             return 2;
         }
-        m_dispatcher = std::make_unique<sched::Dispatcher>(m_writer, m_cfg.storage.path, m_executor, dispatcher_settings(m_cfg));
+        m_dispatcher = std::make_unique<sched::Dispatcher>(m_writer, m_cfg.storage.path, m_executor, sched::DispatcherSettings{});
+        return 0;
+    }
+
+    /// Slots synced, what a previous daemon left ended, the dispatcher started. Non-zero: the
+    /// exit code.
+    int start_execution() {
+        if (!m_dispatcher) return 0;
         for (auto step : {&sched::Dispatcher::sync_slots, &sched::Dispatcher::recover}) {
             if (auto s = ((*m_dispatcher).*step)(); !s) {
                 spdlog::critical("storage: {}", s.error().message);
