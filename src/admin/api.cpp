@@ -146,7 +146,7 @@ asio::awaitable<http::Response> Api::handle(http::Request& req) {
     if (found->admin_only && caller->role != Role::admin) {
         co_return error_response(make_error("forbidden", "this route needs an admin token"));
     }
-    Context ctx{m_db_path, m_workers, m_writer, nullptr, nullptr, m_on_queued, m_on_recovery_run};
+    Context ctx{m_db_path, m_workers, m_writer, nullptr, nullptr, m_on_queued, m_on_recovery_run, m_cluster};
     {
         std::lock_guard lk(m_mu);
         ctx.tiers = m_tiers;

@@ -64,7 +64,14 @@ asio::awaitable<Reply> list_runners_route(Context& ctx, Call&) {
         slot["labels"] = labels;
         items.push_back(std::move(slot));
     }
-    co_return ok_json({{"items", items}, {"next_cursor", nullptr}});
+    json body = {{"items", items}, {"next_cursor", nullptr}};
+    if (ctx.cluster) {
+        // The cluster's own view (Slurm's nodes, their state and GRES use) beside crcrd's slots.
+        auto view = on_workers(ctx.workers, [fn = ctx.cluster] { return Result<json>(fn()); });
+        auto c = co_await std::move(view);
+        body["cluster"] = c ? *c : json{{"error", c.error().message}};
+    }
+    co_return ok_json(body);
 }
 
 asio::awaitable<Reply> drain_runner_route(Context& ctx, Call& call) {

@@ -37,6 +37,8 @@ struct Context {
     std::shared_ptr<const std::vector<config::RunnerConfig>> runners;
     std::function<void()> on_queued;
     std::function<void()> on_recovery_run;
+    /// The executor's cluster view (Slurm's nodes), blocking; unset without a cluster.
+    std::function<nlohmann::json()> cluster;
 };
 
 /// One request that matched a route: the caller and the path's captured parts.

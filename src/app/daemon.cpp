@@ -28,6 +28,8 @@
 #include "crcrd/ingest/webhook.hpp"
 #include "crcrd/exec/job_env.hpp"
 #include "crcrd/exec/local_executor.hpp"
+#include "crcrd/exec/slurm/node_job.hpp"
+#include "crcrd/exec/slurm/slurm_executor.hpp"
 #include "crcrd/core/files.hpp"
 #include "crcrd/github/auth.hpp"
 #include "crcrd/report/outbox.hpp"
@@ -93,6 +95,18 @@ int check_config(const std::filesystem::path& path, std::ostream& err) {
 
 namespace {
 
+/// The slots an executor offers, as runners for the admin API's labels (Slurm's slurm-N).
+std::vector<config::RunnerConfig> slot_runners(const exec::Executor& e) {
+    std::vector<config::RunnerConfig> out;
+    for (const auto& o : e.slots()) {
+        config::RunnerConfig r;
+        r.name = o.name;
+        r.labels = o.labels;
+        out.push_back(std::move(r));
+    }
+    return out;
+}
+
 /// The running daemon: every part, built once from the first checked configuration. apply()
 /// hands each part its settings; it runs at start and, unchanged, on every reload.
 class Daemon {
@@ -108,7 +122,6 @@ public:
                    std::chrono::duration_cast<std::chrono::milliseconds>(m_cfg.storage.prune_interval)),
           m_webhook(checked.policy, writer),
           m_planner(writer, m_cfg.storage.path, checked.planner),
-          m_executor(local_settings(m_cfg)),
           m_api(m_cfg.storage.path, m_cfg.admin.tokens, m_readers.get_executor(), writer) {
         for (std::uint32_t i = 0; i < m_cfg.server.threads; ++i) {
             m_contexts.push_back(std::make_unique<asio::io_context>(1));
@@ -156,10 +169,14 @@ private:
         m_webhook.set_policy(c.policy);
         m_planner.set_config(c.planner);
         m_api.set_tokens(cfg.admin.tokens);
-        m_api.set_runners(cfg.runners);
+        m_api.set_runners(m_slurm ? slot_runners(*m_slurm) : cfg.runners);
         m_api.set_metrics_public(cfg.admin.metrics_public);
         m_api.set_tiers(tier_names(c.planner));
-        m_executor.set_settings(local_settings(cfg));
+        if (cfg.execution.executor != m_cfg.execution.executor) {
+            spdlog::error("reload: execution.executor stays {} until the next start", m_cfg.execution.executor);
+        }
+        if (m_local) m_local->set_settings(executor_settings(cfg));
+        if (m_slurm && cfg.execution.slurm) m_slurm->set_settings(executor_settings(cfg));
         m_outbox.set(outbox_settings(cfg));
         m_sender.set_settings(report::sender_settings(cfg.report));
         if (m_recovery && cfg.recovery) m_recovery->set_settings(recovery_settings(cfg));
@@ -169,12 +186,21 @@ private:
     /// The dispatcher, only with a command and runner slots; apply() gives it its settings.
     /// Non-zero: the exit code.
     int create_execution() {
-        if (m_cfg.execution.command.empty() || m_cfg.runners.empty()) return 0;
+        const bool slurm = m_cfg.execution.executor == "slurm";
+        if (slurm) {
+            m_slurm = std::make_unique<exec::SlurmExecutor>(executor_settings(m_cfg));
+            m_executor = m_slurm.get();
+            m_api.on_cluster([this] { return m_slurm->cluster(); });
+        } else {
+            m_local = std::make_unique<exec::LocalExecutor>(executor_settings(m_cfg));
+            m_executor = m_local.get();
+        }
+        if (m_cfg.execution.command.empty() || (!slurm && m_cfg.runners.empty())) return 0;
         if (m_cfg.execution.work_root.empty()) {
             std::cerr << m_config_path.string() << ": execution.work_root: required with execution.command\n";
             return 2;
         }
-        m_dispatcher = std::make_unique<sched::Dispatcher>(m_writer, m_cfg.storage.path, m_executor, sched::DispatcherSettings{});
+        m_dispatcher = std::make_unique<sched::Dispatcher>(m_writer, m_cfg.storage.path, *m_executor, sched::DispatcherSettings{});
         return 0;
     }
 
@@ -189,8 +215,14 @@ private:
             }
         }
         m_dispatcher->start();
-        spdlog::info("execution: {} runner slot(s), isolation={}, work_root={}", m_cfg.runners.size(),
-                     m_cfg.execution.isolation, m_cfg.execution.work_root.string());
+        if (m_slurm) {
+            spdlog::info("execution: Slurm partition {}, at most {} job(s) submitted, isolation={}, shared_root={}",
+                         m_cfg.execution.slurm->partition, m_cfg.execution.slurm->max_submitted, m_cfg.execution.isolation,
+                         m_cfg.execution.slurm->shared_root.string());
+        } else {
+            spdlog::info("execution: {} runner slot(s), isolation={}, work_root={}", m_cfg.runners.size(),
+                         m_cfg.execution.isolation, m_cfg.execution.work_root.string());
+        }
         return 0;
     }
 
@@ -355,7 +387,10 @@ private:
     store::Pruner m_pruner;
     ingest::WebhookHandler m_webhook;
     sched::Planner m_planner;
-    exec::LocalExecutor m_executor;
+    // The executor the configuration chose at start (a reload cannot change which).
+    std::unique_ptr<exec::LocalExecutor> m_local;
+    std::unique_ptr<exec::SlurmExecutor> m_slurm;
+    exec::Executor* m_executor = nullptr;
     std::unique_ptr<sched::Dispatcher> m_dispatcher;
     // One single-threaded io_context per network thread: Asio then takes no locks, and each
     // connection lives on one thread.

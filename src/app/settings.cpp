@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include "crcrd/core/files.hpp"
+#include "crcrd/core/subprocess.hpp"
 #include "crcrd/exec/job_env.hpp"
 #include "crcrd/http/server.hpp"
 #include "crcrd/github/auth.hpp"
@@ -15,6 +16,7 @@ namespace crcrd::app {
 std::vector<std::filesystem::path> hidden_dirs(const config::Config& c) {
     std::vector<std::filesystem::path> dirs = {c.source.parent_path(), c.storage.path.parent_path()};
     if (!c.execution.work_root.empty()) dirs.push_back(c.execution.work_root);
+    if (c.execution.executor == "slurm" && c.execution.slurm) dirs.push_back(c.execution.slurm->shared_root);
     return dirs;
 }
 
@@ -50,6 +52,37 @@ void check_test_account(const config::Config& c, std::vector<std::string>& error
     }
 }
 
+/// `executor: slurm` (§4.3): Slurm's commands on PATH, the partition known to the controller,
+/// the shared root a folder.
+void check_slurm(const config::Config& c, std::vector<std::string>& errors) {
+    if (c.execution.executor != "slurm" || !c.execution.slurm) return;
+    const auto& sl = *c.execution.slurm;
+    bool commands = true;
+    for (const char* cmd : {"sbatch", "scontrol", "scancel", "squeue"}) {
+        if (!find_in_path(cmd)) {
+            errors.push_back(std::string("execution.slurm: '") + cmd + "' is not on PATH (Debian package slurm-client)");
+            commands = false;
+        }
+    }
+    std::error_code ec;
+    if (!std::filesystem::is_directory(sl.shared_root, ec)) {
+        errors.push_back("execution.slurm.shared_root: " + sl.shared_root.string() + " is not a directory");
+    }
+    if (sl.node_binary && ::access(sl.node_binary->c_str(), X_OK) != 0) {
+        errors.push_back("execution.slurm.node_binary: " + sl.node_binary->string() + " is not an executable file here");
+    }
+    if (!commands) return;
+    SubprocessOptions o;
+    o.timeout = std::chrono::seconds(30);
+    o.max_output = 64 * 1024;
+    auto r = run_subprocess({"scontrol", "show", "partition", sl.partition}, o);
+    if (!r || r->exit_code != 0) {
+        const std::string why = !r ? r.error().message : r->timed_out ? "timed out" : trim(r->err + r->out);
+        errors.push_back("execution.slurm.partition: '" + sl.partition + "' is not a partition of the cluster (scontrol: " +
+                         why.substr(0, 300) + ")");
+    }
+}
+
 }  // namespace
 
 sched::DispatcherSettings dispatcher_settings(const config::Config& c) {
@@ -63,8 +96,8 @@ sched::DispatcherSettings dispatcher_settings(const config::Config& c) {
     return d;
 }
 
-std::shared_ptr<const exec::LocalSettings> local_settings(const config::Config& c) {
-    auto s = std::make_shared<exec::LocalSettings>();
+std::shared_ptr<const exec::ExecutorSettings> executor_settings(const config::Config& c) {
+    auto s = std::make_shared<exec::ExecutorSettings>();
     s->runners = c.runners;
     s->execution = c.execution;
     s->upstream = c.upstream;
@@ -159,6 +192,7 @@ Checked load_checked(const std::filesystem::path& path) {
     check_report_credentials(loaded.config->report, out.errors);
     check_command_visible(*loaded.config, out.errors);
     check_test_account(*loaded.config, out.errors);
+    check_slurm(*loaded.config, out.errors);
     if (!loaded.config->selection.rules.empty()) {
         // Checked here so that --check-config and SIGHUP refuse a broken rules file too.
         auto rules = select::load_rules(loaded.config->selection.rules, &out.errors);

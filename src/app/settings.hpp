@@ -32,12 +32,13 @@ struct Checked {
 /// sandbox and its account exists. `config` is set only when `errors` is empty.
 Checked load_checked(const std::filesystem::path& path);
 
-/// The folders the sandbox hides: the configuration's, the database's, the work root.
+/// The folders the sandbox hides: the configuration's, the database's, the work root and (Slurm)
+/// the shared root.
 std::vector<std::filesystem::path> hidden_dirs(const config::Config& c);
 /// The dispatcher's timings, retry policy and compiled classification patterns.
 sched::DispatcherSettings dispatcher_settings(const config::Config& c);
-/// The local executor's slots, execution settings and what the sandbox hides.
-std::shared_ptr<const exec::LocalSettings> local_settings(const config::Config& c);
+/// The executor's slots, execution settings and what the sandbox hides.
+std::shared_ptr<const exec::ExecutorSettings> executor_settings(const config::Config& c);
 /// Missed-delivery recovery's hook and GitHub credentials; only with `recovery` configured.
 ingest::RecoverySettings recovery_settings(const config::Config& c);
 /// Which sinks the outbox fills and how statuses name and link themselves.

@@ -153,7 +153,42 @@ void parse_runner(YamlMap& m, RunnerConfig& r) {
     m.get("device_model", r.device_model);
 }
 
+void parse_slurm(YamlMap m, SlurmConfig& c) {
+    m.get("partition", c.partition, true);
+    m.get("gres_per_label", c.gres_per_label);
+    m.get("sbatch_args", c.sbatch_args);
+    m.get_path("shared_root", c.shared_root, true);
+    m.get("poll_interval", c.poll_interval);
+    m.get("max_submitted", c.max_submitted);
+    m.get("cancel_pending_on_stop", c.cancel_pending_on_stop);
+    m.get_path("node_binary", c.node_binary);
+    m.get("devices", c.devices);
+    if (c.poll_interval < std::chrono::milliseconds(100)) m.error("poll_interval", "must be at least 100ms");
+    if (c.max_submitted == 0 || c.max_submitted > 10000) m.error("max_submitted", "must be between 1 and 10000");
+    for (const auto& [label, gres] : c.gres_per_label) {
+        if (gres.empty() || gres.find_first_of(" \t\n,") != std::string::npos) {
+            m.error("gres_per_label", "'" + label + "': one GRES such as \"aiu:1\", without spaces or commas");
+        }
+    }
+    for (const auto& a : c.sbatch_args) {
+        // crcrd sets these itself; an override would break collection or the environment.
+        for (const char* own : {"--export", "--parsable", "--output", "--error", "--job-name", "--comment", "--chdir",
+                                "--wrap", "--requeue", "--no-requeue"}) {
+            if (a == own || a.rfind(std::string(own) + "=", 0) == 0) m.error("sbatch_args", "'" + a + "' is set by crcrd");
+        }
+    }
+    for (const auto& d : c.devices)
+        if (d.empty() || d.front() != '/') m.error("devices", "'" + d + "' is not an absolute path");
+}
+
 void parse_execution(YamlMap m, ExecutionConfig& c) {
+    m.get("executor", c.executor);
+    check_enum(m, "executor", c.executor, {"local", "slurm"});
+    if (m.has("slurm")) {
+        c.slurm.emplace();
+        parse_slurm(m.child("slurm"), *c.slurm);
+    }
+    if (c.executor == "slurm" && !c.slurm) m.error("slurm", "required when executor is slurm");
     m.get("command", c.command);
     // A relative program path (with a slash) is relative to the configuration file.
     if (!c.command.empty() && c.command.front().find('/') != std::string::npos &&

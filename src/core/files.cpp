@@ -11,6 +11,34 @@
 
 namespace crcrd {
 
+Status write_file_atomic(const std::filesystem::path& path, const std::string& text) {
+    const auto tmp = path.string() + ".tmp";
+    auto fail = [&](const std::string& what) -> Status {
+        const int err = errno;
+        ::unlink(tmp.c_str());
+        return make_error("io", "cannot " + what + " " + path.string() + ": " + std::strerror(err));
+    };
+    const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
+    if (fd < 0) return fail("create");
+    std::size_t done = 0;
+    while (done < text.size()) {
+        auto n = ::write(fd, text.data() + done, text.size() - done);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) {
+            ::close(fd);
+            return fail("write");
+        }
+        done += static_cast<std::size_t>(n);
+    }
+    if (::fsync(fd) != 0) {
+        ::close(fd);
+        return fail("flush");
+    }
+    ::close(fd);
+    if (::rename(tmp.c_str(), path.c_str()) != 0) return fail("rename");
+    return Ok{};
+}
+
 Result<std::string> read_file(const std::filesystem::path& path, std::size_t max_bytes) {
     std::ifstream in(path, std::ios::binary);
     if (!in) {

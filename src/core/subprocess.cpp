@@ -18,6 +18,21 @@ void close_fd(int& fd) {
 }
 }  // namespace
 
+std::optional<std::filesystem::path> find_in_path(const std::string& name) {
+    const char* path = ::getenv("PATH");
+    std::string dirs = path ? path : "/usr/local/bin:/usr/bin:/bin";
+    std::size_t pos = 0;
+    while (pos <= dirs.size()) {
+        auto end = dirs.find(':', pos);
+        if (end == std::string::npos) end = dirs.size();
+        std::filesystem::path candidate = std::filesystem::path(dirs.substr(pos, end - pos).empty() ? "." : dirs.substr(pos, end - pos)) / name;
+        std::error_code ec;
+        if (std::filesystem::is_regular_file(candidate, ec) && ::access(candidate.c_str(), X_OK) == 0) return candidate;
+        pos = end + 1;
+    }
+    return std::nullopt;
+}
+
 Result<SubprocessResult> run_subprocess(const std::vector<std::string>& argv, const SubprocessOptions& opts) {
     if (argv.empty()) return make_error("exec", "empty command");
     int out_pipe[2], err_pipe[2];

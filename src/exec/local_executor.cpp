@@ -1,8 +1,6 @@
 #include "crcrd/exec/local_executor.hpp"
 
-#include <grp.h>
 #include <signal.h>
-#include <pwd.h>
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
@@ -17,59 +15,6 @@
 namespace crcrd::exec {
 
 using nlohmann::json;
-
-namespace {
-
-std::string first_line_of(const std::vector<std::string>& argv, const std::optional<std::filesystem::path>& cwd = {}) {
-    if (argv.empty()) return {};
-    SubprocessOptions o;
-    o.timeout = std::chrono::seconds(30);
-    o.max_output = 4096;
-    o.cwd = cwd;
-    auto r = run_subprocess(argv, o);
-    if (!r || r->exit_code != 0) return {};
-    return trim(r->out.substr(0, r->out.find('\n')));
-}
-
-std::string log_excerpt(const std::filesystem::path& path) {
-    auto text = read_file(path, 256u << 20);
-    return text ? *text : std::string();
-}
-
-struct Account {
-    uid_t uid;
-    gid_t gid;
-    std::vector<gid_t> groups;
-};
-
-/// The user's uid, primary group and supplementary groups (e.g. one that may open /dev/vfio).
-std::optional<Account> lookup_account(const std::string& name) {
-    struct passwd pw {};
-    struct passwd* found = nullptr;
-    std::vector<char> buf(16384);
-    if (::getpwnam_r(name.c_str(), &pw, buf.data(), buf.size(), &found) != 0 || !found) return std::nullopt;
-    Account a{pw.pw_uid, pw.pw_gid, {}};
-    int n = 64;
-    a.groups.resize(static_cast<std::size_t>(n));
-    if (::getgrouplist(name.c_str(), pw.pw_gid, a.groups.data(), &n) < 0) {
-        a.groups.resize(static_cast<std::size_t>(n));
-        ::getgrouplist(name.c_str(), pw.pw_gid, a.groups.data(), &n);
-    }
-    a.groups.resize(static_cast<std::size_t>(std::max(n, 0)));
-    return a;
-}
-
-/// Makes the job directory and what is in it the account's (nothing in it follows a link).
-void hand_over(const std::filesystem::path& job_dir, uid_t uid, gid_t gid) {
-    std::error_code ignored;
-    for (auto it = std::filesystem::recursive_directory_iterator(job_dir, ignored);
-         it != std::filesystem::recursive_directory_iterator(); it.increment(ignored)) {
-        (void)::lchown(it->path().c_str(), uid, gid);
-    }
-    (void)::lchown(job_dir.c_str(), uid, gid);
-}
-
-}  // namespace
 
 LocalExecutor::LocalExecutor(std::shared_ptr<const LocalSettings> settings) : m_settings(std::move(settings)) {}
 
@@ -122,7 +67,7 @@ std::vector<SlotOffer> LocalExecutor::slots() const {
 }
 
 RawOutcome LocalExecutor::run(const JobToRun& job, const std::atomic<bool>& cancel,
-                              const std::function<void(std::int64_t)>& on_running) {
+                              const std::function<void(const Started&)>& on_running) {
     auto s = settings();
     RawOutcome out;
     const auto* slot = runner(*s, job.slot);
@@ -136,119 +81,22 @@ RawOutcome LocalExecutor::run(const JobToRun& job, const std::atomic<bool>& canc
         out.slot_unhealthy = true;
         return out;
     }
-    const auto started = std::chrono::system_clock::now();
-    auto ws = prepare_workspace(s->execution, s->upstream, job.job_id, job.sha);
-    if (!ws) {
-        out.not_run = ws.error().message;
+    auto a = prepare_attempt(*s, job, SlotSpec{slot->name, slot->env, slot->devices, slot->device_model},
+                             s->execution.work_root / "logs");
+    if (!a) {
+        out.not_run = a.error().message;
         return out;
     }
-    JobContext ctx;
-    ctx.run_id = job.run_id;
-    ctx.job_id = job.job_id;
-    ctx.attempt = job.attempt;
-    ctx.tier = job.tier;
-    ctx.pytorch_sha = job.sha;
-    ctx.pytorch_dir = ws->checkout;
-    ctx.pr = job.pr;
-    ctx.slot = slot->name;
-    ctx.job_dir = ws->job_dir;
-    ctx.tests_file = ws->job_dir / "tests.txt";
-    ctx.junit_dir = ws->job_dir / "junit";
-    if (auto w = write_tests_file(ctx, job.tests); !w) {
-        out.not_run = w.error().message;
-        release_workspace(*ws, s->execution, s->upstream, true);
-        return out;
-    }
-    // The log lives beside the jobs' folders, so it outlives the workspace.
-    auto logs = s->execution.work_root / "logs";
-    std::error_code ec;
-    std::filesystem::create_directories(logs, ec);
-    out.log_path = (logs / (std::to_string(job.job_id) + ".log")).string();
-
-    ProcessSpec p;
-    p.env = job_environment(ctx, s->execution.env, slot->env);
-    p.cwd = ws->job_dir;
-    p.log_path = out.log_path;
-    p.max_log_bytes = s->execution.max_log_bytes;
-    p.timeout = job.timeout;
-    p.stall_timeout = s->execution.stall_timeout;
-    p.on_start = [&](pid_t pgid) { on_running(pgid); };
-    // The account the command runs as when it must not be the daemon's (§4.1): isolation
-    // user, or bubblewrap under a daemon running as root.
-    const bool root = ::geteuid() == 0;
-    std::optional<Account> account;
-    if (s->execution.isolation == "user" || (s->execution.isolation == "bwrap" && root)) {
-        account = lookup_account(s->execution.user.value_or("nobody"));
-        if (!account) {
-            out.not_run = "execution.user '" + s->execution.user.value_or("nobody") + "' does not exist";
-            release_workspace(*ws, s->execution, s->upstream, true);
-            return out;
-        }
-        // The job directory becomes the account's; the daemon's own files stay unreadable to it
-        // (0600/0640 owned by the daemon's user, as deploy/crcrd.service sets up).
-        hand_over(ws->job_dir, account->uid, account->gid);
-    }
-    if (s->execution.isolation == "user") {
-        p.uid = account->uid;
-        p.gid = account->gid;
-        p.groups = account->groups;
-    }
-    if (s->execution.isolation == "bwrap") {
-        SandboxSpec sb;
-        sb.hidden_dirs = s->hidden_dirs;
-        sb.hidden_files = s->hidden_files;
-        sb.job_dir = ws->job_dir;
-        sb.pytorch_dir = ws->checkout;
-        sb.devices = slot->devices;
-        sb.no_network = s->execution.network == "none";
-        // The command's own folder (it may lie under /tmp, which the sandbox replaces); it is
-        // never inside a hidden one (config::check refuses that).
-        if (!s->execution.command.empty() && s->execution.command.front().front() == '/') {
-            sb.command_dir = std::filesystem::path(s->execution.command.front()).parent_path();
-        }
-        if (root) sb.run_as = SandboxSpec::Account{account->uid, account->gid};
-        p.argv = bwrap_prefix(sb);
-    }
-    p.argv.insert(p.argv.end(), s->execution.command.begin(), s->execution.command.end());
-
-    out.metadata = {{"pytorch_sha", job.sha},
-                    {"backend_sha", s->execution.backend_dir
-                                        ? json(first_line_of({"git", "-C", s->execution.backend_dir->string(), "rev-parse", "HEAD"}))
-                                        : json(nullptr)},
-                    {"driver_version", s->execution.driver_version_command.empty()
-                                           ? json(nullptr)
-                                           : json(first_line_of(s->execution.driver_version_command))},
-                    {"device_model", slot->device_model ? json(*slot->device_model) : json(nullptr)},
-                    {"slot", slot->name},
-                    {"tests", job.tests},
-                    {"isolation", s->execution.isolation},
-                    {"started_at", rfc3339(started)}};
-
-    auto proc = run_supervised(p, &cancel);
+    a->process.on_start = [&](pid_t pgid) { on_running(Started{pgid, {}}); };
+    out.log_path = a->process.log_path.string();
+    out.metadata = a->metadata;
+    auto proc = run_supervised(a->process, &cancel);
     if (!proc) {
         out.not_run = "cannot start the test command: " + proc.error().message;
-        release_workspace(*ws, s->execution, s->upstream, true);
+        release_workspace(a->ws, s->execution, s->upstream, true);
         return out;
     }
-    out.exit_code = proc->exit_code;
-    out.signal = proc->signal;
-    out.timed_out = proc->timed_out;
-    out.stalled = proc->stalled;
-    out.cancelled = cancel.load() && !proc->timed_out && !proc->stalled;
-    if (auto results = read_junit_dir(ctx.junit_dir)) {
-        out.results = std::move(*results);
-    } else {
-        out.junit_error = results.error().message;
-    }
-    out.log_text = log_excerpt(out.log_path);
-    out.metadata["finished_at"] = now_rfc3339();
-    out.metadata["duration_s"] = static_cast<double>(proc->duration.count()) / 1000.0;
-    out.metadata["output_bytes"] = proc->output_bytes;
-    out.metadata["log_truncated"] = proc->log_truncated;
-    // A workspace is kept for a look when anything but a clean pass happened.
-    const bool clean = proc->exit_code == 0 && !proc->signal && !out.cancelled && !proc->timed_out && !proc->stalled && !out.junit_error &&
-                       count(out.results).failed == 0;
-    release_workspace(*ws, s->execution, s->upstream, !clean);
+    collect_attempt(*s, *a, *proc, cancel.load(), out);
     return out;
 }
 

@@ -4,19 +4,23 @@
 #include <string>
 
 #include "crcrd/app/daemon.hpp"
+#include "crcrd/exec/slurm/node_job.hpp"
 
 namespace {
 void usage(std::ostream& os) {
     os << "usage: crcrd [--config PATH] [--check-config] [--version]\n"
           "  --config PATH    configuration file (default /etc/crcrd/crcrd.yaml)\n"
           "  --check-config   validate the configuration and its secret files, then exit (0 ok, 2 errors)\n"
-          "  --version        print the version\n";
+          "  --version        print the version\n"
+          "  --slurm-job SPEC (on a Slurm node, started by crcrd's batch job) run one test command\n";
 }
 }  // namespace
 
 int main(int argc, char** argv) {
     std::string config = "/etc/crcrd/crcrd.yaml";
     bool check = false;
+    // The node side of the Slurm executor: nothing of the daemon is started.
+    if (argc == 3 && std::strcmp(argv[1], "--slurm-job") == 0) return crcrd::exec::slurm::run_node_job(argv[2]);
     for (int i = 1; i < argc; ++i) {
         std::string a = argv[i];
         if (a == "--version") {

@@ -9,6 +9,7 @@ Judged judge(const exec::RawOutcome& o, const classify::Patterns& patterns) {
     if (o.not_run) {
         j.conclusion = Conclusion::infra_error;
         j.reason = *o.not_run;
+        if (!o.external.is_null()) j.evidence["executor"] = o.external;
         return j;
     }
     classify::Evidence ev;
@@ -38,6 +39,15 @@ Judged judge(const exec::RawOutcome& o, const classify::Patterns& patterns) {
                   {"failed_tests", failed_tests},
                   {"log_lines", verdict.log_line ? json::array({*verdict.log_line}) : json::array()},
                   {"junit_error", o.junit_error ? json(*o.junit_error) : json(nullptr)}};
+    if (!o.external.is_null()) j.evidence["executor"] = o.external;
+    // What the executor's cluster said outranks what the command left (it may have left nothing).
+    if (o.device_unavailable) {
+        j.conclusion = Conclusion::device_unavailable;
+        j.reason = *o.device_unavailable;
+    } else if (o.infra_failure) {
+        j.conclusion = Conclusion::infra_error;
+        j.reason = *o.infra_failure;
+    }
     return j;
 }
 

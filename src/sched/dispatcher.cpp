@@ -133,22 +133,55 @@ void Dispatcher::resync_slots() {
 }
 
 Status Dispatcher::recover() {
-    const auto policy = settings().retry;
-    return m_writer.run_sync([this, policy](store::Db& db) {
+    const auto cfg = settings();
+    std::vector<std::pair<exec::JobToRun, std::string>> adopted;
+    auto s = m_writer.run_sync([&](store::Db& db) {
+        adopted.clear();
         store::JobsRepo jobs(db);
-        for (const auto& left : jobs.left_open()) {
-            if (int n = m_executor.abandon(left.id); n > 0) {
-                spdlog::warn("job_id={} killed {} stray process(es) of the previous daemon", left.id, n);
+        store::SlotsRepo slots(db);
+        const auto left = jobs.left_open();
+        slots.free_all_busy();
+        for (const auto& open : left) {
+            auto job = load_job(db, open.id);
+            // An attempt that goes on outside the daemon (a Slurm job) is adopted, not repeated.
+            if (auto external = m_executor.adoptable(open.id, open.external_id)) {
+                job.slot = open.slot.value_or("");
+                if (!job.slot.empty() && !slots.take(job.slot, job.job_id, rfc3339(system_clock::now() + cfg.lease_ttl))) {
+                    spdlog::warn("job_id={} slot {} is no longer offered; the adopted job runs without it", open.id, job.slot);
+                }
+                jobs.mark_running(open.id, 0, *external, now_rfc3339());
+                spdlog::info("job_id={} run_id={} adopted: it goes on as {}", open.id, job.run_id, *external);
+                adopted.emplace_back(std::move(job), *external);
+                continue;
             }
-            auto job = load_job(db, left.id);
-            end_attempt(db, job, Conclusion::infra_error, "daemon restarted", std::nullopt, policy);
-            spdlog::warn("job_id={} run_id={} ended infra_error: daemon restarted", left.id, job.run_id);
+            if (int n = m_executor.abandon(open.id); n > 0) {
+                spdlog::warn("job_id={} killed {} stray process(es) of the previous daemon", open.id, n);
+            }
+            end_attempt(db, job, Conclusion::infra_error, "daemon restarted", std::nullopt, cfg.retry);
+            spdlog::warn("job_id={} run_id={} ended infra_error: daemon restarted", open.id, job.run_id);
         }
-        store::SlotsRepo(db).free_all_busy();
     });
+    if (s) {
+        std::lock_guard lk(m_mu);
+        m_adopted = std::move(adopted);
+    }
+    return s;
 }
 
 void Dispatcher::start() {
+    {
+        std::lock_guard lk(m_mu);
+        for (auto& [job, external] : m_adopted) {
+            auto flag = std::make_shared<std::atomic<bool>>(false);
+            m_running[job.job_id] = flag;
+            if (!spawn_worker([this, job, flag, external = external] { work(job, flag, external); })) {
+                // No thread now: the next start adopts it again.
+                m_running.erase(job.job_id);
+                spdlog::error("job_id={} cannot be watched now: no thread", job.job_id);
+            }
+        }
+        m_adopted.clear();
+    }
     m_thread = std::thread([this] { loop(); });
 }
 
@@ -165,6 +198,11 @@ void Dispatcher::stop() {
         std::lock_guard lk(m_mu);
         if (m_stopping && !m_thread.joinable()) return;
         m_stopping = true;
+    }
+    // Attempts that go on without the daemon (Slurm) are left to run, to be adopted at the next
+    // start; the others are ended.
+    if (!m_executor.detach_on_stop()) {
+        std::lock_guard lk(m_mu);
         for (auto& [id, flag] : m_running) flag->store(true);
     }
     m_cv.notify_all();
@@ -334,15 +372,26 @@ void Dispatcher::recheck(const std::string& slot) {
     notify();  // back online: jobs may start; still offline: its next recheck is scheduled
 }
 
-void Dispatcher::work(exec::JobToRun job, std::shared_ptr<std::atomic<bool>> cancel) {
+void Dispatcher::work(exec::JobToRun job, std::shared_ptr<std::atomic<bool>> cancel, std::optional<std::string> adopt) {
     const auto cfg = settings();
     exec::RawOutcome raw;
     Judged outcome;
     try {
-        raw = m_executor.run(job, *cancel, [this, id = job.job_id](std::int64_t pgid) {
-            m_writer.submit([id, pgid](store::Db& db) { store::JobsRepo(db).mark_running(id, pgid, now_rfc3339()); },
-                            [](Status) {});
-        });
+        auto on_running = [this, id = job.job_id](const exec::Started& st) {
+            m_writer.submit(
+                [id, st](store::Db& db) { store::JobsRepo(db).mark_running(id, st.pgid, st.external_id, now_rfc3339()); },
+                [](Status) {});
+        };
+        raw = adopt ? m_executor.adopt(job, *adopt, *cancel, on_running) : m_executor.run(job, *cancel, on_running);
+        if (raw.detached) {
+            // The daemon stops and the attempt goes on outside it: nothing to record; the next
+            // start adopts it (its slot stays busy until then).
+            spdlog::info("job_id={} run_id={} left running outside the daemon ({}) for the next start", job.job_id,
+                         job.run_id, raw.external.is_null() ? std::string("-") : raw.external.dump());
+            std::lock_guard lk(m_mu);
+            m_running.erase(job.job_id);
+            return;
+        }
         if (!raw.slot_unhealthy) outcome = judge(raw, *cfg.patterns);
     } catch (const std::exception& e) {
         // A bug or an exhausted resource, never the test's doing: the job ends (and is retried)

@@ -177,9 +177,9 @@ std::int64_t JobsRepo::mark_flaky(std::int64_t job_id) {
 }
 
 std::vector<OpenAttempt> JobsRepo::left_open() {
-    Scoped st(m_db, "SELECT id, pgid FROM jobs WHERE state IN ('leased','running')");
+    Scoped st(m_db, "SELECT id, pgid, external_id, slot FROM jobs WHERE state IN ('leased','running')");
     std::vector<OpenAttempt> out;
-    while (st->step()) out.push_back(OpenAttempt{st->int64(0), st->opt_int64(1)});
+    while (st->step()) out.push_back(OpenAttempt{st->int64(0), st->opt_int64(1), st->opt_text(2), st->opt_text(3)});
     return out;
 }
 
@@ -202,9 +202,11 @@ void JobsRepo::requeue_leased(std::int64_t job_id) {
     st->run();
 }
 
-void JobsRepo::mark_running(std::int64_t job_id, std::int64_t pgid, const std::string& now) {
-    Scoped st(m_db, "UPDATE jobs SET state = 'running', pgid = ?, started_at = ? WHERE id = ? AND state = 'leased'");
-    st->bind(1, pgid).bind(2, now).bind(3, job_id);
+void JobsRepo::mark_running(std::int64_t job_id, std::int64_t pgid, const std::string& external_id, const std::string& now) {
+    Scoped st(m_db,
+              "UPDATE jobs SET state = 'running', pgid = nullif(?, 0), external_id = nullif(?, ''), "
+              "started_at = coalesce(started_at, ?) WHERE id = ? AND state IN ('leased','running')");
+    st->bind(1, pgid).bind(2, external_id).bind(3, now).bind(4, job_id);
     st->run();
 }
 

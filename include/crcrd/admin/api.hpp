@@ -13,6 +13,8 @@
 #include <mutex>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "crcrd/config/config.hpp"
 #include "crcrd/http/message.hpp"
 #include "crcrd/store/writer.hpp"
@@ -39,6 +41,10 @@ public:
     /// POST /api/v1/recovery/run starts a pass through this (unset: recovery is off, 409).
     void on_recovery_run(std::function<void()> fn) { m_on_recovery_run = std::move(fn); }
 
+    /// GET /api/v1/runners adds what this returns as "cluster" (the Slurm executor's nodes).
+    /// It blocks; it runs on the workers. Set before serving.
+    void on_cluster(std::function<nlohmann::json()> fn) { m_cluster = std::move(fn); }
+
     /// True for paths this API answers (everything under /api/, and /metrics).
     static bool owns(const std::string& path) { return path.rfind("/api/", 0) == 0 || path == "/metrics"; }
 
@@ -62,6 +68,7 @@ private:
     std::shared_ptr<const std::vector<std::string>> m_tiers = std::make_shared<const std::vector<std::string>>();
     std::function<void()> m_on_queued;
     std::function<void()> m_on_recovery_run;
+    std::function<nlohmann::json()> m_cluster;
 };
 
 }  // namespace crcrd::admin

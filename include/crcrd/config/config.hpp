@@ -92,7 +92,25 @@ struct RunnerConfig {
     std::optional<std::string> device_model;
 };
 
+/// `execution.slurm` (CONTRACT.md §4.3): jobs handed to an existing Slurm cluster.
+struct SlurmConfig {
+    std::string partition;
+    std::map<std::string, std::string> gres_per_label;  // a job's label -> --gres, e.g. "aiu:1"
+    Strings sbatch_args;                                // argv additions, never a shell string
+    Path shared_root;                                   // visible on every node at this path
+    Duration poll_interval = std::chrono::seconds(5);
+    std::uint32_t max_submitted = 16;                   // jobs crcrd keeps in Slurm at once
+    /// At a stop, scancel what is still pending in Slurm (running jobs always go on).
+    bool cancel_pending_on_stop = false;
+    /// crcrd's binary on the nodes (it supervises the command there); default: this daemon's.
+    std::optional<Path> node_binary;
+    /// Device paths bound into the sandbox on the node (Slurm's cgroup decides which it may open).
+    Strings devices;
+};
+
 struct ExecutionConfig {
+    std::string executor = "local";  // local | slurm
+    std::optional<SlurmConfig> slurm;
     Strings command;
     Path work_root;
     std::map<std::string, std::string> env;

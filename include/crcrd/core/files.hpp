@@ -18,6 +18,10 @@ Result<std::string> read_file(const std::filesystem::path& path,
 /// refused when larger than `max_bytes`. Never throws.
 Result<std::string> read_untrusted_file(const std::filesystem::path& path, std::size_t max_bytes);
 
+/// Writes `text` to `path` whole or not at all: a temporary file beside it, flushed to disk,
+/// renamed over it. Fails with code "io" naming the path.
+Status write_file_atomic(const std::filesystem::path& path, const std::string& text);
+
 /// `text` without leading and trailing ASCII whitespace (secret files end with a newline).
 std::string trim(std::string text);
 

@@ -28,6 +28,9 @@ struct SubprocessResult {
     std::string err;         // stderr (at most 64 KiB, for messages)
 };
 
+/// Where `name` (no slash) is found on $PATH as an executable file; nullopt when it is not.
+std::optional<std::filesystem::path> find_in_path(const std::string& name);
+
 /// Runs argv[0] (an absolute path, or looked up in PATH) with argv. Errors only when it
 /// could not be started; a non-zero exit is a result, not an error.
 Result<SubprocessResult> run_subprocess(const std::vector<std::string>& argv, const SubprocessOptions& opts = {});

@@ -3,7 +3,8 @@
 // decides which job starts, on which of the offered slots, stores everything and classifies;
 // an Executor only offers slots and runs a job on one, returning what happened, raw. It knows
 // nothing of the database or of classes: a new executor (Slurm, Kubernetes) is one folder that
-// implements these four calls. LocalExecutor runs processes on this host's slots.
+// implements these calls. LocalExecutor runs processes on this host's slots; SlurmExecutor
+// (exec/slurm/) hands each job to a Slurm cluster, and adopts what a previous daemon submitted.
 
 #include <atomic>
 #include <chrono>
@@ -38,6 +39,13 @@ struct JobToRun {
     std::string slot;  // the leased slot
 };
 
+/// An attempt has started: the process group of its command on this host (local), or the id
+/// of the job a scheduler runs it as (Slurm's job id). The dispatcher stores both.
+struct Started {
+    std::int64_t pgid = 0;
+    std::string external_id;
+};
+
 /// What one attempt left behind, before any classification.
 struct RawOutcome {
     /// The slot failed its health check before the command started: the job did not run and
@@ -56,6 +64,18 @@ struct RawOutcome {
     std::string log_text;                    // the kept log (head and tail), for the classifier
     nlohmann::json metadata = nlohmann::json::object();  // §4's metadata of the attempt
     nlohmann::json health = nullptr;         // the health check that ran before, if any
+    /// The cluster ended the attempt for a reason of its own (a node failed, out of memory, a
+    /// cancel nobody here asked for): infra_error, retried, with this reason.
+    std::optional<std::string> infra_failure;
+    /// No device became free in time where the executor waits for one itself (a Slurm job
+    /// still pending for resources after `device_wait`): device_unavailable, with this reason.
+    std::optional<std::string> device_unavailable;
+    /// The daemon stops and the attempt goes on outside it (Slurm): nothing is recorded, the
+    /// job stays running in the database for the next start to adopt.
+    bool detached = false;
+    /// The executor's own record of the attempt (Slurm: job id, state, reason, node, exit
+    /// code), kept in the evidence as "executor".
+    nlohmann::json external = nullptr;
 };
 
 class Executor {
@@ -64,14 +84,42 @@ public:
     /// The slots this executor offers now (they change on reload). Never blocks.
     virtual std::vector<SlotOffer> slots() const = 0;
     /// Runs `job` on `job.slot` to its end on the calling (worker) thread. `cancel` asks it to
-    /// stop; `on_running` is called once the command started, with its process group. Never
-    /// throws for anything a test does.
+    /// stop; `on_running` is called once the command started (again if it moves, as a Slurm
+    /// job resubmitted after a preemption does). Never throws for anything a test does.
     virtual RawOutcome run(const JobToRun& job, const std::atomic<bool>& cancel,
-                           const std::function<void(std::int64_t pgid)>& on_running) = 0;
+                           const std::function<void(const Started&)>& on_running) = 0;
     /// Blocking: the slot's health check now, as {"ok": bool, "at", "exit_status", "output"}.
     virtual nlohmann::json check_health(const std::string& slot) = 0;
     /// Ends whatever attempt `job_id` of a previous daemon left running; how many processes.
     virtual int abandon(std::int64_t job_id) = 0;
+
+    /// At start-up, for a job a previous daemon left running: the id under which the attempt
+    /// still exists outside the daemon (`external_id` as stored, or found by the job's id when
+    /// the daemon died before storing it), so that adopt() collects it. nullopt: nothing to
+    /// adopt (the local executor: its processes died with their init), the job is abandoned.
+    virtual std::optional<std::string> adoptable(std::int64_t job_id, const std::optional<std::string>& external_id) {
+        (void)job_id;
+        (void)external_id;
+        return std::nullopt;
+    }
+    /// Watches an attempt a previous daemon started (an id adoptable() returned) to its end,
+    /// like run() without starting anything.
+    virtual RawOutcome adopt(const JobToRun& job, const std::string& external_id, const std::atomic<bool>& cancel,
+                             const std::function<void(const Started&)>& on_running) {
+        (void)job;
+        (void)external_id;
+        (void)cancel;
+        (void)on_running;
+        RawOutcome o;
+        o.not_run = "this executor cannot adopt an attempt";
+        return o;
+    }
+    /// The daemon stops. True: attempts go on without it (run() returns `detached` soon) and
+    /// the dispatcher must not cancel them. False (local): the dispatcher cancels them.
+    virtual bool detach_on_stop() { return false; }
+    /// What the cluster behind the executor says of its nodes, for /api/v1/runners (null: no
+    /// cluster). Blocking, bounded.
+    virtual nlohmann::json cluster() { return nullptr; }
 };
 
 }  // namespace crcrd::exec

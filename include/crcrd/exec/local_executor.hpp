@@ -9,16 +9,11 @@
 #include "crcrd/config/config.hpp"
 #include "crcrd/exec/executor.hpp"
 #include "crcrd/exec/job_env.hpp"
+#include "crcrd/exec/prepare.hpp"
 
 namespace crcrd::exec {
 
-struct LocalSettings {
-    std::vector<config::RunnerConfig> runners;
-    config::ExecutionConfig execution;
-    config::UpstreamConfig upstream;
-    std::vector<std::filesystem::path> hidden_dirs;   // config and state folders
-    std::vector<std::filesystem::path> hidden_files;  // secrets, tokens, keys
-};
+using LocalSettings = ExecutorSettings;
 
 class LocalExecutor : public Executor {
 public:
@@ -27,7 +22,7 @@ public:
 
     std::vector<SlotOffer> slots() const override;
     RawOutcome run(const JobToRun& job, const std::atomic<bool>& cancel,
-                   const std::function<void(std::int64_t)>& on_running) override;
+                   const std::function<void(const Started&)>& on_running) override;
     nlohmann::json check_health(const std::string& slot) override;
     /// Kills every process whose environment names CRCR_JOB_ID=<job_id>: the command, bubblewrap
     /// and whatever they detached, even in a session of their own.

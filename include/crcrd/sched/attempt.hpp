@@ -25,7 +25,8 @@ struct Judged {
 };
 
 /// Classifies what an executor returned. An outcome whose command never ran (`not_run`) is
-/// infra_error with that reason. Pure.
+/// infra_error with that reason; one the cluster ended (`infra_failure`, `device_unavailable`)
+/// takes that class and reason; the executor's record goes into the evidence as "executor". Pure.
 Judged judge(const exec::RawOutcome& outcome, const classify::Patterns& patterns);
 
 struct RetryPolicy {

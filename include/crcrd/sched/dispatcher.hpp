@@ -15,6 +15,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -46,20 +47,23 @@ public:
     Status sync_slots();
     /// sync_slots() without waiting (from a network thread, on reload); a failure is logged.
     void resync_slots();
-    /// Ends jobs a previous daemon left leased or running: their stray processes are killed,
-    /// they end infra_error "daemon restarted" and are retried if attempts remain; busy
-    /// slots are freed. Call once before start().
+    /// Takes over what a previous daemon left leased or running: an attempt the executor can
+    /// adopt (a Slurm job) keeps running and is watched from start() on; any other has its
+    /// stray processes killed and ends infra_error "daemon restarted", retried if attempts
+    /// remain. Other busy slots are freed. Call once before start().
     Status recover();
     void start();
     void notify();
-    /// Stops starting jobs, ends the running ones (SIGTERM, grace, SIGKILL), records them,
-    /// and joins every thread.
+    /// Stops starting jobs, ends the running ones (SIGTERM, grace, SIGKILL) and records them,
+    /// or, when the executor detaches (Slurm), leaves them running for the next start; joins
+    /// every thread.
     void stop();
 
 private:
     void loop();
     void dispatch_once();
-    void work(exec::JobToRun job, std::shared_ptr<std::atomic<bool>> cancel);
+    /// Runs `job` (or, with `adopt`, watches the attempt a previous daemon started as that id).
+    void work(exec::JobToRun job, std::shared_ptr<std::atomic<bool>> cancel, std::optional<std::string> adopt = {});
     void recheck(const std::string& slot);
     /// Runs `fn` on a new worker thread; no exception escapes it. Finished workers are joined
     /// here first, so their number stays that of the jobs and rechecks in flight. False when
@@ -86,6 +90,7 @@ private:
     std::map<std::string, bool> m_rechecking;
     std::chrono::steady_clock::time_point m_next_recheck = std::chrono::steady_clock::time_point::max();
     std::list<Worker> m_workers;
+    std::vector<std::pair<exec::JobToRun, std::string>> m_adopted;  // from recover(), for start()
     std::thread m_thread;
 };
 

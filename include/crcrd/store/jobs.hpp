@@ -38,6 +38,8 @@ struct TierResult {
 struct OpenAttempt {
     std::int64_t id = 0;
     std::optional<std::int64_t> pgid;
+    std::optional<std::string> external_id;  // where an executor runs it outside the daemon
+    std::optional<std::string> slot;
 };
 
 /// One test of an attempt.
@@ -92,8 +94,9 @@ public:
     std::optional<JobState> state(std::int64_t job_id);
     /// A leased job goes back to the queue (no thread to run it).
     void requeue_leased(std::int64_t job_id);
-    /// A leased job's command started in process group `pgid`.
-    void mark_running(std::int64_t job_id, std::int64_t pgid, const std::string& now);
+    /// A leased job's command started in process group `pgid` (0: none here) or as
+    /// `external_id` elsewhere (a Slurm job); again when it moves (resubmitted, adopted).
+    void mark_running(std::int64_t job_id, std::int64_t pgid, const std::string& external_id, const std::string& now);
     /// A leased or running job goes back to the queue (its slot failed the health check).
     void requeue_open(std::int64_t job_id);
     /// Stores an attempt's test results and its metadata, log path, counts and evidence (JSON texts).

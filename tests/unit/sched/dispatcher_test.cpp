@@ -31,8 +31,8 @@ public:
         return offers;
     }
     exec::RawOutcome run(const exec::JobToRun& job, const std::atomic<bool>& cancel,
-                         const std::function<void(std::int64_t)>& on_running) override {
-        on_running(4242);
+                         const std::function<void(const exec::Started&)>& on_running) override {
+        on_running(exec::Started{4242, {}});
         {
             std::lock_guard lk(m_mu);
             m_ran.push_back(job);

@@ -1,0 +1,76 @@
+#pragma once
+// The `slurm` executor (CONTRACT.md §4.3): each job is one Slurm batch job. crcrd prepares the
+// workspace under `execution.slurm.shared_root`, submits `sbatch --parsable --export=NONE` with
+// an argv, and Slurm runs `crcrd --slurm-job` on a node, which supervises the command in the
+// same sandbox as locally (exec/slurm/node_job.hpp). crcrd follows the job with `scontrol show
+// job` every `poll_interval` (the job-completion file once it left the controller), maps its
+// end to what the classifier needs, `scancel`s it when asked, and leaves it running in Slurm
+// when the daemon stops, to adopt it at the next start.
+
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+
+#include "crcrd/exec/executor.hpp"
+#include "crcrd/exec/prepare.hpp"
+#include "crcrd/exec/slurm/slurm_cli.hpp"
+
+namespace crcrd::exec {
+
+class SlurmExecutor : public Executor {
+public:
+    explicit SlurmExecutor(std::shared_ptr<const ExecutorSettings> settings);
+    void set_settings(std::shared_ptr<const ExecutorSettings> settings);
+
+    /// `max_submitted` slots, slurm-1 … slurm-N, each offering every label of gres_per_label:
+    /// the dispatcher never has more jobs in Slurm than that.
+    std::vector<SlotOffer> slots() const override;
+    RawOutcome run(const JobToRun& job, const std::atomic<bool>& cancel,
+                   const std::function<void(const Started&)>& on_running) override;
+    /// Slurm owns its nodes' health: always ok.
+    nlohmann::json check_health(const std::string& slot) override;
+    /// A job that cannot be adopted: scancel whatever Slurm still has under its name.
+    int abandon(std::int64_t job_id) override;
+    std::optional<std::string> adoptable(std::int64_t job_id, const std::optional<std::string>& external_id) override;
+    RawOutcome adopt(const JobToRun& job, const std::string& external_id, const std::atomic<bool>& cancel,
+                     const std::function<void(const Started&)>& on_running) override;
+    bool detach_on_stop() override;
+    /// {"partition", "nodes": [{name, state, reason, gres, gres_used}], "error"}.
+    nlohmann::json cluster() override;
+
+    /// The name crcrd gives job `job_id`'s Slurm job.
+    static std::string job_name(std::int64_t job_id);
+
+private:
+    std::shared_ptr<const ExecutorSettings> settings() const;
+    /// Where the attempt's files are, for one submitted now or by a previous daemon.
+    struct Paths {
+        std::filesystem::path control, spec, result, slurm_out, metadata;
+    };
+    Paths paths(const ExecutorSettings& s, std::int64_t job_id) const;
+    /// The settings the workspace is prepared with: work_root is shared_root.
+    static ExecutorSettings on_shared_root(const ExecutorSettings& s);
+    /// sbatch for the attempt whose spec is written; the Slurm job id, or why not.
+    Result<std::string> submit(const ExecutorSettings& s, const JobToRun& job, const Paths& p);
+    /// The job as Slurm knows it now: the controller, else the job-completion file. nullopt
+    /// with `*unreachable` set when the controller did not answer at all.
+    std::optional<slurm::JobInfo> query(const std::string& id, bool* unreachable = nullptr);
+    void scancel(const std::string& id);
+    /// Follows Slurm job `id` of `a` to its end and collects it.
+    RawOutcome watch(const ExecutorSettings& s, const JobToRun& job, const PreparedAttempt& a, std::string id,
+                     const std::atomic<bool>& cancel, const std::function<void(const Started&)>& on_running);
+    /// Waits up to `d`, or less when the daemon stops or `cancel` is set.
+    void pause(std::chrono::milliseconds d, const std::atomic<bool>& cancel);
+    void wait_a_little(std::chrono::milliseconds poll, const std::atomic<bool>& cancel, bool cancel_sent);
+    bool detaching();
+
+    mutable std::mutex m_mu;
+    std::condition_variable m_cv;
+    std::shared_ptr<const ExecutorSettings> m_settings;
+    bool m_detaching = false;
+    std::string m_node_binary;
+};
+
+}  // namespace crcrd::exec
