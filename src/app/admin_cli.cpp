@@ -346,6 +346,15 @@ int admin_command(const std::string& group, const std::vector<std::string>& args
                 rows.push_back({text(r, "name"), text(r, "state"), r.value("labels", json::array()).dump(), text(r, "job_id"), health});
             }
             table(o, {"NAME", "STATE", "LABELS", "JOB", "LAST HEALTH"}, rows);
+            // The Slurm executor: the partition's nodes as Slurm sees them.
+            if (const auto& c = page.value("cluster", json(nullptr)); c.is_object()) {
+                o << "\nSlurm partition " << text(c, "partition") << ":\n";
+                if (c.contains("error") && !c["error"].is_null()) o << "  cannot ask Slurm: " << text(c, "error") << "\n";
+                std::vector<std::vector<std::string>> nodes;
+                for (const auto& n : c.value("nodes", json::array()))
+                    nodes.push_back({text(n, "name"), text(n, "state"), text(n, "gres"), text(n, "gres_used"), text(n, "reason")});
+                table(o, {"NODE", "STATE", "GRES", "GRES USED", "REASON"}, nodes);
+            }
         });
     }
     if (group == "runners" && (action == "drain" || action == "undrain")) {

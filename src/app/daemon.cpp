@@ -196,7 +196,7 @@ private:
             m_executor = m_local.get();
         }
         if (m_cfg.execution.command.empty() || (!slurm && m_cfg.runners.empty())) return 0;
-        if (m_cfg.execution.work_root.empty()) {
+        if (m_cfg.execution.work_root.empty() && !slurm) {
             std::cerr << m_config_path.string() << ": execution.work_root: required with execution.command\n";
             return 2;
         }

@@ -88,7 +88,9 @@ Phase phase_of(std::string_view state) {
 }
 
 bool waits_for_device(std::string_view reason) {
-    return reason == "Resources" || reason.rfind("ReqNodeNotAvail", 0) == 0 || reason == "NodeDown";
+    // scontrol writes a reason's spaces as underscores; squeue does not.
+    return reason == "Resources" || reason.rfind("ReqNodeNotAvail", 0) == 0 || reason == "NodeDown" ||
+           reason.rfind("Nodes_required_for_job_are_DOWN", 0) == 0 || reason.rfind("Nodes required for job are DOWN", 0) == 0;
 }
 
 std::string time_limit(std::chrono::milliseconds timeout) {
@@ -140,37 +142,37 @@ std::vector<std::string> gres_for(const std::vector<std::string>& labels, const 
     return out;
 }
 
-nlohmann::json nodes_of(std::string_view text, const std::string& partition) {
+nlohmann::json nodes_of(std::string_view text) {
     auto nodes = nlohmann::json::array();
     std::size_t pos = 0;
     while (pos < text.size()) {
         auto end = text.find('\n', pos);
         if (end == std::string_view::npos) end = text.size();
-        auto f = parse_fields(text.substr(pos, end - pos));
+        auto line = text.substr(pos, end - pos);
         pos = end + 1;
-        const auto name = field(f, "NodeName");
-        if (name.empty()) continue;
-        // Partitions=a,b: only the nodes of ours.
-        const std::string parts = "," + field(f, "Partitions") + ",";
-        if (parts.find("," + partition + ",") == std::string::npos) continue;
-        // GRES in use, from AllocTRES's gres/<name>=<count> entries.
-        std::string used;
-        const std::string alloc = field(f, "AllocTRES");
-        for (std::size_t p = alloc.find("gres/"); p != std::string::npos; p = alloc.find("gres/", p + 1)) {
-            auto stop = alloc.find(',', p);
-            auto item = alloc.substr(p + 5, stop == std::string::npos ? std::string::npos : stop - p - 5);
-            if (auto eq = item.find('='); eq != std::string::npos) item[eq] = ':';
-            used += (used.empty() ? "" : ",") + item;
+        std::vector<std::string> cols;
+        std::size_t c = 0;
+        while (c <= line.size()) {
+            auto bar = line.find('|', c);
+            if (bar == std::string_view::npos) bar = line.size();
+            cols.emplace_back(line.substr(c, bar - c));
+            c = bar + 1;
         }
-        const auto reason = field(f, "Reason");
-        nodes.push_back({{"name", name},
-                         {"state", field(f, "State")},
-                         {"reason", reason.empty() ? nlohmann::json(nullptr) : nlohmann::json(reason)},
-                         {"gres", field(f, "Gres")},
-                         {"gres_used", used},
-                         {"partitions", field(f, "Partitions")}});
+        if (cols.size() < 4 || cols[0].empty()) continue;
+        std::string reason = cols.size() > 4 ? cols[4] : std::string();
+        while (!reason.empty() && reason.back() == ' ') reason.pop_back();
+        nodes.push_back({{"name", cols[0]},
+                         {"state", cols[1]},
+                         {"gres", cols[2]},
+                         {"gres_used", cols[3]},
+                         {"reason", reason.empty() || reason == "none" ? nlohmann::json(nullptr) : nlohmann::json(reason)}});
     }
     return nodes;
+}
+
+std::vector<std::string> sinfo_nodes_argv(const std::string& partition) {
+    return {"sinfo", "--noheader", "--Node", "--partition=" + partition,
+            "--Format=NodeHost:0|,StateLong:0|,Gres:0|,GresUsed:0|,Reason:0"};
 }
 
 }  // namespace crcrd::exec::slurm

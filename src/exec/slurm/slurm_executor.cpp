@@ -416,12 +416,12 @@ json SlurmExecutor::cluster() {
     auto s = settings();
     if (!s->execution.slurm) return nullptr;
     json c = {{"executor", "slurm"}, {"partition", s->execution.slurm->partition}, {"nodes", json::array()}, {"error", nullptr}};
-    auto r = slurm_command({"scontrol", "show", "node", "-o"});
+    auto r = slurm_command(slurm::sinfo_nodes_argv(s->execution.slurm->partition));
     if (!r || r->exit_code != 0) {
         c["error"] = !r ? r.error().message : trim(r->err).substr(0, 300);
         return c;
     }
-    c["nodes"] = slurm::nodes_of(r->out, s->execution.slurm->partition);
+    c["nodes"] = slurm::nodes_of(r->out);
     return c;
 }
 

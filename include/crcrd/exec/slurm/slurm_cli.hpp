@@ -81,8 +81,10 @@ std::vector<std::string> sbatch_argv(const Submission& s);
 std::vector<std::string> gres_for(const std::vector<std::string>& labels,
                                   const std::map<std::string, std::string>& gres_per_label);
 
-/// The partition's nodes from `scontrol show node -o` lines: [{name, state, reason, gres,
-/// gres_used, partitions}] for the nodes in `partition`.
-nlohmann::json nodes_of(std::string_view scontrol_nodes, const std::string& partition);
+/// sinfo's argv for the nodes of `partition`, one line each: host|state|gres|gres used|reason.
+std::vector<std::string> sinfo_nodes_argv(const std::string& partition);
+
+/// The nodes in sinfo_nodes_argv()'s output: [{name, state, gres, gres_used, reason}].
+nlohmann::json nodes_of(std::string_view sinfo_output);
 
 }  // namespace crcrd::exec::slurm

@@ -1,0 +1,316 @@
+// The slurm executor (CONTRACT.md §4.3) end to end: the real daemon hands its jobs to a real
+// single-node Slurm cluster (support/slurm_cluster.hpp) and Slurm runs `crcrd --slurm-job` on
+// the node, which runs the test command in the same bubblewrap sandbox as locally.
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "crcrd/core/crypto.hpp"
+#include "crcrd/core/files.hpp"
+#include "support/certs.hpp"
+#include "support/daemon.hpp"
+#include "support/slurm_cluster.hpp"
+
+namespace crcrd {
+namespace {
+
+using nlohmann::json;
+
+// A backend script in miniature: each test names what to do. `hold` writes `started` into its
+// job directory and waits for the test to put `release` beside it; `once_hold` holds on the
+// first attempt only.
+constexpr const char* k_script = R"(#!/bin/sh
+out="$CRCR_JUNIT_DIR/results.xml"
+echo '<testsuite name="ci">' > "$out.part"
+status=0
+env | sort | sed 's/^/env: /'
+while IFS= read -r t; do
+  case "$t" in
+    ok_*) echo "<testcase classname=\"ci\" name=\"$t\"/>" >> "$out.part" ;;
+    fail_*) echo "<testcase classname=\"ci\" name=\"$t\"><failure message=\"boom\">assert</failure></testcase>" >> "$out.part"; status=1 ;;
+    hang) echo hanging; exec sleep 3601 ;;
+    hold|once_hold)
+      if [ "$t" = hold ] || [ "$CRCR_ATTEMPT" = 1 ]; then
+        touch started
+        while [ ! -e release ]; do sleep 0.1; done
+      fi
+      echo "<testcase classname=\"ci\" name=\"$t\"/>" >> "$out.part" ;;
+  esac
+done < "$CRCR_TESTS_FILE"
+echo '</testsuite>' >> "$out.part"
+mv "$out.part" "$out"
+exit $status
+)";
+
+class SlurmExecutorTest : public ::testing::Test {
+protected:
+    void SetUp() override {
+        if (auto why = SlurmCluster::skip_reason(); !why.empty()) GTEST_SKIP() << why;
+        std::string out;
+        if (run_command({"bwrap", "--ro-bind", "/", "/", "--unshare-pid", "--proc", "/proc", "true"}, &out) != 0) {
+            GTEST_SKIP() << "bubblewrap cannot create namespaces here: " << out;
+        }
+        cluster = std::make_unique<SlurmCluster>(cluster_dir.path());
+    }
+
+    void start(const std::string& tests, const std::string& timeout = "10m", const std::string& extra = "",
+               int infra_retries = 0) {
+        write_file(bin.path() / "ci.sh", k_script, 0755);
+        std::filesystem::permissions(bin.path(), std::filesystem::perms(0755));
+        std::filesystem::permissions(shared.path(), std::filesystem::perms(0755));
+        write_file(dir.path() / "selection.yaml", "tiers:\n  - {name: unit, always: true, tests: [" + tests +
+                                                      "], labels: [aiu1], timeout: " + timeout + "}\nrules: []\nunmatched: nothing\n");
+        daemon = std::make_unique<TestDaemon>(
+            dir.path(), "selection: {rules: selection.yaml}\n"
+                        "execution:\n"
+                        "  executor: slurm\n"
+                        "  command: [" + (bin.path() / "ci.sh").string() + "]\n"
+                        "  min_free_bytes: 1MiB\n"
+                        "  infra_retries: " + std::to_string(infra_retries) + "\n"
+                        "  flaky_reruns: 0\n"
+                        "  device_wait: 3s\n"
+                        "  env: {BACKEND_FLAG: \"1\"}\n"
+                        "  slurm:\n"
+                        "    partition: " + cluster->partition() + "\n"
+                        "    gres_per_label: {aiu1: \"aiu:1\", aiu2: \"aiu:2\"}\n"
+                        "    shared_root: " + shared.path().string() + "\n"
+                        "    poll_interval: 200ms\n"
+                        "    max_submitted: 4\n" + extra +
+                        "admin: {tokens: [{name: ops, role: admin, sha256: " + crypto::sha256_hex("ops-token") + "}]}\n");
+        daemon->start(cluster->env());
+    }
+
+    std::int64_t post(const std::string& id, int pr = 100, const std::string& sha = "ec26c3e57ca3a959ca5aad62de7213c562f8c821") {
+        json j = json::parse(fixture_text("crcr/direct-pytorch-crcr.json"));
+        j["client_payload"]["pr_number"] = pr;
+        j["client_payload"]["upstream_sha"] = sha;
+        auto r = daemon->post_standard(j.dump(), id);
+        EXPECT_EQ(r->status, 202) << r->body;
+        return json::parse(r->body)["run_id"].get<std::int64_t>();
+    }
+    std::string finished(std::int64_t run, std::chrono::seconds within = std::chrono::seconds(90)) {
+        std::string sql = "SELECT state || '/' || coalesce(conclusion, '') FROM runs WHERE id=" + std::to_string(run);
+        EXPECT_TRUE(eventually([&] { return daemon->text(sql).rfind("completed/", 0) == 0; }, within))
+            << daemon->text(sql) << "\n" << daemon->log() << "\n" << cluster->log_tail();
+        return daemon->text(sql);
+    }
+    std::string jobs(std::int64_t run) {
+        return daemon->text("SELECT group_concat(tier || ':' || state || ':' || coalesce(conclusion,'') || ':' || attempt, ' ') "
+                            "FROM (SELECT * FROM jobs WHERE run_id=" + std::to_string(run) + " ORDER BY position, attempt)");
+    }
+    std::int64_t job_of(std::int64_t run, int attempt = 1) {
+        return daemon->scalar("SELECT id FROM jobs WHERE run_id=" + std::to_string(run) + " AND attempt=" + std::to_string(attempt));
+    }
+    json evidence(std::int64_t job) { return json::parse(daemon->text("SELECT evidence FROM jobs WHERE id=" + std::to_string(job))); }
+    /// Slurm's own word on job `id`: its JobState.
+    std::string slurm_state(const std::string& id) {
+        std::string out;
+        cluster->run({"scontrol", "show", "job", "-o", id}, &out);
+        auto at = out.find("JobState=");
+        return at == std::string::npos ? out : out.substr(at + 9, out.find(' ', at) - at - 9);
+    }
+    /// Waits until job `job`'s command runs on the node (it wrote `started`).
+    bool held(std::int64_t job) {
+        return eventually([&] { return std::filesystem::exists(shared.path() / "jobs" / std::to_string(job) / "started"); },
+                          std::chrono::seconds(60));
+    }
+    void release(std::int64_t job) { write_file(shared.path() / "jobs" / std::to_string(job) / "release", ""); }
+    /// How many Slurm jobs were ever named `name` (the controller's and the completion file's).
+    int slurm_jobs_named(const std::string& name) {
+        auto text = read_file(cluster->jobcomp_path()).value_or("");
+        int n = 0;
+        for (std::size_t p = text.find(" Name=" + name + " "); p != std::string::npos; p = text.find(" Name=" + name + " ", p + 1)) ++n;
+        std::string out;
+        cluster->run({"squeue", "--noheader", "--name=" + name, "--format=%i"}, &out);  // still queued or running
+        for (char c : out) n += c == '\n';
+        return n;
+    }
+
+    TempDir cluster_dir, dir, bin, shared;
+    std::unique_ptr<SlurmCluster> cluster;
+    std::unique_ptr<TestDaemon> daemon;
+};
+
+TEST_F(SlurmExecutorTest, APassingTierRunsAsASlurmJobWithExactlyTheContractEnvironment) {
+    start("ok_a, ok_b");
+    auto run = post("s-pass");
+    EXPECT_EQ(finished(run), "completed/passed");
+    const auto job = job_of(run);
+    const std::string slurm_id = daemon->text("SELECT external_id FROM jobs WHERE id=" + std::to_string(job));
+    ASSERT_FALSE(slurm_id.empty());
+    auto ev = evidence(job)["executor"];
+    EXPECT_EQ(ev["kind"], "slurm");
+    EXPECT_EQ(ev["slurm_job_id"], slurm_id);
+    EXPECT_EQ(ev["state"], "COMPLETED");
+    EXPECT_EQ(ev["node"], cluster->node());
+    EXPECT_EQ(ev["exit_code"], "0:0");
+    EXPECT_EQ(daemon->text("SELECT group_concat(name || '=' || outcome, ' ') FROM test_results WHERE job_id=" + std::to_string(job)),
+              "ci::ok_a=passed ci::ok_b=passed");
+    // Slurm knows it under crcrd's name, and asked for the tier's GRES.
+    std::string out;
+    cluster->run({"scontrol", "show", "job", "-o", slurm_id}, &out);
+    EXPECT_NE(out.find("JobName=crcrd-" + std::to_string(job)), std::string::npos) << out;
+    EXPECT_NE(out.find("Comment=crcrd:job=" + std::to_string(job) + ",run=" + std::to_string(run) + ",tier=unit,attempt=1"),
+              std::string::npos) << out;
+    EXPECT_NE(out.find("gres:aiu:1"), std::string::npos) << out;
+    // What the command saw: §4's environment and nothing else (no SLURM_*, no login shell's).
+    auto log = read_file(daemon->text("SELECT log_path FROM jobs WHERE id=" + std::to_string(job))).value();
+    std::vector<std::string> names;
+    for (std::size_t p = log.find("env: "); p != std::string::npos; p = log.find("env: ", p + 1)) {
+        auto line = log.substr(p + 5, log.find('\n', p) - p - 5);
+        names.push_back(line.substr(0, line.find('=')));
+    }
+    EXPECT_EQ(names, (std::vector<std::string>{"BACKEND_FLAG", "CRCR_ATTEMPT", "CRCR_JOB_ID", "CRCR_JUNIT_DIR", "CRCR_PR",
+                                               "CRCR_PYTORCH_SHA", "CRCR_RUN_ID", "CRCR_SLOT", "CRCR_TESTS_FILE", "CRCR_TIER",
+                                               "HOME", "LANG", "PATH", "PWD"}))
+        << log;
+    EXPECT_NE(log.find("env: CRCR_SLOT=slurm-"), std::string::npos) << log;
+}
+
+TEST_F(SlurmExecutorTest, AFailingTestIsARegressionWithSlurmsVerdictInTheEvidence) {
+    start("ok_a, fail_b");
+    auto run = post("s-fail");
+    EXPECT_EQ(finished(run), "completed/regression");
+    auto ev = evidence(job_of(run));
+    EXPECT_EQ(ev["executor"]["state"], "FAILED");
+    EXPECT_EQ(ev["executor"]["exit_code"], "1:0");
+    EXPECT_EQ(ev["failed_tests"], json::array({"ci::fail_b"}));
+}
+
+TEST_F(SlurmExecutorTest, SlurmsTimeLimitEndsTheJobAsTimeout) {
+    // Slurm's resolution is a minute, and its controller looks every 30 s or so.
+    start("hang", "1m");
+    auto run = post("s-timeout");
+    EXPECT_EQ(finished(run, std::chrono::seconds(180)), "completed/timeout");
+    auto ev = evidence(job_of(run));
+    EXPECT_EQ(ev["executor"]["state"], "TIMEOUT");
+    EXPECT_EQ(ev["timed_out"], true);
+}
+
+TEST_F(SlurmExecutorTest, ANodeThatFailsUnderAJobIsAnInfraErrorAndTheRetryRunsOnceItIsBack) {
+    start("once_hold", "10m", "", 1);
+    auto run = post("s-node");
+    const auto first = job_of(run);
+    ASSERT_TRUE(held(first)) << daemon->log();
+    cluster->set_node_state("down", "crcrd test");
+    // The retry waits in Slurm for the node (within device_wait: it is not pending for long).
+    ASSERT_TRUE(eventually([&] { return daemon->scalar("SELECT count(*) FROM jobs WHERE run_id=" + std::to_string(run)) == 2; },
+                           std::chrono::seconds(60)))
+        << daemon->log();
+    cluster->set_node_state("resume");
+    EXPECT_EQ(finished(run), "completed/passed");
+    EXPECT_EQ(jobs(run), "unit:completed:infra_error:1 unit:completed:passed:2");
+    auto ev = evidence(first);
+    EXPECT_EQ(ev["executor"]["state"], "NODE_FAIL");
+    EXPECT_NE(daemon->text("SELECT reason FROM jobs WHERE id=" + std::to_string(first)).find("NODE_FAIL"), std::string::npos);
+}
+
+TEST_F(SlurmExecutorTest, AJobPendingForDevicesPastDeviceWaitIsDeviceUnavailableAndCancelledInSlurm) {
+    // Another user holds both aiu of the only node.
+    write_file(bin.path() / "sleep.sh", "#!/bin/sh\nexec sleep 600\n", 0755);
+    std::string out;
+    ASSERT_EQ(cluster->run({"sbatch", "--parsable", "--gres=aiu:2", "--job-name=other", "--output=/dev/null",
+                            (bin.path() / "sleep.sh").string()}, &out), 0) << out;
+    ASSERT_TRUE(eventually([&] { return cluster->node_state() == "mixed"; })) << cluster->node_state();
+    start("ok_a");
+    auto run = post("s-pending");
+    EXPECT_EQ(finished(run), "completed/device_unavailable");
+    const auto job = job_of(run);
+    auto reason = daemon->text("SELECT reason FROM jobs WHERE id=" + std::to_string(job));
+    EXPECT_NE(reason.find("still pending (Resources) after 3s"), std::string::npos) << reason;
+    EXPECT_EQ(slurm_state(daemon->text("SELECT external_id FROM jobs WHERE id=" + std::to_string(job))), "CANCELLED");
+}
+
+TEST_F(SlurmExecutorTest, ANewerShaForThePrScancelsTheRunningSlurmJob) {
+    start("hold");
+    auto run = post("s-old", 7);
+    const auto job = job_of(run);
+    ASSERT_TRUE(held(job)) << daemon->log();
+    const std::string slurm_id = daemon->text("SELECT external_id FROM jobs WHERE id=" + std::to_string(job));
+    auto next = post("s-new", 7, "0123456789abcdef0123456789abcdef01234567");
+    EXPECT_EQ(finished(run), "completed/cancelled");
+    EXPECT_TRUE(eventually([&] { return slurm_state(slurm_id) == "CANCELLED"; })) << slurm_state(slurm_id);
+    const auto next_job = job_of(next);
+    ASSERT_TRUE(held(next_job)) << daemon->log();
+    release(next_job);
+    EXPECT_EQ(finished(next), "completed/passed");
+}
+
+TEST_F(SlurmExecutorTest, AfterKill9TheNextDaemonAdoptsTheSlurmJobInsteadOfRunningItAgain) {
+    start("hold");
+    auto run = post("s-adopt");
+    const auto job = job_of(run);
+    ASSERT_TRUE(held(job)) << daemon->log();
+    const std::string slurm_id = daemon->text("SELECT external_id FROM jobs WHERE id=" + std::to_string(job));
+    daemon->kill9();
+    EXPECT_EQ(slurm_state(slurm_id), "RUNNING");  // the test goes on without crcrd
+    daemon->start(cluster->env());
+    ASSERT_TRUE(eventually([&] { return daemon->log().find("adopted Slurm job " + slurm_id) != std::string::npos; }))
+        << daemon->log();
+    release(job);
+    EXPECT_EQ(finished(run), "completed/passed");
+    EXPECT_EQ(jobs(run), "unit:completed:passed:1");
+    EXPECT_EQ(daemon->text("SELECT external_id FROM jobs WHERE id=" + std::to_string(job)), slurm_id);
+    EXPECT_EQ(slurm_jobs_named("crcrd-" + std::to_string(job)), 1);
+}
+
+TEST_F(SlurmExecutorTest, AStoppedDaemonLeavesTheSlurmJobRunningAndTheNextOneCollectsIt) {
+    start("hold");
+    auto run = post("s-stop");
+    const auto job = job_of(run);
+    ASSERT_TRUE(held(job)) << daemon->log();
+    const std::string slurm_id = daemon->text("SELECT external_id FROM jobs WHERE id=" + std::to_string(job));
+    EXPECT_EQ(daemon->stop(), 0);
+    EXPECT_EQ(slurm_state(slurm_id), "RUNNING");
+    EXPECT_EQ(daemon->text("SELECT state FROM jobs WHERE id=" + std::to_string(job)), "running");
+    release(job);
+    EXPECT_TRUE(eventually([&] { return slurm_state(slurm_id) == "COMPLETED"; })) << slurm_state(slurm_id);
+    daemon->start(cluster->env());
+    EXPECT_EQ(finished(run), "completed/passed");
+    EXPECT_EQ(slurm_jobs_named("crcrd-" + std::to_string(job)), 1);
+}
+
+TEST_F(SlurmExecutorTest, RunnersShowThePartitionsNodesAndTheirGresBesideCrcrdsSlots) {
+    start("hold");
+    auto run = post("s-runners");
+    const auto job = job_of(run);
+    ASSERT_TRUE(held(job)) << daemon->log();
+    auto r = daemon->request("GET", "/api/v1/runners", {{"Authorization", "Bearer ops-token"}}, "");
+    ASSERT_TRUE(r);
+    auto body = json::parse(r->body);
+    ASSERT_EQ(body["items"].size(), 4u) << body.dump();
+    EXPECT_EQ(body["items"][0]["labels"], json::array({"aiu1", "aiu2"}));
+    EXPECT_EQ(daemon->scalar("SELECT count(*) FROM slots WHERE state='busy'"), 1);
+    auto c = body["cluster"];
+    EXPECT_EQ(c["partition"], "spyre");
+    ASSERT_EQ(c["nodes"].size(), 1u) << c.dump();
+    EXPECT_EQ(c["nodes"][0]["name"], cluster->node());
+    EXPECT_EQ(c["nodes"][0]["gres"], "aiu:2");
+    EXPECT_EQ(c["nodes"][0]["gres_used"].get<std::string>().rfind("aiu:1", 0), 0u) << c.dump();
+    EXPECT_EQ(c["nodes"][0]["state"], "mixed");
+    std::string out;
+    write_file(dir.path() / "ops.token", "ops-token\n", 0600);
+    EXPECT_EQ(run_command({CRCRCTL_BIN, "--url", daemon->url(""), "--cacert", test_certs().ca.string(), "--token-file",
+                           (dir.path() / "ops.token").string(), "runners", "list"},
+                          &out),
+              0)
+        << out;
+    EXPECT_NE(out.find(cluster->node()), std::string::npos) << out;
+    EXPECT_NE(out.find("aiu:2"), std::string::npos) << out;
+    release(job);
+    EXPECT_EQ(finished(run), "completed/passed");
+}
+
+TEST_F(SlurmExecutorTest, CheckConfigRefusesAPartitionTheClusterDoesNotHave) {
+    write_file(bin.path() / "ci.sh", k_script, 0755);
+    TestDaemon d(dir.path(), "execution:\n  executor: slurm\n  command: [" + (bin.path() / "ci.sh").string() +
+                                 "]\n  slurm: {partition: nope, shared_root: " + shared.path().string() + "}\n");
+    std::string out;
+    std::vector<std::string> argv = {"env"};
+    for (const auto& e : cluster->env()) argv.push_back(e);
+    argv.insert(argv.end(), {CRCRD_BIN, "--check-config", "--config", d.config_path().string()});
+    EXPECT_EQ(run_command(argv, &out), 2) << out;
+    EXPECT_NE(out.find("execution.slurm.partition: 'nope' is not a partition of the cluster"), std::string::npos) << out;
+}
+
+}  // namespace
+}  // namespace crcrd
