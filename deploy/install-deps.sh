@@ -8,6 +8,8 @@ packages=(
   libboost1.81-dev nlohmann-json3-dev libssl-dev libspdlog-dev libfmt-dev
   libsqlite3-dev sqlite3 libsimdjson-dev libzstd-dev libpugixml-dev libyaml-cpp-dev libgtest-dev libgmock-dev libsystemd-dev
   bubblewrap python3 python3-pytest curl nginx-light jq
+  # The Slurm executor's tests start a real one-node cluster (tests/support/slurm_cluster.hpp).
+  slurmctld slurmd slurm-client munge
 )
 # `install-deps.sh fuzz`: also what `make fuzz` needs (clang's libFuzzer and sanitizers).
 if [[ ${1:-} == fuzz ]]; then

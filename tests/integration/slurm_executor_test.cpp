@@ -53,7 +53,7 @@ protected:
     }
 
     void start(const std::string& tests, const std::string& timeout = "10m", const std::string& extra = "",
-               int infra_retries = 0) {
+               int infra_retries = 0, const std::string& device_wait = "3s") {
         write_file(bin.path() / "ci.sh", k_script, 0755);
         std::filesystem::permissions(bin.path(), std::filesystem::perms(0755));
         std::filesystem::permissions(shared.path(), std::filesystem::perms(0755));
@@ -67,7 +67,7 @@ protected:
                         "  min_free_bytes: 1MiB\n"
                         "  infra_retries: " + std::to_string(infra_retries) + "\n"
                         "  flaky_reruns: 0\n"
-                        "  device_wait: 3s\n"
+                        "  device_wait: " + device_wait + "\n"
                         "  env: {BACKEND_FLAG: \"1\"}\n"
                         "  slurm:\n"
                         "    partition: " + cluster->partition() + "\n"
@@ -272,6 +272,24 @@ TEST_F(SlurmExecutorTest, AStoppedDaemonLeavesTheSlurmJobRunningAndTheNextOneCol
     daemon->start(cluster->env());
     EXPECT_EQ(finished(run), "completed/passed");
     EXPECT_EQ(slurm_jobs_named("crcrd-" + std::to_string(job)), 1);
+}
+
+TEST_F(SlurmExecutorTest, WithCancelPendingOnStopAStopScancelsWhatStillWaitsInSlurm) {
+    write_file(bin.path() / "sleep.sh", "#!/bin/sh\nexec sleep 600\n", 0755);
+    std::string out;
+    ASSERT_EQ(cluster->run({"sbatch", "--parsable", "--gres=aiu:2", "--job-name=other", "--output=/dev/null",
+                            (bin.path() / "sleep.sh").string()}, &out), 0) << out;
+    start("ok_a", "10m", "    cancel_pending_on_stop: true\n", 0, "10m");
+    auto run = post("s-stop-pending");
+    const auto job = job_of(run);
+    ASSERT_TRUE(eventually([&] { return !daemon->text("SELECT coalesce(external_id, '') FROM jobs WHERE id=" + std::to_string(job)).empty(); }))
+        << daemon->log();
+    const std::string slurm_id = daemon->text("SELECT external_id FROM jobs WHERE id=" + std::to_string(job));
+    ASSERT_TRUE(eventually([&] { return slurm_state(slurm_id) == "PENDING"; })) << slurm_state(slurm_id);
+    EXPECT_EQ(daemon->stop(), 0);
+    EXPECT_EQ(slurm_state(slurm_id), "CANCELLED");
+    EXPECT_EQ(daemon->text("SELECT state || '/' || conclusion || ': ' || reason FROM jobs WHERE id=" + std::to_string(job)),
+              "completed/infra_error: daemon stopped while the job ran");
 }
 
 TEST_F(SlurmExecutorTest, RunnersShowThePartitionsNodesAndTheirGresBesideCrcrdsSlots) {

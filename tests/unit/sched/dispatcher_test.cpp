@@ -2,6 +2,7 @@
 // plays scripted outcomes instead of running processes.
 #include <gtest/gtest.h>
 
+#include <map>
 #include <mutex>
 #include <thread>
 
@@ -45,6 +46,33 @@ public:
         m_abandoned.push_back(job_id);
         return 1;
     }
+    /// Attempts that still exist outside (job id -> external id): adoptable() finds them.
+    std::map<std::int64_t, std::string> outside;
+    /// True: detach_on_stop() says attempts go on; `detached` is set then.
+    bool detaches = false;
+    std::atomic<bool> detached{false};
+
+    std::optional<std::string> adoptable(std::int64_t job_id, const std::optional<std::string>& external_id) override {
+        auto it = outside.find(job_id);
+        if (it == outside.end() || (external_id && *external_id != it->second)) return std::nullopt;
+        return it->second;
+    }
+    exec::RawOutcome adopt(const exec::JobToRun& job, const std::string& external_id, const std::atomic<bool>& cancel,
+                           const std::function<void(const exec::Started&)>&) override {
+        {
+            std::lock_guard lk(m_mu);
+            m_adopted.push_back(external_id);
+        }
+        return script(job, cancel);
+    }
+    bool detach_on_stop() override {
+        detached = detaches;
+        return detaches;
+    }
+    std::vector<std::string> adopted() const {
+        std::lock_guard lk(m_mu);
+        return m_adopted;
+    }
     std::vector<exec::JobToRun> ran() const {
         std::lock_guard lk(m_mu);
         return m_ran;
@@ -58,6 +86,7 @@ private:
     mutable std::mutex m_mu;
     std::vector<exec::JobToRun> m_ran;
     std::vector<std::int64_t> m_abandoned;
+    std::vector<std::string> m_adopted;
 };
 
 exec::RawOutcome exited(int code, std::vector<exec::TestResult> tests) {
@@ -256,6 +285,64 @@ TEST_F(DispatcherTest, RecoverEndsWhatAPreviousDaemonLeftRunning) {
     ASSERT_TRUE(eventually([&] { return run_finished(run); }));
     EXPECT_EQ(attempts(run), (std::vector<std::string>{"import#1 infra_error", "import#2 passed"}));
     EXPECT_EQ(text("SELECT reason FROM jobs WHERE attempt = 1"), "daemon restarted (retried)");
+}
+
+TEST_F(DispatcherTest, RecoverAdoptsAnAttemptThatGoesOnOutsideTheDaemonInsteadOfRunningItAgain) {
+    auto run = queue_run({{"import", {}}});
+    ASSERT_TRUE(writer->run_sync([](store::Db& db) {
+        db.exec("INSERT INTO slots (name) VALUES ('a')");
+        db.exec("UPDATE slots SET state = 'busy', job_id = 1 WHERE name = 'a'");
+        db.exec("UPDATE jobs SET state = 'running', slot = 'a', external_id = '4711'");
+    }));
+    fake.outside = {{1, "4711"}};
+    std::atomic<bool> finish{false};
+    fake.script = [&](const exec::JobToRun&, const std::atomic<bool>&) {
+        while (!finish.load()) std::this_thread::yield();
+        return exited(0, {{"t", "passed", 0.1, ""}});
+    };
+    start();
+    // While it is watched, the slot stays the job's.
+    ASSERT_TRUE(eventually([&] { return fake.adopted() == std::vector<std::string>{"4711"}; }));
+    EXPECT_EQ(text("SELECT state || ' ' || job_id FROM slots WHERE name = 'a'"), "busy 1");
+    finish = true;
+    ASSERT_TRUE(eventually([&] { return run_finished(run); }));
+    EXPECT_EQ(attempts(run), (std::vector<std::string>{"import#1 passed"}));
+    EXPECT_TRUE(fake.abandoned().empty());
+    EXPECT_TRUE(fake.ran().empty());
+    EXPECT_EQ(text("SELECT external_id FROM jobs WHERE id = 1"), "4711");
+}
+
+TEST_F(DispatcherTest, AnAttemptTheExecutorNoLongerHasIsEndedAndRetried) {
+    auto run = queue_run({{"import", {}}});
+    ASSERT_TRUE(writer->run_sync([](store::Db& db) {
+        db.exec("UPDATE jobs SET state = 'running', external_id = '4711'");
+    }));
+    fake.outside = {{1, "other"}};  // not the attempt the row names
+    fake.script = [](const exec::JobToRun&, const std::atomic<bool>&) { return exited(0, {{"t", "passed", 0.1, ""}}); };
+    start();
+    ASSERT_TRUE(eventually([&] { return run_finished(run); }));
+    EXPECT_EQ(attempts(run), (std::vector<std::string>{"import#1 infra_error", "import#2 passed"}));
+    EXPECT_TRUE(fake.adopted().empty());
+}
+
+TEST_F(DispatcherTest, AStopLeavesAnAttemptThatGoesOnOutsideRunningAndRecordsNothing) {
+    fake.detaches = true;
+    std::atomic<bool> started{false};
+    fake.script = [&](const exec::JobToRun&, const std::atomic<bool>& cancel) {
+        started = true;
+        while (!fake.detached.load() && !cancel.load()) std::this_thread::yield();
+        exec::RawOutcome o;
+        o.detached = !cancel.load();
+        o.cancelled = cancel.load();
+        return o;
+    };
+    auto run = queue_run({{"import", {}}});
+    start();
+    ASSERT_TRUE(eventually([&] { return started.load() && text("SELECT state FROM jobs") == "running"; }));
+    dispatcher->stop();
+    EXPECT_EQ(text("SELECT state FROM jobs"), "running");
+    EXPECT_EQ(text("SELECT state FROM slots WHERE name = 'a'"), "busy");
+    EXPECT_EQ(text("SELECT state FROM runs WHERE id = " + std::to_string(run)), "running");
 }
 
 }  // namespace
