@@ -130,6 +130,21 @@ protected:
         return n;
     }
 
+    /// Another user's job holds both aiu of the only node.
+    ::testing::AssertionResult hold_both_aiu() {
+        write_file(bin.path() / "sleep.sh", "#!/bin/sh\nexec sleep 600\n", 0755);
+        std::string out;
+        if (cluster->run({"sbatch", "--parsable", "--gres=aiu:2", "--job-name=other", "--output=/dev/null",
+                          (bin.path() / "sleep.sh").string()},
+                         &out) != 0) {
+            return ::testing::AssertionFailure() << "sbatch: " << out;
+        }
+        if (!eventually([&] { auto s = cluster->node_state(); return s == "mixed" || s == "allocated"; })) {
+            return ::testing::AssertionFailure() << "the node stays " << cluster->node_state();
+        }
+        return ::testing::AssertionSuccess();
+    }
+
     TempDir cluster_dir, dir, bin, shared;
     std::unique_ptr<SlurmCluster> cluster;
     std::unique_ptr<TestDaemon> daemon;
@@ -210,12 +225,7 @@ TEST_F(SlurmExecutorTest, ANodeThatFailsUnderAJobIsAnInfraErrorAndTheRetryRunsOn
 }
 
 TEST_F(SlurmExecutorTest, AJobPendingForDevicesPastDeviceWaitIsDeviceUnavailableAndCancelledInSlurm) {
-    // Another user holds both aiu of the only node.
-    write_file(bin.path() / "sleep.sh", "#!/bin/sh\nexec sleep 600\n", 0755);
-    std::string out;
-    ASSERT_EQ(cluster->run({"sbatch", "--parsable", "--gres=aiu:2", "--job-name=other", "--output=/dev/null",
-                            (bin.path() / "sleep.sh").string()}, &out), 0) << out;
-    ASSERT_TRUE(eventually([&] { auto s = cluster->node_state(); return s == "mixed" || s == "allocated"; })) << cluster->node_state();
+    ASSERT_TRUE(hold_both_aiu());
     start("ok_a");
     auto run = post("s-pending");
     EXPECT_EQ(finished(run), "completed/device_unavailable");
@@ -275,10 +285,7 @@ TEST_F(SlurmExecutorTest, AStoppedDaemonLeavesTheSlurmJobRunningAndTheNextOneCol
 }
 
 TEST_F(SlurmExecutorTest, WithCancelPendingOnStopAStopScancelsWhatStillWaitsInSlurm) {
-    write_file(bin.path() / "sleep.sh", "#!/bin/sh\nexec sleep 600\n", 0755);
-    std::string out;
-    ASSERT_EQ(cluster->run({"sbatch", "--parsable", "--gres=aiu:2", "--job-name=other", "--output=/dev/null",
-                            (bin.path() / "sleep.sh").string()}, &out), 0) << out;
+    ASSERT_TRUE(hold_both_aiu());
     start("ok_a", "10m", "    cancel_pending_on_stop: true\n", 0, "10m");
     auto run = post("s-stop-pending");
     const auto job = job_of(run);
