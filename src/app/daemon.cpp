@@ -169,7 +169,6 @@ private:
         m_webhook.set_policy(c.policy);
         m_planner.set_config(c.planner);
         m_api.set_tokens(cfg.admin.tokens);
-        m_api.set_runners(m_slurm ? slot_runners(*m_slurm) : cfg.runners);
         m_api.set_metrics_public(cfg.admin.metrics_public);
         m_api.set_tiers(tier_names(c.planner));
         if (cfg.execution.executor != m_cfg.execution.executor) {
@@ -177,6 +176,7 @@ private:
         }
         if (m_local) m_local->set_settings(executor_settings(cfg));
         if (m_slurm && cfg.execution.slurm) m_slurm->set_settings(executor_settings(cfg));
+        m_api.set_runners(m_slurm ? slot_runners(*m_slurm) : cfg.runners);  // after the executor's reload
         m_outbox.set(outbox_settings(cfg));
         m_sender.set_settings(report::sender_settings(cfg.report));
         if (m_recovery && cfg.recovery) m_recovery->set_settings(recovery_settings(cfg));

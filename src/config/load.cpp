@@ -173,8 +173,11 @@ void parse_slurm(YamlMap m, SlurmConfig& c) {
     for (const auto& a : c.sbatch_args) {
         // crcrd sets these itself; an override would break collection or the environment.
         for (const char* own : {"--export", "--parsable", "--output", "--error", "--job-name", "--comment", "--chdir",
-                                "--wrap", "--requeue", "--no-requeue"}) {
+                                "--wrap", "--requeue", "--no-requeue", "--time", "--partition", "--gres"}) {
             if (a == own || a.rfind(std::string(own) + "=", 0) == 0) m.error("sbatch_args", "'" + a + "' is set by crcrd");
+        }
+        for (const char* own : {"-o", "-e", "-J", "-D", "-t", "-p"}) {
+            if (a.rfind(own, 0) == 0) m.error("sbatch_args", "'" + a + "' is set by crcrd");
         }
     }
     for (const auto& d : c.devices)

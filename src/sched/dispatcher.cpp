@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <map>
 #include <set>
 
 #include "crcrd/core/time.hpp"
@@ -134,24 +135,31 @@ void Dispatcher::resync_slots() {
 
 Status Dispatcher::recover() {
     const auto cfg = settings();
+    // What was left open, read first: asking the executor (Slurm's commands) happens outside
+    // the write, which would otherwise hold the writer for as long as Slurm takes to answer.
+    std::vector<store::OpenAttempt> left;
+    auto read = m_writer.run_sync([&](store::Db& db) { left = store::JobsRepo(db).left_open(); });
+    if (!read) return read;
+    std::map<std::int64_t, std::string> outside;
+    for (const auto& open : left)
+        if (auto external = m_executor.adoptable(open.id, open.external_id)) outside[open.id] = *external;
     std::vector<std::pair<exec::JobToRun, std::string>> adopted;
     auto s = m_writer.run_sync([&](store::Db& db) {
         adopted.clear();
         store::JobsRepo jobs(db);
         store::SlotsRepo slots(db);
-        const auto left = jobs.left_open();
         slots.free_all_busy();
         for (const auto& open : left) {
             auto job = load_job(db, open.id);
             // An attempt that goes on outside the daemon (a Slurm job) is adopted, not repeated.
-            if (auto external = m_executor.adoptable(open.id, open.external_id)) {
+            if (auto it = outside.find(open.id); it != outside.end()) {
                 job.slot = open.slot.value_or("");
                 if (!job.slot.empty() && !slots.take(job.slot, job.job_id, rfc3339(system_clock::now() + cfg.lease_ttl))) {
                     spdlog::warn("job_id={} slot {} is no longer offered; the adopted job runs without it", open.id, job.slot);
                 }
-                jobs.mark_running(open.id, 0, *external, now_rfc3339());
-                spdlog::info("job_id={} run_id={} adopted: it goes on as {}", open.id, job.run_id, *external);
-                adopted.emplace_back(std::move(job), *external);
+                jobs.mark_running(open.id, 0, it->second, now_rfc3339());
+                spdlog::info("job_id={} run_id={} adopted: it goes on as {}", open.id, job.run_id, it->second);
+                adopted.emplace_back(std::move(job), it->second);
                 continue;
             }
             if (int n = m_executor.abandon(open.id); n > 0) {

@@ -268,6 +268,26 @@ TEST_F(SlurmExecutorTest, AfterKill9TheNextDaemonAdoptsTheSlurmJobInsteadOfRunni
     EXPECT_EQ(slurm_jobs_named("crcrd-" + std::to_string(job)), 1);
 }
 
+TEST_F(SlurmExecutorTest, ADaemonKilledBeforeItStoredTheSlurmIdFindsTheJobByName) {
+    start("hold");
+    auto run = post("s-unstored");
+    const auto job = job_of(run);
+    ASSERT_TRUE(held(job)) << daemon->log();
+    const std::string slurm_id = daemon->text("SELECT external_id FROM jobs WHERE id=" + std::to_string(job));
+    daemon->kill9();
+    // As if sbatch had answered and the daemon died before its write.
+    std::string out;
+    ASSERT_EQ(run_command({"sqlite3", daemon->db_path().string(), "UPDATE jobs SET external_id = NULL"}, &out), 0) << out;
+    daemon->start(cluster->env());
+    ASSERT_TRUE(eventually([&] { return daemon->log().find("adopted Slurm job " + slurm_id) != std::string::npos; }))
+        << daemon->log();
+    release(job);
+    EXPECT_EQ(finished(run), "completed/passed");
+    EXPECT_EQ(jobs(run), "unit:completed:passed:1");
+    EXPECT_EQ(daemon->text("SELECT external_id FROM jobs WHERE id=" + std::to_string(job)), slurm_id);
+    EXPECT_EQ(slurm_jobs_named("crcrd-" + std::to_string(job)), 1);
+}
+
 TEST_F(SlurmExecutorTest, AStoppedDaemonLeavesTheSlurmJobRunningAndTheNextOneCollectsIt) {
     start("hold");
     auto run = post("s-stop");

@@ -73,6 +73,22 @@ std::optional<JobInfo> find_completion(std::string_view text, const std::string&
     return found;
 }
 
+std::optional<JobInfo> find_completion_by_name(std::string_view text, const std::string& name) {
+    const std::string needle = " Name=" + name + " ";
+    std::optional<JobInfo> found;
+    std::size_t pos = 0;
+    while (pos < text.size()) {
+        auto end = text.find('\n', pos);
+        if (end == std::string_view::npos) end = text.size();
+        const auto line = text.substr(pos, end - pos);
+        if (line.find(needle) != std::string_view::npos) {
+            if (auto j = job_info(line); j && j->name == name) found = std::move(j);
+        }
+        pos = end + 1;
+    }
+    return found;
+}
+
 Phase phase_of(std::string_view state) {
     if (state == "COMPLETED" || state == "FAILED") return Phase::finished;
     if (state == "TIMEOUT" || state == "DEADLINE") return Phase::timed_out;

@@ -113,7 +113,7 @@ ExecutorSettings SlurmExecutor::on_shared_root(const ExecutorSettings& s) {
     return shared;
 }
 
-Result<std::string> SlurmExecutor::submit(const ExecutorSettings& s, const JobToRun& job, const Paths& p) {
+Result<std::string> SlurmExecutor::submit(const ExecutorSettings& s, const JobToRun& job, const Paths& p, bool first) {
     const auto& sl = *s.execution.slurm;
     const auto script = sl.shared_root / "crcrd-slurm-job.sh";
     if (read_file(script, 4096).value_or("") != k_script) {
@@ -135,8 +135,11 @@ Result<std::string> SlurmExecutor::submit(const ExecutorSettings& s, const JobTo
     if (r && r->exit_code == 0) {
         if (auto id = slurm::parse_sbatch_id(r->out)) return *id;
     }
-    // sbatch may have submitted before it failed (a timeout): never a second job for it.
-    if (auto found = adoptable(job.job_id, std::nullopt)) return *found;
+    // sbatch may have submitted before it failed (a timeout): never a second job for it. (A
+    // resubmission looks for a live one by name instead, before it submits.)
+    if (first) {
+        if (auto found = adoptable(job.job_id, std::nullopt)) return *found;
+    }
     std::string why = !r ? r.error().message : r->timed_out ? "timed out" : trim(r->err + r->out);
     return make_error("infra_error", "sbatch failed: " + why.substr(0, 500));
 }
@@ -153,6 +156,12 @@ std::optional<slurm::JobInfo> SlurmExecutor::query(const std::string& id, bool* 
         return std::nullopt;
     }
     // Gone from the controller's memory (MinJobAge): its completion record says how it ended.
+    auto text = read_jobcomp();
+    if (!text) return std::nullopt;
+    return slurm::find_completion(*text, id);
+}
+
+std::optional<std::string> SlurmExecutor::read_jobcomp() {
     auto conf = slurm_command({"scontrol", "show", "config"});
     if (!conf || conf->exit_code != 0) return std::nullopt;
     std::string loc;
@@ -166,13 +175,16 @@ std::optional<slurm::JobInfo> SlurmExecutor::query(const std::string& id, bool* 
     if (loc.empty() || loc.front() != '/') return std::nullopt;
     auto text = read_file(loc, 256 << 20);
     if (!text) return std::nullopt;
-    return slurm::find_completion(*text, id);
+    return std::move(*text);
 }
 
-void SlurmExecutor::scancel(const std::string& id) {
-    auto r = slurm_command({"scancel", id});
-    if (!r || r->exit_code != 0) {
-        spdlog::warn("slurm: scancel {} failed: {}", id, !r ? r.error().message : trim(r->err));
+bool SlurmExecutor::scancel(const std::string& id) {
+    for (int attempt = 1;; ++attempt) {
+        auto r = slurm_command({"scancel", id});
+        if (r && r->exit_code == 0) return true;
+        spdlog::warn("slurm: scancel {} failed (try {} of 3): {}", id, attempt, !r ? r.error().message : trim(r->err));
+        if (attempt == 3) return false;
+        std::this_thread::sleep_for(std::chrono::seconds(attempt));
     }
 }
 
@@ -234,7 +246,7 @@ RawOutcome SlurmExecutor::run(const JobToRun& job, const std::atomic<bool>& canc
     auto written = ec ? Status(make_error("io", "cannot create " + p.control.string() + ": " + ec.message()))
                       : write_file_atomic(p.spec, slurm::spec_json(a->process).dump());
     if (written) written = write_file_atomic(p.metadata, a->metadata.dump());
-    auto id = written ? submit(s, job, p) : Result<std::string>(written.error());
+    auto id = written ? submit(s, job, p, true) : Result<std::string>(written.error());
     if (!id) {
         out.not_run = id.error().message;
         out.metadata = a->metadata;
@@ -255,9 +267,14 @@ std::optional<std::string> SlurmExecutor::adoptable(std::int64_t job_id, const s
     }
     // Submitted, but the daemon died before it stored the id: found by the job's name.
     auto r = slurm_command({"squeue", "--noheader", "--states=all", "--name=" + job_name(job_id), "--format=%i"});
-    if (!r || r->exit_code != 0) return std::nullopt;
-    auto id = slurm::parse_sbatch_id(r->out);
-    return id;
+    if (r && r->exit_code == 0) {
+        if (auto id = slurm::parse_sbatch_id(r->out)) return id;
+    }
+    // It may have ended and left the controller already: the completion file still names it.
+    if (auto text = read_jobcomp()) {
+        if (auto j = slurm::find_completion_by_name(*text, job_name(job_id))) return j->id;
+    }
+    return std::nullopt;
 }
 
 RawOutcome SlurmExecutor::adopt(const JobToRun& job, const std::string& external_id, const std::atomic<bool>& cancel,
@@ -322,6 +339,22 @@ RawOutcome SlurmExecutor::watch(const ExecutorSettings& s, const JobToRun& job, 
         }
         bool unreachable = false;
         auto info = query(id, &unreachable);
+        if (!info && !unreachable && std::filesystem::exists(p.result)) {
+            // Gone from the controller, and its completion file is not readable here: the node's
+            // result says the command ran to its end.
+            auto r = read_file(p.result, 1 << 20);
+            auto j = r ? json::parse(*r, nullptr, false) : json();
+            if (j.is_object()) {
+                const auto res = slurm::result_from_json(j);
+                info = slurm::JobInfo{id, res.exit_code == 0 ? "COMPLETED" : "FAILED", "LeftTheController", "", "", job_name(job.job_id)};
+            }
+        }
+        if (!info && cancel_sent && detaching() && ++unknown >= k_gone_after) {
+            // The daemon stops and Slurm does not answer: do not hold the stop up for it.
+            out.cancelled = true;
+            out.infra_failure = "Slurm did not confirm the cancel of job " + id + " before the daemon stopped";
+            return end_early(out);
+        }
         if (!info) {
             if (unreachable) {
                 spdlog::warn("job_id={} Slurm's controller did not answer about job {}", job.job_id, id);
@@ -339,7 +372,17 @@ RawOutcome SlurmExecutor::watch(const ExecutorSettings& s, const JobToRun& job, 
         if (phase == slurm::Phase::waiting) {
             if (info->state == "PENDING" && slurm::waits_for_device(info->reason) && !cancel_sent &&
                 Clock::now() - pending_since > s.execution.device_wait) {
-                scancel(id);
+                // Ended in Slurm before crcrd lets go: it must not start later on a removed workspace.
+                if (scancel(id)) {
+                    for (int i = 0; i < 40; ++i) {
+                        auto now = query(id);
+                        if (now && slurm::phase_of(now->state) != slurm::Phase::waiting &&
+                            slurm::phase_of(now->state) != slurm::Phase::running) {
+                            break;
+                        }
+                        std::this_thread::sleep_for(std::chrono::milliseconds(250));
+                    }
+                }
                 out.device_unavailable = "Slurm job " + id + " still pending (" + info->reason + ") after " +
                                          seconds(std::chrono::duration_cast<std::chrono::milliseconds>(s.execution.device_wait)) +
                                          " in partition " + sl.partition;
@@ -352,9 +395,24 @@ RawOutcome SlurmExecutor::watch(const ExecutorSettings& s, const JobToRun& job, 
                 out.infra_failure = "Slurm preempted job " + id + " " + std::to_string(k_max_resubmits) + " times";
                 return end_early(out);
             }
+            // A resubmission a previous daemon made (and died before storing) is taken over.
+            if (auto live = live_by_name(job.job_id, id)) {
+                spdlog::warn("job_id={} Slurm job {} was preempted; {} already runs it again", job.job_id, id, *live);
+                id = *live;
+                last.reset();
+                pending_since = Clock::now();
+                on_running(Started{0, id});
+                continue;
+            }
             std::error_code ec;
             std::filesystem::remove(p.result, ec);
-            auto next = submit(s, job, p);
+            // What the preempted run wrote is not this run's.
+            for (auto it = std::filesystem::directory_iterator(a.ctx.junit_dir, ec); !ec && it != std::filesystem::directory_iterator();
+                 it.increment(ec)) {
+                std::error_code ignored;
+                std::filesystem::remove_all(it->path(), ignored);
+            }
+            auto next = submit(s, job, p, false);
             if (!next) {
                 out.infra_failure = "Slurm preempted job " + id + ", and submitting it again failed: " + next.error().message;
                 return end_early(out);
@@ -404,7 +462,21 @@ RawOutcome SlurmExecutor::watch(const ExecutorSettings& s, const JobToRun& job, 
     collect_attempt(s, a, proc, cancel_sent, out);
     out.external = external_of(id, last);
     out.metadata["slurm"] = out.external;
+    // The control folder goes with the workspace (kept with it for a look after a failure).
+    std::error_code ec;
+    if (!std::filesystem::exists(a.ws.job_dir, ec)) std::filesystem::remove_all(p.control, ec);
     return out;
+}
+
+std::optional<std::string> SlurmExecutor::live_by_name(std::int64_t job_id, const std::string& except) {
+    auto r = slurm_command({"squeue", "--noheader", "--name=" + job_name(job_id), "--format=%i"});
+    if (!r || r->exit_code != 0) return std::nullopt;
+    std::istringstream in(r->out);
+    for (std::string line; std::getline(in, line);) {
+        auto id = slurm::parse_sbatch_id(line);
+        if (id && *id != except) return id;
+    }
+    return std::nullopt;
 }
 
 int SlurmExecutor::abandon(std::int64_t) {

@@ -48,6 +48,8 @@ TEST(SlurmCli, FindsTheLastCompletionRecordOfAJob) {
     EXPECT_EQ(j->name, "crcrd-7");
     EXPECT_EQ(find_completion(text, "123")->exit_code, "3:0");
     EXPECT_FALSE(find_completion(text, "2"));
+    EXPECT_EQ(find_completion_by_name(text, "crcrd-7")->id, "12");
+    EXPECT_FALSE(find_completion_by_name(text, "crcrd-1"));
 }
 
 TEST(SlurmCli, MapsEverySlurmStateToWhatCrcrdDoes) {
@@ -121,6 +123,20 @@ TEST(SlurmCli, ReadsThePartitionsNodesFromSinfo) {
     EXPECT_EQ(nodes[0]["gres_used"], "aiu:1(IDX:0)");
     EXPECT_TRUE(nodes[0]["reason"].is_null());
     EXPECT_EQ(nodes[1]["reason"], "crcrd test");
+}
+
+TEST(SlurmNodeJob, MasksOverPathsTheNodeDoesNotHaveAreDropped) {
+    std::vector<std::string> argv = {"bwrap", "--ro-bind", "/", "/", "--tmpfs", "/tmp", "--tmpfs", "/etc",
+                                     "--tmpfs", "/no/such/state", "--ro-bind-try", "/dev/null", "/no/such/secret",
+                                     "--ro-bind-try", "/dev/null", "/etc/hostname", "--chdir", "/j", "--",
+                                     "/opt/ci.sh", "--tmpfs", "/no/such/arg"};
+    drop_absent_masks(argv);
+    EXPECT_EQ(argv, (std::vector<std::string>{"bwrap", "--ro-bind", "/", "/", "--tmpfs", "/tmp", "--tmpfs", "/etc",
+                                              "--ro-bind-try", "/dev/null", "/etc/hostname", "--chdir", "/j", "--",
+                                              "/opt/ci.sh", "--tmpfs", "/no/such/arg"}));
+    std::vector<std::string> plain = {"/opt/ci.sh", "--tmpfs", "/no/such"};
+    drop_absent_masks(plain);
+    EXPECT_EQ(plain.size(), 3u);
 }
 
 TEST(SlurmNodeJob, ASpecAndAResultSurviveTheirFiles) {

@@ -36,6 +36,9 @@ std::optional<JobInfo> job_info(std::string_view line);
 /// The last record for job `id` in the text of a jobcomp/filetxt file.
 std::optional<JobInfo> find_completion(std::string_view jobcomp_text, const std::string& id);
 
+/// The last record of a job named `name` (JobName) in the text of a jobcomp/filetxt file.
+std::optional<JobInfo> find_completion_by_name(std::string_view jobcomp_text, const std::string& name);
+
 /// What crcrd does with a job in `state` (§4.3).
 enum class Phase {
     waiting,     // PENDING, CONFIGURING, REQUEUED, RESIZING, SUSPENDED, ...: look again later

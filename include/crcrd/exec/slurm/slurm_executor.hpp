@@ -31,7 +31,7 @@ public:
                    const std::function<void(const Started&)>& on_running) override;
     /// Slurm owns its nodes' health: always ok.
     nlohmann::json check_health(const std::string& slot) override;
-    /// A job that cannot be adopted: scancel whatever Slurm still has under its name.
+    /// Nothing to do: a job comes here only when adoptable() found nothing of it in Slurm.
     int abandon(std::int64_t job_id) override;
     std::optional<std::string> adoptable(std::int64_t job_id, const std::optional<std::string>& external_id) override;
     RawOutcome adopt(const JobToRun& job, const std::string& external_id, const std::atomic<bool>& cancel,
@@ -52,12 +52,18 @@ private:
     Paths paths(const ExecutorSettings& s, std::int64_t job_id) const;
     /// The settings the workspace is prepared with: work_root is shared_root.
     static ExecutorSettings on_shared_root(const ExecutorSettings& s);
-    /// sbatch for the attempt whose spec is written; the Slurm job id, or why not.
-    Result<std::string> submit(const ExecutorSettings& s, const JobToRun& job, const Paths& p);
+    /// sbatch for the attempt whose spec is written; the Slurm job id, or why not. `first`: when
+    /// sbatch fails, a job it may have submitted anyway is looked up by name.
+    Result<std::string> submit(const ExecutorSettings& s, const JobToRun& job, const Paths& p, bool first);
+    /// A pending or running job named for `job_id` other than `except`.
+    std::optional<std::string> live_by_name(std::int64_t job_id, const std::string& except);
     /// The job as Slurm knows it now: the controller, else the job-completion file. nullopt
     /// with `*unreachable` set when the controller did not answer at all.
     std::optional<slurm::JobInfo> query(const std::string& id, bool* unreachable = nullptr);
-    void scancel(const std::string& id);
+    /// The job-completion file (JobCompLoc of `scontrol show config`), when it is a readable file.
+    std::optional<std::string> read_jobcomp();
+    /// scancel, tried three times; false when Slurm never took it.
+    bool scancel(const std::string& id);
     /// Follows Slurm job `id` of `a` to its end and collects it.
     RawOutcome watch(const ExecutorSettings& s, const JobToRun& job, const PreparedAttempt& a, std::string id,
                      const std::atomic<bool>& cancel, const std::function<void(const Started&)>& on_running);
