@@ -8,6 +8,20 @@ here=$(cd "$(dirname "$0")" && pwd)
 cd "$here"
 echo "crcrd demo: tier=$CRCR_TIER run=$CRCR_RUN_ID job=$CRCR_JOB_ID attempt=$CRCR_ATTEMPT slot=$CRCR_SLOT sha=$CRCR_PYTORCH_SHA"
 set --
+# The rerun of a failed tier (CRCR_RERUN_FILE, JUnit ids "module.path::test" or
+# "module.path.Class::test"): only those tests, as pytest node ids.
+if [ -n "${CRCR_RERUN_FILE:-}" ] && [ -s "$CRCR_RERUN_FILE" ]; then
+  echo "rerun of the failed tests only: $(tr '\n' ' ' < "$CRCR_RERUN_FILE")"
+  while IFS= read -r id; do
+    cls=${id%%::*}; name=${id#*::}
+    file=$(printf '%s' "$cls" | tr . /).py
+    if [ -e "$file" ]; then set -- "$@" "$file::$name"; continue; fi
+    file=$(printf '%s' "${cls%.*}" | tr . /).py
+    if [ -e "$file" ]; then set -- "$@" "$file::${cls##*.}::$name"; else echo "skipping $id (not in the demo suite)"; fi
+  done < "$CRCR_RERUN_FILE"
+  [ $# -gt 0 ] && exec /usr/bin/python3 -m pytest -q -p no:cacheprovider -o junit_family=xunit1 \
+    --junitxml="$CRCR_JUNIT_DIR/results.xml" "$@"
+fi
 while IFS= read -r t; do
   [ -n "$t" ] || continue
   if [ -e "${t%%::*}" ]; then set -- "$@" "$t"; else echo "skipping $t (not in the demo suite)"; fi

@@ -187,6 +187,8 @@ void parse_slurm(YamlMap m, SlurmConfig& c) {
 void parse_execution(YamlMap m, ExecutionConfig& c) {
     m.get("executor", c.executor);
     check_enum(m, "executor", c.executor, {"local", "slurm"});
+    m.get("rerun", c.rerun);
+    check_enum(m, "rerun", c.rerun, {"failed_tests", "tier"});
     if (m.has("slurm")) {
         c.slurm.emplace();
         parse_slurm(m.child("slurm"), *c.slurm);

@@ -20,6 +20,8 @@ std::vector<std::string> job_environment(const JobContext& ctx, const std::map<s
     vars["CRCR_JOB_ID"] = std::to_string(ctx.job_id);
     vars["CRCR_ATTEMPT"] = std::to_string(ctx.attempt);
     vars["CRCR_SLOT"] = ctx.slot;
+    if (ctx.rerun_file) vars["CRCR_RERUN_FILE"] = ctx.rerun_file->string();
+    else vars.erase("CRCR_RERUN_FILE");
     if (ctx.pr) vars["CRCR_PR"] = std::to_string(*ctx.pr);
     else vars.erase("CRCR_PR");
     std::vector<std::string> env;

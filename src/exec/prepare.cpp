@@ -91,6 +91,12 @@ Result<PreparedAttempt> prepare_attempt(const ExecutorSettings& s, const JobToRu
     ctx.tests_file = a.ws.job_dir / "tests.txt";
     ctx.junit_dir = a.ws.job_dir / "junit";
     if (auto w = write_tests_file(ctx, job.tests); !w) return fail(w.error().message);
+    if (!job.rerun_tests.empty()) {
+        ctx.rerun_file = a.ws.job_dir / "rerun.txt";
+        std::string ids;
+        for (const auto& t : job.rerun_tests) ids += t + "\n";
+        if (auto w = write_file_atomic(*ctx.rerun_file, ids); !w) return fail(w.error().message);
+    }
     // The log lives beside the jobs' folders, so it outlives the workspace.
     std::error_code ec;
     std::filesystem::create_directories(log_dir, ec);

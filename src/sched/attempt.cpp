@@ -39,6 +39,7 @@ Judged judge(const exec::RawOutcome& o, const classify::Patterns& patterns) {
                   {"failed_tests", failed_tests},
                   {"log_lines", verdict.log_line ? json::array({*verdict.log_line}) : json::array()},
                   {"junit_error", o.junit_error ? json(*o.junit_error) : json(nullptr)}};
+    if (verdict.signature) j.evidence["signature"] = *verdict.signature;
     if (!o.external.is_null()) j.evidence["executor"] = o.external;
     // What the executor's cluster said outranks what the command left (it may have left nothing).
     if (o.device_unavailable) {

@@ -303,6 +303,7 @@ void Dispatcher::dispatch_once() {
         }
         for (auto id : startable_jobs(db)) {
             auto job = load_job(db, id);
+            if (cfg.rerun_failed_tests) job.rerun_tests = jobs.failed_in_rerun_source(id);
             if (auto slot = lease(db, offers, job, cfg.lease_ttl)) {
                 job.slot = *slot;
                 jobs.mark_leased(id, *slot);

@@ -176,6 +176,18 @@ std::int64_t JobsRepo::mark_flaky(std::int64_t job_id) {
     return flaky;
 }
 
+std::vector<std::string> JobsRepo::failed_in_rerun_source(std::int64_t job_id) {
+    // The previous attempt of the same tier in the same run, when it was a regression.
+    Scoped st(m_db,
+        "SELECT t.name FROM test_results t WHERE t.outcome = 'failed' AND t.job_id = "
+        "(SELECT e.id FROM jobs e JOIN jobs j ON e.run_id = j.run_id AND e.position = j.position "
+        " WHERE j.id = ? AND e.attempt = j.attempt - 1 AND e.conclusion = 'regression') ORDER BY t.rowid");
+    st->bind(1, job_id);
+    std::vector<std::string> out;
+    while (st->step()) out.push_back(st->text(0));
+    return out;
+}
+
 std::vector<OpenAttempt> JobsRepo::left_open() {
     Scoped st(m_db, "SELECT id, pgid, external_id, slot FROM jobs WHERE state IN ('leased','running')");
     std::vector<OpenAttempt> out;

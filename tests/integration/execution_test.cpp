@@ -247,6 +247,38 @@ TEST_F(ExecutionTest, AFailedTestIsARegressionAndStopsTheLaterTiers) {
     EXPECT_EQ(evidence["exit_status"], 1);
 }
 
+TEST_F(ExecutionTest, TheRerunOfAFailedTierGetsOnlyItsFailedTestsAndATestThatThenPassesIsFlaky) {
+    start("ok_import, flaky_dtype, ok_other");
+    auto run = post({"torch/_inductor/ir.py"}, "m-rerun");
+    EXPECT_EQ(finished(run), "completed/flaky");
+    const auto second = std::to_string(daemon->scalar("SELECT id FROM jobs WHERE tier='import' AND attempt=2 AND run_id=" +
+                                                      std::to_string(run)));
+    // The rerun was told what failed, and ran only that.
+    auto log = read_file(daemon->text("SELECT log_path FROM jobs WHERE id=" + second)).value();
+    EXPECT_NE(log.find("rerun of: ci::flaky_dtype \n"), std::string::npos) << log;
+    EXPECT_EQ(daemon->text("SELECT group_concat(name || '=' || outcome, ' ') FROM test_results WHERE job_id=" + second),
+              "ci::flaky_dtype=flaky");
+    EXPECT_EQ(daemon->text("SELECT reason FROM jobs WHERE id=" + second), "1 test failed, then passed on rerun");
+    // The first attempt had no rerun file.
+    const auto first = std::to_string(daemon->scalar("SELECT id FROM jobs WHERE tier='import' AND attempt=1 AND run_id=" +
+                                                     std::to_string(run)));
+    auto first_log = read_file(daemon->text("SELECT log_path FROM jobs WHERE id=" + first)).value();
+    EXPECT_EQ(first_log.find("rerun of:"), std::string::npos) << first_log;
+}
+
+TEST_F(ExecutionTest, WithRerunTierTheWholeTierRunsAgain) {
+    start("ok_import, flaky_dtype", "[/bin/true]", "  rerun: tier\n");
+    auto run = post({"torch/_inductor/ir.py"}, "m-rerun-tier");
+    EXPECT_EQ(finished(run), "completed/flaky");
+    const auto second = std::to_string(daemon->scalar("SELECT id FROM jobs WHERE tier='import' AND attempt=2 AND run_id=" +
+                                                      std::to_string(run)));
+    EXPECT_EQ(daemon->text("SELECT group_concat(name || '=' || outcome, ' ') FROM "
+                           "(SELECT * FROM test_results WHERE job_id=" + second + " ORDER BY name)"),
+              "ci::flaky_dtype=flaky ci::ok_import=passed");
+    auto log = read_file(daemon->text("SELECT log_path FROM jobs WHERE id=" + second)).value();
+    EXPECT_EQ(log.find("rerun of:"), std::string::npos) << log;
+}
+
 TEST_F(ExecutionTest, ACrashIsRetriedThenInfraErrorAndLaterTiersAreCancelled) {
     start("crash");
     auto run = post({"torch/_inductor/ir.py"}, "m-3");

@@ -2,12 +2,19 @@
 // A backend CI script in miniature, for tests that run the real daemon: each line of
 // CRCR_TESTS_FILE names what to do (ok_*, fail_*, flaky_* failing on the first attempt only,
 // device_* printing a device-failure signature, crash, hang, stall, noisy), and JUnit is written
-// into CRCR_JUNIT_DIR.
+// into CRCR_JUNIT_DIR. A rerun runs only the tests of CRCR_RERUN_FILE.
 
 namespace crcrd {
 
-inline constexpr const char* k_ci_script = R"(#!/bin/sh
+inline constexpr const char* k_ci_script = R"SH(#!/bin/sh
 out="$CRCR_JUNIT_DIR/results.xml"
+tests="$CRCR_TESTS_FILE"
+# The rerun of a failed tier runs only what failed (JUnit ids ci::<test>), as a backend may.
+if [ -n "${CRCR_RERUN_FILE:-}" ]; then
+  echo "rerun of: $(tr '\n' ' ' < "$CRCR_RERUN_FILE")"
+  sed 's/^ci:://' "$CRCR_RERUN_FILE" > rerun-tests.txt
+  tests=rerun-tests.txt
+fi
 echo '<testsuite name="ci">' > "$out.part"
 status=0
 while IFS= read -r t; do
@@ -32,11 +39,11 @@ while IFS= read -r t; do
       echo "probe: done"
       echo "<testcase classname=\"ci\" name=\"$t\"/>" >> "$out.part" ;;
   esac
-done < "$CRCR_TESTS_FILE"
+done < "$tests"
 echo '</testsuite>' >> "$out.part"
 mv "$out.part" "$out"
 echo "slot=$CRCR_SLOT device=$SIM_DEVICE tier=$CRCR_TIER"
 exit $status
-)";
+)SH";
 
 }  // namespace crcrd

@@ -29,6 +29,7 @@ struct Verdict {
     Conclusion conclusion = Conclusion::passed;
     std::string reason;      // for people: which evidence decided it
     std::optional<std::string> log_line;  // the log line a pattern matched, when one decided it
+    std::optional<std::string> signature; // what a device pattern matched (e.g. RAS::PCI::BusFence)
 };
 
 struct Patterns {

@@ -110,6 +110,7 @@ struct SlurmConfig {
 
 struct ExecutionConfig {
     std::string executor = "local";  // local | slurm
+    std::string rerun = "failed_tests";  // failed_tests | tier (§4.2)
     std::optional<SlurmConfig> slurm;
     Strings command;
     Path work_root;
@@ -134,7 +135,10 @@ struct ExecutionConfig {
 
 struct ClassifyConfig {
     // Defaults for a PyTorch accelerator backend (docs/reporting.md); ECMAScript regexes.
-    Strings device_patterns = {"RAS::VFIO::DeviceOpenFail", "[Ff]ailed to open (the )?(VFIO )?device",
+    // The hardware signatures of CONTRACT.md §4.2 first (torch-spyre's CI maps them so): the
+    // matched signature is kept in the evidence.
+    Strings device_patterns = {"RAS::VFIO::DeviceOpenFail", "RAS::CBRB::ResponseTimeout", "RAS::PCI::BusFence",
+                               "RAS::[A-Za-z0-9_]+::[A-Za-z0-9_]+", "[Ff]ailed to open (the )?(VFIO )?device",
                                "Device or resource busy", "No (Spyre|AIU) devices? (found|available)"};
     Strings infra_patterns = {"No space left on device",
                               "ERROR: Could not install packages",

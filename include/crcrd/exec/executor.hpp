@@ -37,6 +37,9 @@ struct JobToRun {
     std::vector<std::string> labels;
     std::chrono::milliseconds timeout{std::chrono::hours(1)};
     std::string slot;  // the leased slot
+    /// A rerun of a failed tier (§4.2): the tests that failed in the previous attempt, given to
+    /// the command as CRCR_RERUN_FILE. Empty: not a rerun, or execution.rerun is `tier`.
+    std::vector<std::string> rerun_tests;
 };
 
 /// An attempt has started: the process group of its command on this host (local), or the id

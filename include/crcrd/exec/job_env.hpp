@@ -26,6 +26,9 @@ struct JobContext {
     std::filesystem::path job_dir;    // fresh, the command's cwd and HOME
     std::filesystem::path tests_file; // inside job_dir
     std::filesystem::path junit_dir;  // inside job_dir
+    /// The rerun of a failed tier (§4.2, execution.rerun: failed_tests): the failed test ids of
+    /// the previous attempt, one per line, as CRCR_RERUN_FILE. Unset on a first attempt.
+    std::optional<std::filesystem::path> rerun_file;
 };
 
 /// The environment, in order: PATH, HOME (the job directory), LANG; then

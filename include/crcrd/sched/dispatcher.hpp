@@ -32,6 +32,7 @@ struct DispatcherSettings {
     std::chrono::milliseconds health_interval{std::chrono::seconds(30)};
     std::chrono::milliseconds lease_ttl{std::chrono::seconds(60)};
     RetryPolicy retry;
+    bool rerun_failed_tests = true;  // execution.rerun: failed_tests (CRCR_RERUN_FILE)
     std::shared_ptr<const classify::Patterns> patterns = std::make_shared<classify::Patterns>();
 };
 

@@ -88,6 +88,9 @@ public:
     std::int64_t mark_flaky(std::int64_t job_id);
     /// Jobs left leased or running.
     std::vector<OpenAttempt> left_open();
+    /// For a rerun of a tier whose previous attempt ended `regression`: the tests that failed
+    /// there, by name (JUnit classname::name). Empty for any other job.
+    std::vector<std::string> failed_in_rerun_source(std::int64_t job_id);
     /// The job holds slot `slot` now.
     void mark_leased(std::int64_t job_id, const std::string& slot);
     /// The job's state; nullopt when there is no such job.

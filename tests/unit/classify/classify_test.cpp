@@ -71,6 +71,27 @@ TEST(Classify, ReasonsNameTheEvidence) {
     EXPECT_EQ(long_line.log_line->size(), 200u);
 }
 
+TEST(Classify, TheHardwareSignaturesAreDeviceFailuresKeptAsTheirSignature) {
+    const auto p = defaults();
+    struct Case {
+        const char* log;
+        const char* signature;
+    };
+    for (const auto& c : std::vector<Case>{
+             {"E1201 RAS::CBRB::ResponseTimeout on card 0\n", "RAS::CBRB::ResponseTimeout"},
+             {"x\n[spyre] RAS::PCI::BusFence raised\n", "RAS::PCI::BusFence"},
+             {"RAS::VFIO::DeviceOpenFail: /dev/vfio/3\n", "RAS::VFIO::DeviceOpenFail"},
+             {"kernel: RAS::DMA::ChannelHang (ch 3)\n", "RAS::DMA::ChannelHang"},
+         }) {
+        auto v = decide(ran(1, 5, 2, c.log), p);
+        EXPECT_EQ(v.conclusion, Conclusion::device_unavailable) << c.log;
+        EXPECT_EQ(v.signature, c.signature) << c.log;
+    }
+    // Not a signature: "RAS" alone, or one level only.
+    EXPECT_EQ(decide(ran(1, 5, 2, "RAS::Config loaded\n"), p).conclusion, Conclusion::regression);
+    EXPECT_FALSE(decide(ran(1, 5, 2, "No space left on device\n"), p).signature);
+}
+
 TEST(Classify, ConfiguredPatternsReplaceTheDefaults) {
     auto p = compile_patterns({"HW_ERR_[0-9]+"}, {"runner lost"});
     EXPECT_EQ(decide(ran(1, 0, 0, "fatal HW_ERR_42\n"), p).conclusion, Conclusion::device_unavailable);
