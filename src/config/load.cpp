@@ -207,6 +207,7 @@ void parse_execution(YamlMap m, ExecutionConfig& c) {
     m.get("stall_timeout", c.stall_timeout);
     m.get("device_wait", c.device_wait);
     m.get("health_interval", c.health_interval);
+    m.get("card_release_timeout", c.card_release_timeout);
     m.get("lease_ttl", c.lease_ttl);
     m.get_size("max_log_bytes", c.max_log_bytes);
     m.get_size("min_free_bytes", c.min_free_bytes);

@@ -5,10 +5,13 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <thread>
 
 #include "crcrd/core/files.hpp"
 #include "crcrd/core/subprocess.hpp"
 #include "crcrd/core/time.hpp"
+#include "crcrd/core/units.hpp"
+#include "crcrd/exec/devices.hpp"
 #include "crcrd/exec/supervisor.hpp"
 #include "crcrd/exec/workspace.hpp"
 
@@ -36,6 +39,12 @@ const config::RunnerConfig* LocalExecutor::runner(const LocalSettings& s, const 
 
 json LocalExecutor::health_check(const config::RunnerConfig& r) {
     json h = {{"ok", true}, {"at", now_rfc3339()}, {"exit_status", nullptr}, {"output", ""}};
+    // A device some process still holds (a test that outlived its job) is not free to lease.
+    if (auto holder = device_holder(r.devices)) {
+        h["ok"] = false;
+        h["output"] = describe(*holder);
+        return h;
+    }
     if (r.health_check.empty()) return h;
     SubprocessOptions o;
     o.timeout = std::chrono::seconds(60);
@@ -97,7 +106,27 @@ RawOutcome LocalExecutor::run(const JobToRun& job, const std::atomic<bool>& canc
         return out;
     }
     collect_attempt(*s, *a, *proc, cancel.load(), out);
+    if ((proc->timed_out || proc->stalled) && !slot->devices.empty()) out.health_after = after_release(*slot, s->execution);
     return out;
+}
+
+json LocalExecutor::after_release(const config::RunnerConfig& slot, const config::ExecutionConfig& x) {
+    // A test that stalled may have left a process in the driver: wait for the devices to be
+    // released, then check the slot's health.
+    const auto until = std::chrono::steady_clock::now() + x.card_release_timeout;
+    auto holder = device_holder(slot.devices);
+    while (holder && std::chrono::steady_clock::now() < until) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(200));
+        holder = device_holder(slot.devices);
+    }
+    if (holder) {
+        return json{{"ok", false},
+                    {"at", now_rfc3339()},
+                    {"exit_status", nullptr},
+                    {"output", describe(*holder) + " " + format_duration(x.card_release_timeout) + " after the " +
+                                   "job ended"}};
+    }
+    return health_check(slot);
 }
 
 namespace {

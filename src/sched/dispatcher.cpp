@@ -414,7 +414,12 @@ void Dispatcher::work(exec::JobToRun job, std::shared_ptr<std::atomic<bool>> can
     bool unhealthy = raw.slot_unhealthy;
     json health = raw.health;
     if (requeue) outcome.reason = "health check of " + job.slot + " failed";
-    if (!requeue && outcome.conclusion == Conclusion::device_unavailable) {
+    if (!requeue && !raw.health_after.is_null()) {
+        // After a stall or timeout (§4.2): the devices were released and the slot checked, or not.
+        health = raw.health_after;
+        unhealthy = !health.value("ok", false);
+        outcome.evidence["health_after"] = health;
+    } else if (!requeue && outcome.conclusion == Conclusion::device_unavailable) {
         // A device-class failure: the health check decides whether the slot goes offline.
         health = m_executor.check_health(job.slot);
         unhealthy = !health.value("ok", false);

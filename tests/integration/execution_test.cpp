@@ -1,6 +1,7 @@
 // Runs end to end through the real daemon: leased slots, bubblewrap, real child processes,
 // JUnit, tier order, retries, a device that fails its health check, and a kill -9 mid-job.
 #include <gtest/gtest.h>
+#include <fstream>
 #include <unistd.h>
 #include <nlohmann/json.hpp>
 
@@ -277,6 +278,33 @@ TEST_F(ExecutionTest, WithRerunTierTheWholeTierRunsAgain) {
               "ci::flaky_dtype=flaky ci::ok_import=passed");
     auto log = read_file(daemon->text("SELECT log_path FROM jobs WHERE id=" + second)).value();
     EXPECT_EQ(log.find("rerun of:"), std::string::npos) << log;
+}
+
+TEST_F(ExecutionTest, AfterAStallTheSlotWaitsForItsDevicesAndGoesOfflineWhileAProcessHoldsThem) {
+    // The slot's "card": a file bound into the sandbox like a device node.
+    const auto card = bin.path() / "card0";
+    write_file(card, "", 0666);
+    start("stall", "[/bin/true], devices: [" + card.string() + "]",
+          "  stall_timeout: 3s\n  card_release_timeout: 1s\n");
+    auto run = post({"torch/_inductor/ir.py"}, "m-card");
+    // Once the job runs (its health check passed), a process opens the card and keeps it open
+    // past the job's end.
+    ASSERT_TRUE(eventually([&] { return daemon->text("SELECT coalesce(max(state), '') FROM jobs WHERE tier='import'") == "running"; }));
+    std::ifstream held(card);
+    ASSERT_TRUE(held.is_open());
+    EXPECT_EQ(finished(run), "completed/timeout");
+    ASSERT_TRUE(eventually([&] { return daemon->text("SELECT state FROM slots WHERE name='sim-0'") == "offline"; }))
+        << daemon->log();
+    auto health = json::parse(daemon->text("SELECT last_health FROM slots WHERE name='sim-0'"));
+    EXPECT_EQ(health["ok"], false);
+    EXPECT_NE(health["output"].get<std::string>().find("device " + card.string() + " is held by pid " + std::to_string(::getpid())),
+              std::string::npos) << health.dump();
+    auto evidence = json::parse(daemon->text("SELECT evidence FROM jobs WHERE tier='import' AND run_id=" + std::to_string(run)));
+    EXPECT_EQ(evidence["health_after"]["ok"], false);
+    // Released: the next recheck brings the slot back.
+    held.close();
+    EXPECT_TRUE(eventually([&] { return daemon->text("SELECT state FROM slots WHERE name='sim-0'") == "idle"; }))
+        << daemon->text("SELECT last_health FROM slots WHERE name='sim-0'");
 }
 
 TEST_F(ExecutionTest, ACrashIsRetriedThenInfraErrorAndLaterTiersAreCancelled) {

@@ -123,6 +123,8 @@ struct ExecutionConfig {
     Duration stall_timeout = std::chrono::seconds(300);
     Duration device_wait = std::chrono::minutes(30);
     Duration health_interval = std::chrono::seconds(30);
+    /// After a stall or timeout, how long a slot's devices may stay held before it goes offline (§4.2).
+    Duration card_release_timeout = std::chrono::seconds(60);
     Duration lease_ttl = std::chrono::seconds(60);
     std::uint64_t max_log_bytes = 64ULL * 1024 * 1024;
     std::uint64_t min_free_bytes = 1ULL * 1024 * 1024 * 1024;

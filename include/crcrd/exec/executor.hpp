@@ -67,6 +67,9 @@ struct RawOutcome {
     std::string log_text;                    // the kept log (head and tail), for the classifier
     nlohmann::json metadata = nlohmann::json::object();  // §4's metadata of the attempt
     nlohmann::json health = nullptr;         // the health check that ran before, if any
+    /// After a stall or a timeout (§4.2): the slot's state once its devices were released (or
+    /// not, within card_release_timeout), as a health record; not ok takes the slot offline.
+    nlohmann::json health_after = nullptr;
     /// The cluster ended the attempt for a reason of its own (a node failed, out of memory, a
     /// cancel nobody here asked for): infra_error, retried, with this reason.
     std::optional<std::string> infra_failure;

@@ -28,10 +28,14 @@ public:
     /// and whatever they detached, even in a session of their own.
     int abandon(std::int64_t job_id) override;
 
-    /// Runs a slot's health check; {"ok","exit_status","output","at"}. A slot without one is healthy.
+    /// Runs a slot's health check; {"ok","exit_status","output","at"}. A slot whose devices a
+    /// process holds is not healthy; one without a check and with free devices is.
     static nlohmann::json health_check(const config::RunnerConfig& r);
 
 private:
+    /// After a stall or timeout: waits up to card_release_timeout for no process to hold the
+    /// slot's devices, then its health check; a health record.
+    static nlohmann::json after_release(const config::RunnerConfig& slot, const config::ExecutionConfig& x);
     std::shared_ptr<const LocalSettings> settings() const;
     const config::RunnerConfig* runner(const LocalSettings& s, const std::string& name) const;
 
