@@ -409,6 +409,7 @@ Loaded parse(const std::string& yaml_text, const Path& base_dir, const Path& sou
             sel.get_path("rules", c.selection.rules);
             sel.get("concurrency", c.selection.concurrency);
             sel.get("post_merge", c.selection.post_merge);
+            sel.get("reuse_window", c.selection.reuse_window);
             for (const auto& [event, key] : c.selection.concurrency) {
                 check_enum(sel, "concurrency", key, {"pr", "branch", "none"});
                 check_enum(sel, "concurrency", event, {"pull_request", "push", "schedule", "manual"});

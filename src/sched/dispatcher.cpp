@@ -278,6 +278,7 @@ void Dispatcher::dispatch_once() {
     std::vector<std::string> due;
     std::optional<system_clock::time_point> next_recheck;
     std::set<std::int64_t> running;
+    bool reused = false;
     {
         std::lock_guard lk(m_mu);
         for (const auto& [id, flag] : m_running) running.insert(id);
@@ -302,6 +303,16 @@ void Dispatcher::dispatch_once() {
                          job_id ? std::to_string(*job_id) : std::string("-"));
         }
         for (auto id : startable_jobs(db)) {
+            // A tier that already passed on this SHA with these tests (§5.4): no device time.
+            if (cfg.reuse_window.count() > 0) {
+                if (auto from = jobs.reusable(id, rfc3339(now - cfg.reuse_window))) {
+                    jobs.mark_reused(id, from->first, from->second);
+                    finish_job(db, id, Conclusion::passed, "reused from run " + std::to_string(from->first));
+                    spdlog::info("job_id={} reused job {} of run {}", id, from->second, from->first);
+                    reused = true;  // the run's next tier may start now: look again at once
+                    continue;
+                }
+            }
             auto job = load_job(db, id);
             if (cfg.rerun_failed_tests) job.rerun_tests = jobs.failed_in_rerun_source(id);
             if (auto slot = lease(db, offers, job, cfg.lease_ttl)) {
@@ -328,6 +339,7 @@ void Dispatcher::dispatch_once() {
         return;
     }
     std::lock_guard lk(m_mu);
+    if (reused) m_pending = true;
     m_next_recheck = std::chrono::steady_clock::time_point::max();
     if (next_recheck) {
         m_next_recheck = std::chrono::steady_clock::now() +

@@ -176,6 +176,25 @@ std::int64_t JobsRepo::mark_flaky(std::int64_t job_id) {
     return flaky;
 }
 
+std::optional<std::pair<std::int64_t, std::int64_t>> JobsRepo::reusable(std::int64_t job_id, const std::string& since) {
+    // Runs on the same SHA (runs_by_sha), their jobs (jobs_by_run); one that ran has metadata.
+    Scoped st(m_db,
+        "SELECT e.run_id, e.id FROM jobs j JOIN runs r ON r.id = j.run_id "
+        "JOIN runs er ON er.sha = r.sha AND er.id <> r.id "
+        "JOIN jobs e ON e.run_id = er.id AND e.tier = j.tier AND e.tests = j.tests "
+        "WHERE j.id = ? AND e.state = 'completed' AND e.conclusion = 'passed' AND e.metadata IS NOT NULL "
+        "AND e.finished_at >= ? ORDER BY e.finished_at DESC LIMIT 1");
+    st->bind(1, job_id).bind(2, since);
+    if (!st->step()) return std::nullopt;
+    return std::make_pair(st->int64(0), st->int64(1));
+}
+
+void JobsRepo::mark_reused(std::int64_t job_id, std::int64_t from_run, std::int64_t from_job) {
+    Scoped st(m_db, "UPDATE jobs SET evidence = json_object('reused_from', json_object('run_id', ?, 'job_id', ?)) WHERE id = ?");
+    st->bind(1, from_run).bind(2, from_job).bind(3, job_id);
+    st->run();
+}
+
 std::vector<std::string> JobsRepo::failed_in_rerun_source(std::int64_t job_id) {
     // The previous attempt of the same tier in the same run, when it was a regression.
     Scoped st(m_db,

@@ -43,7 +43,7 @@ protected:
         std::filesystem::permissions(bin.path(), std::filesystem::perms(0755));
         write_file(dir.path() / "selection.yaml", rules(import_tests));
         daemon = std::make_unique<TestDaemon>(
-            dir.path(), "selection: {rules: selection.yaml}\n"
+            dir.path(), "selection: {rules: selection.yaml" + selection_extra + "}\n"
                         "runners:\n"
                         "  - {name: sim-0, labels: [sim], env: {SIM_DEVICE: \"0\"}, health_check: " + health +
                             ", device_model: Simulated}\n"
@@ -80,6 +80,7 @@ protected:
     TempDir dir;
     TempDir bin;
     std::unique_ptr<TestDaemon> daemon;
+    std::string selection_extra;  // ", key: value" pairs for the selection section
     int next_pr = 100;
 };
 
@@ -305,6 +306,35 @@ TEST_F(ExecutionTest, AfterAStallTheSlotWaitsForItsDevicesAndGoesOfflineWhileAPr
     held.close();
     EXPECT_TRUE(eventually([&] { return daemon->text("SELECT state FROM slots WHERE name='sim-0'") == "idle"; }))
         << daemon->text("SELECT last_health FROM slots WHERE name='sim-0'");
+}
+
+TEST_F(ExecutionTest, ATierThatPassedOnTheSameShaWithinTheReuseWindowIsReusedWithoutRunning) {
+    selection_extra = ", reuse_window: 1h";
+    start();
+    auto first = post({"torch/_inductor/ir.py"}, "m-reuse-1");
+    EXPECT_EQ(finished(first), "completed/passed");
+    // Another PR on the same upstream SHA: the same tiers with the same tests.
+    auto second = post({"torch/_inductor/ir.py", "docs/index.rst"}, "m-reuse-2");
+    EXPECT_EQ(finished(second), "completed/passed");
+    EXPECT_EQ(daemon->text("SELECT group_concat(reason, ' | ') FROM (SELECT reason FROM jobs WHERE run_id=" +
+                           std::to_string(second) + " ORDER BY position)"),
+              "reused from run " + std::to_string(first) + " | reused from run " + std::to_string(first) +
+                  " | reused from run " + std::to_string(first));
+    // Nothing ran: no log, no start, no test results.
+    EXPECT_EQ(daemon->scalar("SELECT count(*) FROM jobs WHERE run_id=" + std::to_string(second) +
+                             " AND (started_at IS NOT NULL OR log_path IS NOT NULL)"),
+              0);
+    auto ev = json::parse(daemon->text("SELECT evidence FROM jobs WHERE tier='import' AND run_id=" + std::to_string(second)));
+    EXPECT_EQ(ev["reused_from"]["run_id"], first);
+}
+
+TEST_F(ExecutionTest, WithoutAReuseWindowEveryRunRunsItsTiers) {
+    start();
+    auto first = post({"torch/_inductor/ir.py"}, "m-noreuse-1");
+    EXPECT_EQ(finished(first), "completed/passed");
+    auto second = post({"torch/_inductor/ir.py"}, "m-noreuse-2");
+    EXPECT_EQ(finished(second), "completed/passed");
+    EXPECT_EQ(daemon->scalar("SELECT count(*) FROM jobs WHERE run_id=" + std::to_string(second) + " AND started_at IS NOT NULL"), 3);
 }
 
 TEST_F(ExecutionTest, ACrashIsRetriedThenInfraErrorAndLaterTiersAreCancelled) {

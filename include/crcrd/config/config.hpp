@@ -81,6 +81,7 @@ struct SelectionConfig {
     Path rules;
     std::map<std::string, std::string> concurrency = {{"pull_request", "pr"}, {"push", "branch"}};
     bool post_merge = false;  // a merged PR's `closed` also queues a run on merge_commit_sha
+    Duration reuse_window = std::chrono::seconds(0);  // §5.4: a tier passed on the same SHA within it is not run again
 };
 
 struct RunnerConfig {

@@ -33,6 +33,7 @@ struct DispatcherSettings {
     std::chrono::milliseconds lease_ttl{std::chrono::seconds(60)};
     RetryPolicy retry;
     bool rerun_failed_tests = true;  // execution.rerun: failed_tests (CRCR_RERUN_FILE)
+    std::chrono::milliseconds reuse_window{0};  // selection.reuse_window (§5.4); 0: never reuse
     std::shared_ptr<const classify::Patterns> patterns = std::make_shared<classify::Patterns>();
 };
 

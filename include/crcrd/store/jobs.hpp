@@ -88,6 +88,12 @@ public:
     std::int64_t mark_flaky(std::int64_t job_id);
     /// Jobs left leased or running.
     std::vector<OpenAttempt> left_open();
+    /// A job that ran and passed the same tier with the same test list on the same SHA as
+    /// `job_id`, finished at or after `since` (§5.4): {run id, job id}. A reused job never
+    /// counts (it points to the one that ran).
+    std::optional<std::pair<std::int64_t, std::int64_t>> reusable(std::int64_t job_id, const std::string& since);
+    /// Marks a job reused: its evidence names the job that ran.
+    void mark_reused(std::int64_t job_id, std::int64_t from_run, std::int64_t from_job);
     /// For a rerun of a tier whose previous attempt ended `regression`: the tests that failed
     /// there, by name (JUnit classname::name). Empty for any other job.
     std::vector<std::string> failed_in_rerun_source(std::int64_t job_id);
