@@ -3,7 +3,7 @@ BUILD_DIR ?= build
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?= -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCRCRD_WERROR=ON
 
-.PHONY: all deps configure build run test test-sanitize fuzz fuzz-run bench clean format
+.PHONY: all deps configure build run test test-sanitize fuzz fuzz-run bench bench-slurm clean format
 
 all: build
 
@@ -45,6 +45,12 @@ fuzz-run: fuzz
 
 bench: build
 	bench/run-ingest-bench.sh $(BUILD_DIR)
+
+# The Slurm executor against sbatch alone on a real one-node cluster (root, Slurm and munge
+# installed; docs/performance.md). `make bench-slurm SLURM_BENCH_ARGS="--runs 100"`.
+SLURM_BENCH_ARGS ?=
+bench-slurm: build
+	$(BUILD_DIR)/bench/bench_slurm $(SLURM_BENCH_ARGS)
 
 format:
 	@clang-format -i $$(git ls-files '*.cpp' '*.hpp')

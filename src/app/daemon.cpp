@@ -151,6 +151,10 @@ public:
         }
         apply(m_checked);  // the dispatcher's settings too, before it recovers anything
         if (int rc = start_execution(); rc != 0) return rc;
+        // Planned jobs are leased at once, not at the dispatcher's next look (up to 500 ms).
+        m_planner.on_planned([this] {
+            if (m_dispatcher) m_dispatcher->notify();
+        });
         m_planner.start();
         if (int rc = start_listeners(); rc != 0) return rc;
         serve_signals();

@@ -108,6 +108,7 @@ void Planner::loop() {
         try {
             if (auto cfg = config(); cfg && cfg->rules) m_full_matrix.tick(*cfg->rules);
             while (plan_pending() > 0) {
+                if (m_on_planned) m_on_planned();
                 std::lock_guard lk(m_mu);
                 if (m_stopping) return;
             }

@@ -135,7 +135,7 @@ std::string SlurmCluster::skip_reason() {
     return "";
 }
 
-SlurmCluster::SlurmCluster(const fs::path& dir) : m_dir(dir), m_node(short_hostname()) {
+SlurmCluster::SlurmCluster(const fs::path& dir, int aiu) : m_dir(dir), m_node(short_hostname()), m_aiu(aiu) {
     std::tie(m_ctld_port, m_slurmd_port) = two_free_ports();
     fs::create_directories(m_dir / "state");
     fs::create_directories(m_dir / "spool");
@@ -207,10 +207,10 @@ void SlurmCluster::write_config() const {
       // Slurm's default, kept so tests see what production sees.
       << "MinJobAge=300\n"
       << "SchedulerParameters=sched_interval=1\n"
-      << "NodeName=" << m_node << " NodeAddr=127.0.0.1 Gres=aiu:2 CPUs=16 State=UNKNOWN\n"
+      << "NodeName=" << m_node << " NodeAddr=127.0.0.1 Gres=aiu:" << m_aiu << " CPUs=16 State=UNKNOWN\n"
       << "PartitionName=spyre Nodes=" << m_node << " Default=YES MaxTime=INFINITE State=UP\n";
     write_file(conf_path(), c.str());
-    write_file(m_dir / "gres.conf", "NodeName=" + m_node + " Name=aiu Count=2\n");
+    write_file(m_dir / "gres.conf", "NodeName=" + m_node + " Name=aiu Count=" + std::to_string(m_aiu) + "\n");
 }
 
 std::vector<std::string> SlurmCluster::env() const { return {"SLURM_CONF=" + conf_path().string()}; }

@@ -6,7 +6,8 @@
 // working munged, which it starts when none runs (and then leaves running: it is shared).
 //
 // The node: NodeName=<short hostname>, CPUs=16 (more than the machine has: slurmd accepts it
-// through SlurmdParameters=config_overrides), Gres=aiu:2, in the one partition "spyre".
+// through SlurmdParameters=config_overrides), Gres=aiu:2 (or as many as the constructor is
+// told: the Slurm benchmark runs 16 one-aiu jobs at once), in the one partition "spyre".
 //
 // Slurm clients (sbatch, squeue, scontrol, sinfo, scancel) find the cluster only through
 // SLURM_CONF; without it they look for a DNS SRV record and fail. Pass env() to whatever runs
@@ -27,7 +28,8 @@ public:
     /// Writes the configuration into `dir`, makes sure munged runs, starts slurmctld and
     /// slurmd and waits until sinfo shows the node idle. Throws std::runtime_error (with the
     /// daemons' log tails) when the node does not come up.
-    explicit SlurmCluster(const std::filesystem::path& dir);
+    /// `aiu` is the node's count of aiu GRES (2 unless a benchmark asks for more).
+    explicit SlurmCluster(const std::filesystem::path& dir, int aiu = 2);
     /// Cancels the cluster's jobs, then stops slurmd and slurmctld by PID (SIGTERM, a wait,
     /// SIGKILL). munged is left running.
     ~SlurmCluster();
@@ -81,6 +83,7 @@ private:
     std::string m_node;
     int m_ctld_port = 0;
     int m_slurmd_port = 0;
+    int m_aiu = 2;
     std::unique_ptr<Process> m_ctld;
     std::unique_ptr<Process> m_slurmd;
 };

@@ -6,6 +6,7 @@
 
 #include <condition_variable>
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <thread>
@@ -43,6 +44,9 @@ public:
     void start();
     /// New runs were stored.
     void notify();
+    /// Called on the planner's thread after plans are committed (their jobs are queued), so
+    /// the dispatcher can lease slots at once. Set before start().
+    void on_planned(std::function<void()> fn) { m_on_planned = std::move(fn); }
     void set_config(std::shared_ptr<const PlannerConfig> cfg);
     /// Finishes the run in hand and stops. Idempotent.
     void stop();
@@ -63,6 +67,7 @@ private:
     bool m_pending = true;
     bool m_stopping = false;
     FullMatrixTrigger m_full_matrix;
+    std::function<void()> m_on_planned;
     std::thread m_thread;
 };
 

@@ -116,8 +116,15 @@ ExecutorSettings SlurmExecutor::on_shared_root(const ExecutorSettings& s) {
 Result<std::string> SlurmExecutor::submit(const ExecutorSettings& s, const JobToRun& job, const Paths& p, bool first) {
     const auto& sl = *s.execution.slurm;
     const auto script = sl.shared_root / "crcrd-slurm-job.sh";
-    if (read_file(script, 4096).value_or("") != k_script) {
-        if (auto w = write_file_atomic(script, k_script); !w) return w.error();
+    {
+        // One writer at a time: write_file_atomic's temporary is `<script>.tmp` for everyone,
+        // and concurrent first submissions (max_submitted workers at a start) raced on it: a
+        // rename failed ("No such file or directory"), or sbatch could read a script another
+        // worker was truncating and rewriting.
+        std::lock_guard lk(m_script_mu);
+        if (read_file(script, 4096).value_or("") != k_script) {
+            if (auto w = write_file_atomic(script, k_script); !w) return w.error();
+        }
     }
     slurm::Submission sub;
     sub.partition = sl.partition;

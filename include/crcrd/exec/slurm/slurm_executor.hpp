@@ -77,6 +77,9 @@ private:
     std::shared_ptr<const ExecutorSettings> m_settings;
     bool m_detaching = false;
     std::string m_node_binary;
+    /// Held while the batch script in shared_root is checked and (re)written: the workers of
+    /// concurrent first submissions would otherwise share its temporary file.
+    std::mutex m_script_mu;
 };
 
 }  // namespace crcrd::exec
