@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <cstring>
 #include <fstream>
@@ -12,7 +13,10 @@
 namespace crcrd {
 
 Status write_file_atomic(const std::filesystem::path& path, const std::string& text) {
-    const auto tmp = path.string() + ".tmp";
+    // A temporary of this writer's own: two threads or processes writing the same file never
+    // share one (the last rename wins, whole).
+    static std::atomic<unsigned> counter{0};
+    const auto tmp = path.string() + ".tmp." + std::to_string(::getpid()) + "." + std::to_string(counter.fetch_add(1));
     auto fail = [&](const std::string& what) -> Status {
         const int err = errno;
         ::unlink(tmp.c_str());

@@ -151,6 +151,17 @@ std::int64_t JobsRepo::mark_flaky(std::int64_t job_id) {
         if (!prev->step()) return 0;
         before = prev->int64(0);
     }
+    {
+        // A rerun of only the failed tests (CRCR_RERUN_FILE): the tier's other tests passed (or
+        // were skipped) in the attempt before; they are this attempt's results too, so the
+        // tier reports all its tests.
+        Scoped carry(m_db,
+            "INSERT INTO test_results (job_id, name, outcome, duration_s, message) "
+            "SELECT ?, name, outcome, duration_s, message FROM test_results WHERE job_id = ? "
+            "AND outcome IN ('passed','skipped') AND name NOT IN (SELECT name FROM test_results WHERE job_id = ?)");
+        carry->bind(1, job_id).bind(2, before).bind(3, job_id);
+        carry->run();
+    }
     std::int64_t flaky = 0;
     {
         Scoped upd(m_db,
@@ -170,8 +181,9 @@ std::int64_t JobsRepo::mark_flaky(std::int64_t job_id) {
     flaky = std::max(flaky, n_before);
     Scoped counts(m_db,
         "UPDATE jobs SET counts = json_set(coalesce(counts, '{}'), '$.flaky', ?, '$.passed', "
-        "(SELECT count(*) FROM test_results WHERE job_id = ? AND outcome = 'passed')) WHERE id = ?");
-    counts->bind(1, flaky).bind(2, job_id).bind(3, job_id);
+        "(SELECT count(*) FROM test_results WHERE job_id = ? AND outcome = 'passed'), '$.skipped', "
+        "(SELECT count(*) FROM test_results WHERE job_id = ? AND outcome = 'skipped')) WHERE id = ?");
+    counts->bind(1, flaky).bind(2, job_id).bind(3, job_id).bind(4, job_id);
     counts->run();
     return flaky;
 }

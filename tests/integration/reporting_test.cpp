@@ -2,6 +2,8 @@
 // GitHub receives (an in-test HTTPS server plays GitHub and the relay), failures of that
 // server, rate limits, dead letters, a restart with statuses still waiting, a GitHub App.
 #include <gtest/gtest.h>
+
+#include <algorithm>
 #include <openssl/evp.h>
 #include <openssl/pem.h>
 #include <nlohmann/json.hpp>
@@ -178,8 +180,9 @@ TEST_F(ReportingTest, EveryClassReachesGithubAsExactlyTheContractsRequests) {
         {"pass/a.py", "passed", "success", "success", "tests passed", "every selected tier passed"},
         {"flaky/a.py", "flaky", "success", "success", "1 test failed, then passed on rerun",
          "flaky: 1 test failed, then passed on rerun"},
-        {"fail/a.py", "regression", "failure", "failure", "1 of 2 tests failed, again on rerun",
-         "regression: affected: 1 of 2 tests failed, again on rerun"},
+        // The rerun runs only the failed test (execution.rerun: failed_tests).
+        {"fail/a.py", "regression", "failure", "failure", "1 of 1 tests failed, again on rerun",
+         "regression: affected: 1 of 1 tests failed, again on rerun"},
         {"crash/a.py", "infra_error", "error", "error", "exit status 3", "infra_error: affected: exit status 3"},
         {"device/a.py", "device_unavailable", "error", "error", "RAS::VFIO::DeviceOpenFail",
          "device_unavailable: affected: device failure in the log: RAS::VFIO::DeviceOpenFail"},
@@ -197,10 +200,12 @@ TEST_F(ReportingTest, EveryClassReachesGithubAsExactlyTheContractsRequests) {
         const auto& sha = runs[i].second;
         auto accepted = gh.accepted(sha);
         ASSERT_EQ(accepted.size(), 3u) << cases[i].path;  // the run and its two tiers
-        // pending first, a final state last, for every context: none is left pending.
+        // Pending states (when one was sent before the next replaced it in the outbox) come
+        // before the final one, and only one final state is sent: none is left pending.
         for (const auto& [ctx, states] : accepted) {
-            EXPECT_EQ(states.front(), "pending") << ctx;
-            EXPECT_NE(states.back(), "pending") << ctx;
+            auto first_final = std::find_if(states.begin(), states.end(), [](const std::string& st) { return st != "pending"; });
+            ASSERT_NE(first_final, states.end()) << ctx;
+            EXPECT_EQ(first_final + 1, states.end()) << ctx << ": " << json(states).dump();
         }
         EXPECT_EQ(accepted["crcr/spyre"].back(), cases[i].run_state) << cases[i].path;
         EXPECT_EQ(accepted["crcr/spyre/import"].back(), "success");
@@ -364,7 +369,7 @@ TEST_F(ReportingTest, PostsToGithubArePacedAndASecondaryRateLimitPausesForAMinut
     EXPECT_EQ(finished(run), "completed/passed");
     ASSERT_TRUE(eventually([&] { return outbox_settled(); }, std::chrono::seconds(30)));
     auto seen = gh.statuses();
-    ASSERT_GE(seen.size(), 6u);
+    ASSERT_GE(seen.size(), 3u);  // at least the final state of the run and its two tiers
     for (std::size_t i = 1; i < seen.size(); ++i) {
         // Counted from the previous answer, which leaves the server after it was recorded.
         EXPECT_GE(seen[i].at - seen[i - 1].at, std::chrono::milliseconds(300)) << i;
