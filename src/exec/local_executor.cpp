@@ -39,12 +39,6 @@ const config::RunnerConfig* LocalExecutor::runner(const LocalSettings& s, const 
 
 json LocalExecutor::health_check(const config::RunnerConfig& r) {
     json h = {{"ok", true}, {"at", now_rfc3339()}, {"exit_status", nullptr}, {"output", ""}};
-    // A device some process still holds (a test that outlived its job) is not free to lease.
-    if (auto holder = device_holder(r.devices)) {
-        h["ok"] = false;
-        h["output"] = describe(*holder);
-        return h;
-    }
     if (r.health_check.empty()) return h;
     SubprocessOptions o;
     o.timeout = std::chrono::seconds(60);
@@ -61,11 +55,29 @@ json LocalExecutor::health_check(const config::RunnerConfig& r) {
     return h;
 }
 
+json LocalExecutor::slot_health(const config::RunnerConfig& r) {
+    // A slot that went offline because its devices stayed held after a stall or timeout
+    // comes back only once no process holds them (then its own check decides).
+    bool waiting;
+    {
+        std::lock_guard lk(m_mu);
+        waiting = m_devices_held.count(r.name) != 0;
+    }
+    if (waiting) {
+        if (auto holder = device_holder(r.devices)) {
+            return json{{"ok", false}, {"at", now_rfc3339()}, {"exit_status", nullptr}, {"output", describe(*holder)}};
+        }
+        std::lock_guard lk(m_mu);
+        m_devices_held.erase(r.name);
+    }
+    return health_check(r);
+}
+
 json LocalExecutor::check_health(const std::string& slot) {
     auto s = settings();
     const auto* r = runner(*s, slot);
     if (!r) return json{{"ok", false}, {"at", now_rfc3339()}, {"output", "no such runner in the configuration"}};
-    return health_check(*r);
+    return slot_health(*r);
 }
 
 std::vector<SlotOffer> LocalExecutor::slots() const {
@@ -85,7 +97,7 @@ RawOutcome LocalExecutor::run(const JobToRun& job, const std::atomic<bool>& canc
         return out;
     }
     // The device first: a failing health check takes the slot offline and the job waits.
-    out.health = health_check(*slot);
+    out.health = slot_health(*slot);
     if (!out.health["ok"].get<bool>()) {
         out.slot_unhealthy = true;
         return out;
@@ -120,6 +132,8 @@ json LocalExecutor::after_release(const config::RunnerConfig& slot, const config
         holder = device_holder(slot.devices);
     }
     if (holder) {
+        std::lock_guard lk(m_mu);
+        m_devices_held.insert(slot.name);
         return json{{"ok", false},
                     {"at", now_rfc3339()},
                     {"exit_status", nullptr},

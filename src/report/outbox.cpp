@@ -25,7 +25,9 @@ StatusText final_status(Conclusion conclusion, const std::string& reason) {
     std::string state = "error";
     if (is_pass(conclusion)) state = "success";
     if (conclusion == Conclusion::regression) state = "failure";
-    return {state, shorten(conclusion == Conclusion::passed ? reason : std::string(to_string(conclusion)) + ": " + reason)};
+    // passed and pre_existing say only why ("N tests fail on <base7> too", §5.1).
+    const bool plain = conclusion == Conclusion::passed || conclusion == Conclusion::pre_existing;
+    return {state, shorten(plain ? reason : std::string(to_string(conclusion)) + ": " + reason)};
 }
 
 std::string relay_conclusion(Conclusion crcr_class) {

@@ -1,5 +1,7 @@
 #include "crcrd/sched/attempt.hpp"
 
+#include <algorithm>
+
 namespace crcrd::sched {
 
 using nlohmann::json;
@@ -50,6 +52,20 @@ Judged judge(const exec::RawOutcome& o, const classify::Patterns& patterns) {
         j.reason = *o.infra_failure;
     }
     return j;
+}
+
+std::optional<std::string> pre_existing_reason(const std::vector<std::string>& failed,
+                                               const std::vector<store::BaseFailure>& on_base) {
+    if (failed.empty()) return std::nullopt;
+    for (const auto& t : failed) {
+        if (std::none_of(on_base.begin(), on_base.end(), [&](const store::BaseFailure& b) { return b.test == t; })) {
+            return std::nullopt;
+        }
+    }
+    // The PR's base SHA when a test failed there, else the newer branch commit.
+    auto where = std::find_if(on_base.begin(), on_base.end(), [](const store::BaseFailure& b) { return b.on_base_sha; });
+    const std::string sha7 = (where != on_base.end() ? *where : on_base.front()).sha.substr(0, 7);
+    return std::to_string(failed.size()) + (failed.size() == 1 ? " test fails on " : " tests fail on ") + sha7 + " too";
 }
 
 NextStep next_step(Conclusion conclusion, const std::string& reason, std::int64_t infra_before,

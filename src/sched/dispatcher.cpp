@@ -69,9 +69,29 @@ void release(store::Db& db, const exec::JobToRun& job, bool unhealthy, const jso
     slots.give_back(job.slot, job.job_id, health.is_null() ? std::optional<std::string>() : health.dump());
 }
 
-/// Ends an attempt by the rules of next_step(): retried, finished, or finished flaky.
+/// A PR's tier that ends a regression: its failed tests looked up on the base (§5.1). The ones
+/// found go into the evidence; when all are, the tier ends pre_existing. False: it did not.
+bool ended_pre_existing(store::Db& db, const exec::JobToRun& job, std::optional<int> exit_status,
+                        std::chrono::milliseconds window) {
+    store::JobsRepo jobs(db);
+    const auto failed = jobs.failed_tests(job.job_id);
+    if (failed.empty()) return false;
+    const auto found = jobs.failed_on_base(job.job_id, failed, rfc3339(system_clock::now() - window));
+    if (found.empty()) return false;
+    json where = json::array();
+    for (const auto& f : found) where.push_back({{"test", f.test}, {"run_id", f.run_id}, {"sha", f.sha}});
+    jobs.add_evidence(job.job_id, "pre_existing", where.dump());
+    auto reason = pre_existing_reason(failed, found);
+    if (!reason) return false;
+    finish_job(db, job.job_id, Conclusion::pre_existing, *reason, exit_status);
+    return true;
+}
+
+/// Ends an attempt by the rules of next_step(): retried, finished, or finished flaky; a final
+/// regression of a PR whose failures are all on its base too is pre_existing (with `base_window`).
 void end_attempt(store::Db& db, const exec::JobToRun& job, Conclusion conclusion, const std::string& reason,
-                 std::optional<int> exit_status, const RetryPolicy& policy) {
+                 std::optional<int> exit_status, const RetryPolicy& policy,
+                 std::optional<std::chrono::milliseconds> base_window = std::nullopt) {
     store::JobsRepo jobs(db);
     const auto step = next_step(conclusion, reason, jobs.earlier_attempts(job.job_id, store::EarlierOf::infra),
                                 jobs.earlier_attempts(job.job_id, store::EarlierOf::regression), policy);
@@ -86,6 +106,10 @@ void end_attempt(store::Db& db, const exec::JobToRun& job, Conclusion conclusion
             }
             break;
         case NextStep::Kind::finish:
+            if (step.conclusion == Conclusion::regression && base_window && job.pr &&
+                ended_pre_existing(db, job, exit_status, *base_window)) {
+                return;
+            }
             break;
     }
     finish_job(db, job.job_id, step.conclusion, step.reason, exit_status);
@@ -304,7 +328,8 @@ void Dispatcher::dispatch_once() {
         }
         for (auto id : startable_jobs(db)) {
             // A tier that already passed on this SHA with these tests (§5.4): no device time.
-            if (cfg.reuse_window.count() > 0) {
+            // (Never for the rerun of a failed tier: that is the failure's own check.)
+            if (cfg.reuse_window.count() > 0 && jobs.failed_in_rerun_source(id).empty()) {
                 if (auto from = jobs.reusable(id, rfc3339(now - cfg.reuse_window))) {
                     jobs.mark_reused(id, from->first, from->second);
                     finish_job(db, id, Conclusion::passed, "reused from run " + std::to_string(from->first));
@@ -458,7 +483,8 @@ void Dispatcher::work(exec::JobToRun job, std::shared_ptr<std::atomic<bool>> can
             jobs.record_results(job.job_id, tests, raw.metadata.dump(), raw.log_path,
                                 json{{"passed", c.passed}, {"failed", c.failed}, {"skipped", c.skipped}, {"flaky", 0}}.dump(),
                                 outcome.evidence.dump());
-            end_attempt(db, job, outcome.conclusion, outcome.reason, outcome.exit_status, cfg.retry);
+            if (job.attempt > 1) jobs.carry_earlier_results(job.job_id);
+            end_attempt(db, job, outcome.conclusion, outcome.reason, outcome.exit_status, cfg.retry, cfg.base_window);
         }
         release(db, job, unhealthy, health, cfg.health_interval);
     };

@@ -1,5 +1,7 @@
 #include "crcrd/store/jobs.hpp"
 
+#include <map>
+
 #include <algorithm>
 
 #include <nlohmann/json.hpp>
@@ -34,7 +36,7 @@ std::vector<std::int64_t> JobsRepo::startable(int limit) {
         // every earlier tier's latest attempt passed
         "AND NOT EXISTS (SELECT 1 FROM jobs e WHERE e.run_id = j.run_id AND e.position < j.position "
         "                AND e.attempt = (SELECT max(k.attempt) FROM jobs k WHERE k.run_id = e.run_id AND k.position = e.position) "
-        "                AND NOT (e.state = 'completed' AND e.conclusion IN ('passed','flaky'))) "
+        "                AND NOT (e.state = 'completed' AND e.conclusion IN ('passed','flaky','pre_existing'))) "
         "AND NOT EXISTS (SELECT 1 FROM jobs s WHERE s.run_id = j.run_id AND s.state IN ('leased','running')) "
         // the run's earliest queued tier (a retry comes before the tiers after it)
         "AND j.id = (SELECT q.id FROM jobs q WHERE q.run_id = j.run_id AND q.state = 'queued' ORDER BY q.position, q.id LIMIT 1) "
@@ -151,17 +153,6 @@ std::int64_t JobsRepo::mark_flaky(std::int64_t job_id) {
         if (!prev->step()) return 0;
         before = prev->int64(0);
     }
-    {
-        // A rerun of only the failed tests (CRCR_RERUN_FILE): the tier's other tests passed (or
-        // were skipped) in the attempt before; they are this attempt's results too, so the
-        // tier reports all its tests.
-        Scoped carry(m_db,
-            "INSERT INTO test_results (job_id, name, outcome, duration_s, message) "
-            "SELECT ?, name, outcome, duration_s, message FROM test_results WHERE job_id = ? "
-            "AND outcome IN ('passed','skipped') AND name NOT IN (SELECT name FROM test_results WHERE job_id = ?)");
-        carry->bind(1, job_id).bind(2, before).bind(3, job_id);
-        carry->run();
-    }
     std::int64_t flaky = 0;
     {
         Scoped upd(m_db,
@@ -191,10 +182,10 @@ std::int64_t JobsRepo::mark_flaky(std::int64_t job_id) {
 std::optional<std::pair<std::int64_t, std::int64_t>> JobsRepo::reusable(std::int64_t job_id, const std::string& since) {
     // Runs on the same SHA (runs_by_sha), their jobs (jobs_by_run); one that ran has metadata.
     Scoped st(m_db,
-        "SELECT e.run_id, e.id FROM jobs j JOIN runs r ON r.id = j.run_id "
-        "JOIN runs er ON er.sha = r.sha AND er.id <> r.id "
-        "JOIN jobs e ON e.run_id = er.id AND e.tier = j.tier AND e.tests = j.tests "
-        "WHERE j.id = ? AND e.state = 'completed' AND e.conclusion = 'passed' AND e.metadata IS NOT NULL "
+        "SELECT e.run_id, e.id FROM jobs j CROSS JOIN runs r ON r.id = j.run_id "
+        "CROSS JOIN runs er ON er.sha = r.sha AND er.id <> r.id "
+        "CROSS JOIN jobs e ON e.run_id = er.id AND e.tier = j.tier AND e.tests = j.tests "
+        "WHERE j.id = ? AND +e.state = 'completed' AND +e.conclusion = 'passed' AND e.metadata IS NOT NULL "
         "AND e.finished_at >= ? ORDER BY e.finished_at DESC LIMIT 1");
     st->bind(1, job_id).bind(2, since);
     if (!st->step()) return std::nullopt;
@@ -205,6 +196,74 @@ void JobsRepo::mark_reused(std::int64_t job_id, std::int64_t from_run, std::int6
     Scoped st(m_db, "UPDATE jobs SET evidence = json_object('reused_from', json_object('run_id', ?, 'job_id', ?)) WHERE id = ?");
     st->bind(1, from_run).bind(2, from_job).bind(3, job_id);
     st->run();
+}
+
+std::vector<std::string> JobsRepo::failed_tests(std::int64_t job_id) {
+    Scoped st(m_db, "SELECT name FROM test_results WHERE job_id = ? AND outcome = 'failed' ORDER BY rowid");
+    st->bind(1, job_id);
+    std::vector<std::string> out;
+    while (st->step()) out.push_back(st->text(0));
+    return out;
+}
+
+std::vector<BaseFailure> JobsRepo::failed_on_base(std::int64_t job_id, const std::vector<std::string>& tests,
+                                                  const std::string& since) {
+    // The candidate runs first (a PR run only): other runs on its base SHA (runs_by_sha), and
+    // push or scheduled runs of its base branch that ended within the window (runs_by_ref);
+    // then the tests failed by the last attempt of each of their tiers that ended a regression
+    // (a test that failed and then passed there was flaky; a tier that ended infra or device
+    // says nothing of its tests), through jobs_by_run and test_results_by_job. Bounded by the
+    // candidates, never by how often a test failed in the whole history.
+    Scoped st(m_db,
+        "WITH pr AS (SELECT r.id, r.base_sha, r.base_ref FROM jobs j JOIN runs r ON r.id = j.run_id "
+        "            WHERE j.id = ? AND r.event = 'pull_request'), "
+        "cand AS (SELECT br.id, br.sha, 1 AS on_sha FROM pr JOIN runs br ON br.sha = pr.base_sha AND br.id <> pr.id "
+        "         UNION "
+        "         SELECT br.id, br.sha, 0 FROM pr JOIN runs br ON br.ref IN (pr.base_ref, 'refs/heads/' || pr.base_ref) "
+        "         AND br.finished_at >= ? AND br.event IN ('push','schedule') AND br.id <> pr.id) "
+        "SELECT t.name, cand.id, cand.sha, cand.on_sha FROM cand "
+        "JOIN jobs bj ON bj.run_id = cand.id AND bj.state = 'completed' AND bj.conclusion IN ('regression','pre_existing') "
+        "AND bj.attempt = (SELECT max(k.attempt) FROM jobs k WHERE k.run_id = bj.run_id AND k.position = bj.position) "
+        "JOIN test_results t ON t.job_id = bj.id AND t.outcome = 'failed' "
+        "ORDER BY cand.on_sha DESC, cand.id DESC");
+    st->bind(1, job_id).bind(2, since);
+    std::map<std::string, BaseFailure> first;  // by test: the base SHA's run, else the newest
+    while (st->step()) {
+        auto name = st->text(0);
+        if (!first.count(name)) first.emplace(name, BaseFailure{name, st->int64(1), st->text(2), st->int64(3) != 0});
+    }
+    std::vector<BaseFailure> out;
+    for (const auto& t : tests)
+        if (auto it = first.find(t); it != first.end()) out.push_back(it->second);
+    return out;
+}
+
+void JobsRepo::add_evidence(std::int64_t job_id, const std::string& key, const std::string& value_json) {
+    Scoped st(m_db, "UPDATE jobs SET evidence = json_set(coalesce(evidence, '{}'), '$.' || ?, json(?)) WHERE id = ?");
+    st->bind(1, key).bind(2, value_json).bind(3, job_id);
+    st->run();
+}
+
+void JobsRepo::carry_earlier_results(std::int64_t job_id) {
+    // A rerun of only the failed tests (CRCR_RERUN_FILE): the tier's other tests passed (or
+    // were skipped) in an attempt before; they are this attempt's results too, so the tier
+    // reports all its tests. A whole-tier rerun has them all already: nothing is carried.
+    Scoped carry(m_db,
+        "INSERT INTO test_results (job_id, name, outcome, duration_s, message) "
+        "SELECT j.id, t.name, t.outcome, t.duration_s, t.message FROM jobs j "
+        "JOIN jobs e ON e.run_id = j.run_id AND e.position = j.position AND e.attempt < j.attempt "
+        "JOIN test_results t ON t.job_id = e.id AND t.outcome IN ('passed','skipped') "
+        "WHERE j.id = ? AND t.name NOT IN (SELECT name FROM test_results WHERE job_id = j.id) "
+        "GROUP BY t.name");
+    carry->bind(1, job_id);
+    carry->run();
+    if (m_db.changes() == 0) return;
+    Scoped counts(m_db,
+        "UPDATE jobs SET counts = json_set(coalesce(counts, '{}'), "
+        "'$.passed', (SELECT count(*) FROM test_results WHERE job_id = ?1 AND outcome = 'passed'), "
+        "'$.skipped', (SELECT count(*) FROM test_results WHERE job_id = ?1 AND outcome = 'skipped')) WHERE id = ?1");
+    counts->bind(1, job_id);
+    counts->run();
 }
 
 std::vector<std::string> JobsRepo::failed_in_rerun_source(std::int64_t job_id) {

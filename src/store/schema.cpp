@@ -9,7 +9,7 @@ namespace crcrd::store {
 namespace {
 
 // Each entry takes the schema from version i to i+1. Never edit a released entry; append.
-constexpr std::array<const char*, 6> k_migrations = {
+constexpr std::array<const char*, 7> k_migrations = {
     R"sql(
 CREATE TABLE meta (
   key   TEXT PRIMARY KEY,
@@ -179,6 +179,10 @@ CREATE TABLE recovery_redelivered (
     // 6: executors that run a job elsewhere (CONTRACT.md §4.3): the id it runs under there.
     R"sql(
 ALTER TABLE jobs ADD COLUMN external_id TEXT;  -- Slurm's job id; adopted after a restart
+)sql",
+    // 7: pre-existing failures (CONTRACT.md §5.1): the base branch's recent runs.
+    R"sql(
+CREATE INDEX runs_by_ref ON runs (ref, finished_at);
 )sql",
 };
 

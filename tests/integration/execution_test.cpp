@@ -328,6 +328,9 @@ TEST_F(ExecutionTest, ATierThatPassedOnTheSameShaWithinTheReuseWindowIsReusedWit
               0);
     auto ev = json::parse(daemon->text("SELECT evidence FROM jobs WHERE tier='import' AND run_id=" + std::to_string(second)));
     EXPECT_EQ(ev["reused_from"]["run_id"], first);
+    EXPECT_EQ(daemon->scalar("SELECT count(*) FROM test_results WHERE job_id IN (SELECT id FROM jobs WHERE run_id=" +
+                             std::to_string(second) + ")"),
+              0);
 }
 
 TEST_F(ExecutionTest, WithoutAReuseWindowEveryRunRunsItsTiers) {
@@ -337,6 +340,44 @@ TEST_F(ExecutionTest, WithoutAReuseWindowEveryRunRunsItsTiers) {
     auto second = post({"torch/_inductor/ir.py"}, "m-noreuse-2");
     EXPECT_EQ(finished(second), "completed/passed");
     EXPECT_EQ(daemon->scalar("SELECT count(*) FROM jobs WHERE run_id=" + std::to_string(second) + " AND started_at IS NOT NULL"), 3);
+}
+
+TEST_F(ExecutionTest, APrFailingOnlyTestsThatFailOnItsBaseIsPreExistingAndOneWithANewFailureStaysARegression) {
+    start("ok_import, fail_known");
+    const std::string base = "1111111111111111111111111111111111111111";
+    auto send = [&](const std::string& id, const std::string& sha, std::optional<int> pr, const std::vector<std::string>& changed) {
+        json j = json::parse(fixture_text("crcr/direct-pytorch-crcr.json"));
+        auto& cp = j["client_payload"];
+        cp["upstream_sha"] = sha;
+        cp["changed_files"] = changed;
+        if (pr) {
+            cp["pr_number"] = *pr;
+            cp["base_sha"] = base;
+        } else {
+            cp.erase("pr_number");
+            cp["ref"] = "refs/heads/main";
+        }
+        auto r = daemon->post_standard(j.dump(), id);
+        EXPECT_EQ(r->status, 202) << r->body;
+        return json::parse(r->body)["run_id"].get<std::int64_t>();
+    };
+    // Trunk at the base: fail_known fails there (and again on its rerun).
+    auto trunk = send("m-base", base, std::nullopt, {"docs/index.rst"});
+    EXPECT_EQ(finished(trunk), "completed/regression");
+    // A PR on that base that breaks nothing new: its only failure is the base's.
+    auto pr = send("m-pr-old", "2222222222222222222222222222222222222222", 5, {"torch/_inductor/ir.py"});
+    EXPECT_EQ(finished(pr), "completed/pre_existing");
+    EXPECT_EQ(daemon->text("SELECT reason FROM runs WHERE id=" + std::to_string(pr)), "import: 1 test fails on 1111111 too");
+    // The later tiers ran: a pre-existing failure does not stop them.
+    EXPECT_EQ(jobs(pr), "import:completed:regression:1 import:completed:pre_existing:2 smoke:completed:passed:1 "
+                        "affected:completed:passed:1");
+    auto ev = json::parse(daemon->text("SELECT evidence FROM jobs WHERE tier='import' AND attempt=2 AND run_id=" + std::to_string(pr)));
+    EXPECT_EQ(ev["pre_existing"], (json::array({{{"test", "ci::fail_known"}, {"run_id", trunk}, {"sha", base}}})));
+    // A PR that also breaks a test of its own stays a regression.
+    auto broken = send("m-pr-new", "3333333333333333333333333333333333333333", 6, {"aten/src/ATen/native/BinaryOps.cpp"});
+    EXPECT_EQ(finished(broken), "completed/regression");
+    EXPECT_EQ(daemon->text("SELECT conclusion FROM jobs WHERE tier='affected' AND attempt=2 AND run_id=" + std::to_string(broken)),
+              "regression");
 }
 
 TEST_F(ExecutionTest, ACrashIsRetriedThenInfraErrorAndLaterTiersAreCancelled) {

@@ -137,6 +137,8 @@ struct ExecutionConfig {
 };
 
 struct ClassifyConfig {
+    std::string base_check = "lookup";  // lookup | off (§5.1; `run` is not built yet)
+    Duration base_window = std::chrono::hours(24);
     // Defaults for a PyTorch accelerator backend (docs/reporting.md); ECMAScript regexes.
     // The hardware signatures of CONTRACT.md §4.2 first (torch-spyre's CI maps them so): the
     // matched signature is kept in the evidence.

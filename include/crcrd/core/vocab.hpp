@@ -16,8 +16,8 @@ namespace crcrd {
 enum class RunState { queued, running, completed, cancelled };
 /// A job's (one attempt of a tier) state (jobs.state).
 enum class JobState { queued, leased, running, completed, cancelled };
-/// A §5 class of a job or run (jobs.conclusion, runs.conclusion). `pre_existing` is reserved:
-/// nothing produces it yet.
+/// A §5 class of a job or run (jobs.conclusion, runs.conclusion). `pre_existing`: a PR's
+/// failures that fail on its base too (§5.1, docs/verdicts.md).
 enum class Conclusion { passed, flaky, regression, infra_error, device_unavailable, timeout, cancelled, pre_existing };
 /// What queued a run (runs.event).
 enum class RunEvent { pull_request, push, schedule, manual };
@@ -101,27 +101,30 @@ constexpr bool is_open(RunState s) { return s == RunState::queued || s == RunSta
 /// A job that has not ended: queued, leased or running.
 constexpr bool is_open(JobState s) { return s == JobState::queued || s == JobState::leased || s == JobState::running; }
 
-/// A class that lets the next tier start and reports success: passed or flaky.
-constexpr bool is_pass(Conclusion c) { return c == Conclusion::passed || c == Conclusion::flaky; }
+/// A class that lets the next tier start and reports success: passed, flaky, or pre_existing
+/// (the failing tests fail on the base too: not this change's doing, §5.1).
+constexpr bool is_pass(Conclusion c) {
+    return c == Conclusion::passed || c == Conclusion::flaky || c == Conclusion::pre_existing;
+}
 
 /// An infrastructure-class failure, retried while attempts remain: infra_error or device_unavailable.
 constexpr bool is_infra(Conclusion c) { return c == Conclusion::infra_error || c == Conclusion::device_unavailable; }
 
-/// A class's rank when a run takes its most severe tier's class; lower is more severe:
-/// regression 0, infra_error 1, device_unavailable 2, timeout 3, flaky 4, passed 5, and
-/// cancelled and pre_existing 6 (they never outrank a tier that ended otherwise).
+/// A class's rank when a run takes its most severe tier's class; lower is more severe (§5):
+/// regression 0, infra_error 1, device_unavailable 2, timeout 3, pre_existing 4, flaky 5,
+/// passed 6, and cancelled 7 (it never outranks a tier that ended otherwise).
 constexpr int severity(Conclusion c) {
     switch (c) {
         case Conclusion::regression: return 0;
         case Conclusion::infra_error: return 1;
         case Conclusion::device_unavailable: return 2;
         case Conclusion::timeout: return 3;
-        case Conclusion::flaky: return 4;
-        case Conclusion::passed: return 5;
-        case Conclusion::cancelled:
-        case Conclusion::pre_existing: return 6;
+        case Conclusion::pre_existing: return 4;
+        case Conclusion::flaky: return 5;
+        case Conclusion::passed: return 6;
+        case Conclusion::cancelled: return 7;
     }
-    return 6;
+    return 7;
 }
 
 /// A slot's state as the admin API and the dashboard show it: "drained" for an idle slot whose

@@ -5,6 +5,8 @@
 
 #include <memory>
 #include <mutex>
+#include <set>
+#include <string>
 
 #include "crcrd/config/config.hpp"
 #include "crcrd/exec/executor.hpp"
@@ -28,19 +30,22 @@ public:
     /// and whatever they detached, even in a session of their own.
     int abandon(std::int64_t job_id) override;
 
-    /// Runs a slot's health check; {"ok","exit_status","output","at"}. A slot whose devices a
-    /// process holds is not healthy; one without a check and with free devices is.
+    /// Runs a slot's health check; {"ok","exit_status","output","at"}. A slot without one is healthy.
     static nlohmann::json health_check(const config::RunnerConfig& r);
 
 private:
     /// After a stall or timeout: waits up to card_release_timeout for no process to hold the
-    /// slot's devices, then its health check; a health record.
-    static nlohmann::json after_release(const config::RunnerConfig& slot, const config::ExecutionConfig& x);
+    /// slot's devices, then its health check; a health record. Still held: the slot is
+    /// remembered, and its health checks fail until they are free.
+    nlohmann::json after_release(const config::RunnerConfig& slot, const config::ExecutionConfig& x);
+    /// The slot's health: its devices free if they were held after a job, then health_check().
+    nlohmann::json slot_health(const config::RunnerConfig& r);
     std::shared_ptr<const LocalSettings> settings() const;
     const config::RunnerConfig* runner(const LocalSettings& s, const std::string& name) const;
 
     mutable std::mutex m_mu;
     std::shared_ptr<const LocalSettings> m_settings;
+    std::set<std::string> m_devices_held;  // slots whose devices stayed held after a stall or timeout
 };
 
 }  // namespace crcrd::exec

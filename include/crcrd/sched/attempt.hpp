@@ -6,12 +6,14 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
 #include "crcrd/classify/classify.hpp"
 #include "crcrd/core/vocab.hpp"
 #include "crcrd/exec/executor.hpp"
+#include "crcrd/store/jobs.hpp"
 
 namespace crcrd::sched {
 
@@ -28,6 +30,13 @@ struct Judged {
 /// infra_error with that reason; one the cluster ended (`infra_failure`, `device_unavailable`)
 /// takes that class and reason; the executor's record goes into the evidence as "executor". Pure.
 Judged judge(const exec::RawOutcome& outcome, const classify::Patterns& patterns);
+
+/// §5.1: a tier whose failed tests all failed on the PR's base too is pre_existing, with the
+/// reason "N test(s) fail on <sha7> too" (the base SHA when one failed there, else the SHA
+/// where the first of them failed); nullopt
+/// when one of them fails only on the PR (it stays a regression). Pure.
+std::optional<std::string> pre_existing_reason(const std::vector<std::string>& failed,
+                                               const std::vector<store::BaseFailure>& on_base);
 
 struct RetryPolicy {
     std::uint32_t infra_retries = 2;  // execution.infra_retries

@@ -34,6 +34,8 @@ struct DispatcherSettings {
     RetryPolicy retry;
     bool rerun_failed_tests = true;  // execution.rerun: failed_tests (CRCR_RERUN_FILE)
     std::chrono::milliseconds reuse_window{0};  // selection.reuse_window (§5.4); 0: never reuse
+    /// classify.base_check lookup (§5.1): how far back a base-branch run counts; unset: off.
+    std::optional<std::chrono::milliseconds> base_window = std::chrono::hours(24);
     std::shared_ptr<const classify::Patterns> patterns = std::make_shared<classify::Patterns>();
 };
 

@@ -32,11 +32,11 @@ struct RunClass {
 RunClass run_class(const std::vector<store::TierResult>& tiers, const std::string& last_tier, Conclusion last_conclusion);
 
 /// Jobs that may start now: queued, of a queued or running run, and every job of an earlier
-/// tier of that run completed as passed or flaky. At most one per run, oldest runs first.
+/// tier of that run completed as passed, flaky or pre_existing. At most one per run, oldest runs first.
 std::vector<std::int64_t> startable_jobs(store::Db& db, int limit = 64);
 
-/// Records that a job ended with `conclusion` (a §5 class). When that is neither passed nor
-/// flaky, the run's later queued jobs end cancelled ("<tier> ended <class>"). When no job of
+/// Records that a job ended with `conclusion` (a §5 class). When that is not a pass (passed,
+/// flaky, pre_existing), the run's later queued jobs end cancelled ("<tier> ended <class>"). When no job of
 /// the run is left queued, leased or running, the run completes with the most severe class
 /// of its completed jobs. Returns the run's conclusion when it completed.
 std::optional<Conclusion> finish_job(store::Db& db, std::int64_t job_id, Conclusion conclusion,

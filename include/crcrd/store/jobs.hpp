@@ -42,6 +42,14 @@ struct OpenAttempt {
     std::optional<std::string> slot;
 };
 
+/// A test that also failed before on a PR's base (§5.1): where.
+struct BaseFailure {
+    std::string test;
+    std::int64_t run_id = 0;
+    std::string sha;
+    bool on_base_sha = false;  // that run is on the PR's base SHA (not a newer branch commit)
+};
+
 /// One test of an attempt.
 struct TestRow {
     std::string name;
@@ -59,7 +67,7 @@ public:
     explicit JobsRepo(Db& db) noexcept : m_db(db) {}
 
     /// Queued jobs that may start now: of a queued or running run, each earlier tier's latest
-    /// attempt passed or flaky, nothing of the run leased or running, the run's earliest queued
+    /// attempt passed, flaky or pre_existing, nothing of the run leased or running, the run's earliest queued
     /// job. At most `limit`, oldest runs first.
     std::vector<std::int64_t> startable(int limit);
     /// The job and its run's SHA and PR; nullopt when there is no such job.
@@ -94,6 +102,18 @@ public:
     std::optional<std::pair<std::int64_t, std::int64_t>> reusable(std::int64_t job_id, const std::string& since);
     /// Marks a job reused: its evidence names the job that ran.
     void mark_reused(std::int64_t job_id, std::int64_t from_run, std::int64_t from_job);
+    /// The tests attempt `job_id` failed, by name.
+    std::vector<std::string> failed_tests(std::int64_t job_id);
+    /// Of `tests` (failed by PR job `job_id`), those that failed in the last attempt of a tier
+    /// that ended a regression, of another run on the PR's base SHA, or of a push or scheduled
+    /// run on its base branch that ended at or after `since` (§5.1 lookup); each with that run
+    /// (one on the base SHA first, else the newest). Empty for a job of any other event.
+    std::vector<BaseFailure> failed_on_base(std::int64_t job_id, const std::vector<std::string>& tests, const std::string& since);
+    /// After a rerun attempt's results are stored: the passed and skipped tests of the tier's
+    /// earlier attempts that this one did not run are carried into its results and counts.
+    void carry_earlier_results(std::int64_t job_id);
+    /// Sets `key` of the job's evidence to `value_json`.
+    void add_evidence(std::int64_t job_id, const std::string& key, const std::string& value_json);
     /// For a rerun of a tier whose previous attempt ended `regression`: the tests that failed
     /// there, by name (JUnit classname::name). Empty for any other job.
     std::vector<std::string> failed_in_rerun_source(std::int64_t job_id);

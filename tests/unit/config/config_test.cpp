@@ -123,6 +123,15 @@ TEST(Config, ErrorsNameTheKeyPath) {
         {"report: {github: {api_url: \"http://api.github.com\", repo: a/b, token_file: t}}\n",
          "report.github.api_url: 'http://api.github.com' must be an absolute https:// URL (it carries credentials)"},
         {"report: {crcr_callback: {url: \"http://relay/cb\", token_file: t}}\n", "report.crcr_callback.url: 'http://relay/cb' must be"},
+        {"classify: {base_check: run}\n", "classify.base_check: 'run' (queueing a job on the merge base) is not built yet"},
+        {"classify: {base_check: always}\n", "classify.base_check: 'always' is not one of lookup | off"},
+        {"execution: {rerun: some}\n", "execution.rerun: 'some' is not one of failed_tests | tier"},
+        {"execution: {executor: k8s}\n", "execution.executor: 'k8s' is not one of local | slurm"},
+        {"execution: {executor: slurm}\n", "execution.slurm: required when executor is slurm"},
+        {"execution: {slurm: {partition: p, shared_root: /s, sbatch_args: [\"-p\", x, \"--time=5\"]}}\n",
+         "execution.slurm.sbatch_args: '-p' is set by crcrd"},
+        {"execution: {slurm: {partition: p, shared_root: /s, max_submitted: 0}}\n", "execution.slurm.max_submitted: must be between"},
+        {"execution: {slurm: {shared_root: /s}}\n", "execution.slurm.partition: required"},
     };
     for (const auto& c : cases) {
         auto l = parse(std::string(k_minimal) + c.yaml_tail, "/etc");

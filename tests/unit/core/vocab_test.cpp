@@ -78,7 +78,7 @@ TEST(Vocab, Predicates) {
     for (std::size_t i = 0; i < names<Conclusion>().size(); ++i) {
         const auto c = static_cast<Conclusion>(i);
         const auto n = to_string(c);
-        EXPECT_EQ(is_pass(c), n == "passed" || n == "flaky") << n;
+        EXPECT_EQ(is_pass(c), n == "passed" || n == "flaky" || n == "pre_existing") << n;
         EXPECT_EQ(is_infra(c), n == "infra_error" || n == "device_unavailable") << n;
     }
     EXPECT_EQ(display_state(SlotState::idle, true), "drained");
@@ -87,9 +87,11 @@ TEST(Vocab, Predicates) {
     EXPECT_EQ(display_state(SlotState::offline, true), "offline");
 }
 
-TEST(Vocab, SeverityIsTheOldOrderWithUnlistedClassesLast) {
-    // The list sched::severity_order() held, most severe first; a class not in it ranked after.
-    const std::vector<std::string_view> old = {"regression", "infra_error", "device_unavailable", "timeout", "flaky", "passed"};
+TEST(Vocab, SeverityIsTheContractsOrderWithCancelledLast) {
+    // §5: regression > infra_error > device_unavailable > timeout > pre_existing > flaky >
+    // passed; a class not in it (cancelled) ranks after.
+    const std::vector<std::string_view> old = {"regression", "infra_error", "device_unavailable", "timeout",
+                                               "pre_existing", "flaky", "passed"};
     for (std::size_t i = 0; i < names<Conclusion>().size(); ++i) {
         const auto c = static_cast<Conclusion>(i);
         const auto at = std::find(old.begin(), old.end(), to_string(c));

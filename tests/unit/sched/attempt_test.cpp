@@ -40,6 +40,25 @@ TEST(NextStep, RetriesRerunsAndFinalOutcomesFollowThePolicy) {
     }
 }
 
+TEST(PreExistingReason, AllFailuresOnTheBaseOrItStaysARegression) {
+    using store::BaseFailure;
+    const std::string base = "abcdef0123456789abcdef0123456789abcdef01";
+    struct Case {
+        const char* what;
+        std::vector<std::string> failed;
+        std::vector<BaseFailure> on_base;
+        std::optional<std::string> reason;
+    };
+    const std::vector<Case> cases = {
+        {"one test, failing on the base", {"a"}, {{"a", 1, base}}, "1 test fails on abcdef0 too"},
+        {"two tests, both on the base", {"a", "b"}, {{"a", 1, base}, {"b", 2, base}}, "2 tests fail on abcdef0 too"},
+        {"one of two only on the PR", {"a", "b"}, {{"a", 1, base}}, std::nullopt},
+        {"none on the base", {"a"}, {}, std::nullopt},
+        {"no failed test", {}, {}, std::nullopt},
+    };
+    for (const auto& c : cases) EXPECT_EQ(pre_existing_reason(c.failed, c.on_base), c.reason) << c.what;
+}
+
 TEST(FlakyReason, CountsTests) {
     EXPECT_EQ(flaky_reason(1), "1 test failed, then passed on rerun");
     EXPECT_EQ(flaky_reason(3), "3 tests failed, then passed on rerun");
