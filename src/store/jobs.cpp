@@ -215,16 +215,18 @@ std::vector<BaseFailure> JobsRepo::failed_on_base(std::int64_t job_id, const std
     // says nothing of its tests), through jobs_by_run and test_results_by_job. Bounded by the
     // candidates, never by how often a test failed in the whole history.
     Scoped st(m_db,
-        "WITH pr AS (SELECT r.id, r.base_sha, r.base_ref FROM jobs j JOIN runs r ON r.id = j.run_id "
+        "WITH pr AS (SELECT r.id, r.base_sha, r.base_ref FROM jobs j CROSS JOIN runs r ON r.id = j.run_id "
         "            WHERE j.id = ? AND r.event = 'pull_request'), "
-        "cand AS (SELECT br.id, br.sha, 1 AS on_sha FROM pr JOIN runs br ON br.sha = pr.base_sha AND br.id <> pr.id "
+        "cand AS (SELECT br.id, br.sha, 1 AS on_sha FROM pr CROSS JOIN runs br ON br.sha = pr.base_sha AND br.id <> pr.id "
         "         UNION "
-        "         SELECT br.id, br.sha, 0 FROM pr JOIN runs br ON br.ref IN (pr.base_ref, 'refs/heads/' || pr.base_ref) "
+        "         SELECT br.id, br.sha, 0 FROM pr CROSS JOIN runs br ON br.ref IN (pr.base_ref, 'refs/heads/' || pr.base_ref) "
         "         AND br.finished_at >= ? AND br.event IN ('push','schedule') AND br.id <> pr.id) "
+        // CROSS JOIN fixes the order (the daemon never runs ANALYZE: SQLite would otherwise
+        // walk every completed job through jobs_by_state).
         "SELECT t.name, cand.id, cand.sha, cand.on_sha FROM cand "
-        "JOIN jobs bj ON bj.run_id = cand.id AND bj.state = 'completed' AND bj.conclusion IN ('regression','pre_existing') "
+        "CROSS JOIN jobs bj ON bj.run_id = cand.id AND +bj.state = 'completed' AND +bj.conclusion IN ('regression','pre_existing') "
         "AND bj.attempt = (SELECT max(k.attempt) FROM jobs k WHERE k.run_id = bj.run_id AND k.position = bj.position) "
-        "JOIN test_results t ON t.job_id = bj.id AND t.outcome = 'failed' "
+        "CROSS JOIN test_results t ON t.job_id = bj.id AND t.outcome = 'failed' "
         "ORDER BY cand.on_sha DESC, cand.id DESC");
     st->bind(1, job_id).bind(2, since);
     std::map<std::string, BaseFailure> first;  // by test: the base SHA's run, else the newest
