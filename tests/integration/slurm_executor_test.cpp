@@ -130,6 +130,19 @@ protected:
         return n;
     }
 
+    /// A restarted daemon adopts Slurm job `slurm_id` of `job` (held by the test command) and
+    /// collects it once released: one attempt, one Slurm job.
+    void expect_adopted_once(std::int64_t run, std::int64_t job, const std::string& slurm_id) {
+        daemon->start(cluster->env());
+        ASSERT_TRUE(eventually([&] { return daemon->log().find("adopted Slurm job " + slurm_id) != std::string::npos; }))
+            << daemon->log();
+        release(job);
+        EXPECT_EQ(finished(run), "completed/passed");
+        EXPECT_EQ(jobs(run), "unit:completed:passed:1");
+        EXPECT_EQ(daemon->text("SELECT external_id FROM jobs WHERE id=" + std::to_string(job)), slurm_id);
+        EXPECT_EQ(slurm_jobs_named("crcrd-" + std::to_string(job)), 1);
+    }
+
     /// Another user's job holds both aiu of the only node.
     ::testing::AssertionResult hold_both_aiu() {
         write_file(bin.path() / "sleep.sh", "#!/bin/sh\nexec sleep 600\n", 0755);
@@ -258,14 +271,7 @@ TEST_F(SlurmExecutorTest, AfterKill9TheNextDaemonAdoptsTheSlurmJobInsteadOfRunni
     const std::string slurm_id = daemon->text("SELECT external_id FROM jobs WHERE id=" + std::to_string(job));
     daemon->kill9();
     EXPECT_EQ(slurm_state(slurm_id), "RUNNING");  // the test goes on without crcrd
-    daemon->start(cluster->env());
-    ASSERT_TRUE(eventually([&] { return daemon->log().find("adopted Slurm job " + slurm_id) != std::string::npos; }))
-        << daemon->log();
-    release(job);
-    EXPECT_EQ(finished(run), "completed/passed");
-    EXPECT_EQ(jobs(run), "unit:completed:passed:1");
-    EXPECT_EQ(daemon->text("SELECT external_id FROM jobs WHERE id=" + std::to_string(job)), slurm_id);
-    EXPECT_EQ(slurm_jobs_named("crcrd-" + std::to_string(job)), 1);
+    expect_adopted_once(run, job, slurm_id);
 }
 
 TEST_F(SlurmExecutorTest, ADaemonKilledBeforeItStoredTheSlurmIdFindsTheJobByName) {
@@ -278,14 +284,7 @@ TEST_F(SlurmExecutorTest, ADaemonKilledBeforeItStoredTheSlurmIdFindsTheJobByName
     // As if sbatch had answered and the daemon died before its write.
     std::string out;
     ASSERT_EQ(run_command({"sqlite3", daemon->db_path().string(), "UPDATE jobs SET external_id = NULL"}, &out), 0) << out;
-    daemon->start(cluster->env());
-    ASSERT_TRUE(eventually([&] { return daemon->log().find("adopted Slurm job " + slurm_id) != std::string::npos; }))
-        << daemon->log();
-    release(job);
-    EXPECT_EQ(finished(run), "completed/passed");
-    EXPECT_EQ(jobs(run), "unit:completed:passed:1");
-    EXPECT_EQ(daemon->text("SELECT external_id FROM jobs WHERE id=" + std::to_string(job)), slurm_id);
-    EXPECT_EQ(slurm_jobs_named("crcrd-" + std::to_string(job)), 1);
+    expect_adopted_once(run, job, slurm_id);
 }
 
 TEST_F(SlurmExecutorTest, AStoppedDaemonLeavesTheSlurmJobRunningAndTheNextOneCollectsIt) {

@@ -57,36 +57,37 @@ std::optional<JobInfo> job_info(std::string_view line) {
     return j;
 }
 
-std::optional<JobInfo> find_completion(std::string_view text, const std::string& id) {
-    const std::string needle = "JobId=" + id + " ";
+namespace {
+
+/// The last record of a jobcomp text whose line `matches` and whose job `accepts`.
+template <class Matches, class Accepts>
+std::optional<JobInfo> last_record(std::string_view text, Matches matches, Accepts accepts) {
     std::optional<JobInfo> found;
     std::size_t pos = 0;
     while (pos < text.size()) {
         auto end = text.find('\n', pos);
         if (end == std::string_view::npos) end = text.size();
         const auto line = text.substr(pos, end - pos);
-        if (line.rfind(needle, 0) == 0) {
-            if (auto j = job_info(line)) found = std::move(j);
+        if (matches(line)) {
+            if (auto j = job_info(line); j && accepts(*j)) found = std::move(j);
         }
         pos = end + 1;
     }
     return found;
 }
 
+}  // namespace
+
+std::optional<JobInfo> find_completion(std::string_view text, const std::string& id) {
+    const std::string needle = "JobId=" + id + " ";
+    return last_record(text, [&](std::string_view line) { return line.rfind(needle, 0) == 0; },
+                       [](const JobInfo&) { return true; });
+}
+
 std::optional<JobInfo> find_completion_by_name(std::string_view text, const std::string& name) {
     const std::string needle = " Name=" + name + " ";
-    std::optional<JobInfo> found;
-    std::size_t pos = 0;
-    while (pos < text.size()) {
-        auto end = text.find('\n', pos);
-        if (end == std::string_view::npos) end = text.size();
-        const auto line = text.substr(pos, end - pos);
-        if (line.find(needle) != std::string_view::npos) {
-            if (auto j = job_info(line); j && j->name == name) found = std::move(j);
-        }
-        pos = end + 1;
-    }
-    return found;
+    return last_record(text, [&](std::string_view line) { return line.find(needle) != std::string_view::npos; },
+                       [&](const JobInfo& j) { return j.name == name; });
 }
 
 Phase phase_of(std::string_view state) {

@@ -318,7 +318,8 @@ RawOutcome SlurmExecutor::watch(const ExecutorSettings& s, const JobToRun& job, 
     out.log_path = a.process.log_path.string();
     auto pending_since = Clock::now();
     bool cancel_sent = false;
-    int unknown = 0;
+    int unknown = 0;             // looks in a row that found the job nowhere
+    int unanswered_at_stop = 0;  // looks without an answer after a cancel, while the daemon stops
     int resubmits = 0;
     std::optional<slurm::JobInfo> last;
     auto end_early = [&](RawOutcome& o) {
@@ -356,13 +357,13 @@ RawOutcome SlurmExecutor::watch(const ExecutorSettings& s, const JobToRun& job, 
                 info = slurm::JobInfo{id, res.exit_code == 0 ? "COMPLETED" : "FAILED", "LeftTheController", "", "", job_name(job.job_id)};
             }
         }
-        if (!info && cancel_sent && detaching() && ++unknown >= k_gone_after) {
-            // The daemon stops and Slurm does not answer: do not hold the stop up for it.
-            out.cancelled = true;
-            out.infra_failure = "Slurm did not confirm the cancel of job " + id + " before the daemon stopped";
-            return end_early(out);
-        }
         if (!info) {
+            if (cancel_sent && detaching() && ++unanswered_at_stop >= k_gone_after) {
+                // The daemon stops and Slurm does not answer: do not hold the stop up for it.
+                out.cancelled = true;
+                out.infra_failure = "Slurm did not confirm the cancel of job " + id + " before the daemon stopped";
+                return end_early(out);
+            }
             if (unreachable) {
                 spdlog::warn("job_id={} Slurm's controller did not answer about job {}", job.job_id, id);
             } else if (++unknown >= k_gone_after) {
