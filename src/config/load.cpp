@@ -435,6 +435,13 @@ Loaded parse(const std::string& yaml_text, const Path& base_dir, const Path& sou
             parse_patterns(cl, "device_patterns", c.classify.device_patterns);
             parse_patterns(cl, "infra_patterns", c.classify.infra_patterns);
         }
+        {
+            YamlMap b = top.child("bisect");
+            b.get("max_runs", c.bisect.max_runs);
+            b.get("refs", c.bisect.refs);
+            for (const auto& r : c.bisect.refs)
+                if (r.empty() || r.find_first_of(" ~^:?*[\\") != std::string::npos) b.error("refs", "'" + r + "' is not a branch name");
+        }
         parse_report(top.child("report"), c.report);
         parse_admin(top.child("admin"), c.admin, c.server);
         parse_recovery(top.child("recovery"), c);

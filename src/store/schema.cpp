@@ -9,7 +9,7 @@ namespace crcrd::store {
 namespace {
 
 // Each entry takes the schema from version i to i+1. Never edit a released entry; append.
-constexpr std::array<const char*, 7> k_migrations = {
+constexpr std::array<const char*, 8> k_migrations = {
     R"sql(
 CREATE TABLE meta (
   key   TEXT PRIMARY KEY,
@@ -183,6 +183,64 @@ ALTER TABLE jobs ADD COLUMN external_id TEXT;  -- Slurm's job id; adopted after 
     // 7: pre-existing failures (CONTRACT.md §5.1): the base branch's recent runs.
     R"sql(
 CREATE INDEX runs_by_ref ON runs (ref, finished_at);
+)sql",
+    // 8: bisection of trunk regressions (CONTRACT.md §5.2) and the selection-miss audit (§5.3).
+    // runs.event gains 'bisect': the CHECK is widened in place (SQLite's documented way for a
+    // constraint that only loosens; every stored row still satisfies it), and the connection
+    // rereads the schema (RESET) before anything else runs.
+    R"sql(
+PRAGMA writable_schema = ON;
+UPDATE sqlite_schema SET sql = replace(sql, '''pull_request'',''push'',''schedule'',''manual'')',
+                                            '''pull_request'',''push'',''schedule'',''manual'',''bisect'')')
+ WHERE type = 'table' AND name = 'runs';
+PRAGMA writable_schema = RESET;
+
+CREATE TABLE bisections (
+  id          INTEGER PRIMARY KEY,
+  bad_run_id  INTEGER NOT NULL UNIQUE REFERENCES runs (id),
+  tier        TEXT NOT NULL,
+  tests       TEXT NOT NULL,              -- JSON: the failing test ids bisected
+  state       TEXT NOT NULL CHECK (state IN ('running','found','budget_spent','inconclusive','no_good','cancelled','failed')),
+  reason      TEXT,
+  good_run_id INTEGER REFERENCES runs (id),
+  good_sha    TEXT,
+  bad_sha     TEXT NOT NULL,
+  commits     TEXT NOT NULL DEFAULT '[]', -- JSON: first-parent commits after good up to bad, oldest first
+  culprit     TEXT,
+  created_at  TEXT NOT NULL,
+  finished_at TEXT
+);
+CREATE INDEX bisections_open ON bisections (state) WHERE state = 'running';
+ALTER TABLE runs ADD COLUMN bisection_id INTEGER REFERENCES bisections (id);  -- a bisect run's bisection
+CREATE INDEX runs_by_bisection ON runs (bisection_id) WHERE bisection_id IS NOT NULL;
+
+CREATE TABLE selection_misses (
+  id              INTEGER PRIMARY KEY,
+  run_id          INTEGER NOT NULL REFERENCES runs (id),  -- the scheduled run that failed the test
+  previous_run_id INTEGER NOT NULL REFERENCES runs (id),  -- the scheduled run before, where it passed
+  tier            TEXT NOT NULL,
+  test            TEXT NOT NULL,
+  commits         TEXT NOT NULL,  -- JSON: [{sha, subject, paths, rules, runs}] between the two runs
+  created_at      TEXT NOT NULL,
+  UNIQUE (run_id, test)
+);
+
+-- Work a finished run leaves for the planner's thread (it needs git): a trunk regression to
+-- bisect, a bisect run whose result moves its bisection on, a full-matrix failure to audit.
+CREATE TABLE followups (
+  run_id INTEGER NOT NULL REFERENCES runs (id),
+  kind   TEXT NOT NULL CHECK (kind IN ('bisect','bisect_step','audit')),
+  PRIMARY KEY (run_id, kind)
+) WITHOUT ROWID;
+CREATE TRIGGER runs_followups AFTER UPDATE OF state ON runs
+WHEN NEW.state IN ('completed','cancelled') AND OLD.state IN ('queued','running')
+BEGIN
+  INSERT OR IGNORE INTO followups (run_id, kind) SELECT NEW.id, 'bisect'
+   WHERE NEW.state = 'completed' AND NEW.conclusion = 'regression' AND NEW.event IN ('push','schedule');
+  INSERT OR IGNORE INTO followups (run_id, kind) SELECT NEW.id, 'audit'
+   WHERE NEW.state = 'completed' AND NEW.conclusion = 'regression' AND NEW.event = 'schedule';
+  INSERT OR IGNORE INTO followups (run_id, kind) SELECT NEW.id, 'bisect_step' WHERE NEW.event = 'bisect';
+END;
 )sql",
 };
 

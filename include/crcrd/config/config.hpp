@@ -153,6 +153,13 @@ struct ClassifyConfig {
                               "ModuleNotFoundError: No module named 'torch'"};
 };
 
+/// §5.2: trunk regressions on these branches (and in scheduled runs) are placed in a range of
+/// commits; with max_runs > 0 crcrd bisects it with runs of only the failing tests.
+struct BisectConfig {
+    std::uint32_t max_runs = 0;     // 0: report the range only
+    Strings refs = {"main"};        // branch names ("main" or "refs/heads/main")
+};
+
 struct GithubReportConfig {
     std::string api_url = "https://api.github.com";
     std::string repo;
@@ -229,6 +236,7 @@ struct Config {
     std::vector<RunnerConfig> runners;
     ExecutionConfig execution;
     ClassifyConfig classify;
+    BisectConfig bisect;
     ReportConfig report;
     AdminConfig admin;
     std::optional<RecoveryConfig> recovery;  // set when recovery.github_hook is

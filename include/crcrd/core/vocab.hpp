@@ -20,7 +20,7 @@ enum class JobState { queued, leased, running, completed, cancelled };
 /// failures that fail on its base too (§5.1, docs/verdicts.md).
 enum class Conclusion { passed, flaky, regression, infra_error, device_unavailable, timeout, cancelled, pre_existing };
 /// What queued a run (runs.event).
-enum class RunEvent { pull_request, push, schedule, manual };
+enum class RunEvent { pull_request, push, schedule, manual, bisect };
 /// What ingest decided about a webhook delivery (deliveries.verdict).
 enum class Verdict { queued, duplicate, ignored, cancelled, pong, rejected };
 /// Where an outbox row goes (outbox.sink).
@@ -51,7 +51,7 @@ struct Vocab<Conclusion> {
 };
 template <>
 struct Vocab<RunEvent> {
-    static constexpr std::array<std::string_view, 4> names{"pull_request", "push", "schedule", "manual"};
+    static constexpr std::array<std::string_view, 5> names{"pull_request", "push", "schedule", "manual", "bisect"};
 };
 template <>
 struct Vocab<Verdict> {
