@@ -17,6 +17,8 @@
 
 #include <unistd.h>
 
+#include <spdlog/spdlog.h>
+
 #include "crcrd/core/subprocess.hpp"
 #include "crcrd/sched/followups.hpp"
 #include "crcrd/store/sqlite.hpp"
@@ -70,6 +72,7 @@ int main(int argc, char** argv) {
     const std::size_t commits = argc > 1 ? std::strtoul(argv[1], nullptr, 10) : 1000;
     const std::size_t culprits = argc > 2 ? std::strtoul(argv[2], nullptr, 10) : 20;
     const int filler = argc > 3 ? std::atoi(argv[3]) : 10'000;
+    spdlog::set_level(spdlog::level::warn);  // one line per bisect run otherwise
     const auto dir = std::filesystem::temp_directory_path() / ("crcrd-bench-bisect-" + std::to_string(::getpid()));
     std::filesystem::create_directories(dir);
     // commits + 1: the good commit, then `commits` commits up to the bad one.
@@ -190,7 +193,7 @@ int main(int argc, char** argv) {
         const std::string test = "n=$(git rev-list --count HEAD); [ \"$n\" -le " + std::to_string(culprit) + " ]";
         auto t0 = Clock::now();
         std::string out = sh("cd " + clone.string() + " && git bisect start --first-parent " + bad + " " + good +
-                             " >/dev/null && git bisect run sh -c '" + test + "' 2>&1; git bisect reset --quiet");
+                             " >/dev/null && git bisect run sh -c '" + test + "' 2>&1; git bisect reset >/dev/null 2>&1");
         const double ms = ms_since(t0);
         std::size_t steps = 0;
         for (std::size_t p = out.find("running"); p != std::string::npos; p = out.find("running", p + 1)) ++steps;
