@@ -50,10 +50,10 @@ if [[ ! -d $up/.git ]]; then
   done
   git checkout --quiet -b pr-clean "$(git rev-list --max-parents=0 HEAD)"
   echo 'int add(int a, int b, int alpha);' > "$up/aten/src/ATen/native/BinaryOps.cpp"
-  git commit --quiet -am "aten: add alpha"
+  GIT_COMMITTER_DATE=2026-11-01T01:00:00Z GIT_AUTHOR_DATE=2026-11-01T01:00:00Z git commit --quiet -am "aten: add alpha"
   git checkout --quiet -b pr-on-broken main
   echo '# the demo upstream, better documented' > "$up/docs/index.rst"
-  git commit --quiet -am "docs: say more"
+  GIT_COMMITTER_DATE=2026-11-01T01:01:00Z GIT_AUTHOR_DATE=2026-11-01T01:01:00Z git commit --quiet -am "docs: say more"
   git checkout --quiet main
   unset -f git
   echo "demo: made an upstream history of $(git -C "$up" rev-list --count main) commits in $up" >&2

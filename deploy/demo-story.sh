@@ -45,7 +45,12 @@ delivery "$demo/story/push-bad.json" "$bad" refs/heads/main
 bad_run=$(send "$demo/story/push-bad.json")
 wait_for "$bad_run" '"bisect" in r and r["bisect"]["state"] != "running"'
 "${ctl[@]}" runs show "$bad_run"
-echo "culprit: $(git -C "$up" log -1 --format='%h %s' "$(field "$bad_run" 'r["bisect"]["culprit"]')")"
+culprit=$(field "$bad_run" 'r["bisect"]["culprit"] or ""')
+if [[ -n $culprit ]]; then
+  echo "culprit: $(git -C "$up" log -1 --format='%h %s' "$culprit")"
+else
+  echo "no culprit: $(field "$bad_run" 'r["bisect"]["state"] + ": " + r["bisect"]["reason"]')"
+fi
 
 echo "== 3. PR 7 on the broken main: its only failing test fails on its base too"
 delivery "$demo/story/pr.json" "$(git -C "$up" rev-parse pr-on-broken)" refs/pull/7/head 7 "$bad"
