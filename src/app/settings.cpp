@@ -93,7 +93,8 @@ sched::DispatcherSettings dispatcher_settings(const config::Config& c) {
     d.retry = sched::RetryPolicy{c.execution.infra_retries, c.execution.flaky_reruns};
     d.rerun_failed_tests = c.execution.rerun == "failed_tests";
     d.reuse_window = std::chrono::duration_cast<std::chrono::milliseconds>(c.selection.reuse_window);
-    d.base_window = c.classify.base_check == "lookup"
+    d.base_check_run = c.classify.base_check == "run";
+    d.base_window = c.classify.base_check != "off"
                         ? std::optional(std::chrono::duration_cast<std::chrono::milliseconds>(c.classify.base_window))
                         : std::nullopt;
     d.patterns = std::make_shared<const classify::Patterns>(

@@ -434,11 +434,7 @@ Loaded parse(const std::string& yaml_text, const Path& base_dir, const Path& sou
         {
             YamlMap cl = top.child("classify");
             cl.get("base_check", c.classify.base_check);
-            if (c.classify.base_check == "run") {
-                cl.error("base_check", "'run' (queueing a job on the merge base) is not built yet; use lookup or off");
-            } else {
-                check_enum(cl, "base_check", c.classify.base_check, {"lookup", "off"});
-            }
+            check_enum(cl, "base_check", c.classify.base_check, {"lookup", "run", "off"});
             cl.get("base_window", c.classify.base_window);
             parse_patterns(cl, "device_patterns", c.classify.device_patterns);
             parse_patterns(cl, "infra_patterns", c.classify.infra_patterns);

@@ -153,6 +153,25 @@ void sync_run(store::OutboxRepo& repo, const OutboxSettings& s, std::int64_t run
     std::vector<std::pair<std::string, StatusText>> contexts = {{prefix, run_status}};
     for (const auto& j : jobs) {
         StatusText t;
+        if (j.base_check) {
+            // §5.1: the base check has its own context; the tier's says what it waits for,
+            // then the tier's class.
+            StatusText base;
+            const std::string base7 = j.sha.substr(0, 7);
+            if (j.state == JobState::completed && j.conclusion) {
+                t = final_status(*j.conclusion, j.reason);
+                base = {*j.conclusion == Conclusion::pre_existing ? "success" : "failure", shorten(j.reason)};
+            } else if (j.state == JobState::cancelled || j.state == JobState::completed) {
+                t = base = {"error", shorten("cancelled: " + j.reason)};
+            } else {
+                t = {"pending", shorten("checking " + std::to_string(j.checked) + (j.checked == 1 ? " failing test" : " failing tests") +
+                                        " on base " + base7)};
+                base = {"pending", shorten(status_for_open_tier(j) + " on " + base7)};
+            }
+            contexts.emplace_back(prefix + "/" + j.tier, t);
+            contexts.emplace_back(prefix + "/" + j.tier + "/base", base);
+            continue;
+        }
         if (j.state == JobState::completed && j.conclusion) {
             t = final_status(*j.conclusion, j.reason);
         } else if (j.state == JobState::cancelled || j.state == JobState::completed) {

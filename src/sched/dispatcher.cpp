@@ -70,30 +70,91 @@ void release(store::Db& db, const exec::JobToRun& job, bool unhealthy, const jso
     slots.give_back(job.slot, job.job_id, health.is_null() ? std::optional<std::string>() : health.dump());
 }
 
+json evidence_of(const std::vector<store::BaseFailure>& found) {
+    json where = json::array();
+    for (const auto& f : found) where.push_back({{"test", f.test}, {"run_id", f.run_id}, {"sha", f.sha}});
+    return where;
+}
+
 /// A PR's tier that ends a regression: its failed tests looked up on the base (§5.1). The ones
-/// found go into the evidence; when all are, the tier ends pre_existing. False: it did not.
-bool ended_pre_existing(store::Db& db, const exec::JobToRun& job, std::optional<int> exit_status,
-                        std::chrono::milliseconds window) {
+/// found go into the evidence; when all are, the tier ends pre_existing. With `base_check: run`,
+/// the tests no run answered for are run on the base SHA first: the tier's next attempt is that
+/// base check. False: the tier ends a regression.
+bool ended_pre_existing(store::Db& db, const exec::JobToRun& job, Conclusion conclusion, const std::string& reason,
+                        std::optional<int> exit_status, std::chrono::milliseconds window, bool run_on_base) {
     store::JobsRepo jobs(db);
     const auto failed = jobs.failed_tests(job.job_id);
     if (failed.empty()) return false;
     const auto found = jobs.failed_on_base(job.job_id, failed, rfc3339(system_clock::now() - window));
-    if (found.empty()) return false;
-    json where = json::array();
-    for (const auto& f : found) where.push_back({{"test", f.test}, {"run_id", f.run_id}, {"sha", f.sha}});
-    jobs.add_evidence(job.job_id, "pre_existing", where.dump());
-    auto reason = pre_existing_reason(failed, found);
-    if (!reason) return false;
-    finish_job(db, job.job_id, Conclusion::pre_existing, *reason, exit_status);
+    if (!found.empty()) jobs.add_evidence(job.job_id, "pre_existing", evidence_of(found).dump());
+    if (auto why = pre_existing_reason(failed, found)) {
+        finish_job(db, job.job_id, Conclusion::pre_existing, *why, exit_status);
+        return true;
+    }
+    const auto base = jobs.base_sha(job.job_id);
+    if (!run_on_base || !base || base->empty()) return false;
+    std::vector<std::string> unknown;
+    for (const auto& t : failed)
+        if (std::none_of(found.begin(), found.end(), [&](const auto& f) { return f.test == t; })) unknown.push_back(t);
+    const std::string check = "; checking " + std::to_string(unknown.size()) + (unknown.size() == 1 ? " test" : " tests") +
+                              " on base " + base->substr(0, 7);
+    const auto now = now_rfc3339();
+    if (!jobs.complete(job.job_id, conclusion, reason + check, exit_status, now)) return false;
+    jobs.insert_base_check(job.job_id, *base, unknown, now);
     return true;
+}
+
+/// A base check ended (§5.1): when every test it checked failed on the base too, the tier is
+/// pre_existing (the evidence names each test and where it failed: an earlier run, or this
+/// run on the base SHA); otherwise it is the regression it was. Without a verdict (infra,
+/// device, timeout, cancelled) the failures stand: regression.
+void end_base_check(store::Db& db, const exec::JobToRun& job, Conclusion conclusion, const std::string& reason,
+                    std::optional<int> exit_status, const std::vector<std::string>& checked) {
+    store::JobsRepo jobs(db);
+    const std::string base7 = job.sha.substr(0, 7);
+    const auto failed_here = jobs.failed_tests(job.job_id);
+    std::vector<std::string> pass_on_base;
+    for (const auto& t : checked)
+        if (std::find(failed_here.begin(), failed_here.end(), t) == failed_here.end()) pass_on_base.push_back(t);
+    if (conclusion != Conclusion::regression && conclusion != Conclusion::passed && conclusion != Conclusion::flaky) {
+        finish_job(db, job.job_id, Conclusion::regression,
+                   "the base check on " + base7 + " ended " + std::string(to_string(conclusion)) + ": " + reason, exit_status);
+        return;
+    }
+    if (!pass_on_base.empty()) {
+        jobs.add_evidence(job.job_id, "passes_on_base", json(pass_on_base).dump());
+        finish_job(db, job.job_id, Conclusion::regression,
+                   std::to_string(pass_on_base.size()) + (pass_on_base.size() == 1 ? " failing test passes on " : " failing tests pass on ") +
+                       base7 + ": the change broke " + (pass_on_base.size() == 1 ? "it" : "them"),
+                   exit_status);
+        return;
+    }
+    // Every test failed on the base: those found earlier (the evidence of the attempt before)
+    // and the ones checked here.
+    std::vector<store::BaseFailure> all = jobs.pre_existing_evidence_before(job.job_id);
+    for (const auto& t : checked) all.push_back({t, job.run_id, job.sha, true});
+    std::vector<std::string> names;
+    for (const auto& f : all) names.push_back(f.test);
+    jobs.add_evidence(job.job_id, "pre_existing", evidence_of(all).dump());
+    auto why = pre_existing_reason(names, all);
+    finish_job(db, job.job_id, Conclusion::pre_existing, why.value_or("the failing tests fail on " + base7 + " too"), exit_status);
 }
 
 /// Ends an attempt by the rules of next_step(): retried, finished, or finished flaky; a final
 /// regression of a PR whose failures are all on its base too is pre_existing (with `base_window`).
 void end_attempt(store::Db& db, const exec::JobToRun& job, Conclusion conclusion, const std::string& reason,
                  std::optional<int> exit_status, const RetryPolicy& policy,
-                 std::optional<std::chrono::milliseconds> base_window = std::nullopt) {
+                 std::optional<std::chrono::milliseconds> base_window = std::nullopt, bool base_check_run = false) {
     store::JobsRepo jobs(db);
+    // A base check is judged on its own (no flaky rerun: a test failing on the base is what it
+    // looks for); an infra failure is retried as any attempt is.
+    if (auto checked = jobs.base_check_tests(job.job_id); !checked.empty()) {
+        const bool retryable = conclusion == Conclusion::infra_error || conclusion == Conclusion::device_unavailable;
+        if (!retryable || jobs.earlier_attempts(job.job_id, store::EarlierOf::infra) >= policy.infra_retries) {
+            end_base_check(db, job, conclusion, reason, exit_status, checked);
+            return;
+        }
+    }
     const auto step = next_step(conclusion, reason, jobs.earlier_attempts(job.job_id, store::EarlierOf::infra),
                                 jobs.earlier_attempts(job.job_id, store::EarlierOf::regression), policy);
     switch (step.kind) {
@@ -108,7 +169,7 @@ void end_attempt(store::Db& db, const exec::JobToRun& job, Conclusion conclusion
             break;
         case NextStep::Kind::finish:
             if (step.conclusion == Conclusion::regression && base_window && job.pr &&
-                ended_pre_existing(db, job, exit_status, *base_window)) {
+                ended_pre_existing(db, job, step.conclusion, step.reason, exit_status, *base_window, base_check_run)) {
                 return;
             }
             break;
@@ -341,8 +402,10 @@ void Dispatcher::dispatch_once() {
             }
             auto job = load_job(db, id);
             if (cfg.rerun_failed_tests) job.rerun_tests = jobs.failed_in_rerun_source(id);
-            // A bisect run runs only the failing tests it bisects (§5.2), whatever `rerun` says.
+            // A bisect run runs only the failing tests it bisects (§5.2), a base check only those
+            // it checks (§5.1), whatever `rerun` says.
             if (job.rerun_tests.empty()) job.rerun_tests = store::BisectionsRepo(db).tests_for_job(id);
+            if (auto checked = jobs.base_check_tests(id); !checked.empty()) job.rerun_tests = std::move(checked);
             if (auto slot = lease(db, offers, job, cfg.lease_ttl)) {
                 job.slot = *slot;
                 jobs.mark_leased(id, *slot);
@@ -486,8 +549,18 @@ void Dispatcher::work(exec::JobToRun job, std::shared_ptr<std::atomic<bool>> can
             jobs.record_results(job.job_id, tests, raw.metadata.dump(), raw.log_path,
                                 json{{"passed", c.passed}, {"failed", c.failed}, {"skipped", c.skipped}, {"flaky", 0}}.dump(),
                                 outcome.evidence.dump());
-            if (job.attempt > 1) jobs.carry_earlier_results(job.job_id);
-            end_attempt(db, job, outcome.conclusion, outcome.reason, outcome.exit_status, cfg.retry, cfg.base_window);
+            // (A base check ran on another SHA: nothing of the PR's attempts is its result.)
+            if (job.attempt > 1 && jobs.base_check_tests(job.job_id).empty()) {
+                // The tier's count is the rerun's own tests and those carried over.
+                const auto carried = jobs.carry_earlier_results(job.job_id);
+                const auto total = static_cast<std::int64_t>(raw.results.size());
+                const auto counted = [&](std::int64_t n) {
+                    return std::to_string(c.failed) + " of " + std::to_string(n) + " tests failed";
+                };
+                if (carried > 0 && outcome.reason == counted(total)) outcome.reason = counted(total + carried);
+            }
+            end_attempt(db, job, outcome.conclusion, outcome.reason, outcome.exit_status, cfg.retry, cfg.base_window,
+                        cfg.base_check_run);
         }
         release(db, job, unhealthy, health, cfg.health_interval);
     };

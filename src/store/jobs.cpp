@@ -49,7 +49,7 @@ std::vector<std::int64_t> JobsRepo::startable(int limit) {
 
 std::optional<JobForRun> JobsRepo::load(std::int64_t job_id) {
     Scoped st(m_db,
-        "SELECT j.id, j.run_id, j.attempt, j.tier, r.sha, r.pr, j.tests, j.labels, j.timeout_ms "
+        "SELECT j.id, j.run_id, j.attempt, j.tier, coalesce(j.sha, r.sha), r.pr, j.tests, j.labels, j.timeout_ms "
         "FROM jobs j JOIN runs r ON r.id = j.run_id WHERE j.id = ?");
     st->bind(1, job_id);
     if (!st->step()) return std::nullopt;
@@ -118,11 +118,58 @@ std::vector<TierResult> JobsRepo::latest_completed(std::int64_t run_id) {
 
 std::int64_t JobsRepo::insert_retry(std::int64_t job_id, const std::string& now) {
     Scoped ins(m_db,
-        "INSERT INTO jobs (run_id, tier, position, state, tests, timeout_ms, created_at, labels, attempt) "
-        "SELECT run_id, tier, position, 'queued', tests, timeout_ms, ?, labels, attempt + 1 FROM jobs WHERE id = ?");
+        "INSERT INTO jobs (run_id, tier, position, state, tests, timeout_ms, created_at, labels, attempt, sha, base_check) "
+        "SELECT run_id, tier, position, 'queued', tests, timeout_ms, ?, labels, attempt + 1, sha, base_check FROM jobs WHERE id = ?");
     ins->bind(1, now).bind(2, job_id);
     ins->run();
     return m_db.last_insert_rowid();
+}
+
+std::int64_t JobsRepo::insert_base_check(std::int64_t job_id, const std::string& base_sha,
+                                         const std::vector<std::string>& tests, const std::string& now) {
+    Scoped ins(m_db,
+        "INSERT INTO jobs (run_id, tier, position, state, tests, timeout_ms, created_at, labels, attempt, sha, base_check) "
+        "SELECT run_id, tier, position, 'queued', tests, timeout_ms, ?, labels, attempt + 1, ?, ? FROM jobs WHERE id = ?");
+    ins->bind(1, now).bind(2, base_sha).bind(3, nlohmann::json(tests).dump()).bind(4, job_id);
+    ins->run();
+    return m_db.last_insert_rowid();
+}
+
+std::vector<std::string> JobsRepo::base_check_tests(std::int64_t job_id) {
+    Scoped st(m_db, "SELECT base_check FROM jobs WHERE id = ? AND base_check IS NOT NULL");
+    st->bind(1, job_id);
+    if (!st->step()) return {};
+    return string_list(st->text(0));
+}
+
+std::vector<BaseFailure> JobsRepo::pre_existing_evidence_before(std::int64_t job_id) {
+    Scoped st(m_db,
+        "SELECT coalesce(json_extract(e.evidence, '$.pre_existing'), '[]'), coalesce(r.base_sha, '') FROM jobs j "
+        // The tier's last attempt on the PR itself (a base check retried after an infra failure
+        // has base checks before it).
+        "JOIN jobs e ON e.run_id = j.run_id AND e.position = j.position AND e.attempt = "
+        "  (SELECT max(k.attempt) FROM jobs k WHERE k.run_id = j.run_id AND k.position = j.position "
+        "   AND k.attempt < j.attempt AND k.base_check IS NULL) "
+        "JOIN runs r ON r.id = j.run_id WHERE j.id = ?");
+    st->bind(1, job_id);
+    std::vector<BaseFailure> out;
+    if (!st->step()) return out;
+    const auto base = st->text(1);
+    auto list = nlohmann::json::parse(st->text(0), nullptr, false);
+    if (!list.is_array()) return out;
+    for (const auto& f : list) {
+        if (!f.is_object()) continue;
+        const auto sha = f.value("sha", std::string());
+        out.push_back({f.value("test", std::string()), f.value("run_id", std::int64_t{0}), sha, sha == base});
+    }
+    return out;
+}
+
+std::optional<std::string> JobsRepo::base_sha(std::int64_t job_id) {
+    Scoped st(m_db, "SELECT r.base_sha FROM jobs j JOIN runs r ON r.id = j.run_id WHERE j.id = ?");
+    st->bind(1, job_id);
+    if (!st->step()) return std::nullopt;
+    return st->opt_text(0);
 }
 
 std::string JobsRepo::waiting_since(std::int64_t job_id) {
@@ -246,7 +293,7 @@ void JobsRepo::add_evidence(std::int64_t job_id, const std::string& key, const s
     st->run();
 }
 
-void JobsRepo::carry_earlier_results(std::int64_t job_id) {
+std::int64_t JobsRepo::carry_earlier_results(std::int64_t job_id) {
     // A rerun of only the failed tests (CRCR_RERUN_FILE): the tier's other tests passed (or
     // were skipped) in an attempt before; they are this attempt's results too, so the tier
     // reports all its tests. A whole-tier rerun has them all already: nothing is carried.
@@ -259,13 +306,15 @@ void JobsRepo::carry_earlier_results(std::int64_t job_id) {
         "GROUP BY t.name");
     carry->bind(1, job_id);
     carry->run();
-    if (m_db.changes() == 0) return;
+    const std::int64_t carried = m_db.changes();
+    if (carried == 0) return 0;
     Scoped counts(m_db,
         "UPDATE jobs SET counts = json_set(coalesce(counts, '{}'), "
         "'$.passed', (SELECT count(*) FROM test_results WHERE job_id = ?1 AND outcome = 'passed'), "
         "'$.skipped', (SELECT count(*) FROM test_results WHERE job_id = ?1 AND outcome = 'skipped')) WHERE id = ?1");
     counts->bind(1, job_id);
     counts->run();
+    return carried;
 }
 
 std::vector<std::string> JobsRepo::failed_in_rerun_source(std::int64_t job_id) {

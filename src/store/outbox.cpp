@@ -57,7 +57,8 @@ std::optional<StatusRun> OutboxRepo::status_run(std::int64_t run_id) {
 std::vector<StatusJob> OutboxRepo::latest_attempts(std::int64_t run_id) {
     Scoped js(m_db,
         "SELECT tier, state, coalesce(conclusion,''), coalesce(reason,''), coalesce(slot,''), attempt, "
-        "coalesce(counts,'null'), coalesce(started_at,'') FROM jobs j WHERE run_id = ? "
+        "coalesce(counts,'null'), coalesce(started_at,''), base_check IS NOT NULL, coalesce(sha,''), "
+        "coalesce(json_array_length(base_check),0) FROM jobs j WHERE run_id = ? "
         "AND attempt = (SELECT max(attempt) FROM jobs k WHERE k.run_id = j.run_id AND k.position = j.position) "
         "ORDER BY position");
     js->bind(1, run_id);
@@ -65,7 +66,7 @@ std::vector<StatusJob> OutboxRepo::latest_attempts(std::int64_t run_id) {
     while (js->step()) {
         out.push_back({js->text(0), vocab_column<JobState>(*js, 1, "jobs.state"),
                        opt_vocab_column<Conclusion>(*js, 2, "jobs.conclusion"), js->text(3), js->text(4), js->text(7),
-                       js->int64(5), js->text(6)});
+                       js->int64(5), js->text(6), js->int64(8) != 0, js->text(9), js->int64(10)});
     }
     return out;
 }
@@ -81,7 +82,9 @@ std::optional<DispatchRecord> OutboxRepo::dispatch_record(std::int64_t run_id) {
 
 std::vector<StartedAttempt> OutboxRepo::started_attempts(std::int64_t run_id) {
     Scoped js(m_db,
-        "SELECT id, tier, attempt, state, coalesce(conclusion,''), coalesce(reason,''), started_at, coalesce(finished_at,''), "
+        // A base check reports as the job "<tier>/base" (§5.1).
+        "SELECT id, CASE WHEN base_check IS NULL THEN tier ELSE tier || '/base' END, attempt, state, "
+        "coalesce(conclusion,''), coalesce(reason,''), started_at, coalesce(finished_at,''), "
         "coalesce(counts,'null') FROM jobs WHERE run_id = ? AND started_at IS NOT NULL ORDER BY id");
     js->bind(1, run_id);
     std::vector<StartedAttempt> out;

@@ -225,6 +225,11 @@ CREATE TABLE selection_misses (
   UNIQUE (run_id, test)
 );
 
+-- A base check (classify.base_check: run, §5.1): an attempt of a PR's tier on its base SHA
+-- that runs only the failing tests no earlier run answered for.
+ALTER TABLE jobs ADD COLUMN sha TEXT;         -- the SHA this attempt runs on, when not its run's
+ALTER TABLE jobs ADD COLUMN base_check TEXT;  -- JSON: the PR's failing tests it checks; NULL otherwise
+
 -- Work a finished run leaves for the planner's thread (it needs git): a trunk regression to
 -- bisect, a bisect run whose result moves its bisection on, a full-matrix failure to audit.
 CREATE TABLE followups (

@@ -54,7 +54,8 @@ protected:
                         "  infra_retries: 1\n"
                         "  device_wait: 2s\n"
                         "  health_interval: 1s\n" + execution_extra +
-                        "admin: {tokens: [{name: ops, role: admin, sha256: " + crypto::sha256_hex("ops-token") + "}]}\n");
+                        "admin: {tokens: [{name: ops, role: admin, sha256: " + crypto::sha256_hex("ops-token") + "}]}\n" +
+                        top_extra);
         daemon->start(env);
     }
 
@@ -81,6 +82,7 @@ protected:
     TempDir bin;
     std::unique_ptr<TestDaemon> daemon;
     std::string selection_extra;  // ", key: value" pairs for the selection section
+    std::string top_extra;        // more top-level sections
     int next_pr = 100;
 };
 
@@ -378,6 +380,62 @@ TEST_F(ExecutionTest, APrFailingOnlyTestsThatFailOnItsBaseIsPreExistingAndOneWit
     EXPECT_EQ(finished(broken), "completed/regression");
     EXPECT_EQ(daemon->text("SELECT conclusion FROM jobs WHERE tier='affected' AND attempt=2 AND run_id=" + std::to_string(broken)),
               "regression");
+}
+
+TEST_F(ExecutionTest, WithBaseCheckRunTheFailuresNoRunAnsweredForAreRunOnTheBase) {
+    top_extra = "classify: {base_check: run}\nreport: {file: state/statuses.jsonl}\n";
+    start("ok_import, fail_known, failon_3333");
+    const std::string base = "1111111111111111111111111111111111111111";
+    auto send = [&](const std::string& id, const std::string& sha, int pr) {
+        json j = json::parse(fixture_text("crcr/direct-pytorch-crcr.json"));
+        auto& cp = j["client_payload"];
+        cp["upstream_sha"] = sha;
+        cp["changed_files"] = json::array({"torch/_inductor/ir.py"});
+        cp["pr_number"] = pr;
+        cp["base_sha"] = base;
+        auto r = daemon->post_standard(j.dump(), id);
+        EXPECT_EQ(r->status, 202) << r->body;
+        return json::parse(r->body)["run_id"].get<std::int64_t>();
+    };
+    auto sql_of = [&](std::int64_t run, const std::string& what) {
+        return daemon->text("SELECT " + what + " FROM jobs WHERE tier='import' AND attempt=3 AND run_id=" + std::to_string(run));
+    };
+    // No run of the base is known: fail_known is run on the base, fails there too.
+    auto pr = send("bc-1", "2222222222222222222222222222222222222222", 5);
+    EXPECT_EQ(finished(pr), "completed/pre_existing");
+    EXPECT_EQ(jobs(pr), "import:completed:regression:1 import:completed:regression:2 import:completed:pre_existing:3 "
+                        "smoke:completed:passed:1 affected:completed:passed:1");
+    EXPECT_EQ(daemon->text("SELECT reason FROM jobs WHERE tier='import' AND attempt=2 AND run_id=" + std::to_string(pr)),
+              "1 of 3 tests failed, again on rerun; checking 1 test on base 1111111");
+    // The base check ran on the base SHA, only the failing test no run answered for.
+    EXPECT_EQ(sql_of(pr, "sha"), base);
+    EXPECT_EQ(json::parse(sql_of(pr, "metadata"))["pytorch_sha"], base);
+    EXPECT_EQ(daemon->text("SELECT group_concat(name || '=' || outcome) FROM test_results WHERE job_id = (SELECT id FROM jobs "
+                           "WHERE tier='import' AND attempt=3 AND run_id=" + std::to_string(pr) + ")"),
+              "ci::fail_known=failed");
+    EXPECT_EQ(sql_of(pr, "reason"), "1 test fails on 1111111 too");
+    EXPECT_EQ(json::parse(sql_of(pr, "evidence"))["pre_existing"],
+              (json::array({{{"test", "ci::fail_known"}, {"run_id", pr}, {"sha", base}}})));
+    // Its own context, and the tier's says the tier's class.
+    auto last = [&](std::int64_t run, const std::string& context) {
+        return daemon->text("SELECT state || ' ' || description FROM outbox WHERE run_id=" + std::to_string(run) +
+                            " AND context='" + context + "' ORDER BY id DESC LIMIT 1");
+    };
+    EXPECT_EQ(last(pr, "crcr/import/base"), "success 1 test fails on 1111111 too");
+    EXPECT_EQ(last(pr, "crcr/import"), "success 1 test fails on 1111111 too");
+    EXPECT_NE(daemon->text("SELECT group_concat(description, ' | ') FROM outbox WHERE run_id=" + std::to_string(pr) +
+                           " AND context='crcr/import'").find("checking 1 failing test on base 1111111"),
+              std::string::npos);
+
+    // A PR whose second failure passes on the base: the change broke it.
+    auto broken = send("bc-2", "3333333333333333333333333333333333333333", 6);
+    EXPECT_EQ(finished(broken), "completed/regression");
+    EXPECT_EQ(sql_of(broken, "reason"), "1 failing test passes on 1111111: the change broke it");
+    EXPECT_EQ(json::parse(sql_of(broken, "evidence"))["passes_on_base"], json::array({"ci::failon_3333"}));
+    EXPECT_EQ(last(broken, "crcr/import/base"), "failure 1 failing test passes on 1111111: the change broke it");
+    EXPECT_EQ(last(broken, "crcr/import"), "failure regression: 1 failing test passes on 1111111: the change broke it");
+    EXPECT_EQ(jobs(broken), "import:completed:regression:1 import:completed:regression:2 import:completed:regression:3 "
+                            "smoke:cancelled:cancelled:1 affected:cancelled:cancelled:1");
 }
 
 TEST_F(ExecutionTest, ACrashIsRetriedThenInfraErrorAndLaterTiersAreCancelled) {

@@ -2,7 +2,7 @@
 // A backend CI script in miniature, for tests that run the real daemon: each line of
 // CRCR_TESTS_FILE names what to do (ok_*, fail_*, flaky_* failing on the first attempt only,
 // device_* printing a device-failure signature, crash, hang, stall, noisy, present_<file> failing
-// when the pinned checkout has <file>), and JUnit is written into CRCR_JUNIT_DIR. A rerun runs
+// when the pinned checkout has <file>, failon_<prefix> failing on a SHA that starts so), and JUnit is written into CRCR_JUNIT_DIR. A rerun runs
 // only the tests of CRCR_RERUN_FILE. A first attempt given a CRCR_RERUN_FILE (a bisect run)
 // waits while the file named by $CI_HOLD exists.
 
@@ -30,6 +30,10 @@ while IFS= read -r t; do
     flaky_*) if [ "$CRCR_ATTEMPT" = 1 ]; then
                echo "<testcase classname=\"ci\" name=\"$t\"><failure message=\"first try\">assert</failure></testcase>" >> "$out.part"; status=1
              else echo "<testcase classname=\"ci\" name=\"$t\"/>" >> "$out.part"; fi ;;
+    failon_*) case "$CRCR_PYTORCH_SHA" in
+                "${t#failon_}"*) echo "<testcase classname=\"ci\" name=\"$t\"><failure message=\"fails on $CRCR_PYTORCH_SHA\">assert</failure></testcase>" >> "$out.part"; status=1 ;;
+                *) echo "<testcase classname=\"ci\" name=\"$t\"/>" >> "$out.part" ;;
+              esac ;;
     present_*) if [ -e "$CRCR_PYTORCH_DIR/${t#present_}" ]; then
                  echo "<testcase classname=\"ci\" name=\"$t\"><failure message=\"${t#present_} is there\">assert</failure></testcase>" >> "$out.part"; status=1
                else echo "<testcase classname=\"ci\" name=\"$t\"/>" >> "$out.part"; fi ;;

@@ -137,7 +137,7 @@ struct ExecutionConfig {
 };
 
 struct ClassifyConfig {
-    std::string base_check = "lookup";  // lookup | off (§5.1; `run` is not built yet)
+    std::string base_check = "lookup";  // lookup | run | off (§5.1)
     Duration base_window = std::chrono::hours(24);
     // Defaults for a PyTorch accelerator backend (docs/reporting.md); ECMAScript regexes.
     // The hardware signatures of CONTRACT.md §4.2 first (torch-spyre's CI maps them so): the

@@ -108,10 +108,21 @@ public:
     /// that ended a regression, of another run on the PR's base SHA, or of a push or scheduled
     /// run on its base branch that ended at or after `since` (§5.1 lookup); each with that run
     /// (one on the base SHA first, else the newest). Empty for a job of any other event.
+    /// Queues the base check of a PR tier's attempt (§5.1, base_check: run): the next attempt of
+    /// the tier, on `base_sha`, of only `tests` (the failing tests no earlier run answered for).
+    std::int64_t insert_base_check(std::int64_t job_id, const std::string& base_sha, const std::vector<std::string>& tests,
+                                   const std::string& now);
+    /// The failing tests a base-check attempt checks; empty for any other attempt.
+    std::vector<std::string> base_check_tests(std::int64_t job_id);
+    /// The failures the tier's last attempt on the PR found on the base (its evidence's
+    /// `pre_existing`), for a base check that follows it.
+    std::vector<BaseFailure> pre_existing_evidence_before(std::int64_t job_id);
+    /// The base SHA of the job's run (a PR's), if it has one.
+    std::optional<std::string> base_sha(std::int64_t job_id);
     std::vector<BaseFailure> failed_on_base(std::int64_t job_id, const std::vector<std::string>& tests, const std::string& since);
     /// After a rerun attempt's results are stored: the passed and skipped tests of the tier's
     /// earlier attempts that this one did not run are carried into its results and counts.
-    void carry_earlier_results(std::int64_t job_id);
+    std::int64_t carry_earlier_results(std::int64_t job_id);
     /// Sets `key` of the job's evidence to `value_json`.
     void add_evidence(std::int64_t job_id, const std::string& key, const std::string& value_json);
     /// For a rerun of a tier whose previous attempt ended `regression`: the tests that failed

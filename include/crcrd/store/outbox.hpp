@@ -37,6 +37,10 @@ struct StatusJob {
     std::string reason, slot, started_at;
     std::int64_t attempt = 1;
     std::string counts_json;
+    /// A base check (§5.1): the SHA it runs on and how many failing tests it checks.
+    bool base_check = false;
+    std::string sha;
+    std::int64_t checked = 0;
 };
 
 /// One attempt of a tier that started; NULL columns read as "" (counts as "null").
