@@ -31,7 +31,7 @@ struct NewBisection {
     std::int64_t bad_run_id = 0;
     std::string tier;
     std::vector<std::string> tests;
-    std::string state;  // running | found | no_good | failed
+    std::string state;  // running | found | range | budget_spent | inconclusive | no_good | cancelled | failed
     std::string reason;
     std::optional<std::int64_t> good_run_id;
     std::optional<std::string> good_sha;
@@ -40,18 +40,9 @@ struct NewBisection {
     std::optional<std::string> culprit;
 };
 
-struct Bisection {
+/// A stored bisection: what was inserted, and its id and times.
+struct Bisection : NewBisection {
     std::int64_t id = 0;
-    std::int64_t bad_run_id = 0;
-    std::string tier;
-    std::vector<std::string> tests;
-    std::string state;
-    std::string reason;
-    std::optional<std::int64_t> good_run_id;
-    std::optional<std::string> good_sha;
-    std::string bad_sha;
-    std::vector<std::string> commits;
-    std::optional<std::string> culprit;
     std::string created_at;
     std::optional<std::string> finished_at;
 };
