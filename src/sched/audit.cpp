@@ -28,66 +28,21 @@ std::optional<std::int64_t> number(std::string_view digits) {
 
 /// A commit between the two scheduled runs, as git tells it.
 struct Commit {
-    std::string sha;
-    std::optional<std::string> parent;  // its first parent; unset for a root commit
+    std::string sha, parent;  // parent: "" for a root commit
     std::string subject;
     std::optional<std::int64_t> pr;
     std::vector<std::string> paths;
 };
 
-/// The NUL-separated fields of `git ... -z` output, empty ones dropped.
-std::vector<std::string> split_z(const std::string& out) {
-    std::vector<std::string> v;
-    std::size_t start = 0;
-    while (start < out.size()) {
-        auto end = out.find('\0', start);
-        if (end == std::string::npos) end = out.size();
-        if (end > start) v.push_back(out.substr(start, end - start));
-        start = end + 1;
-    }
-    return v;
-}
-
-/// The first-parent commits after `from` up to `to`, oldest first, each with its first parent;
-/// at most k_audit_max_commits + 1 (the newest ones), so that a longer range is seen as such.
-Result<std::vector<Commit>> list_commits(const config::UpstreamConfig& up, const std::string& from, const std::string& to) {
-    auto r = vcs::git(up, {"rev-list", "--first-parent", "--parents", "--max-count=" + std::to_string(k_audit_max_commits + 1),
-                           from + ".." + to});
-    if (!r) return r.error();
-    std::vector<Commit> out;
-    std::size_t start = 0;
-    const std::string& text = r->out;
-    while (start < text.size()) {
-        auto end = text.find('\n', start);
-        if (end == std::string::npos) end = text.size();
-        std::string_view line(text.data() + start, end - start);
-        start = end + 1;
-        if (line.empty()) continue;
-        Commit c;
-        auto space = line.find(' ');
-        c.sha = std::string(line.substr(0, space));
-        if (space != std::string_view::npos) {
-            auto rest = line.substr(space + 1);
-            c.parent = std::string(rest.substr(0, rest.find(' ')));
-        }
-        out.push_back(std::move(c));
-    }
-    std::reverse(out.begin(), out.end());  // rev-list lists newest first
-    return out;
-}
-
-/// Fills in `c`'s subject, PR and changed paths (against its first parent, renames as a
-/// deletion and an addition; a root commit's files).
+/// Fills in `c`'s subject, PR and changed paths.
 Status describe(const config::UpstreamConfig& up, Commit& c) {
-    auto msg = vcs::git(up, {"show", "--no-patch", "--format=%s%x00%B", c.sha});
+    auto msg = vcs::commit_message(up, c.sha);
     if (!msg) return msg.error();
-    const auto nul = msg->out.find('\0');
-    c.subject = msg->out.substr(0, nul);
-    c.pr = pr_from_message(nul == std::string::npos ? msg->out : msg->out.substr(nul + 1));
-    auto diff = c.parent ? vcs::git(up, {"diff", "--name-only", "--no-renames", "-z", *c.parent, c.sha})
-                         : vcs::git(up, {"diff-tree", "--root", "-r", "--name-only", "--no-commit-id", "-z", c.sha});
-    if (!diff) return diff.error();
-    c.paths = split_z(diff->out);
+    c.subject = msg->subject;
+    c.pr = pr_from_message(msg->body);
+    auto paths = vcs::commit_paths(up, c.sha, c.parent);
+    if (!paths) return paths.error();
+    c.paths = std::move(*paths);
     return Ok{};
 }
 
@@ -170,23 +125,26 @@ Status audit_scheduled_run(const FollowupContext& ctx, std::int64_t run_id) {
     }
     if (auto s = vcs::ensure_mirror(up); !s) return s;
     if (auto s = vcs::fetch(up, {prev.sha, in->sha}); !s) return s;
-    auto commits = list_commits(up, prev.sha, in->sha);
-    if (!commits) return commits.error();
-    if (commits->size() > k_audit_max_commits) {
+    // One more than the cap, so that a longer range is seen as such.
+    auto listed = vcs::first_parent_commits(up, prev.sha, in->sha, k_audit_max_commits + 1);
+    if (!listed) return listed.error();
+    std::vector<Commit> commits;
+    for (auto& c : *listed) commits.push_back({std::move(c.sha), std::move(c.parent), "", std::nullopt, {}});
+    if (commits.size() > k_audit_max_commits) {
         spdlog::warn("run_id={} selection-miss audit: more than {} commits since run {} ({}..{}); nothing recorded", run_id,
                      k_audit_max_commits, prev.id, prev.sha.substr(0, 12), in->sha.substr(0, 12));
         return Ok{};
     }
-    if (commits->empty()) {
+    if (commits.empty()) {
         spdlog::info("run_id={} selection-miss audit: no commit since run {}: its failures are not selection misses", run_id,
                      prev.id);
         return Ok{};
     }
-    for (auto& c : *commits) {
+    for (auto& c : commits) {
         if (auto s = describe(up, c); !s) return s;
     }
     std::vector<store::CommitKey> keys;
-    for (const auto& c : *commits) keys.push_back({c.sha, c.pr});
+    for (const auto& c : commits) keys.push_back({c.sha, c.pr});
     auto runs = store::read_commit_runs(ctx.db_path, keys);
     if (!runs) return runs.error();
     std::vector<std::set<std::string>> selected;
@@ -195,10 +153,10 @@ Status audit_scheduled_run(const FollowupContext& ctx, std::int64_t run_id) {
     if (missed.empty()) {
         spdlog::info("run_id={} selection-miss audit: every failed test that passed in run {} was selected by a PR or push "
                      "run of the {} commits since",
-                     run_id, prev.id, commits->size());
+                     run_id, prev.id, commits.size());
         return Ok{};
     }
-    const std::string stored = commits_json(*commits, *runs, ctx.rules);
+    const std::string stored = commits_json(commits, *runs, ctx.rules);
     std::vector<store::NewSelectionMiss> rows;
     for (const auto& m : missed) rows.push_back({run_id, prev.id, m.tier, m.test, stored});
     std::int64_t added = 0;
@@ -206,7 +164,7 @@ Status audit_scheduled_run(const FollowupContext& ctx, std::int64_t run_id) {
     if (!s) return s;
     spdlog::warn("run_id={} selection miss: {} failed tests passed in run {} and no PR or push run of the {} commits since "
                  "selected their tier (first: {} in {}); {} newly recorded",
-                 run_id, missed.size(), prev.id, commits->size(), missed.front().test, missed.front().tier, added);
+                 run_id, missed.size(), prev.id, commits.size(), missed.front().test, missed.front().tier, added);
     return Ok{};
 }
 

@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "crcrd/core/files.hpp"
+#include "crcrd/core/time.hpp"
 #include "crcrd/sched/audit.hpp"
 #include "crcrd/store/admin_reads.hpp"
 #include "crcrd/store/deliveries.hpp"
@@ -35,7 +36,7 @@ class AuditRunTest : public ::testing::Test {
 protected:
     void SetUp() override {
         up = dir.path() / "upstream";
-        git({"init", "--quiet", "-b", "main", up.string()});
+        run_test_git({"init", "--quiet", "-b", "main", up.string()});
         write_file(up / "aten/src/ATen/native/BinaryOps.cpp", "int add();\n");
         write_file(up / "torch/_inductor/fuse.py", "x = 1\n");
         write_file(up / "docs/index.rst", "docs\n");
@@ -61,16 +62,10 @@ protected:
         writer = std::move(*w);
     }
     std::filesystem::path db_path() const { return dir.path() / "crcrd.db"; }
-    std::string git(std::vector<std::string> args) {
-        args.insert(args.begin(), {"git", "-c", "user.name=t", "-c", "user.email=t@example.org"});
-        std::string out;
-        if (run_command(args, &out) != 0) throw std::runtime_error("git: " + out);
-        return trim(out);
-    }
     std::string commit(const std::string& message) {
-        git({"-C", up.string(), "add", "-A"});
-        git({"-C", up.string(), "commit", "--quiet", "--allow-empty", "-m", message});
-        return git({"-C", up.string(), "rev-parse", "HEAD"});
+        run_test_git({"-C", up.string(), "add", "-A"});
+        run_test_git({"-C", up.string(), "commit", "--quiet", "--allow-empty", "-m", message});
+        return run_test_git({"-C", up.string(), "rev-parse", "HEAD"});
     }
     /// A completed run with one job per tier, each with its tests; a tier ends regression when
     /// one of its tests failed, the run when one of its tiers did.
