@@ -151,9 +151,11 @@ Result<std::vector<FirstParentCommit>> first_parent_commits(const config::Upstre
 Result<CommitMessage> commit_message(const config::UpstreamConfig& up, const std::string& sha) {
     auto r = git(up, {"show", "--no-patch", "--format=%s%x00%B", sha});
     if (!r) return r.error();
-    const auto nul = r->out.find('\0');
-    if (nul == std::string::npos) return CommitMessage{r->out, r->out};
-    return CommitMessage{r->out.substr(0, nul), r->out.substr(nul + 1)};
+    std::string out = std::move(r->out);
+    while (!out.empty() && out.back() == '\n') out.pop_back();
+    const auto nul = out.find('\0');
+    if (nul == std::string::npos) return CommitMessage{out, out};
+    return CommitMessage{out.substr(0, nul), out.substr(nul + 1)};
 }
 
 Result<std::vector<std::string>> commit_paths(const config::UpstreamConfig& up, const std::string& sha,

@@ -45,9 +45,9 @@ TEST(SelectionMisses, RecordedMissesAreListedPagedFilteredPrintedAndCounted) {
     d.start();
     EXPECT_EQ(d.stop(), 0);  // migrated; the rows the audit would have written go in directly
     const std::string commits =
-        std::string(R"([{"sha":")") + k_sha1 + R"(","subject":"Tools (#12)","pr":12,"paths":["tools/a.py"],"rules":[],"runs":[]},)" +
-        R"({"sha":")" + k_sha2 + R"(","subject":"Docs","pr":null,"paths":["docs/a.md","torch/_inductor/x.py"],)" +
-        R"("rules":["compile","docs"],"runs":[3]}])";
+        std::string(R"j([{"sha":")j") + k_sha1 + R"j(","subject":"Tools (#12)","pr":12,"paths":["tools/a.py"],"rules":[],"runs":[]},)j" +
+        R"j({"sha":")j" + k_sha2 + R"j(","subject":"Docs","pr":null,"paths":["docs/a.md","torch/_inductor/x.py"],)j" +
+        R"j("rules":["compile","docs"],"runs":[3]}])j";
     exec_sql(d.db_path(),
              std::string("INSERT INTO runs (event, sha, ref, state, conclusion, created_at) VALUES ") +
                  "('schedule', '" + k_sha0 + "', 'refs/heads/main', 'completed', 'passed', '2026-12-01T03:00:00.000Z'),"

@@ -55,7 +55,8 @@ struct FirstParentCommit {
 Result<std::vector<FirstParentCommit>> first_parent_commits(const config::UpstreamConfig& up, const std::string& from,
                                                             const std::string& to, std::size_t max);
 
-/// A commit's message: its subject (the first paragraph on one line, as `%s`) and the whole text.
+/// A commit's message: its subject (the first paragraph on one line, as `%s`) and the whole
+/// text, trailing newlines removed.
 struct CommitMessage {
     std::string subject, body;
 };
