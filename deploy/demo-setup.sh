@@ -26,3 +26,51 @@ if [[ ! -s $demo/admin.token ]]; then
   (umask 077; printf 'crcrd-demo-admin-token\n' > "$demo/admin.token")
   echo "demo: wrote the demo's admin token to $demo/admin.token" >&2
 fi
+# The demo's upstream PyTorch: a generated history in var/demo/upstream (no network), that the
+# daemon mirrors into var/demo/pytorch.git. main has 24 commits; commit 13 ("culprit") adds
+# demo/regressed, which examples/demo/tests/test_trunk.py fails on. Branch pr-clean forks
+# from commit 0 and changes a kernel; pr-on-broken forks from main's tip and changes docs.
+# var/demo/payloads/ holds the deliveries of the README: the fixtures of tests/fixtures/ with
+# their SHAs replaced by these commits.
+up=$demo/upstream
+if [[ ! -d $up/.git ]]; then
+  git() { command git -C "$up" -c user.name=demo -c user.email=demo@example.org "$@"; }
+  mkdir -p "$up"
+  git init --quiet -b main
+  mkdir -p "$up/aten/src/ATen/native" "$up/torch/_inductor" "$up/docs" "$up/demo"
+  echo 'int add(int a, int b);' > "$up/aten/src/ATen/native/BinaryOps.cpp"
+  echo '# the demo upstream' > "$up/docs/index.rst"
+  for i in $(seq 0 23); do
+    echo "step = $i" > "$up/torch/_inductor/step_$i.py"
+    [[ $i -eq 13 ]] && echo "commit 13 broke the trunk test" > "$up/demo/regressed"
+    git add -A
+    msg="inductor: step $i"; [[ $i -eq 13 ]] && msg="inductor: step 13 (the culprit)"
+    GIT_COMMITTER_DATE="2026-11-01T00:$(printf %02d "$i"):00Z" GIT_AUTHOR_DATE="2026-11-01T00:$(printf %02d "$i"):00Z" \
+      git commit --quiet -m "$msg"
+  done
+  git checkout --quiet -b pr-clean "$(git rev-list --max-parents=0 HEAD)"
+  echo 'int add(int a, int b, int alpha);' > "$up/aten/src/ATen/native/BinaryOps.cpp"
+  GIT_COMMITTER_DATE=2026-11-01T01:00:00Z GIT_AUTHOR_DATE=2026-11-01T01:00:00Z git commit --quiet -am "aten: add alpha"
+  git checkout --quiet -b pr-on-broken main
+  echo '# the demo upstream, better documented' > "$up/docs/index.rst"
+  GIT_COMMITTER_DATE=2026-11-01T01:01:00Z GIT_AUTHOR_DATE=2026-11-01T01:01:00Z git commit --quiet -am "docs: say more"
+  git checkout --quiet main
+  unset -f git
+  echo "demo: made an upstream history of $(git -C "$up" rev-list --count main) commits in $up" >&2
+fi
+if [[ ! -d $demo/payloads ]]; then
+  mkdir -p "$demo/payloads"
+  c0=$(git -C "$up" rev-list --reverse main | head -n 1)
+  python3 - "$demo/payloads" "$(git -C "$up" rev-parse pr-clean)" "$c0" <<'PY'
+import json, sys
+out, head, base = sys.argv[1:4]
+# The fixture's head and base SHAs become the demo PR's.
+swap = {"ec26c3e57ca3a959ca5aad62de7213c562f8c821": head, "f95f852bd8fca8fcc58a9a2d6c842781e32a215e": base}
+for name in ("pull_request-synchronize.dispatch.json", "direct-pytorch-crcr.json"):
+    text = open("tests/fixtures/crcr/" + name).read()
+    for old, new in swap.items():
+        text = text.replace(old, new)
+    open(f"{out}/{name}", "w").write(text)
+PY
+  echo "demo: wrote the README's deliveries for the demo upstream to $demo/payloads/" >&2
+fi

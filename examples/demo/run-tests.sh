@@ -8,12 +8,14 @@ here=$(cd "$(dirname "$0")" && pwd)
 cd "$here"
 echo "crcrd demo: tier=$CRCR_TIER run=$CRCR_RUN_ID job=$CRCR_JOB_ID attempt=$CRCR_ATTEMPT slot=$CRCR_SLOT sha=$CRCR_PYTORCH_SHA"
 set --
-# The rerun of a failed tier (CRCR_RERUN_FILE, JUnit ids "module.path::test" or
-# "module.path.Class::test"): only those tests, as pytest node ids.
+# The rerun of a failed tier (CRCR_RERUN_FILE, JUnit ids "path/file.py::test" when pytest
+# wrote the file, else "module.path::test" or "module.path.Class::test"): only those tests, as
+# pytest node ids.
 if [ -n "${CRCR_RERUN_FILE:-}" ] && [ -s "$CRCR_RERUN_FILE" ]; then
   echo "rerun of the failed tests only: $(tr '\n' ' ' < "$CRCR_RERUN_FILE")"
   while IFS= read -r id; do
     cls=${id%%::*}; name=${id#*::}
+    if [ -f "$cls" ]; then set -- "$@" "$id"; continue; fi
     file=$(printf '%s' "$cls" | tr . /).py
     if [ -e "$file" ]; then set -- "$@" "$file::$name"; continue; fi
     file=$(printf '%s' "${cls%.*}" | tr . /).py

@@ -54,6 +54,36 @@ json job_json(const store::JobRow& j) {
             {"evidence", !j.evidence_json ? json(nullptr) : json::parse(*j.evidence_json, nullptr, false)}};
 }
 
+/// §5.2: {good, bad, commits, culprit, runs}, with the state and why.
+json bisect_json(const store::Bisection& b, const std::vector<store::BisectRun>& runs) {
+    json rl = json::array();
+    for (const auto& r : runs) {
+        json verdict = nullptr;
+        if (r.state == RunState::cancelled) verdict = "skip";
+        else if (r.conclusion) {
+            verdict = *r.conclusion == Conclusion::regression ? "bad"
+                      : is_pass(*r.conclusion)                ? "good"
+                                                              : "skip";
+        }
+        rl.push_back({{"run_id", r.run_id}, {"sha", r.sha}, {"state", std::string(to_string(r.state))},
+                      {"conclusion", r.conclusion ? json(std::string(to_string(*r.conclusion))) : json(nullptr)},
+                      {"verdict", verdict}});
+    }
+    return {{"state", b.state},
+            {"reason", b.reason},
+            {"tier", b.tier},
+            {"tests", b.tests},
+            {"good", opt(b.good_sha)},
+            {"good_run_id", opt(b.good_run_id)},
+            {"bad", b.bad_sha},
+            {"bad_run_id", b.bad_run_id},
+            {"commits", b.commits.size()},
+            {"culprit", opt(b.culprit)},
+            {"runs", rl},
+            {"created_at", b.created_at},
+            {"finished_at", opt(b.finished_at)}};
+}
+
 json outbox_json(const store::OutboxRow& o) {
     return {{"id", o.id},
             {"sink", o.sink},
@@ -134,6 +164,8 @@ Result<json> get_run(const std::filesystem::path& path, std::int64_t id) {
     json sl = json::array();
     for (const auto& o : (*detail)->statuses) sl.push_back(outbox_json(o));
     run["statuses"] = std::move(sl);
+    if (const auto& b = (*detail)->bisection) run["bisect"] = bisect_json(*b, (*detail)->bisect_runs);
+    if (const auto& b = (*detail)->bisecting) run["bisection_of"] = {{"run_id", b->bad_run_id}, {"tier", b->tier}, {"tests", b->tests}};
     return run;
 }
 

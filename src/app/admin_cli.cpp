@@ -195,6 +195,20 @@ void print_run(std::ostream& out, const json& r) {
         out << "\n";
         table(out, {"SINK", "CONTEXT", "STATE", "DELIVERY", "DESCRIPTION"}, statuses);
     }
+    if (r.contains("bisection_of") && r["bisection_of"].is_object()) {
+        out << "\nbisect run of run " << text(r["bisection_of"], "run_id") << " (tier " << text(r["bisection_of"], "tier") << ")\n";
+    }
+    if (r.contains("bisect") && r["bisect"].is_object()) {
+        const json& b = r["bisect"];
+        out << "\nbisection of " << text(b, "tier") << " (" << b.value("tests", json::array()).size() << " failing tests): "
+            << text(b, "state") << ": " << text(b, "reason") << "\n  good " << text(b, "good") << " (run "
+            << text(b, "good_run_id") << ")\n  bad  " << text(b, "bad") << " (run " << text(b, "bad_run_id") << "), "
+            << text(b, "commits") << " commits\n  culprit " << text(b, "culprit") << "\n";
+        std::vector<std::vector<std::string>> runs;
+        for (const auto& x : b.value("runs", json::array()))
+            runs.push_back({text(x, "run_id"), text(x, "sha"), text(x, "state"), text(x, "conclusion"), text(x, "verdict")});
+        if (!runs.empty()) table(out, {"RUN", "SHA", "STATE", "CLASS", "VERDICT"}, runs);
+    }
 }
 
 void print_passes(std::ostream& o, const json& page) {

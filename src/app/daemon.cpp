@@ -1,5 +1,6 @@
 #include "crcrd/app/daemon.hpp"
 
+#include <atomic>
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/executor_work_guard.hpp>
@@ -36,6 +37,7 @@
 #include "crcrd/report/sender.hpp"
 #include "crcrd/sched/dispatcher.hpp"
 #include "crcrd/sched/planner.hpp"
+#include "crcrd/store/bisections.hpp"
 #include "crcrd/select/rules.hpp"
 #include "crcrd/store/instance_lock.hpp"
 #include "crcrd/store/retention.hpp"
@@ -139,7 +141,17 @@ public:
     int run() {
         // Reporting: every state change marks its run; the writer turns marks into outbox rows
         // inside the same commit, and the sender is woken once it is durable.
-        m_writer.set_commit_hooks([this](store::Db& db) { m_outbox(db); }, [this] { m_sender.notify(); });
+        // A run that ended with work left for the planner (bisection, the selection-miss
+        // audit) wakes it once committed.
+        m_writer.set_commit_hooks(
+            [this](store::Db& db) {
+                m_outbox(db);
+                if (store::has_followups(db)) m_followups_due = true;
+            },
+            [this] {
+                m_sender.notify();
+                if (m_followups_due.exchange(false)) m_planner.notify();
+            });
         m_sender.start();
         m_pruner.start();
         m_webhook.on_queued([this] { m_planner.notify(); });
@@ -391,6 +403,7 @@ private:
     store::Pruner m_pruner;
     ingest::WebhookHandler m_webhook;
     sched::Planner m_planner;
+    std::atomic<bool> m_followups_due{false};
     // The executor the configuration chose at start (a reload cannot change which).
     std::unique_ptr<exec::LocalExecutor> m_local;
     std::unique_ptr<exec::SlurmExecutor> m_slurm;

@@ -207,6 +207,7 @@ Checked load_checked(const std::filesystem::path& path) {
             pc->sources.upstream = loaded.config->upstream;
             pc->sources.github = loaded.config->report.github;
             pc->sources.upstream_repo = loaded.config->trust.upstream_repo;
+            pc->bisect = loaded.config->bisect;
             out.planner = std::move(pc);
         }
     }

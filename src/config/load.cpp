@@ -402,6 +402,14 @@ Loaded parse(const std::string& yaml_text, const Path& base_dir, const Path& sou
             YamlMap up = top.child("upstream");
             up.get_path("mirror", c.upstream.mirror);
             up.get("remote", c.upstream.remote);
+            // A local path (no URL scheme, no scp-like "host:") is relative to this file, as
+            // every other path in it.
+            if (const auto& r = c.upstream.remote; !r.empty() && r.find("://") == std::string::npos &&
+                                                   r.find(':') == std::string::npos && r.front() != '/') {
+                std::filesystem::path p;
+                up.get_path("remote", p);
+                c.upstream.remote = p.string();
+            }
             up.get("git_timeout", c.upstream.git_timeout);
         }
         {

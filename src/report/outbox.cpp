@@ -128,12 +128,15 @@ void sync_run(store::OutboxRepo& repo, const OutboxSettings& s, std::int64_t run
     const store::StatusRun& run = *found;
     const std::vector<store::StatusJob> jobs = repo.latest_attempts(run_id);
     if (jobs.empty() && run.state == RunState::queued) return;  // not planned yet
+    if (run.event == RunEvent::bisect) return;  // a bisection's runs report nothing of their own (§5.2)
 
     std::vector<Wanted> wanted;
     const std::string& prefix = s.context_prefix;
     StatusText run_status;
     if (run.state == RunState::completed && run.conclusion) {
-        run_status = final_status(*run.conclusion, run.reason);
+        // The culprit a bisection found comes first: a long reason is cut at its end.
+        run_status = final_status(*run.conclusion, run.culprit.empty() ? run.reason
+                                                                        : "culprit " + run.culprit.substr(0, 7) + ": " + run.reason);
     } else if (run.state == RunState::cancelled || run.state == RunState::completed) {
         run_status = {"error", shorten("cancelled: " + run.reason)};
     } else {

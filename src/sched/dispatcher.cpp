@@ -8,6 +8,7 @@
 
 #include "crcrd/core/time.hpp"
 #include "crcrd/sched/jobs.hpp"
+#include "crcrd/store/bisections.hpp"
 #include "crcrd/store/jobs.hpp"
 #include "crcrd/store/runs.hpp"
 #include "crcrd/store/slots.hpp"
@@ -340,6 +341,8 @@ void Dispatcher::dispatch_once() {
             }
             auto job = load_job(db, id);
             if (cfg.rerun_failed_tests) job.rerun_tests = jobs.failed_in_rerun_source(id);
+            // A bisect run runs only the failing tests it bisects (§5.2), whatever `rerun` says.
+            if (job.rerun_tests.empty()) job.rerun_tests = store::BisectionsRepo(db).tests_for_job(id);
             if (auto slot = lease(db, offers, job, cfg.lease_ttl)) {
                 job.slot = *slot;
                 jobs.mark_leased(id, *slot);

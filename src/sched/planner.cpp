@@ -107,17 +107,43 @@ void Planner::loop() {
         }
         try {
             if (auto cfg = config(); cfg && cfg->rules) m_full_matrix.tick(*cfg->rules);
-            while (plan_pending() > 0) {
-                if (m_on_planned) m_on_planned();
-                std::lock_guard lk(m_mu);
-                if (m_stopping) return;
-            }
+            // Followups may queue runs (bisection): those are planned in the same wake-up.
+            do {
+                while (plan_pending() > 0) {
+                    if (m_on_planned) m_on_planned();
+                    std::lock_guard lk(m_mu);
+                    if (m_stopping) return;
+                }
+            } while (follow_up() > 0);
         } catch (const std::exception& e) {
             // The database unreadable for a moment, a bug: the next wake-up tries again.
             spdlog::error("planner: {}", e.what());
         }
     }
 }
+
+std::size_t Planner::follow_up() {
+    auto cfg = config();
+    if (!cfg || !cfg->rules) return 0;
+    FollowupContext ctx{m_writer, m_db_path, *cfg->rules, cfg->sources, cfg->bisect};
+    return m_followups.handle(ctx);
+}
+
+namespace {
+
+/// A bisect run's one tier runs the bad run's tests (`tier_tests` of its inputs), so a tier
+/// that passed on that SHA with them may be reused (§5.4); its job reruns only the failing
+/// ones (the dispatcher gives them as CRCR_RERUN_FILE).
+void bisect_tests(select::Selection& sel, const json& inputs) {
+    auto t = inputs.find("tier_tests");
+    if (t == inputs.end() || !t->is_array()) return;
+    std::vector<std::string> tests;
+    for (const auto& v : *t)
+        if (v.is_string()) tests.push_back(v);
+    for (auto& tier : sel.tiers) tier.tests = tests;
+}
+
+}  // namespace
 
 std::size_t Planner::plan_pending() {
     auto cfg = config();
@@ -142,6 +168,7 @@ std::size_t Planner::plan_pending() {
                 if (name.is_string()) requested.push_back(name);
         }
         auto sel = select::decide(*cfg->rules, changed, runs[i].event, requested);
+        if (runs[i].event == "bisect") bisect_tests(sel, runs[i].inputs);
         auto p = std::make_unique<Pending>();
         p->id = ids[i];
         p->sha = runs[i].sha;

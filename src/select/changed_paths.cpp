@@ -76,7 +76,7 @@ ChangedPaths resolve_changed_paths(const RunRef& run, const SourceSettings& sett
     auto note = [&](const std::string& n) { notes += (notes.empty() ? "" : "; ") + n; };
 
     if (run.event == "schedule") return ChangedPaths{Source::schedule, {}, ""};  // every tier anyway
-    if (run.event == "manual") return ChangedPaths{Source::manual, {}, ""};      // the tiers asked for
+    if (run.event == "manual" || run.event == "bisect") return ChangedPaths{Source::manual, {}, ""};  // the tiers asked for
     if (auto files = strings_at(run.inputs, "changed_files")) {
         return ChangedPaths{Source::payload, std::move(*files), ""};
     }

@@ -43,15 +43,18 @@ Selection decide(const Rules& rules, const ChangedPaths& changed, const std::str
     sel.changed_paths = changed.paths.size();
     sel.note = changed.note;
 
-    if (event == "schedule" || event == "manual") {
+    if (event == "schedule" || event == "manual" || event == "bisect") {
         std::vector<std::string> all;
         std::set<std::string> seen;
         for (const auto& r : rules.rules)
             if (!r.skip) add_tests(all, seen, r.tests);
-        const bool manual = event == "manual";
+        const bool manual = event != "schedule";  // a bisect run asks for its one tier
         for (const auto& t : rules.tiers) {
             if (manual && !requested.empty() && std::find(requested.begin(), requested.end(), t.name) == requested.end()) continue;
-            sel.tiers.push_back({t.name, manual ? "requested (manual run)" : "full matrix (scheduled run)",
+            const char* why = event == "bisect"   ? "bisection: only the failing tests"
+                              : manual            ? "requested (manual run)"
+                                                  : "full matrix (scheduled run)";
+            sel.tiers.push_back({t.name, why,
                                  t.kind == TierKind::from_rules ? all : t.tests});
         }
         if (sel.tiers.empty()) sel.reason = "none of the requested tiers is in the rules file";

@@ -160,6 +160,10 @@ Result<std::optional<RunDetail>> AdminReads::run_detail(std::int64_t id) {
                                    "AND f.context = o.context)");
         statuses->bind(1, id);
         while (statuses->step()) d.statuses.push_back(outbox_row(*statuses));
+        BisectionsRepo bisections(*m_db);
+        d.bisection = bisections.of_bad_run(id);
+        if (d.bisection) d.bisect_runs = bisections.runs(d.bisection->id);
+        if (auto of = bisections.bisection_of(id)) d.bisecting = bisections.load(*of);
         return d;
     });
 }

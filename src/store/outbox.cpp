@@ -38,7 +38,8 @@ std::vector<std::int64_t> OutboxRepo::take_dirty() {
 std::optional<StatusRun> OutboxRepo::status_run(std::int64_t run_id) {
     Scoped rs(m_db,
         "SELECT sha, state, coalesce(conclusion,''), coalesce(reason,''), event, coalesce(delivery_id,''), created_at, "
-        "coalesce(finished_at,'') FROM runs WHERE id = ?");
+        "coalesce(finished_at,''), coalesce((SELECT b.culprit FROM bisections b WHERE b.bad_run_id = runs.id), '') "
+        "FROM runs WHERE id = ?");
     rs->bind(1, run_id);
     if (!rs->step()) return std::nullopt;
     return StatusRun{run_id,
@@ -49,7 +50,8 @@ std::optional<StatusRun> OutboxRepo::status_run(std::int64_t run_id) {
                      vocab_column<RunEvent>(*rs, 4, "runs.event"),
                      rs->text(5),
                      rs->text(6),
-                     rs->text(7)};
+                     rs->text(7),
+                     rs->text(8)};
 }
 
 std::vector<StatusJob> OutboxRepo::latest_attempts(std::int64_t run_id) {

@@ -200,7 +200,7 @@ CREATE TABLE bisections (
   bad_run_id  INTEGER NOT NULL UNIQUE REFERENCES runs (id),
   tier        TEXT NOT NULL,
   tests       TEXT NOT NULL,              -- JSON: the failing test ids bisected
-  state       TEXT NOT NULL CHECK (state IN ('running','found','budget_spent','inconclusive','no_good','cancelled','failed')),
+  state       TEXT NOT NULL CHECK (state IN ('running','found','range','budget_spent','inconclusive','no_good','cancelled','failed')),
   reason      TEXT,
   good_run_id INTEGER REFERENCES runs (id),
   good_sha    TEXT,

@@ -1,8 +1,10 @@
 #pragma once
 // A backend CI script in miniature, for tests that run the real daemon: each line of
 // CRCR_TESTS_FILE names what to do (ok_*, fail_*, flaky_* failing on the first attempt only,
-// device_* printing a device-failure signature, crash, hang, stall, noisy), and JUnit is written
-// into CRCR_JUNIT_DIR. A rerun runs only the tests of CRCR_RERUN_FILE.
+// device_* printing a device-failure signature, crash, hang, stall, noisy, present_<file> failing
+// when the pinned checkout has <file>), and JUnit is written into CRCR_JUNIT_DIR. A rerun runs
+// only the tests of CRCR_RERUN_FILE. A first attempt given a CRCR_RERUN_FILE (a bisect run)
+// waits while the file named by $CI_HOLD exists.
 
 namespace crcrd {
 
@@ -15,6 +17,10 @@ if [ -n "${CRCR_RERUN_FILE:-}" ]; then
   sed 's/^ci:://' "$CRCR_RERUN_FILE" > rerun-tests.txt
   tests=rerun-tests.txt
 fi
+# A test holds a bisect run here to act while it runs (CI_HOLD, set in execution.env).
+if [ -n "${CRCR_RERUN_FILE:-}" ] && [ "$CRCR_ATTEMPT" = 1 ]; then
+  while [ -n "${CI_HOLD:-}" ] && [ -e "$CI_HOLD" ]; do sleep 0.05; done
+fi
 echo '<testsuite name="ci">' > "$out.part"
 status=0
 while IFS= read -r t; do
@@ -24,6 +30,9 @@ while IFS= read -r t; do
     flaky_*) if [ "$CRCR_ATTEMPT" = 1 ]; then
                echo "<testcase classname=\"ci\" name=\"$t\"><failure message=\"first try\">assert</failure></testcase>" >> "$out.part"; status=1
              else echo "<testcase classname=\"ci\" name=\"$t\"/>" >> "$out.part"; fi ;;
+    present_*) if [ -e "$CRCR_PYTORCH_DIR/${t#present_}" ]; then
+                 echo "<testcase classname=\"ci\" name=\"$t\"><failure message=\"${t#present_} is there\">assert</failure></testcase>" >> "$out.part"; status=1
+               else echo "<testcase classname=\"ci\" name=\"$t\"/>" >> "$out.part"; fi ;;
     device_*) echo "RAS::VFIO::DeviceOpenFail: cannot open /dev/vfio/0"; exit 1 ;;
     crash) echo "the runner crashed"; exit 3 ;;
     hang) echo hanging; exec sleep 3601.5 ;;

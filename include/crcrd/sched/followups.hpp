@@ -8,6 +8,9 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <map>
+#include <string>
+#include <utility>
 
 #include "crcrd/config/config.hpp"
 #include "crcrd/core/result.hpp"
@@ -25,8 +28,16 @@ struct FollowupContext {
     const config::BisectConfig& bisect;
 };
 
-/// Handles every pending followup once, oldest run first; returns how many it finished. One
-/// that fails (git unreachable) stays for the next pass and is logged.
-std::size_t handle_followups(const FollowupContext& ctx);
+/// The planner's thread's followups. One that fails (git unreachable) stays for the next pass
+/// and is logged; after k_followup_tries failures it is dropped with an error in the log.
+class Followups {
+public:
+    static constexpr int k_followup_tries = 5;
+    /// Handles every pending followup once, oldest run first; returns how many it finished.
+    std::size_t handle(const FollowupContext& ctx);
+
+private:
+    std::map<std::pair<std::int64_t, std::string>, int> m_failures;
+};
 
 }  // namespace crcrd::sched

@@ -11,6 +11,7 @@
 #include <mutex>
 #include <thread>
 
+#include "crcrd/sched/followups.hpp"
 #include "crcrd/sched/full_matrix.hpp"
 #include "crcrd/select/changed_paths.hpp"
 #include "crcrd/select/rules.hpp"
@@ -29,6 +30,7 @@ std::vector<store::PlannedJob> plan_jobs(const select::Selection& sel, const sel
 struct PlannerConfig {
     std::shared_ptr<const select::Rules> rules;
     select::SourceSettings sources;
+    config::BisectConfig bisect;
 };
 
 class Planner {
@@ -54,6 +56,9 @@ public:
     /// Plans every queued, unplanned run once, on the calling thread; returns how many.
     /// (The thread's body; public for tests.)
     std::size_t plan_pending();
+    /// Handles what finished runs left (bisection, the selection-miss audit) once, on the
+    /// calling thread; returns how many. (Public for tests.)
+    std::size_t follow_up();
 
 private:
     void loop();
@@ -67,6 +72,7 @@ private:
     bool m_pending = true;
     bool m_stopping = false;
     FullMatrixTrigger m_full_matrix;
+    Followups m_followups;
     std::function<void()> m_on_planned;
     std::thread m_thread;
 };

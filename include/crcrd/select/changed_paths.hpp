@@ -17,7 +17,7 @@ namespace crcrd::select {
 
 /// What a run knows about its commit.
 struct RunRef {
-    std::string event;  // pull_request | push | schedule | manual
+    std::string event;  // pull_request | push | schedule | manual | bisect
     std::string sha;
     std::optional<std::int64_t> pr;
     std::string ref;

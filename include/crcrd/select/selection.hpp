@@ -52,12 +52,12 @@ struct Selection {
 /// Paths listed per rule and unmatched in an explanation; counts are always complete.
 inline constexpr std::size_t k_listed = 100;
 
-/// Decides what a run of `event` ("pull_request", "push", "schedule", "manual") runs.
+/// Decides what a run of `event` ("pull_request", "push", "schedule", "manual", "bisect") runs.
 /// A schedule run gets every tier with every rule's tests. Otherwise: always tiers run
 /// (unless the change is documentation-only and docs_only is nothing); the from_rules tier
 /// runs the tests of the rules the paths matched, or of every rule when the source is
 /// unknown or (unmatched: all_rules) some path matched no rule; scheduled tiers do not run.
-/// `requested` (a manual run's tiers; empty: every tier) only matters for event "manual",
+/// `requested` (a manual or bisect run's tiers; empty: every tier) only matters for those events,
 /// which, like "schedule", runs whole tiers whatever changed.
 Selection decide(const Rules& rules, const ChangedPaths& changed, const std::string& event,
                  const std::vector<std::string>& requested = {});

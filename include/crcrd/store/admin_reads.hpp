@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "crcrd/core/result.hpp"
+#include "crcrd/store/bisections.hpp"
 #include "crcrd/store/fwd.hpp"
 
 namespace crcrd::store {
@@ -132,6 +133,9 @@ struct RunDetail {
     RunRow run;
     std::vector<JobRow> jobs;
     std::vector<OutboxRow> statuses;
+    std::optional<Bisection> bisection;      // of this run's regression (§5.2)
+    std::vector<BisectRun> bisect_runs;      // its runs
+    std::optional<Bisection> bisecting;      // the bisection this bisect run serves
 };
 
 /// Where a job's log is: `job_found` false when there is no such job, `path` empty while the

@@ -26,6 +26,7 @@ struct StatusRun {
     std::string reason;
     RunEvent event = RunEvent::push;
     std::string delivery_id, created_at, finished_at;
+    std::string culprit;  // a bisection of this run found it (§5.2); "" otherwise
 };
 
 /// The latest attempt of one tier; NULL columns read as "" (counts as "null").

@@ -126,6 +126,9 @@ TEST(Config, ErrorsNameTheKeyPath) {
         {"classify: {base_check: run}\n", "classify.base_check: 'run' (queueing a job on the merge base) is not built yet"},
         {"classify: {base_check: always}\n", "classify.base_check: 'always' is not one of lookup | off"},
         {"execution: {rerun: some}\n", "execution.rerun: 'some' is not one of failed_tests | tier"},
+        {"bisect: {refs: [\"main~1\"]}\n", "bisect.refs: 'main~1' is not a branch name"},
+        {"bisect: {max_runs: -1}\n", "bisect.max_runs"},
+        {"bisect: {budget: 3}\n", "bisect.budget: unknown key"},
         {"execution: {executor: k8s}\n", "execution.executor: 'k8s' is not one of local | slurm"},
         {"execution: {executor: slurm}\n", "execution.slurm: required when executor is slurm"},
         {"execution: {slurm: {partition: p, shared_root: /s, sbatch_args: [\"-p\", x, \"--time=5\"]}}\n",
@@ -138,6 +141,23 @@ TEST(Config, ErrorsNameTheKeyPath) {
         EXPECT_FALSE(l.config) << c.yaml_tail;
         EXPECT_TRUE(has_error(l, c.expect)) << "wanted '" << c.expect << "' in:\n" << all(l);
     }
+}
+
+TEST(Config, BisectAndALocalRemote) {
+    auto l = parse(std::string(k_minimal) + "bisect: {max_runs: 6, refs: [main, refs/heads/release]}\n"
+                                            "upstream: {mirror: m.git, remote: ../upstream}\n", "/etc/crcrd");
+    ASSERT_TRUE(l.config) << all(l);
+    EXPECT_EQ(l.config->bisect.max_runs, 6u);
+    EXPECT_EQ(l.config->bisect.refs, (std::vector<std::string>{"main", "refs/heads/release"}));
+    // A local remote is relative to the file's folder; a URL stays as it is.
+    EXPECT_EQ(l.config->upstream.remote, "/etc/upstream");
+    auto url = parse(std::string(k_minimal) + "upstream: {mirror: m.git, remote: \"https://github.com/pytorch/pytorch.git\"}\n", "/etc");
+    ASSERT_TRUE(url.config) << all(url);
+    EXPECT_EQ(url.config->upstream.remote, "https://github.com/pytorch/pytorch.git");
+    auto defaults = parse(k_minimal, "/etc");
+    ASSERT_TRUE(defaults.config);
+    EXPECT_EQ(defaults.config->bisect.max_runs, 0u);
+    EXPECT_EQ(defaults.config->bisect.refs, (std::vector<std::string>{"main"}));
 }
 
 TEST(Config, ServerLimits) {

@@ -36,7 +36,7 @@ TEST(Vocab, EveryNameRoundTripsAndUnknownTextIsRefused) {
     expect_round_trip<RunState>(4);
     expect_round_trip<JobState>(5);
     expect_round_trip<Conclusion>(8);
-    expect_round_trip<RunEvent>(4);
+    expect_round_trip<RunEvent>(5);
     expect_round_trip<Verdict>(6);
     expect_round_trip<Sink>(3);
     expect_round_trip<OutboxDelivery>(4);
@@ -61,7 +61,8 @@ TEST(Vocab, AdminListsAreTheOldOnes) {
     EXPECT_EQ(joined(names<RunState>()), "queued, running, completed, cancelled");
     EXPECT_EQ(joined(std::span(names<Conclusion>()).first(names<Conclusion>().size() - 1)),
               "passed, flaky, regression, infra_error, device_unavailable, timeout, cancelled");
-    EXPECT_EQ(joined(names<RunEvent>()), "pull_request, push, schedule, manual");
+    // bisect (§5.2) is new: it comes last.
+    EXPECT_EQ(joined(names<RunEvent>()), "pull_request, push, schedule, manual, bisect");
     EXPECT_EQ(joined(names<Verdict>()), "queued, duplicate, ignored, cancelled, pong, rejected");
     EXPECT_EQ(joined(names<OutboxDelivery>()), "waiting, sent, dead, coalesced");
     EXPECT_EQ(joined(names<Sink>()), "github, file, callback");

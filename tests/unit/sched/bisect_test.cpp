@@ -43,11 +43,11 @@ TEST(BisectTest, TheNextStepSplitsTheUnknownRangeOrNamesTheCulprit) {
         {"..GB...B", "found 3"},
         {"G.B....B", "test 1"},
         {"GGB", "found 2"},
-        {"...S...B", "test 4"},      // the middle skipped: its nearest unknown neighbour
+        {"...S...B", "test 2"},      // the middle skipped: its nearest unknown neighbour, the older
         {"GSSB", "exhausted"},       // nothing left that could split the range
         {"GSB", "exhausted"},
         {"G.SB", "test 1"},
-        {"..B.G..B", "test 1"},      // a good after the oldest bad does not move the range
+        {"..B.G..B", "test 0"},      // a good after the oldest bad does not move the range
         {"S", "found 0"},            // the bad commit's own mark does not matter
     };
     for (const auto& c : cases) EXPECT_EQ(step(c.marks), c.want) << c.marks;

@@ -1,0 +1,241 @@
+// Bisection of trunk regressions (CONTRACT.md §5.2) end to end: a real upstream repository of
+// 24 commits on main, a mirror the daemon keeps, pushes that pass and fail, and a test command
+// whose outcome depends on the pinned SHA (present_regressed fails once the culprit added the
+// file `regressed`) and honours CRCR_RERUN_FILE.
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "crcrd/core/crypto.hpp"
+#include "crcrd/core/files.hpp"
+#include "support/certs.hpp"
+#include "support/ci_script.hpp"
+#include "support/daemon.hpp"
+
+namespace crcrd {
+namespace {
+
+using nlohmann::json;
+
+/// main: 24 commits; from `culprit` on the tree has the file `regressed`.
+class History {
+public:
+    History(const std::filesystem::path& dir, std::size_t commits, std::size_t culprit) : m_dir(dir) {
+        git({"init", "--quiet", "-b", "main", m_dir.string()});
+        for (std::size_t i = 0; i < commits; ++i) {
+            write_file(m_dir / ("c" + std::to_string(i) + ".txt"), std::to_string(i) + "\n");
+            if (i == culprit) write_file(m_dir / "regressed", "since commit " + std::to_string(i) + "\n");
+            git({"-C", m_dir.string(), "add", "-A"});
+            git({"-C", m_dir.string(), "commit", "--quiet", "-m", "commit " + std::to_string(i)});
+            auto out = git({"-C", m_dir.string(), "rev-parse", "HEAD"});
+            m_shas.push_back(out.substr(0, 40));
+        }
+    }
+    const std::string& sha(std::size_t i) const { return m_shas.at(i); }
+    const std::filesystem::path& dir() const { return m_dir; }
+
+private:
+    std::string git(std::vector<std::string> args) {
+        args.insert(args.begin(), {"git", "-c", "user.name=test", "-c", "user.email=test@example.org"});
+        std::string out;
+        if (run_command(args, &out) != 0) throw std::runtime_error("git failed: " + out);
+        return out;
+    }
+    std::filesystem::path m_dir;
+    std::vector<std::string> m_shas;
+};
+
+class BisectTest : public ::testing::Test {
+protected:
+    static constexpr std::size_t k_commits = 24;
+    static constexpr std::size_t k_culprit = 13;
+
+    void start(std::uint32_t max_runs) {
+        std::string out;
+        if (run_command({"bwrap", "--ro-bind", "/", "/", "--unshare-pid", "--proc", "/proc", "true"}, &out) != 0) {
+            GTEST_SKIP() << "bubblewrap cannot create namespaces here: " << out;
+        }
+        history = std::make_unique<History>(dir.path() / "upstream", k_commits, k_culprit);
+        write_file(bin.path() / "ci.sh", k_ci_script, 0755);
+        std::filesystem::permissions(bin.path(), std::filesystem::perms(0755));
+        write_file(dir.path() / "selection.yaml",
+                   "tiers:\n"
+                   "  - {name: import, always: true, tests: [ok_import, present_regressed, ok_more]}\n"
+                   "  - {name: smoke, always: true, tests: [ok_smoke]}\n"
+                   "rules: []\n"
+                   "unmatched: nothing\n");
+        write_file(dir.path() / "ops.token", "ops-token\n", 0600);
+        daemon = std::make_unique<TestDaemon>(
+            dir.path(), "selection: {rules: selection.yaml}\n"
+                        "upstream: {mirror: state/pytorch.git, remote: " + history->dir().string() + "}\n"
+                        "runners:\n"
+                        "  - {name: sim-0, labels: [], health_check: [/bin/true]}\n"
+                        "execution:\n"
+                        "  command: [" + (bin.path() / "ci.sh").string() + "]\n"
+                        "  work_root: state/work\n"
+                        "  min_free_bytes: 1MiB\n"
+                        "  env: {CI_HOLD: " + hold().string() + "}\n"
+                        "bisect: {max_runs: " + std::to_string(max_runs) + ", refs: [main]}\n"
+                        "report: {file: state/statuses.jsonl, context_prefix: crcr/spyre}\n"
+                        "admin: {tokens: [{name: ops, role: admin, sha256: " + crypto::sha256_hex("ops-token") + "}]}\n");
+        daemon->start();
+    }
+    std::filesystem::path hold() const { return bin.path() / "hold"; }
+
+    std::int64_t push(std::size_t commit, const std::string& id) {
+        json j = json::parse(fixture_text("crcr/direct-pytorch-crcr.json"));
+        auto& cp = j["client_payload"];
+        cp.erase("pr_number");
+        cp["upstream_sha"] = history->sha(commit);
+        cp["ref"] = "refs/heads/main";
+        cp["changed_files"] = json::array({"c" + std::to_string(commit) + ".txt"});
+        auto r = daemon->post_standard(j.dump(), id);
+        EXPECT_EQ(r->status, 202) << r->body;
+        return json::parse(r->body)["run_id"].get<std::int64_t>();
+    }
+    std::string finished(std::int64_t run) {
+        std::string sql = "SELECT state || '/' || coalesce(conclusion, '') FROM runs WHERE id=" + std::to_string(run);
+        EXPECT_TRUE(eventually([&] { return daemon->text(sql).rfind("completed/", 0) == 0; }, std::chrono::seconds(60)))
+            << daemon->text(sql) << "\n" << daemon->log();
+        return daemon->text(sql);
+    }
+    /// The bisection of `run` once it ended (not running any more).
+    json bisection(std::int64_t run) {
+        json shown;
+        EXPECT_TRUE(eventually(
+            [&] {
+                shown = get("/api/v1/runs/" + std::to_string(run));
+                return shown.contains("bisect") && shown["bisect"]["state"] != "running";
+            },
+            std::chrono::seconds(120)))
+            << shown.dump(2) << "\n" << daemon->log();
+        return shown.value("bisect", json::object());
+    }
+    json get(const std::string& path) {
+        auto r = daemon->request("GET", path, {{"Authorization", "Bearer ops-token"}}, "");
+        EXPECT_TRUE(r);
+        return r ? json::parse(r->body, nullptr, false) : json();
+    }
+    std::string ctl(const std::vector<std::string>& args) {
+        std::vector<std::string> argv = {CRCRCTL_BIN, "--url", daemon->url(""), "--cacert", test_certs().ca.string(),
+                                         "--token-file", (dir.path() / "ops.token").string()};
+        argv.insert(argv.end(), args.begin(), args.end());
+        std::string out;
+        EXPECT_EQ(run_command(argv, &out), 0) << out;
+        return out;
+    }
+
+    TempDir dir;
+    TempDir bin;
+    std::unique_ptr<History> history;
+    std::unique_ptr<TestDaemon> daemon;
+};
+
+TEST_F(BisectTest, ATrunkRegressionIsBisectedToItsCulpritWithRunsOfOnlyTheFailingTest) {
+    start(8);
+    auto good = push(0, "b-good");
+    EXPECT_EQ(finished(good), "completed/passed");
+    auto bad = push(k_commits - 1, "b-bad");
+    EXPECT_EQ(finished(bad), "completed/regression");
+
+    auto b = bisection(bad);
+    EXPECT_EQ(b["state"], "found") << b.dump(2);
+    EXPECT_EQ(b["culprit"], history->sha(k_culprit));
+    EXPECT_EQ(b["good"], history->sha(0));
+    EXPECT_EQ(b["good_run_id"], good);
+    EXPECT_EQ(b["bad"], history->sha(k_commits - 1));
+    EXPECT_EQ(b["commits"], k_commits - 1);
+    EXPECT_EQ(b["tier"], "import");
+    EXPECT_EQ(b["tests"], json::array({"ci::present_regressed"}));
+    // 23 commits: at most ceil(log2 23) = 5 runs, each a normal run of event bisect on a commit
+    // of the range, judged by the failing test alone.
+    const auto& runs = b["runs"];
+    ASSERT_GE(runs.size(), 1u);
+    EXPECT_LE(runs.size(), 5u);
+    for (const auto& r : runs) {
+        auto id = std::to_string(r["run_id"].get<std::int64_t>());
+        EXPECT_EQ(daemon->text("SELECT event FROM runs WHERE id=" + id), "bisect");
+        EXPECT_EQ(r["state"], "completed");
+        std::size_t index = 0;
+        while (index < k_commits && history->sha(index) != r["sha"].get<std::string>()) ++index;
+        ASSERT_LT(index, k_commits) << r.dump();
+        EXPECT_EQ(r["verdict"], index >= k_culprit ? "bad" : "good") << r.dump();
+        // Only the bisected tier, and in it only the failing test (CRCR_RERUN_FILE).
+        EXPECT_EQ(daemon->text("SELECT group_concat(DISTINCT tier) FROM jobs WHERE run_id=" + id), "import");
+        EXPECT_EQ(daemon->text("SELECT group_concat(DISTINCT name) FROM test_results WHERE job_id IN "
+                               "(SELECT id FROM jobs WHERE attempt = 1 AND run_id=" + id + ")"),
+                  "ci::present_regressed");
+        // No status of its own.
+        EXPECT_EQ(daemon->scalar("SELECT count(*) FROM outbox WHERE run_id=" + id), 0);
+    }
+    // The bad run's aggregate status names the culprit.
+    EXPECT_TRUE(eventually([&] {
+        return daemon->text("SELECT description FROM outbox WHERE run_id=" + std::to_string(bad) +
+                            " AND context='crcr/spyre' ORDER BY id DESC LIMIT 1")
+                   .find("culprit " + history->sha(k_culprit).substr(0, 7)) != std::string::npos;
+    })) << daemon->text("SELECT group_concat(description, ' | ') FROM outbox WHERE run_id=" + std::to_string(bad));
+    EXPECT_EQ(daemon->text("SELECT state FROM outbox WHERE run_id=" + std::to_string(bad) +
+                           " AND context='crcr/spyre' ORDER BY id DESC LIMIT 1"),
+              "failure");
+    // crcrctl runs show prints it.
+    auto out = ctl({"runs", "show", std::to_string(bad)});
+    EXPECT_NE(out.find("bisection of import"), std::string::npos) << out;
+    EXPECT_NE(out.find("culprit " + history->sha(k_culprit)), std::string::npos) << out;
+    EXPECT_NE(out.find("VERDICT"), std::string::npos) << out;
+}
+
+TEST_F(BisectTest, WithASmallBudgetTheBisectionStopsAndNamesTheRangeLeft) {
+    start(2);
+    EXPECT_EQ(finished(push(0, "s-good")), "completed/passed");
+    auto bad = push(k_commits - 1, "s-bad");
+    EXPECT_EQ(finished(bad), "completed/regression");
+    auto b = bisection(bad);
+    EXPECT_EQ(b["state"], "budget_spent") << b.dump(2);
+    EXPECT_TRUE(b["culprit"].is_null());
+    EXPECT_EQ(b["runs"].size(), 2u);
+    // 23 suspects, halved twice: 6 are left, and the range still holds the culprit.
+    EXPECT_NE(b["reason"].get<std::string>().find("one of 6 commits"), std::string::npos) << b.dump(2);
+}
+
+TEST_F(BisectTest, WithoutABudgetOnlyTheRangeIsReported) {
+    start(0);
+    EXPECT_EQ(finished(push(0, "r-good")), "completed/passed");
+    auto bad = push(k_commits - 1, "r-bad");
+    EXPECT_EQ(finished(bad), "completed/regression");
+    auto b = bisection(bad);
+    EXPECT_EQ(b["state"], "range") << b.dump(2);
+    EXPECT_EQ(b["commits"], k_commits - 1);
+    EXPECT_TRUE(b["runs"].empty());
+    EXPECT_EQ(daemon->scalar("SELECT count(*) FROM runs WHERE event='bisect'"), 0);
+}
+
+TEST_F(BisectTest, ARegressionWithNoEarlierPassHasNoRange) {
+    start(8);
+    auto bad = push(k_commits - 1, "n-bad");
+    EXPECT_EQ(finished(bad), "completed/regression");
+    auto b = bisection(bad);
+    EXPECT_EQ(b["state"], "no_good") << b.dump(2);
+    EXPECT_TRUE(b["good"].is_null());
+}
+
+TEST_F(BisectTest, CancellingABisectRunEndsTheBisection) {
+    start(8);
+    // The bisect runs' command waits while the hold file is there.
+    write_file(hold(), "");
+    EXPECT_EQ(finished(push(0, "c-good")), "completed/passed");
+    auto bad = push(k_commits - 1, "c-bad");
+    EXPECT_EQ(finished(bad), "completed/regression");
+    std::string running;
+    ASSERT_TRUE(eventually([&] {
+        running = daemon->text("SELECT coalesce(max(id), '') FROM runs WHERE event='bisect' AND state='running'");
+        return !running.empty();
+    }, std::chrono::seconds(60))) << daemon->log();
+    ctl({"runs", "cancel", running});
+    std::filesystem::remove(hold());
+    auto b = bisection(bad);
+    EXPECT_EQ(b["state"], "cancelled") << b.dump(2);
+    EXPECT_EQ(b["runs"].size(), 1u);
+    EXPECT_EQ(daemon->scalar("SELECT count(*) FROM runs WHERE event='bisect'"), 1);
+}
+
+}  // namespace
+}  // namespace crcrd
