@@ -56,6 +56,7 @@ const std::vector<Route>& routes() {
         {"POST", std::regex(R"(^/api/v1/outbox/([0-9]{1,18})/retry$)"), true, retry_outbox_route},
         {"GET", std::regex(R"(^/api/v1/recovery$)"), false, list_recovery_route},
         {"POST", std::regex(R"(^/api/v1/recovery/run$)"), true, run_recovery_route},
+        {"GET", std::regex(R"(^/api/v1/selection-misses$)"), false, list_selection_misses_route},
     };
     return k;
 }

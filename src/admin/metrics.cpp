@@ -72,6 +72,10 @@ Result<std::string> metrics_text(const std::filesystem::path& path, std::size_t 
     out << "# HELP crcrd_outbox_oldest_waiting_seconds Age of the oldest status not delivered yet (0: none).\n"
            "# TYPE crcrd_outbox_oldest_waiting_seconds gauge\ncrcrd_outbox_oldest_waiting_seconds "
         << oldest << "\n";
+    out << "# HELP crcrd_selection_misses_total Failures of a scheduled run that no PR or push run of the commits "
+           "since the previous one selected (CONTRACT.md §5.3).\n# TYPE crcrd_selection_misses_total counter\n"
+           "crcrd_selection_misses_total "
+        << m.selection_misses << "\n";
     out << "# HELP crcrd_writer_pending Writes queued for the database.\n# TYPE crcrd_writer_pending gauge\n"
            "crcrd_writer_pending "
         << writer_pending << "\n";

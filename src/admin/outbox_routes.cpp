@@ -1,4 +1,5 @@
-// /api/v1/deliveries, /api/v1/outbox[/{id}/retry], /api/v1/recovery[/run] (CONTRACT.md §7, §1.6).
+// /api/v1/deliveries, /api/v1/outbox[/{id}/retry], /api/v1/recovery[/run], /api/v1/selection-misses
+// (CONTRACT.md §7, §1.6, §5.3).
 #include <spdlog/spdlog.h>
 
 #include <limits>
@@ -41,6 +42,22 @@ asio::awaitable<Reply> list_outbox_route(Context& ctx, Call& call) {
     if (!page) co_return page.error();
     f.page = *page;
     auto query = on_workers(ctx.workers, [db = ctx.db_path, f] { return list_outbox(db, f); });
+    co_return json_reply(co_await std::move(query));
+}
+
+asio::awaitable<Reply> list_selection_misses_route(Context& ctx, Call& call) {
+    SelectionMissFilter f;
+    auto run_id = int_param(call.req, "run_id", 1, std::numeric_limits<std::int64_t>::max());
+    if (!run_id) co_return run_id.error();
+    f.run_id = *run_id;
+    f.test = call.req.query_param("test");
+    if (f.test && (f.test->empty() || f.test->size() > 1000)) {
+        co_return make_error("bad_request", "test must be a test id of 1 to 1000 characters");
+    }
+    auto page = page_of(call.req);
+    if (!page) co_return page.error();
+    f.page = *page;
+    auto query = on_workers(ctx.workers, [db = ctx.db_path, f] { return list_selection_misses(db, f); });
     co_return json_reply(co_await std::move(query));
 }
 

@@ -247,6 +247,17 @@ Result<json> list_slots(const std::filesystem::path& path) {
     return items;
 }
 
+Result<json> list_selection_misses(const std::filesystem::path& path, const SelectionMissFilter& f) {
+    auto db = store::AdminReads::for_this_thread(path);
+    if (!db) return db.error();
+    return paged(db->selection_misses(f), f.page.limit, [](const store::SelectionMissRow& m) -> json {
+        json commits = json::parse(m.commits_json, nullptr, false);
+        if (!commits.is_array()) commits = json::array();
+        return {{"id", m.id},     {"run_id", m.run_id},   {"previous_run_id", m.previous_run_id}, {"tier", m.tier},
+                {"test", m.test}, {"commits", commits}, {"created_at", m.created_at}};
+    });
+}
+
 Result<json> list_recovery(const std::filesystem::path& path, int limit) {
     auto db = store::AdminReads::for_this_thread(path);
     if (!db) return db.error();

@@ -101,5 +101,6 @@ boost::asio::awaitable<Reply> list_outbox_route(Context&, Call&);
 boost::asio::awaitable<Reply> retry_outbox_route(Context&, Call&);     // {id}, admin
 boost::asio::awaitable<Reply> list_recovery_route(Context&, Call&);
 boost::asio::awaitable<Reply> run_recovery_route(Context&, Call&);     // admin
+boost::asio::awaitable<Reply> list_selection_misses_route(Context&, Call&);
 
 }  // namespace crcrd::admin

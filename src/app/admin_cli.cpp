@@ -221,6 +221,30 @@ void print_passes(std::ostream& o, const json& page) {
     o << "watermark: " << text(page, "watermark") << "\n";
 }
 
+/// Selection misses (CONTRACT.md §5.3): the test, and of the commits in between how many, the
+/// rules their paths matched and the first few SHAs.
+void print_misses(std::ostream& o, const json& page) {
+    std::vector<std::vector<std::string>> rows;
+    for (const auto& m : page["items"]) {
+        const json& commits = m.value("commits", json::array());
+        std::set<std::string> rules;
+        std::string shas;
+        std::size_t shown = 0;
+        for (const auto& c : commits) {
+            for (const auto& r : c.value("rules", json::array()))
+                if (r.is_string()) rules.insert(r.get<std::string>());
+            if (shown++ < 3) shas += (shas.empty() ? "" : " ") + text(c, "sha").substr(0, 9);
+        }
+        if (commits.size() > 3) shas += " ...";
+        std::string matched;
+        for (const auto& r : rules) matched += (matched.empty() ? "" : ",") + r;
+        rows.push_back({text(m, "id"), text(m, "run_id"), text(m, "test"), text(m, "tier"), std::to_string(commits.size()),
+                        matched.empty() ? "-" : matched, shas.empty() ? "-" : shas});
+    }
+    table(o, {"ID", "RUN", "TEST", "TIER", "COMMITS", "RULES MATCHED", "FIRST COMMITS"}, rows);
+    print_cursor(o, page);
+}
+
 /// `crcrctl recover`: starts a pass and waits (up to 2 minutes) for it to be recorded.
 int recover(const std::vector<std::string>& args, const AdminCliOptions& opts, std::ostream& out, std::ostream& err) {
     bool list = false, as_json = false;
@@ -270,7 +294,7 @@ int recover(const std::vector<std::string>& args, const AdminCliOptions& opts, s
 
 bool is_admin_command(const std::string& group) {
     return group == "runs" || group == "jobs" || group == "runners" || group == "deliveries" || group == "outbox" ||
-           group == "recover";
+           group == "recover" || group == "misses";
 }
 
 const char* admin_usage() {
@@ -283,6 +307,8 @@ const char* admin_usage() {
            "  deliveries list [--verdict V] [--limit N] [--cursor C] [--json]\n"
            "  outbox list [--state waiting|sent|dead|coalesced] [--sink S] [--run ID] [--limit N] [--cursor C] [--json]\n"
            "  outbox retry ID\n"
+           "  misses [--run ID] [--test NAME] [--limit N] [--cursor C] [--json]\n"
+           "                              scheduled-run failures no PR or push run selected\n"
            "  recover [--list] [--json]   a missed-delivery recovery pass now, printed when it ended\n"
            "                              (--list: the last passes)\n"
            "       admin commands take [--url URL] [--token-file F] [--cacert F] before the command\n";
@@ -291,9 +317,27 @@ const char* admin_usage() {
 int admin_command(const std::string& group, const std::vector<std::string>& args, const AdminCliOptions& opts,
                   std::ostream& out, std::ostream& err) {
     const std::set<std::string> valued = {"state", "conclusion", "sha", "pr", "event", "since", "until", "limit",
-                                          "cursor", "verdict", "sink", "run", "tail"};
+                                          "cursor", "verdict", "sink", "run", "tail", "test"};
     if (group == "recover") return recover(args, opts, out, err);
     auto p = parse(args, valued, err);
+    if (group == "misses" && p && p->words.empty() && p->tiers.empty()) {
+        // A listing without an action word, like `recover`.
+        const std::set<std::string> known = {"limit", "cursor", "run", "test"};
+        for (const auto& [name, value] : p->options) {
+            if (!known.count(name)) {
+                err << "crcrctl misses: unexpected option '--" << name << "'\nusage:\n" << admin_usage();
+                return 2;
+            }
+        }
+        Client client(opts, err);
+        auto body = client.call("GET", "/api/v1/selection-misses" +
+                                           query(*p, {{"limit", "limit"}, {"cursor", "cursor"}, {"run", "run_id"}, {"test", "test"}}));
+        if (!body) return client.failed();
+        auto j = json::parse(*body, nullptr, false);
+        if (p->json) out << j.dump(2) << "\n";
+        else print_misses(out, j);
+        return 0;
+    }
     if (!p || p->words.empty()) {
         if (p) err << "crcrctl " << group << ": which action?\n";
         err << "usage:\n" << admin_usage();

@@ -44,6 +44,8 @@ Result<MetricsCounts> read_metrics(const std::filesystem::path& path) {
             "SELECT sink, count(*) FROM outbox WHERE delivery = 'waiting' AND http_status IN (401, 403) GROUP BY sink");
         Scoped st(db, "SELECT min(created_at) FROM outbox WHERE delivery = 'waiting'");
         if (st->step()) m.oldest_waiting_created_at = st->opt_text(0);
+        Scoped misses(db, "SELECT count(*) FROM selection_misses");
+        if (misses->step()) m.selection_misses = misses->int64(0);
         return m;
     });
 }

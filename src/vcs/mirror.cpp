@@ -1,5 +1,8 @@
 #include "crcrd/vcs/mirror.hpp"
 
+#include <algorithm>
+#include <sstream>
+
 #include "crcrd/core/files.hpp"
 
 namespace crcrd::vcs {
@@ -126,6 +129,41 @@ Result<std::vector<std::string>> changed_paths(const config::UpstreamConfig& up,
     auto diff = git(up, {"diff", "--name-only", "-z", "--no-renames", merge_base, sha});
     if (!diff) return diff.error();
     return lines_z(diff->out);
+}
+
+Result<std::vector<FirstParentCommit>> first_parent_commits(const config::UpstreamConfig& up, const std::string& from,
+                                                            const std::string& to, std::size_t max) {
+    auto r = git(up, {"rev-list", "--first-parent", "--parents", "--max-count=" + std::to_string(max), from + ".." + to});
+    if (!r) return r.error();
+    std::vector<FirstParentCommit> out;
+    std::istringstream lines(r->out);
+    for (std::string line; std::getline(lines, line);) {
+        if (line.empty()) continue;
+        std::istringstream words(line);
+        FirstParentCommit c;
+        words >> c.sha >> c.parent;  // later parents (a merge's) are not needed
+        out.push_back(std::move(c));
+    }
+    std::reverse(out.begin(), out.end());  // rev-list lists newest first
+    return out;
+}
+
+Result<CommitMessage> commit_message(const config::UpstreamConfig& up, const std::string& sha) {
+    auto r = git(up, {"show", "--no-patch", "--format=%s%x00%B", sha});
+    if (!r) return r.error();
+    std::string out = std::move(r->out);
+    while (!out.empty() && out.back() == '\n') out.pop_back();
+    const auto nul = out.find('\0');
+    if (nul == std::string::npos) return CommitMessage{out, out};
+    return CommitMessage{out.substr(0, nul), out.substr(nul + 1)};
+}
+
+Result<std::vector<std::string>> commit_paths(const config::UpstreamConfig& up, const std::string& sha,
+                                              const std::string& parent) {
+    auto r = parent.empty() ? git(up, {"diff-tree", "--root", "-r", "--name-only", "--no-commit-id", "-z", sha})
+                            : git(up, {"diff", "--name-only", "--no-renames", "-z", parent, sha});
+    if (!r) return r.error();
+    return lines_z(r->out);
 }
 
 }  // namespace crcrd::vcs

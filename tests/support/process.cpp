@@ -111,6 +111,14 @@ int run_command(const std::vector<std::string>& argv, std::string* output, const
     return decode(status);
 }
 
+std::string run_test_git(std::vector<std::string> args) {
+    args.insert(args.begin(), {"git", "-c", "user.name=test", "-c", "user.email=test@example.org"});
+    std::string out;
+    if (run_command(args, &out) != 0) throw std::runtime_error("git failed: " + out);
+    while (!out.empty() && (out.back() == '\n' || out.back() == '\r' || out.back() == ' ')) out.pop_back();
+    return out;
+}
+
 bool eventually(const std::function<bool()>& cond, std::chrono::milliseconds timeout) {
     auto until = std::chrono::steady_clock::now() + timeout;
     for (;;) {

@@ -38,6 +38,10 @@ private:
 int run_command(const std::vector<std::string>& argv, std::string* output = nullptr,
                 const std::string& stdin_text = "");
 
+/// Runs git with a test identity (user.name, user.email) and `args`; its output (stdout and
+/// stderr), trimmed. Throws std::runtime_error with that output when git fails.
+std::string run_test_git(std::vector<std::string> args);
+
 /// Polls `cond` until it is true or `timeout` passes; returns the last value.
 bool eventually(const std::function<bool()>& cond, std::chrono::milliseconds timeout = std::chrono::seconds(20));
 

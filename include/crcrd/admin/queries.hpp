@@ -50,6 +50,13 @@ Result<nlohmann::json> list_tests(const std::filesystem::path& db, std::int64_t 
 /// The slots as stored: name, state (drained shown for an idle drained slot), job, last health.
 Result<nlohmann::json> list_slots(const std::filesystem::path& db);
 
+/// The filters of GET /api/v1/selection-misses.
+using SelectionMissFilter = store::SelectionMissQuery;
+
+/// {"items":[{id, run_id, previous_run_id, tier, test, commits, created_at}],"next_cursor":...},
+/// newest first (CONTRACT.md §5.3).
+Result<nlohmann::json> list_selection_misses(const std::filesystem::path& db, const SelectionMissFilter& f);
+
 /// Opaque cursors: the id to continue below.
 std::string make_cursor(std::int64_t last_id);
 std::optional<std::int64_t> parse_cursor(const std::string& cursor);

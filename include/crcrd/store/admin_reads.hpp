@@ -37,6 +37,19 @@ struct OutboxQuery {
     Page page;
 };
 
+/// Filters of the selection-miss list (CONTRACT.md §5.3).
+struct SelectionMissQuery {
+    std::optional<std::int64_t> run_id;
+    std::optional<std::string> test;
+    Page page;
+};
+
+/// A row of `selection_misses`, `commits_json` as stored.
+struct SelectionMissRow {
+    std::int64_t id = 0, run_id = 0, previous_run_id = 0;
+    std::string tier, test, commits_json, created_at;
+};
+
 /// A row of `runs` as the admin API shows it.
 struct RunRow {
     std::int64_t id = 0;
@@ -164,6 +177,8 @@ public:
     Result<std::vector<RecoveryPassItem>> recovery_passes(int limit);
     /// The recovery watermark; empty when none was ever stored.
     Result<std::optional<std::string>> recovery_watermark();
+    /// Selection misses matching `q`, newest (highest id) first (in selection_misses.cpp).
+    Result<std::vector<SelectionMissRow>> selection_misses(const SelectionMissQuery& q);
 
 private:
     explicit AdminReads(Db& db) : m_db(&db) {}

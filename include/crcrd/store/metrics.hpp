@@ -28,6 +28,7 @@ struct MetricsCounts {
     std::vector<LabelledCount> outbox_by_sink_delivery;     // sink, delivery
     std::vector<LabelledCount> outbox_credentials_rejected; // sink: waiting rows last answered 401 or 403
     std::optional<std::string> oldest_waiting_created_at;   // of the outbox rows still waiting
+    std::int64_t selection_misses = 0;  // rows of selection_misses (never deleted: a counter)
 };
 
 /// Reads every count on a read-only connection opened for this call (each family its own

@@ -45,4 +45,26 @@ Result<std::string> newest_sha(const config::UpstreamConfig& up, const std::stri
 Result<std::vector<std::string>> changed_paths(const config::UpstreamConfig& up, const std::string& base,
                                                const std::string& sha);
 
+/// A commit of a first-parent line and its first parent ("" for a root commit).
+struct FirstParentCommit {
+    std::string sha, parent;
+};
+
+/// The first-parent commits after `from` up to `to` (`git rev-list --first-parent from..to`),
+/// oldest first; at most `max`, the newest ones. Both must be in the mirror (see fetch).
+Result<std::vector<FirstParentCommit>> first_parent_commits(const config::UpstreamConfig& up, const std::string& from,
+                                                            const std::string& to, std::size_t max);
+
+/// A commit's message: its subject (the first paragraph on one line, as `%s`) and the whole
+/// text, trailing newlines removed.
+struct CommitMessage {
+    std::string subject, body;
+};
+Result<CommitMessage> commit_message(const config::UpstreamConfig& up, const std::string& sha);
+
+/// The paths commit `sha` changed against `parent` (`git diff --name-only`, renames as a
+/// deletion and an addition), or every file of a root commit when `parent` is "".
+Result<std::vector<std::string>> commit_paths(const config::UpstreamConfig& up, const std::string& sha,
+                                              const std::string& parent);
+
 }  // namespace crcrd::vcs

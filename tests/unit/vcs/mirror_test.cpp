@@ -70,5 +70,44 @@ TEST_F(MirrorTest, ChangedPathsFromAShaOrABranch) {
     EXPECT_NE(missing.error().message.find("upstream.remote is not set"), std::string::npos) << missing.error().message;
 }
 
+TEST_F(MirrorTest, FirstParentCommitsWithTheirMessagesAndPaths) {
+    // main: one, then the PR merged with a merge commit, then a direct commit.
+    run_git({"-C", up.string(), "checkout", "--quiet", "main"});
+    run_git({"-C", up.string(), "merge", "--quiet", "--no-ff", "-m", "Merge the PR (#5)\n\nPull Request resolved: x", "pr"});
+    const auto merge = run_git({"-C", up.string(), "rev-parse", "HEAD"});
+    write_file(up / "torch" / "b.py", "b\n");
+    run_git({"-C", up.string(), "add", "-A"});
+    run_git({"-C", up.string(), "commit", "--quiet", "-m", "three"});
+    const auto tip = run_git({"-C", up.string(), "rev-parse", "HEAD"});
+    ASSERT_TRUE(ensure_mirror(upstream));
+    ASSERT_TRUE(fetch(upstream, {base, tip}));
+
+    auto commits = first_parent_commits(upstream, base, tip, 10);
+    ASSERT_TRUE(commits) << commits.error().message;
+    ASSERT_EQ(commits->size(), 2u);  // the PR's own commit "two" is not on the first-parent line
+    EXPECT_EQ((*commits)[0].sha, merge);
+    EXPECT_EQ((*commits)[0].parent, base);
+    EXPECT_EQ((*commits)[1].sha, tip);
+    EXPECT_EQ((*commits)[1].parent, merge);
+    auto newest = first_parent_commits(upstream, base, tip, 1);
+    ASSERT_TRUE(newest);
+    ASSERT_EQ(newest->size(), 1u);
+    EXPECT_EQ(newest->front().sha, tip);
+    EXPECT_TRUE(first_parent_commits(upstream, tip, tip, 10)->empty());
+    auto bad = first_parent_commits(upstream, "no-such-rev", tip, 10);
+    ASSERT_FALSE(bad);
+    EXPECT_EQ(bad.error().code, "git");
+
+    auto msg = commit_message(upstream, merge);
+    ASSERT_TRUE(msg) << msg.error().message;
+    EXPECT_EQ(msg->subject, "Merge the PR (#5)");
+    EXPECT_EQ(msg->body, "Merge the PR (#5)\n\nPull Request resolved: x");
+
+    // A merge against its first parent: what the PR brought; a root commit: its files.
+    EXPECT_EQ(commit_paths(upstream, merge, base).value(), (std::vector<std::string>{"docs/b.md", "docs/c.md", "torch/a.py"}));
+    EXPECT_EQ(commit_paths(upstream, tip, merge).value(), (std::vector<std::string>{"torch/b.py"}));
+    EXPECT_EQ(commit_paths(upstream, base, "").value(), (std::vector<std::string>{"docs/b.md", "torch/a.py"}));
+}
+
 }  // namespace
 }  // namespace crcrd::vcs
