@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "crcrd/core/time.hpp"
+#include "crcrd/sched/audit.hpp"
 #include "crcrd/sched/bisect.hpp"
 #include "crcrd/store/bisections.hpp"
 #include "crcrd/vcs/mirror.hpp"
@@ -38,17 +39,11 @@ Result<std::vector<std::string>> first_parent_range(const config::UpstreamConfig
     if (!vcs::git(up, {"merge-base", "--is-ancestor", good, bad})) {
         return make_error("git", short_sha(good) + " is not an ancestor of " + short_sha(bad) + " (was the branch rewritten?)");
     }
-    auto r = vcs::git(up, {"rev-list", "--first-parent", "--reverse", good + ".." + bad});
+    // One more than the bound: a range that wide is refused, not cut.
+    auto r = vcs::first_parent_commits(up, good, bad, k_max_commits + 1);
     if (!r) return r.error();
     std::vector<std::string> out;
-    std::size_t start = 0;
-    const std::string& text = r->out;
-    while (start < text.size()) {
-        auto end = text.find('\n', start);
-        if (end == std::string::npos) end = text.size();
-        if (end > start) out.push_back(text.substr(start, end - start));
-        start = end + 1;
-    }
+    for (auto& c : *r) out.push_back(std::move(c.sha));
     if (out.empty() || out.back() != bad) return make_error("git", short_sha(bad) + " is not on the first-parent line after " + short_sha(good));
     return out;
 }
@@ -153,8 +148,7 @@ Status start_bisection(const FollowupContext& ctx, const store::Followup& f) {
             nb.reason = commits.error().message;
         } else if (commits->size() > k_max_commits) {
             nb.state = "failed";
-            nb.reason = "the range has " + std::to_string(commits->size()) + " commits, more than " +
-                        std::to_string(k_max_commits);
+            nb.reason = "the range has more than " + std::to_string(k_max_commits) + " commits";
         } else {
             nb.commits = std::move(*commits);
         }
@@ -209,7 +203,12 @@ std::size_t Followups::handle(const FollowupContext& ctx) {
         try {
             if (f.kind == "bisect") r = start_bisection(ctx, f);
             else if (f.kind == "bisect_step") r = step_bisection(ctx, f);
-            else continue;
+            else if (f.kind == "audit") {
+                r = audit_scheduled_run(ctx, f.run_id);
+                if (r) r = ctx.writer.run_sync([&](store::Db& db) { store::BisectionsRepo(db).done(f); });
+            } else {
+                continue;
+            }
         } catch (const std::exception& e) {
             r = make_error("internal", e.what());
         }

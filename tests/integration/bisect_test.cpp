@@ -20,26 +20,19 @@ using nlohmann::json;
 class History {
 public:
     History(const std::filesystem::path& dir, std::size_t commits, std::size_t culprit) : m_dir(dir) {
-        git({"init", "--quiet", "-b", "main", m_dir.string()});
+        run_test_git({"init", "--quiet", "-b", "main", m_dir.string()});
         for (std::size_t i = 0; i < commits; ++i) {
             write_file(m_dir / ("c" + std::to_string(i) + ".txt"), std::to_string(i) + "\n");
             if (i == culprit) write_file(m_dir / "regressed", "since commit " + std::to_string(i) + "\n");
-            git({"-C", m_dir.string(), "add", "-A"});
-            git({"-C", m_dir.string(), "commit", "--quiet", "-m", "commit " + std::to_string(i)});
-            auto out = git({"-C", m_dir.string(), "rev-parse", "HEAD"});
-            m_shas.push_back(out.substr(0, 40));
+            run_test_git({"-C", m_dir.string(), "add", "-A"});
+            run_test_git({"-C", m_dir.string(), "commit", "--quiet", "-m", "commit " + std::to_string(i)});
+            m_shas.push_back(run_test_git({"-C", m_dir.string(), "rev-parse", "HEAD"}));
         }
     }
     const std::string& sha(std::size_t i) const { return m_shas.at(i); }
     const std::filesystem::path& dir() const { return m_dir; }
 
 private:
-    std::string git(std::vector<std::string> args) {
-        args.insert(args.begin(), {"git", "-c", "user.name=test", "-c", "user.email=test@example.org"});
-        std::string out;
-        if (run_command(args, &out) != 0) throw std::runtime_error("git failed: " + out);
-        return out;
-    }
     std::filesystem::path m_dir;
     std::vector<std::string> m_shas;
 };

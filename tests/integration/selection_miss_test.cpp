@@ -146,10 +146,8 @@ private:
     std::filesystem::path m_dir;
 };
 
-// NEEDS the planner thread's followups (src/sched/followups.cpp, the lead's) to call
-// sched::audit_scheduled_run for each 'audit' followup: until that is merged nothing consumes
-// the followup and no miss appears. Enable it then (remove DISABLED_).
-TEST(SelectionMisses, DISABLED_AScheduledFailureThatNoPrOrPushRunSelectedIsRecorded) {
+// Through the planner thread's followups: a scheduled run that ended regression is audited.
+TEST(SelectionMisses, AScheduledFailureThatNoPrOrPushRunSelectedIsRecorded) {
     TempDir dir;
     Upstream upstream(dir.path() / "upstream");
     // The full tier's test fails once `broken` exists: the change that broke it is c1, which

@@ -37,6 +37,9 @@ Process::Process(const std::vector<std::string>& argv, const std::filesystem::pa
         ::dup2(fd, 2);
         int devnull = ::open("/dev/null", O_RDONLY);
         ::dup2(devnull, 0);
+        // Nothing else of the test process: a daemon it starts (munged) would otherwise keep
+        // an inherited descriptor, such as a lock a test runner holds, open for good.
+        ::close_range(3, ~0U, 0);
         for (const auto& e : env) ::putenv(const_cast<char*>(e.c_str()));
         ::execvp(args[0], args.data());
         ::_exit(127);
@@ -85,6 +88,7 @@ int run_command(const std::vector<std::string>& argv, std::string* output, const
         ::dup2(in_pipe[0], 0);
         ::dup2(out_pipe[1], 1);
         ::dup2(out_pipe[1], 2);
+        ::close_range(3, ~0U, 0);
         ::execvp(args[0], args.data());
         ::_exit(127);
     }
