@@ -413,10 +413,15 @@ void Dispatcher::dispatch_once() {
                 started.push_back(std::move(job));
             } else if (now - parse_rfc3339(jobs.waiting_since(id)).value_or(now) > cfg.device_wait) {
                 std::string labels = json(job.labels).dump();
-                finish_job(db, id, Conclusion::device_unavailable,
-                           "no healthy runner slot with labels " + labels + " within " +
-                               std::to_string(std::chrono::duration_cast<std::chrono::seconds>(cfg.device_wait).count()) +
-                               "s");
+                const std::string why =
+                    "no healthy runner slot with labels " + labels + " within " +
+                    std::to_string(std::chrono::duration_cast<std::chrono::seconds>(cfg.device_wait).count()) + "s";
+                // A base check without a device gives no verdict: the PR's failures stand.
+                if (auto checked = jobs.base_check_tests(id); !checked.empty()) {
+                    end_base_check(db, job, Conclusion::device_unavailable, why, std::nullopt, checked);
+                } else {
+                    finish_job(db, id, Conclusion::device_unavailable, why);
+                }
             }
         }
         // Jobs cancelled meanwhile (superseded, PR closed, operator) whose process still runs.

@@ -56,8 +56,9 @@ std::vector<Mark> marks_of(const store::Bisection& b, const std::vector<store::B
         auto it = std::find(b.commits.begin(), b.commits.end(), r.sha);
         if (it == b.commits.end()) continue;
         auto& m = marks[static_cast<std::size_t>(it - b.commits.begin())];
-        if (r.state == RunState::completed && r.conclusion) m = mark_of(*r.conclusion);
-        else if (r.state == RunState::cancelled) m = Mark::skip;
+        // A run that had nothing to run (its tier left the rules file) says nothing.
+        if (r.state == RunState::completed && r.conclusion && r.had_jobs) m = mark_of(*r.conclusion);
+        else if (!is_open(r.state)) m = Mark::skip;
     }
     return marks;
 }
@@ -113,16 +114,21 @@ void advance(store::BisectionsRepo& repo, const store::Bisection& b, const std::
     spdlog::info("bisection {} of run {}: run_id={} on {} ({} suspects)", b.id, b.bad_run_id, id, sha, range.suspects());
 }
 
-/// A trunk run that ended a regression: its range, then the first bisect run (§5.2).
-Status start_bisection(const FollowupContext& ctx, const store::Followup& f) {
+/// A trunk run that ended a regression: its range, then the first bisect run (§5.2). A git
+/// failure is retried (an error) until `last_try`, when the bisection ends `failed`. While
+/// another bisection of the tier on the ref runs, only the range is reported: a branch that
+/// stays broken over many pushes is bisected once, not once per push.
+Status start_bisection(const FollowupContext& ctx, const store::Followup& f, bool last_try) {
     std::optional<store::BisectSource> bad;
     std::optional<std::pair<std::int64_t, std::string>> good;
+    std::optional<std::pair<std::int64_t, std::int64_t>> busy;
     bool seen = false;
     auto read = ctx.writer.run_sync([&](store::Db& db) {
         store::BisectionsRepo repo(db);
         seen = repo.of_bad_run(f.run_id).has_value();
         bad = repo.source(f.run_id);
         if (bad) good = repo.good_run(*bad);
+        if (bad) busy = repo.running_on(bad->ref, bad->tier);
     });
     if (!read) return read;
     auto drop = [&] { return ctx.writer.run_sync([&](store::Db& db) { store::BisectionsRepo(db).done(f); }); };
@@ -144,6 +150,7 @@ Status start_bisection(const FollowupContext& ctx, const store::Followup& f) {
             nb.state = "inconclusive";
             nb.reason = "the same commit passed in run " + std::to_string(good->first) + ": the failure may be flaky";
         } else if (auto commits = first_parent_range(ctx.sources.upstream, good->second, bad->sha); !commits) {
+            if (!last_try) return commits.error();
             nb.state = "failed";
             nb.reason = commits.error().message;
         } else if (commits->size() > k_max_commits) {
@@ -151,6 +158,13 @@ Status start_bisection(const FollowupContext& ctx, const store::Followup& f) {
             nb.reason = "the range has more than " + std::to_string(k_max_commits) + " commits";
         } else {
             nb.commits = std::move(*commits);
+            if (busy) {
+                nb.state = "range";
+                nb.reason = "bisection " + std::to_string(busy->first) + " (of run " + std::to_string(busy->second) +
+                            ") is bisecting " + nb.tier + " on " + bad->ref + "; the culprit is one of " +
+                            plural(nb.commits.size(), "commit", "commits") + " (" + short_sha(good->second) + ".." +
+                            short_sha(bad->sha) + ")";
+            }
         }
     }
     return ctx.writer.run_sync([&](store::Db& db) {
@@ -198,10 +212,15 @@ std::size_t Followups::handle(const FollowupContext& ctx) {
         return 0;
     }
     std::size_t done = 0;
+    const auto now = std::chrono::steady_clock::now();
     for (const auto& f : todo) {
+        const auto key = std::make_pair(f.run_id, f.kind);
+        auto failed = m_failures.find(key);
+        if (failed != m_failures.end() && now < failed->second.next) continue;  // backing off
+        const bool last_try = failed != m_failures.end() && failed->second.tries + 1 >= k_followup_tries;
         Status r = Ok{};
         try {
-            if (f.kind == "bisect") r = start_bisection(ctx, f);
+            if (f.kind == "bisect") r = start_bisection(ctx, f, last_try);
             else if (f.kind == "bisect_step") r = step_bisection(ctx, f);
             else if (f.kind == "audit") {
                 r = audit_scheduled_run(ctx, f.run_id);
@@ -212,14 +231,19 @@ std::size_t Followups::handle(const FollowupContext& ctx) {
         } catch (const std::exception& e) {
             r = make_error("internal", e.what());
         }
-        const auto key = std::make_pair(f.run_id, f.kind);
         if (r) {
             m_failures.erase(key);
             ++done;
             continue;
         }
-        if (++m_failures[key] < k_followup_tries) {
-            spdlog::warn("followup {} of run {}: {} (tried again later)", f.kind, f.run_id, r.error().message);
+        auto& fail = m_failures[key];
+        if (++fail.tries < k_followup_tries) {
+            // 15 s, 30 s, 1 min, … up to 10 min between tries: a network outage of about half an
+            // hour is ridden out, and a failing followup costs nothing between its tries.
+            const auto pause = std::min<std::chrono::seconds>(std::chrono::seconds(15) * (1 << (fail.tries - 1)),
+                                                              std::chrono::minutes(10));
+            fail.next = now + pause;
+            spdlog::warn("followup {} of run {}: {} (tried again in {} s)", f.kind, f.run_id, r.error().message, pause.count());
             continue;
         }
         spdlog::error("followup {} of run {}: {}; given up after {} tries", f.kind, f.run_id, r.error().message, k_followup_tries);

@@ -82,14 +82,19 @@ std::optional<BisectSource> BisectionsRepo::source(std::int64_t run_id) {
 }
 
 std::optional<std::pair<std::int64_t, std::string>> BisectionsRepo::good_run(const BisectSource& bad) {
-    // Through runs_by_ref, newest first; the tier's last attempt in each (jobs_by_run).
+    // The 1,000 newest runs of the ref through runs_by_ref (ref, finished_at), then the tier's
+    // last attempt in each through jobs_by_run. The order is fixed (CROSS JOIN, `+`): the
+    // daemon never runs ANALYZE, and SQLite would otherwise walk runs_by_state and
+    // jobs_by_state, (completed runs) x (completed jobs), on the writer's thread.
     Scoped st(m_db,
-        "SELECT r.id, r.sha FROM runs r CROSS JOIN jobs j ON j.run_id = r.id AND j.tier = ? "
-        "WHERE r.ref = ? AND r.id < ? AND r.event IN ('push','schedule') AND r.state = 'completed' "
-        "AND j.state = 'completed' AND j.conclusion IN ('passed','flaky') "
+        "WITH cand AS (SELECT r.id, r.sha, r.finished_at FROM runs r WHERE r.ref = ? AND r.finished_at IS NOT NULL "
+        "              AND +r.id < ? AND +r.event IN ('push','schedule') AND +r.state = 'completed' "
+        "              ORDER BY r.finished_at DESC LIMIT 1000) "
+        "SELECT cand.id, cand.sha FROM cand CROSS JOIN jobs j ON j.run_id = cand.id AND +j.tier = ? "
+        "AND +j.state = 'completed' AND +j.conclusion IN ('passed','flaky') "
         "AND j.attempt = (SELECT max(k.attempt) FROM jobs k WHERE k.run_id = j.run_id AND k.position = j.position) "
-        "ORDER BY r.id DESC LIMIT 1");
-    st->bind(1, bad.tier).bind(2, bad.ref).bind(3, bad.run_id);
+        "ORDER BY cand.finished_at DESC, cand.id DESC LIMIT 1");
+    st->bind(1, bad.ref).bind(2, bad.run_id).bind(3, bad.tier);
     if (!st->step()) return std::nullopt;
     return std::make_pair(st->int64(0), st->text(1));
 }
@@ -143,6 +148,16 @@ std::string BisectionsRepo::ref_of(std::int64_t run_id) {
     return st->step() ? st->text(0) : std::string();
 }
 
+std::optional<std::pair<std::int64_t, std::int64_t>> BisectionsRepo::running_on(const std::string& ref,
+                                                                                const std::string& tier) {
+    Scoped st(m_db,
+        "SELECT b.id, b.bad_run_id FROM bisections b CROSS JOIN runs r ON r.id = b.bad_run_id "
+        "WHERE b.state = 'running' AND b.tier = ? AND r.ref = ? ORDER BY b.id LIMIT 1");
+    st->bind(1, tier).bind(2, ref);
+    if (!st->step()) return std::nullopt;
+    return std::make_pair(st->int64(0), st->int64(1));
+}
+
 std::optional<std::int64_t> BisectionsRepo::bisection_of(std::int64_t run_id) {
     Scoped st(m_db, "SELECT bisection_id FROM runs WHERE id = ?");
     st->bind(1, run_id);
@@ -151,7 +166,9 @@ std::optional<std::int64_t> BisectionsRepo::bisection_of(std::int64_t run_id) {
 }
 
 std::vector<BisectRun> BisectionsRepo::runs(std::int64_t bisection_id) {
-    Scoped st(m_db, "SELECT id, sha, state, conclusion FROM runs WHERE bisection_id = ? ORDER BY id");
+    Scoped st(m_db,
+        "SELECT id, sha, state, conclusion, EXISTS (SELECT 1 FROM jobs j WHERE j.run_id = runs.id) FROM runs "
+        "WHERE bisection_id = ? ORDER BY id");
     st->bind(1, bisection_id);
     std::vector<BisectRun> out;
     while (st->step()) {
@@ -160,6 +177,7 @@ std::vector<BisectRun> BisectionsRepo::runs(std::int64_t bisection_id) {
         r.sha = st->text(1);
         r.state = vocab_column<RunState>(*st, 2, "runs.state");
         if (!st->is_null(3)) r.conclusion = vocab_column<Conclusion>(*st, 3, "runs.conclusion");
+        r.had_jobs = st->int64(4) != 0;
         out.push_back(std::move(r));
     }
     return out;

@@ -174,8 +174,10 @@ std::optional<std::string> JobsRepo::base_sha(std::int64_t job_id) {
 
 std::string JobsRepo::waiting_since(std::int64_t job_id) {
     Scoped st(m_db,
-        "SELECT coalesce((SELECT max(p.finished_at) FROM jobs p WHERE p.run_id = j.run_id AND p.position < j.position), "
-        "j.created_at) FROM jobs j WHERE j.id = ?");
+        // Since the earlier tiers ended, or since the attempt was queued when that is later (a
+        // retry, a base check).
+        "SELECT max(coalesce((SELECT max(p.finished_at) FROM jobs p WHERE p.run_id = j.run_id AND p.position < j.position), "
+        "j.created_at), j.created_at) FROM jobs j WHERE j.id = ?");
     st->bind(1, job_id);
     st->step();
     return st->text(0);
@@ -228,11 +230,14 @@ std::int64_t JobsRepo::mark_flaky(std::int64_t job_id) {
 
 std::optional<std::pair<std::int64_t, std::int64_t>> JobsRepo::reusable(std::int64_t job_id, const std::string& since) {
     // Runs on the same SHA (runs_by_sha), their jobs (jobs_by_run); one that ran has metadata.
+    // Never a base check (it runs on another SHA than its run's) either way, and never from a
+    // bisect run (it ran only the failing tests of its tier's list).
     Scoped st(m_db,
         "SELECT e.run_id, e.id FROM jobs j CROSS JOIN runs r ON r.id = j.run_id "
-        "CROSS JOIN runs er ON er.sha = r.sha AND er.id <> r.id "
+        "CROSS JOIN runs er ON er.sha = r.sha AND er.id <> r.id AND +er.event <> 'bisect' "
         "CROSS JOIN jobs e ON e.run_id = er.id AND e.tier = j.tier AND e.tests = j.tests "
-        "WHERE j.id = ? AND +e.state = 'completed' AND +e.conclusion = 'passed' AND e.metadata IS NOT NULL "
+        "WHERE j.id = ? AND j.base_check IS NULL AND +e.base_check IS NULL "
+        "AND +e.state = 'completed' AND +e.conclusion = 'passed' AND e.metadata IS NOT NULL "
         "AND e.finished_at >= ? ORDER BY e.finished_at DESC LIMIT 1");
     st->bind(1, job_id).bind(2, since);
     if (!st->step()) return std::nullopt;

@@ -82,8 +82,9 @@ std::optional<DispatchRecord> OutboxRepo::dispatch_record(std::int64_t run_id) {
 
 std::vector<StartedAttempt> OutboxRepo::started_attempts(std::int64_t run_id) {
     Scoped js(m_db,
-        // A base check reports as the job "<tier>/base" (§5.1).
-        "SELECT id, CASE WHEN base_check IS NULL THEN tier ELSE tier || '/base' END, attempt, state, "
+        // A base check is the tier's next attempt to the relay too: its `completed` carries the
+        // tier's class (pre_existing, or the regression it stays), as HUD shows the last attempt.
+        "SELECT id, tier, attempt, state, "
         "coalesce(conclusion,''), coalesce(reason,''), started_at, coalesce(finished_at,''), "
         "coalesce(counts,'null') FROM jobs WHERE run_id = ? AND started_at IS NOT NULL ORDER BY id");
     js->bind(1, run_id);

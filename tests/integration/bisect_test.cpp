@@ -42,7 +42,7 @@ protected:
     static constexpr std::size_t k_commits = 24;
     static constexpr std::size_t k_culprit = 13;
 
-    void start(std::uint32_t max_runs) {
+    void start(std::uint32_t max_runs, int runners = 1) {
         std::string out;
         if (run_command({"bwrap", "--ro-bind", "/", "/", "--unshare-pid", "--proc", "/proc", "true"}, &out) != 0) {
             GTEST_SKIP() << "bubblewrap cannot create namespaces here: " << out;
@@ -61,7 +61,8 @@ protected:
             dir.path(), "selection: {rules: selection.yaml}\n"
                         "upstream: {mirror: state/pytorch.git, remote: " + history->dir().string() + "}\n"
                         "runners:\n"
-                        "  - {name: sim-0, labels: [], health_check: [/bin/true]}\n"
+                        "  - {name: sim-0, labels: [], health_check: [/bin/true]}\n" +
+                        (runners > 1 ? "  - {name: sim-1, labels: [], health_check: [/bin/true]}\n" : "") +
                         "execution:\n"
                         "  command: [" + (bin.path() / "ci.sh").string() + "]\n"
                         "  work_root: state/work\n"
@@ -210,18 +211,27 @@ TEST_F(BisectTest, ARegressionWithNoEarlierPassHasNoRange) {
     EXPECT_TRUE(b["good"].is_null());
 }
 
-TEST_F(BisectTest, CancellingABisectRunEndsTheBisection) {
-    start(8);
+TEST_F(BisectTest, ABranchBrokenOverTwoPushesIsBisectedOnceAndCancellingABisectRunEndsIt) {
+    start(8, 2);
     // The bisect runs' command waits while the hold file is there.
     write_file(hold(), "");
     EXPECT_EQ(finished(push(0, "c-good")), "completed/passed");
-    auto bad = push(k_commits - 1, "c-bad");
+    auto bad = push(k_commits - 2, "c-bad");
     EXPECT_EQ(finished(bad), "completed/regression");
     std::string running;
     ASSERT_TRUE(eventually([&] {
         running = daemon->text("SELECT coalesce(max(id), '') FROM runs WHERE event='bisect' AND state='running'");
         return !running.empty();
     }, std::chrono::seconds(60))) << daemon->log();
+    // The next push fails too while the first bisection runs: its range is reported, no second
+    // bisection spends devices on the same commits.
+    auto again = push(k_commits - 1, "c-again");
+    EXPECT_EQ(finished(again), "completed/regression");
+    auto second = bisection(again);
+    EXPECT_EQ(second["state"], "range") << second.dump(2);
+    EXPECT_NE(second["reason"].get<std::string>().find("(of run " + std::to_string(bad) + ") is bisecting import"),
+              std::string::npos) << second.dump(2);
+    EXPECT_EQ(second["commits"], k_commits - 1);
     ctl({"runs", "cancel", running});
     std::filesystem::remove(hold());
     auto b = bisection(bad);

@@ -645,7 +645,11 @@ TEST_F(ReportingTest, TheReportFileGetsEveryStatus) {
         ++lines;
         pos = end + 1;
     }
-    EXPECT_GE(lines, 6u);
+    // A pending status still waiting when a newer one of its context is written is replaced
+    // (coalesced), so how many pending lines precede the finals depends on timing: at least
+    // one line per context.
+    EXPECT_GE(lines, last_state.size());
+    EXPECT_EQ(last_state.size(), 3u) << text;
     EXPECT_EQ(last_state["crcr/spyre"], "failure");
     EXPECT_EQ(last_state["crcr/spyre/import"], "success");
     EXPECT_EQ(last_state["crcr/spyre/affected"], "failure");

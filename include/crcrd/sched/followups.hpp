@@ -6,6 +6,7 @@
 // never on the writer's thread; each one's writes are one transaction, and a followup is
 // deleted in the transaction that does its work, so a crash redoes it, never half of it.
 
+#include <chrono>
 #include <cstdint>
 #include <filesystem>
 #include <map>
@@ -28,16 +29,23 @@ struct FollowupContext {
     const config::BisectConfig& bisect;
 };
 
-/// The planner's thread's followups. One that fails (git unreachable) stays for the next pass
-/// and is logged; after k_followup_tries failures it is dropped with an error in the log.
+/// The planner's thread's followups. One that fails (git unreachable) stays and is tried again
+/// after a growing pause (15 s doubling, at most 10 min), logged each time; at the last of
+/// k_followup_tries a bisection ends `failed` with git's message, and any other followup is
+/// dropped with an error in the log.
 class Followups {
 public:
-    static constexpr int k_followup_tries = 5;
-    /// Handles every pending followup once, oldest run first; returns how many it finished.
+    static constexpr int k_followup_tries = 8;
+    /// Handles every pending followup that is due once, oldest run first; returns how many it
+    /// finished.
     std::size_t handle(const FollowupContext& ctx);
 
 private:
-    std::map<std::pair<std::int64_t, std::string>, int> m_failures;
+    struct Failure {
+        int tries = 0;
+        std::chrono::steady_clock::time_point next;
+    };
+    std::map<std::pair<std::int64_t, std::string>, Failure> m_failures;
 };
 
 }  // namespace crcrd::sched

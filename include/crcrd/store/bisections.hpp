@@ -53,6 +53,7 @@ struct BisectRun {
     std::string sha;
     RunState state = RunState::queued;
     std::optional<Conclusion> conclusion;
+    bool had_jobs = false;  // false: planned with nothing to run (its tier left the rules)
 };
 
 /// Whether a finished run left work for the planner (one indexed look; for the commit hook).
@@ -68,8 +69,8 @@ public:
 
     /// The run's bisectable failure (nullopt: no tier ended a regression with failed tests).
     std::optional<BisectSource> source(std::int64_t run_id);
-    /// The newest earlier push or scheduled run on the same ref whose same tier's last attempt
-    /// passed (or was flaky): its id and SHA.
+    /// The newest earlier push or scheduled run on the same ref (among its 1,000 newest) whose
+    /// same tier's last attempt passed (or was flaky): its id and SHA.
     std::optional<std::pair<std::int64_t, std::string>> good_run(const BisectSource& bad);
 
     std::int64_t insert(const NewBisection& b, const std::string& now);
@@ -79,6 +80,8 @@ public:
     std::string tier_tests_json(std::int64_t run_id, const std::string& tier);
     /// The run's ref ("" when it has none).
     std::string ref_of(std::int64_t run_id);
+    /// A bisection still running for `tier` on `ref`: its id and bad run.
+    std::optional<std::pair<std::int64_t, std::int64_t>> running_on(const std::string& ref, const std::string& tier);
     /// The bisection a bisect run serves.
     std::optional<std::int64_t> bisection_of(std::int64_t run_id);
     /// Its runs, oldest first.
