@@ -86,12 +86,7 @@ protected:
         EXPECT_EQ(r->status, 202) << r->body;
         return json::parse(r->body)["run_id"].get<std::int64_t>();
     }
-    std::string finished(std::int64_t run) {
-        std::string sql = "SELECT state || '/' || coalesce(conclusion, '') FROM runs WHERE id=" + std::to_string(run);
-        EXPECT_TRUE(eventually([&] { return daemon->text(sql).rfind("completed/", 0) == 0; }, std::chrono::seconds(60)))
-            << daemon->text(sql) << "\n" << daemon->log();
-        return daemon->text(sql);
-    }
+    std::string finished(std::int64_t run) { return daemon->finished(run); }
     /// The bisection of `run` once it ended (not running any more).
     json bisection(std::int64_t run) {
         json shown;

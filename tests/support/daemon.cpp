@@ -143,4 +143,11 @@ std::string TestDaemon::text(const std::string& sql) const {
     return first_row<std::string>(db_path(), sql, [](store::Stmt& st) { return st.text(0); });
 }
 
+std::string TestDaemon::finished(std::int64_t run) const {
+    std::string sql = "SELECT state || '/' || coalesce(conclusion, '') FROM runs WHERE id=" + std::to_string(run);
+    EXPECT_TRUE(eventually([&] { return text(sql).rfind("completed/", 0) == 0; }, std::chrono::seconds(60)))
+        << text(sql) << "\n" << log();
+    return text(sql);
+}
+
 }  // namespace crcrd

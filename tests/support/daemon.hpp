@@ -63,6 +63,9 @@ public:
     /// One integer from the database (read-only connection).
     std::int64_t scalar(const std::string& sql) const;
     std::string text(const std::string& sql) const;
+    /// "completed/<class>" once run `run` completed (a test failure, with the log, after a minute
+    /// without); what its state is otherwise.
+    std::string finished(std::int64_t run) const;
 
     std::uint16_t port() const { return m_port; }
     /// Use this certificate and key instead of the shared test ones (at the next write_config).
