@@ -3,6 +3,8 @@
 // connections from one address, TLS 1.2 suites without AEAD, and a certificate replaced on
 // SIGHUP. Each must be answered or closed, and the daemon must go on serving.
 #include <gtest/gtest.h>
+
+#include <regex>
 #include <signal.h>
 #include <unistd.h>
 
@@ -197,18 +199,24 @@ TEST_F(HostileHttpTest, AnUnauthenticatedFloodIsOneLogLineAndItsRowsArePruned) {
         auto r = daemon->post_github("{}", "flood-" + std::to_string(i), "repository_dispatch", "wrong-secret");
         ASSERT_EQ(r->status, 401);
     }
-    // Every request left its row (§1.5)...
-    EXPECT_EQ(daemon->scalar("SELECT count(*) FROM deliveries WHERE verdict='rejected'"), 200);
-    // ...but one log line, not two hundred.
+    // One log line, not two hundred.
     const auto log = daemon->log();
     std::size_t lines = 0;
     for (auto at = log.find("verdict=rejected"); at != std::string::npos; at = log.find("verdict=rejected", at + 1)) ++lines;
     EXPECT_EQ(lines, 1u) << log;
-    // Rejected rows go after storage.rejected_retention; the accepted one stays.
-    EXPECT_TRUE(eventually([&] { return daemon->scalar("SELECT count(*) FROM deliveries WHERE verdict='rejected'") == 0; },
-                           std::chrono::seconds(20)));
+    // Every request left its row (§1.5), and rejected rows go after storage.rejected_retention:
+    // the pruner's lines count all 200 (some may go while the flood still runs, on a slow
+    // machine or the sanitizer build); the accepted one stays.
+    const std::regex pruned_line("(\\d+) rows of rejected requests pruned");
+    auto pruned = [&] {
+        const auto text = daemon->log();
+        std::int64_t n = 0;
+        for (std::sregex_iterator m(text.begin(), text.end(), pruned_line), end; m != end; ++m) n += std::stoll((*m)[1]);
+        return n;
+    };
+    EXPECT_TRUE(eventually([&] { return pruned() == 200; }, std::chrono::seconds(20))) << pruned() << "\n" << daemon->log();
+    EXPECT_EQ(daemon->scalar("SELECT count(*) FROM deliveries WHERE verdict='rejected'"), 0);
     EXPECT_EQ(daemon->scalar("SELECT count(*) FROM deliveries WHERE delivery_id='kept-1'"), 1);
-    EXPECT_NE(daemon->log().find("rows of rejected requests pruned"), std::string::npos);
 }
 
 TEST_F(HostileHttpTest, ReadyzWritesNothingAndTellsAFullDisk) {
