@@ -2,6 +2,7 @@
 #include <charconv>
 #include <regex>
 
+#include "crcrd/core/time.hpp"
 #include "routes.hpp"
 
 namespace crcrd::admin {
@@ -27,10 +28,24 @@ Status one_of(const std::optional<std::string>& v, const char* name, std::span<c
     return make_error("bad_request", std::string(name) + " must be one of " + list);
 }
 
-Status rfc3339_like(const std::optional<std::string>& v, const char* name) {
-    static const std::regex k_time(R"(^\d{4}-\d{2}-\d{2}(T\d{2}:\d{2}(:\d{2}(\.\d+)?)?Z?)?$)");
-    if (v && !std::regex_match(*v, k_time)) return make_error("bad_request", std::string(name) + " must be an RFC 3339 UTC time");
-    return Ok{};
+Status utc_time(std::optional<std::string>& v, const char* name) {
+    if (!v) return Ok{};
+    // A UTC time or a prefix of one (a day, a minute) compares as text with the stored times.
+    static const std::regex k_utc(R"(^\d{4}-\d{2}-\d{2}(T\d{2}:\d{2}(:\d{2}(\.\d+)?)?Z?)?$)");
+    if (std::regex_match(*v, k_utc)) return Ok{};
+    // A time with an offset becomes the stored UTC form. An unencoded '+' in a query string
+    // arrives as a space: it is read as '+'.
+    static const std::regex k_offset(R"(^(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?)([+ -])(\d{2}):(\d{2})$)");
+    std::smatch m;
+    if (std::regex_match(*v, m, k_offset)) {
+        const int hours = std::stoi(m[4].str()), minutes = std::stoi(m[5].str());
+        if (auto t = parse_rfc3339(m[1].str() + "Z"); t && hours <= 23 && minutes <= 59) {
+            const auto offset = std::chrono::hours(hours) + std::chrono::minutes(minutes);
+            v = rfc3339(m[3].str() == "-" ? *t + offset : *t - offset);
+            return Ok{};
+        }
+    }
+    return make_error("bad_request", std::string(name) + " must be an RFC 3339 time (UTC, or with an offset such as +02:00)");
 }
 
 Result<Page> page_of(const http::Request& req) {

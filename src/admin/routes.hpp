@@ -60,7 +60,7 @@ Result<std::optional<std::int64_t>> int_param(const http::Request& req, const ch
 /// else bad_request listing them in their order.
 Status one_of(const std::optional<std::string>& v, const char* name, std::span<const std::string_view> allowed);
 /// Ok when `v` is unset or looks like an RFC 3339 UTC time (a date at least).
-Status rfc3339_like(const std::optional<std::string>& v, const char* name);
+Status utc_time(std::optional<std::string>& v, const char* name);
 /// `limit` (1-200, default 50) and `cursor` of a list request.
 Result<Page> page_of(const http::Request& req);
 /// 200 with `body` as JSON.

@@ -39,7 +39,7 @@ asio::awaitable<Reply> list_runs_route(Context& ctx, Call& call) {
     if (auto s = first_error({one_of(f.state, "state", names<RunState>()),
                               one_of(f.conclusion, "conclusion", k_filter_conclusions),
                               one_of(f.event, "event", names<RunEvent>()),
-                              rfc3339_like(f.since, "since"), rfc3339_like(f.until, "until")});
+                              utc_time(f.since, "since"), utc_time(f.until, "until")});
         !s) {
         co_return s.error();
     }

@@ -3,6 +3,10 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <ctime>
 #include <regex>
 #include <set>
 
@@ -108,6 +112,28 @@ TEST_F(AdminTest, RunsAreListedNewestFirstWithFiltersAndCursors) {
     EXPECT_EQ(get_json("/api/v1/runs?state=queued&event=pull_request")["items"].size(), 5u);
     EXPECT_EQ(get_json("/api/v1/runs?since=2000-01-01T00:00:00Z&until=2100-01-01")["items"].size(), 5u);
     EXPECT_EQ(get_json("/api/v1/runs?until=2000-01-01")["items"].size(), 0u);
+    // Any RFC 3339 offset (CONTRACT.md §7): the same instant in another zone. A minute ago at
+    // +05:00 reads five hours ahead as UTC text, so ignoring the offset would find nothing.
+    auto at_offset = [](std::chrono::system_clock::time_point t, int minutes_east) {
+        const std::time_t s = std::chrono::system_clock::to_time_t(t + std::chrono::minutes(minutes_east));
+        std::tm tm{};
+        gmtime_r(&s, &tm);
+        char when[32], zone[8];
+        std::strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%S", &tm);
+        std::snprintf(zone, sizeof zone, "%c%02d:%02d", minutes_east < 0 ? '-' : '+', std::abs(minutes_east) / 60,
+                      std::abs(minutes_east) % 60);
+        return std::string(when) + zone;
+    };
+    auto url_encode = [](std::string v) {  // only '+' needs it here
+        for (auto p = v.find('+'); p != std::string::npos; p = v.find('+', p)) v.replace(p, 1, "%2B");
+        return v;
+    };
+    const auto now = std::chrono::system_clock::now();
+    EXPECT_EQ(get_json("/api/v1/runs?since=" + url_encode(at_offset(now - std::chrono::minutes(1), 300)))["items"].size(), 5u);
+    EXPECT_EQ(get_json("/api/v1/runs?since=" + url_encode(at_offset(now + std::chrono::hours(1), -180)))["items"].size(), 0u);
+    // An unencoded '+' arrives as a space; it still means +.
+    EXPECT_EQ(get_json("/api/v1/runs?since=" + at_offset(now - std::chrono::minutes(1), 120))["items"].size(), 5u);
+    EXPECT_EQ(get(std::string("/api/v1/runs?since=") + url_encode("2026-12-01T10:00:00+25:00"))->status, 400);
 
     for (const char* bad : {"/api/v1/runs?limit=500", "/api/v1/runs?limit=0", "/api/v1/runs?cursor=garbage",
                             "/api/v1/runs?sha=abc", "/api/v1/runs?state=sleeping", "/api/v1/runs?pr=x",
