@@ -122,16 +122,13 @@ std::int64_t BisectionsRepo::insert(const NewBisection& b, const std::string& no
     return id;
 }
 
-std::optional<Bisection> BisectionsRepo::load(std::int64_t id) {
-    Scoped st(m_db, std::string("SELECT ") + k_columns + " FROM bisections WHERE id = ?");
-    st->bind(1, id);
-    if (!st->step()) return std::nullopt;
-    return row(*st);
-}
+std::optional<Bisection> BisectionsRepo::load(std::int64_t id) { return one("id", id); }
 
-std::optional<Bisection> BisectionsRepo::of_bad_run(std::int64_t run_id) {
-    Scoped st(m_db, std::string("SELECT ") + k_columns + " FROM bisections WHERE bad_run_id = ?");
-    st->bind(1, run_id);
+std::optional<Bisection> BisectionsRepo::of_bad_run(std::int64_t run_id) { return one("bad_run_id", run_id); }
+
+std::optional<Bisection> BisectionsRepo::one(const char* key, std::int64_t value) {
+    Scoped st(m_db, std::string("SELECT ") + k_columns + " FROM bisections WHERE " + key + " = ?");
+    st->bind(1, value);
     if (!st->step()) return std::nullopt;
     return row(*st);
 }

@@ -101,6 +101,9 @@ public:
     void touch_statuses(std::int64_t run_id);
 
 private:
+    /// The bisection whose `key` column (id or bad_run_id, both unique) is `value`.
+    std::optional<Bisection> one(const char* key, std::int64_t value);
+
     Db& m_db;
 };
 

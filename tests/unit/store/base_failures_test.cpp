@@ -5,7 +5,7 @@
 #include "crcrd/store/jobs.hpp"
 #include "crcrd/store/schema.hpp"
 #include "crcrd/store/sqlite.hpp"
-#include "support/temp_dir.hpp"
+#include "support/migrated_db.hpp"
 
 namespace crcrd::store {
 namespace {
@@ -15,14 +15,8 @@ constexpr const char* k_newer = "2222222222222222222222222222222222222222";
 constexpr const char* k_other = "3333333333333333333333333333333333333333";
 constexpr const char* k_head = "4444444444444444444444444444444444444444";
 
-class BaseFailuresTest : public ::testing::Test {
+class BaseFailuresTest : public MigratedDbTest {
 protected:
-    void SetUp() override {
-        auto d = Db::open(dir.path() / "a.db");
-        ASSERT_TRUE(d) << d.error().message;
-        db = std::move(*d);
-        ASSERT_TRUE(migrate(*db));
-    }
     /// A completed run with one tier; each attempt's failed and passed tests. Its last job's id.
     std::int64_t run(const std::string& event, const std::string& sha, const std::string& ref, const std::string& finished,
                      const std::vector<std::vector<std::string>>& failed_per_attempt, std::optional<int> pr = std::nullopt,
@@ -60,8 +54,6 @@ protected:
         return out;
     }
 
-    TempDir dir;
-    std::unique_ptr<Db> db;
 };
 
 TEST_F(BaseFailuresTest, ATestThatFailedOnTheBaseShaIsFound) {

@@ -6,7 +6,7 @@
 #include "crcrd/store/outbox.hpp"
 #include "crcrd/store/schema.hpp"
 #include "crcrd/store/sqlite.hpp"
-#include "support/temp_dir.hpp"
+#include "support/migrated_db.hpp"
 
 namespace crcrd::store {
 namespace {
@@ -14,13 +14,11 @@ namespace {
 const std::string k_sha = "c4295bd74fb0f4fda03689c3df3f2803b658fd85";
 const std::string k_other_sha = "ec26c3e57ca3a959ca5aad62de7213c562f8c821";
 
-class OutboxRepoTest : public ::testing::Test {
+class OutboxRepoTest : public MigratedDbTest {
 protected:
     void SetUp() override {
-        auto d = Db::open(dir.path() / "a.db");
-        ASSERT_TRUE(d) << d.error().message;
-        db = std::move(*d);
-        ASSERT_TRUE(migrate(*db));
+        MigratedDbTest::SetUp();
+        if (HasFatalFailure()) return;
         NewRun r;
         r.event = "push";
         r.sha = k_sha;
@@ -61,8 +59,6 @@ protected:
         st.run();
     }
 
-    TempDir dir;
-    std::unique_ptr<Db> db;
     std::int64_t run = 0;
 };
 

@@ -5,18 +5,16 @@
 #include "crcrd/store/runs.hpp"
 #include "crcrd/store/schema.hpp"
 #include "crcrd/store/sqlite.hpp"
-#include "support/temp_dir.hpp"
+#include "support/migrated_db.hpp"
 
 namespace crcrd::store {
 namespace {
 
-class RunsRepoTest : public ::testing::Test {
+class RunsRepoTest : public MigratedDbTest {
 protected:
     void SetUp() override {
-        auto d = Db::open(dir.path() / "a.db");
-        ASSERT_TRUE(d) << d.error().message;
-        db = std::move(*d);
-        ASSERT_TRUE(migrate(*db));
+        MigratedDbTest::SetUp();
+        if (HasFatalFailure()) return;
         NewRun r;
         r.event = "push";
         r.sha = "c4295bd74fb0f4fda03689c3df3f2803b658fd85";
@@ -34,8 +32,6 @@ protected:
         return {{"import", 0, R"(["a"])", 60'000, "[]"}, {"smoke", 1, R"(["b"])", 120'000, R"(["spyre"])"}};
     }
 
-    TempDir dir;
-    std::unique_ptr<Db> db;
     std::int64_t run = 0;
 };
 

@@ -6,7 +6,7 @@
 #include "crcrd/store/schema.hpp"
 #include "crcrd/store/selection_misses.hpp"
 #include "crcrd/store/sqlite.hpp"
-#include "support/temp_dir.hpp"
+#include "support/migrated_db.hpp"
 
 namespace crcrd::store {
 namespace {
@@ -18,15 +18,8 @@ constexpr const char* k_main = "refs/heads/main";
 
 using Outcomes = std::vector<std::pair<std::string, std::string>>;  // test, outcome
 
-class SelectionMissesTest : public ::testing::Test {
+class SelectionMissesTest : public MigratedDbTest {
 protected:
-    void SetUp() override {
-        auto d = Db::open(path());
-        ASSERT_TRUE(d) << d.error().message;
-        db = std::move(*d);
-        ASSERT_TRUE(migrate(*db));
-    }
-    std::filesystem::path path() const { return dir.path() / "a.db"; }
     std::int64_t run(const std::string& event, const std::string& sha, const std::string& ref,
                      std::optional<int> pr = std::nullopt, const std::string& state = "completed") {
         db->exec("INSERT INTO runs (event, sha, pr, ref, state, created_at) VALUES ('" + event + "', '" + sha + "', " +
@@ -47,13 +40,11 @@ protected:
         return id;
     }
     AuditInputs inputs(std::int64_t run_id) {
-        auto in = read_audit_inputs(path(), run_id);
+        auto in = read_audit_inputs(db_path(), run_id);
         EXPECT_TRUE(in) << in.error().message;
         return in ? *in : AuditInputs{};
     }
 
-    TempDir dir;
-    std::unique_ptr<Db> db;
 };
 
 TEST_F(SelectionMissesTest, TheFailedTestsAreThoseOfEachTiersFinalAttemptThatEndedRegression) {
@@ -113,7 +104,7 @@ TEST_F(SelectionMissesTest, ACommitsRunsArePushRunsOnItsShaAndPullRequestRunsOfI
     run("pull_request", k_a, "refs/pull/8/head", 8);                    // 4: another PR
     run("schedule", k_b, k_main);                                       // 5: not push or PR
     run("manual", k_b, "");                                             // 6
-    auto runs = read_commit_runs(path(), {{k_a, 7}, {k_b, std::nullopt}, {k_a, std::nullopt}});
+    auto runs = read_commit_runs(db_path(), {{k_a, 7}, {k_b, std::nullopt}, {k_a, std::nullopt}});
     ASSERT_TRUE(runs) << runs.error().message;
     ASSERT_EQ(runs->size(), 3u);
     EXPECT_EQ((*runs)[0].run_ids, (std::vector<std::int64_t>{1, 2, 3}));
@@ -134,7 +125,7 @@ TEST_F(SelectionMissesTest, RecordingIsIdempotentAndTheListPagesAndFilters) {
     EXPECT_EQ(record_selection_misses(*db, first, "2026-12-01T02:00:00.000Z"), 0);  // a second audit adds nothing
     EXPECT_EQ(record_selection_misses(*db, {{r2, r1, "full", "t1", commits}}, "2026-12-01T03:00:00.000Z"), 1);
 
-    auto reads = AdminReads::for_this_thread(path());
+    auto reads = AdminReads::for_this_thread(db_path());
     ASSERT_TRUE(reads) << reads.error().message;
     auto ids = [&](const SelectionMissQuery& q) {
         std::vector<std::int64_t> out;
