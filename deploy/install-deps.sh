@@ -10,6 +10,8 @@ packages=(
   bubblewrap python3 python3-pytest curl nginx-light jq
   # The Slurm executor's tests start a real one-node cluster (tests/support/slurm_cluster.hpp).
   slurmctld slurmd slurm-client munge
+  # The dashboard's tests load every page in a real headless Chromium (tests/support/webdriver.hpp).
+  chromium chromium-driver
 )
 # `install-deps.sh fuzz`: also what `make fuzz` needs (clang's libFuzzer and sanitizers).
 if [[ ${1:-} == fuzz ]]; then

@@ -10,23 +10,29 @@
 
 #include "crcrd/admin/metrics.hpp"
 #include "routes.hpp"
+#include "ui.hpp"
 
 namespace crcrd::admin {
 
 namespace asio = boost::asio;
 using nlohmann::json;
 
+int status_of(const Error& e) {
+    static const std::map<std::string, int> k_status = {{"bad_request", 400}, {"unauthorized", 401},
+                                                        {"forbidden", 403},   {"not_found", 404},
+                                                        {"method_not_allowed", 405}, {"conflict", 409}};
+    auto it = k_status.find(e.code);
+    return it == k_status.end() ? 503 : it->second;
+}
+
 namespace {
 
 /// The one error mapper of the admin API: a handler's error code to its status and JSON body.
 /// Codes without a status of their own (storage, overloaded, ...) are 503 "unavailable".
 http::Response error_response(const Error& e) {
-    static const std::map<std::string, int> k_status = {{"bad_request", 400}, {"unauthorized", 401},
-                                                        {"forbidden", 403},   {"not_found", 404},
-                                                        {"method_not_allowed", 405}, {"conflict", 409}};
-    auto it = k_status.find(e.code);
-    auto r = it == k_status.end() ? http::Response::error(503, "unavailable", e.message)
-                                  : http::Response::error(it->second, e.code, e.message);
+    const int status = status_of(e);
+    auto r = status == 503 ? http::Response::error(503, "unavailable", e.message)
+                           : http::Response::error(status, e.code, e.message);
     if (r.status == 401) r.headers.emplace_back("WWW-Authenticate", "Bearer");
     return r;
 }
@@ -68,7 +74,32 @@ Api::Api(std::filesystem::path db_path, std::vector<config::AdminToken> tokens, 
     : m_db_path(std::move(db_path)),
       m_tokens(std::make_shared<const std::vector<config::AdminToken>>(std::move(tokens))),
       m_workers(std::move(workers)),
-      m_writer(writer) {}
+      m_writer(writer),
+      m_ui(std::make_unique<Dashboard>()) {}
+
+Api::~Api() = default;
+
+void Api::set_ui(bool ui_public, const std::string& upstream_repo) {
+    Dashboard::Settings s;
+    s.ui_public = ui_public;
+    if (!upstream_repo.empty()) {
+        s.links.commit_url = "https://github.com/" + upstream_repo + "/commit/";
+        s.links.pr_url = "https://github.com/" + upstream_repo + "/pull/";
+    }
+    m_ui->configure(std::move(s));
+}
+
+bool Api::owns(const std::string& path) {
+    return path.rfind("/api/", 0) == 0 || path == "/metrics" || Dashboard::owns(path);
+}
+
+Context Api::context() {
+    Context ctx{m_db_path, m_workers, m_writer, nullptr, nullptr, m_on_queued, m_on_recovery_run, m_cluster};
+    std::lock_guard lk(m_mu);
+    ctx.tiers = m_tiers;
+    ctx.runners = m_runners;
+    return ctx;
+}
 
 void Api::set_tokens(std::vector<config::AdminToken> tokens) {
     auto next = std::make_shared<const std::vector<config::AdminToken>>(std::move(tokens));
@@ -126,6 +157,11 @@ asio::awaitable<http::Response> Api::metrics(bool authenticated, const std::stri
 }
 
 asio::awaitable<http::Response> Api::handle(http::Request& req) {
+    if (Dashboard::owns(req.path)) {
+        auto ctx = context();
+        auto page = m_ui->handle(ctx, req, *tokens());
+        co_return co_await std::move(page);
+    }
     auto caller = authenticate(req.header("Authorization"), *tokens());
     if (req.path == "/metrics") co_return co_await metrics(caller.has_value(), req.method);
     if (!caller) co_return error_response(make_error("unauthorized", "a valid bearer token is required"));
@@ -147,12 +183,7 @@ asio::awaitable<http::Response> Api::handle(http::Request& req) {
     if (found->admin_only && caller->role != Role::admin) {
         co_return error_response(make_error("forbidden", "this route needs an admin token"));
     }
-    Context ctx{m_db_path, m_workers, m_writer, nullptr, nullptr, m_on_queued, m_on_recovery_run, m_cluster};
-    {
-        std::lock_guard lk(m_mu);
-        ctx.tiers = m_tiers;
-        ctx.runners = m_runners;
-    }
+    Context ctx = context();
     Call call{req, *caller, {}};
     for (std::size_t i = 1; i < m.size(); ++i) call.params.push_back(m[i].str());
     auto reply = co_await found->handler(ctx, call);

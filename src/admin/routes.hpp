@@ -54,6 +54,9 @@ struct Call {
 using Reply = Result<http::Response>;
 using Handler = boost::asio::awaitable<Reply> (*)(Context&, Call&);
 
+/// The HTTP status of a handler's error code (api.cpp's one table; 503 for codes without one).
+int status_of(const Error& e);
+
 /// A query parameter as an integer in [lo, hi]; the error names the parameter.
 Result<std::optional<std::int64_t>> int_param(const http::Request& req, const char* name, std::int64_t lo, std::int64_t hi);
 /// Ok when `v` is unset or one of `allowed` (names of core/vocab.hpp, e.g. names<RunState>());

@@ -186,6 +186,7 @@ private:
         m_planner.set_config(c.planner);
         m_api.set_tokens(cfg.admin.tokens);
         m_api.set_metrics_public(cfg.admin.metrics_public);
+        m_api.set_ui(cfg.admin.ui_public, cfg.trust.upstream_repo);
         m_api.set_tiers(tier_names(c.planner));
         if (cfg.execution.executor != m_cfg.execution.executor) {
             spdlog::error("reload: execution.executor stays {} until the next start", m_cfg.execution.executor);

@@ -137,7 +137,7 @@ report::OutboxSettings outbox_settings(const config::Config& c) {
     o.file = c.report.file.has_value();
     o.callback = c.report.crcr_callback.has_value();
     o.target_url = c.report.target_url;
-    if (o.target_url.empty() && !c.server.public_url.empty()) o.target_url = c.server.public_url + "/api/v1/runs/{run_id}";
+    if (o.target_url.empty() && !c.server.public_url.empty()) o.target_url = c.server.public_url + "/ui/runs/{run_id}";
     o.public_url = c.server.public_url;
     o.upstream_repo = c.trust.upstream_repo;
     if (c.report.crcr_callback) {

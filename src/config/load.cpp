@@ -336,6 +336,7 @@ void parse_admin(YamlMap m, AdminConfig& c, const ServerConfig& server) {
         m.raw("listen");
     }
     m.get("metrics_public", c.metrics_public);
+    m.get("ui_public", c.ui_public);
 }
 
 void parse_recovery(YamlMap m, Config& c) {

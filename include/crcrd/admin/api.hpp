@@ -21,11 +21,15 @@
 
 namespace crcrd::admin {
 
+struct Context;
+class Dashboard;
+
 class Api {
 public:
     /// `workers` runs the blocking reads (a thread pool's executor).
     Api(std::filesystem::path db_path, std::vector<config::AdminToken> tokens, boost::asio::any_io_executor workers,
         store::Writer& writer);
+    ~Api();
 
     /// SIGHUP: tokens replaced for requests that start afterwards.
     void set_tokens(std::vector<config::AdminToken> tokens);
@@ -45,17 +49,25 @@ public:
     /// It blocks; it runs on the workers. Set before serving.
     void on_cluster(std::function<nlohmann::json()> fn) { m_cluster = std::move(fn); }
 
-    /// True for paths this API answers (everything under /api/, and /metrics).
-    static bool owns(const std::string& path) { return path.rfind("/api/", 0) == 0 || path == "/metrics"; }
+    /// The dashboard (/ui/): `ui_public` makes its pages readable without a token; commits and
+    /// PRs link to github.com/`upstream_repo` (no links when empty).
+    void set_ui(bool ui_public, const std::string& upstream_repo);
 
+    /// True for paths this API answers: everything under /api/, /metrics, and the dashboard
+    /// under /ui.
+    static bool owns(const std::string& path);
+
+    /// The dashboard's pages for /ui paths (HTML, src/admin/ui.cpp). Otherwise the JSON API:
     /// 401 without a valid token, 403 for a read token on an admin route, 404/405/400 as
-    /// usual; JSON always.
+    /// usual.
     boost::asio::awaitable<http::Response> handle(http::Request& req);
 
 private:
     /// GET /metrics: open with admin.metrics_public, else for any valid token.
     boost::asio::awaitable<http::Response> metrics(bool authenticated, const std::string& method);
     std::shared_ptr<const std::vector<config::AdminToken>> tokens() const;
+    /// What a handler sees of this API now (tiers and runners as the last reload left them).
+    Context context();
 
     std::filesystem::path m_db_path;
     mutable std::mutex m_mu;
@@ -69,6 +81,7 @@ private:
     std::function<void()> m_on_queued;
     std::function<void()> m_on_recovery_run;
     std::function<nlohmann::json()> m_cluster;
+    std::unique_ptr<Dashboard> m_ui;
 };
 
 }  // namespace crcrd::admin

@@ -212,6 +212,7 @@ struct AdminConfig {
     std::string listen_host;             // parsed from `listen`
     std::uint16_t listen_port = 0;
     bool metrics_public = false;
+    bool ui_public = false;       // the dashboard readable without a token (writes still need an admin session)
 };
 
 /// recovery: (CONTRACT.md §1.6) finding the deliveries GitHub failed to make while crcrd was

@@ -1,0 +1,58 @@
+#pragma once
+// Admin-internal: the dashboard's pages as HTML (docs/dashboard.md), rendered from the same
+// JSON the admin API answers with, so a page never shows what the API would not.
+
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "html.hpp"
+
+namespace crcrd::admin::ui {
+
+/// Where the upstream repository's commits and PRs are on the web ("" for no links).
+struct Links {
+    std::string commit_url;  // + sha
+    std::string pr_url;      // + number
+};
+
+/// A query string's filter values as the page's form shows them again.
+using FormValues = std::map<std::string, std::string>;
+
+/// The runs list: the filter form (`form` as submitted), `problem` (a refused filter) above the
+/// table, the runs of `list` ({"items","next_cursor"}) and a link to the next page.
+std::string runs_page(const nlohmann::json& list, const FormValues& form, const std::string& problem,
+                      const html::Viewer& v, const Links& links);
+
+/// What the run page shows besides the run itself.
+struct RunExtras {
+    std::map<std::int64_t, nlohmann::json> failed_tests;  // job id → {"items": [...]}
+    std::map<std::int64_t, std::string> log_tails;        // job id → the log's last bytes
+    std::string notice;                                   // an action's outcome
+};
+/// A run (GET /api/v1/runs/{id}): facts, actions, selection, tiers, failing tests, evidence,
+/// bisection, log tails and statuses.
+std::string run_page(const nlohmann::json& run, const RunExtras& extras, const html::Viewer& v, const Links& links);
+
+/// A job: facts, metadata, evidence, its tests (`tests` {"items",...}) and the last `tail`
+/// bytes of its log (`log`; `log_problem` when there is none).
+std::string job_page(const nlohmann::json& job, const nlohmann::json& tests, const std::string& log,
+                     const std::string& log_problem, std::int64_t tail, const html::Viewer& v, const Links& links);
+
+/// The runner slots (GET /api/v1/runners) with drain/undrain forms for admins.
+std::string runners_page(const nlohmann::json& runners, const std::string& notice, const html::Viewer& v);
+
+/// The webhook deliveries, newest first, with the verdict filter.
+std::string deliveries_page(const nlohmann::json& list, const FormValues& form, const std::string& problem,
+                            const html::Viewer& v);
+
+/// The sign-in form; `next` is where to go afterwards, `problem` why the last try failed.
+std::string login_page(const std::string& next, const std::string& problem, bool ui_public);
+
+/// An error as a page: the status's name and `message`.
+std::string error_page(int status, const std::string& message, const html::Viewer& v);
+
+}  // namespace crcrd::admin::ui
