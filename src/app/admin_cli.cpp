@@ -151,8 +151,10 @@ std::vector<QueryOption> with_paging(std::vector<QueryOption> options) {
 
 std::string endpoint(std::string base, const std::string& route) {
     while (!base.empty() && base.back() == '/') base.pop_back();
+    // Only a path: "https://webhook" is a host of that name.
     const std::string webhook = "/webhook";
-    if (base.size() > webhook.size() && base.ends_with(webhook) && base.find("://") + 3 < base.size() - webhook.size()) {
+    const auto host = base.find("://");
+    if (base.ends_with(webhook) && host != std::string::npos && host + 3 < base.size() - webhook.size()) {
         base.resize(base.size() - webhook.size());
     }
     while (!base.empty() && base.back() == '/') base.pop_back();
