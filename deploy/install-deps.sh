@@ -6,7 +6,7 @@ set -euo pipefail
 packages=(
   build-essential cmake ccache pkg-config git ca-certificates openssl
   libboost1.81-dev nlohmann-json3-dev libssl-dev libspdlog-dev libfmt-dev
-  libsqlite3-dev sqlite3 libsimdjson-dev libzstd-dev libpugixml-dev libyaml-cpp-dev libgtest-dev libgmock-dev libsystemd-dev
+  libsqlite3-dev sqlite3 libsimdjson-dev libzstd-dev libpugixml-dev libyaml-cpp-dev libcli11-dev libgtest-dev libgmock-dev libsystemd-dev
   bubblewrap python3 python3-pytest curl nginx-light jq
   # The Slurm executor's tests start a real one-node cluster (tests/support/slurm_cluster.hpp).
   slurmctld slurmd slurm-client munge

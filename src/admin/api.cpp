@@ -42,27 +42,34 @@ struct Route {
     std::regex path;
     bool admin_only;
     Handler handler;
+    std::vector<std::string_view> query;  // the query parameters it takes; any other is a 400
 };
 
-/// Every route under /api/v1 but /metrics: method, path, who may call it, and its handler.
+/// Every route under /api/v1 but /metrics: method, path, who may call it, its handler, and the
+/// query parameters it takes.
 const std::vector<Route>& routes() {
     static const std::vector<Route> k = {
-        {"GET", std::regex(R"(^/api/v1/runs$)"), false, list_runs_route},
-        {"POST", std::regex(R"(^/api/v1/runs$)"), true, create_run_route},
-        {"GET", std::regex(R"(^/api/v1/runs/([0-9]{1,18})$)"), false, get_run_route},
-        {"POST", std::regex(R"(^/api/v1/runs/([0-9]{1,18})/retry$)"), true, retry_run_route},
-        {"POST", std::regex(R"(^/api/v1/runs/([0-9]{1,18})/cancel$)"), true, cancel_run_route},
-        {"GET", std::regex(R"(^/api/v1/jobs/([0-9]{1,18})$)"), false, get_job_route},
-        {"GET", std::regex(R"(^/api/v1/jobs/([0-9]{1,18})/tests$)"), false, job_tests_route},
-        {"GET", std::regex(R"(^/api/v1/jobs/([0-9]{1,18})/log$)"), false, job_log_route},
-        {"GET", std::regex(R"(^/api/v1/runners$)"), false, list_runners_route},
-        {"POST", std::regex(R"(^/api/v1/runners/([A-Za-z0-9._-]{1,100})/(drain|undrain)$)"), true, drain_runner_route},
-        {"GET", std::regex(R"(^/api/v1/deliveries$)"), false, list_deliveries_route},
-        {"GET", std::regex(R"(^/api/v1/outbox$)"), false, list_outbox_route},
-        {"POST", std::regex(R"(^/api/v1/outbox/([0-9]{1,18})/retry$)"), true, retry_outbox_route},
-        {"GET", std::regex(R"(^/api/v1/recovery$)"), false, list_recovery_route},
-        {"POST", std::regex(R"(^/api/v1/recovery/run$)"), true, run_recovery_route},
-        {"GET", std::regex(R"(^/api/v1/selection-misses$)"), false, list_selection_misses_route},
+        {"GET", std::regex(R"(^/api/v1/runs$)"), false, list_runs_route,
+         {"state", "conclusion", "sha", "pr", "event", "since", "until", "limit", "cursor"}},
+        {"POST", std::regex(R"(^/api/v1/runs$)"), true, create_run_route, {}},
+        {"GET", std::regex(R"(^/api/v1/runs/([0-9]{1,18})$)"), false, get_run_route, {}},
+        {"POST", std::regex(R"(^/api/v1/runs/([0-9]{1,18})/retry$)"), true, retry_run_route, {}},
+        {"POST", std::regex(R"(^/api/v1/runs/([0-9]{1,18})/cancel$)"), true, cancel_run_route, {}},
+        {"GET", std::regex(R"(^/api/v1/jobs/([0-9]{1,18})$)"), false, get_job_route, {}},
+        {"GET", std::regex(R"(^/api/v1/jobs/([0-9]{1,18})/tests$)"), false, job_tests_route,
+         {"outcome", "limit", "cursor"}},
+        {"GET", std::regex(R"(^/api/v1/jobs/([0-9]{1,18})/log$)"), false, job_log_route, {"tail"}},
+        {"GET", std::regex(R"(^/api/v1/runners$)"), false, list_runners_route, {}},
+        {"POST", std::regex(R"(^/api/v1/runners/([A-Za-z0-9._-]{1,100})/(drain|undrain)$)"), true, drain_runner_route, {}},
+        {"GET", std::regex(R"(^/api/v1/deliveries$)"), false, list_deliveries_route,
+         {"verdict", "limit", "cursor"}},
+        {"GET", std::regex(R"(^/api/v1/outbox$)"), false, list_outbox_route,
+         {"state", "sink", "run_id", "limit", "cursor"}},
+        {"POST", std::regex(R"(^/api/v1/outbox/([0-9]{1,18})/retry$)"), true, retry_outbox_route, {}},
+        {"GET", std::regex(R"(^/api/v1/recovery$)"), false, list_recovery_route, {}},
+        {"POST", std::regex(R"(^/api/v1/recovery/run$)"), true, run_recovery_route, {}},
+        {"GET", std::regex(R"(^/api/v1/selection-misses$)"), false, list_selection_misses_route,
+         {"run_id", "test", "limit", "cursor"}},
     };
     return k;
 }
@@ -183,6 +190,8 @@ asio::awaitable<http::Response> Api::handle(http::Request& req) {
     if (found->admin_only && caller->role != Role::admin) {
         co_return error_response(make_error("forbidden", "this route needs an admin token"));
     }
+    // A filter this route does not know is refused, never ignored (CONTRACT.md §8).
+    if (auto s = known_params(req, found->query); !s) co_return error_response(s.error());
     Context ctx = context();
     Call call{req, *caller, {}};
     for (std::size_t i = 1; i < m.size(); ++i) call.params.push_back(m[i].str());

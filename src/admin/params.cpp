@@ -1,4 +1,5 @@
 // The query-parameter checks every admin route shares (routes.hpp).
+#include <algorithm>
 #include <charconv>
 #include <regex>
 
@@ -46,6 +47,18 @@ Status utc_time(std::optional<std::string>& v, const char* name) {
         }
     }
     return make_error("bad_request", std::string(name) + " must be an RFC 3339 time (UTC, or with an offset such as +02:00)");
+}
+
+Status known_params(const http::Request& req, std::span<const std::string_view> allowed) {
+    for (const auto& name : req.query_names()) {
+        if (std::find(allowed.begin(), allowed.end(), name) != allowed.end()) continue;
+        std::string list;
+        for (std::string_view a : allowed) list += (list.empty() ? "" : ", ") + std::string(a);
+        std::string shown = name.substr(0, 100);
+        return make_error("bad_request", "unknown query parameter '" + shown + "'" +
+                                             (list.empty() ? ": this route takes none" : " (this route takes " + list + ")"));
+    }
+    return Ok{};
 }
 
 Result<Page> page_of(const http::Request& req) {

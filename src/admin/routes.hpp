@@ -64,6 +64,9 @@ Result<std::optional<std::int64_t>> int_param(const http::Request& req, const ch
 Status one_of(const std::optional<std::string>& v, const char* name, std::span<const std::string_view> allowed);
 /// Ok when `v` is unset or looks like an RFC 3339 UTC time (a date at least).
 Status utc_time(std::optional<std::string>& v, const char* name);
+/// Ok when every query parameter of `req` is one of `allowed`; else bad_request naming the
+/// first unknown one and listing `allowed` (a filter the route does not know is never ignored).
+Status known_params(const http::Request& req, std::span<const std::string_view> allowed);
 /// `limit` (1-200, default 50) and `cursor` of a list request.
 Result<Page> page_of(const http::Request& req);
 /// 200 with `body` as JSON.

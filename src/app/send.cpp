@@ -5,6 +5,7 @@
 #include <chrono>
 #include <ostream>
 
+#include "crcrd/app/admin_cli.hpp"
 #include "crcrd/core/crypto.hpp"
 #include "crcrd/core/files.hpp"
 #include "crcrd/http/client.hpp"
@@ -57,13 +58,14 @@ int send_event(const SendOptions& opts, std::ostream& out, std::ostream& err) {
     }
     http::ClientOptions copts;
     copts.ca_file = opts.cacert;
-    auto res = http::send("POST", opts.url, headers, *body, copts);
+    auto res = http::send("POST", endpoint(opts.url, "/webhook"), headers, *body, copts);
     if (!res) {
         err << "crcrctl send: " << res.error().message << "\n";
-        return 1;
+        return exit_code_of_error(res.error().code);
     }
+    // The answer is printed whatever it is: crcrd's verdict is what the operator came for.
     out << "HTTP " << res->status << " (delivery " << id << ")\n" << res->body << "\n";
-    return res->status >= 200 && res->status < 300 ? 0 : 1;
+    return exit_code_of_status(res->status);
 }
 
 }  // namespace crcrd::app

@@ -53,6 +53,19 @@ std::optional<std::string> Request::query_param(std::string_view name) const {
     return std::nullopt;
 }
 
+std::vector<std::string> Request::query_names() const {
+    std::vector<std::string> names;
+    std::string_view q = query;
+    while (!q.empty()) {
+        auto amp = q.find('&');
+        std::string_view pair = q.substr(0, amp);
+        q = amp == std::string_view::npos ? std::string_view() : q.substr(amp + 1);
+        std::string key = url_decode(pair.substr(0, pair.find('=')));
+        if (!key.empty()) names.push_back(std::move(key));
+    }
+    return names;
+}
+
 Response Response::json(int status, const nlohmann::json& body) {
     Response r;
     r.status = status;

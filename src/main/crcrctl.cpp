@@ -1,6 +1,9 @@
-// crcrctl: the operator CLI. Parses arguments and hands over to crcrd::app.
+// crcrctl: the operator CLI (CONTRACT.md §8). Parses the command line with CLI11 and hands
+// over to crcrd::app; nothing else.
+#include <CLI/CLI.hpp>
+
+#include <deque>
 #include <iostream>
-#include <map>
 #include <string>
 #include <vector>
 
@@ -10,105 +13,189 @@
 
 namespace {
 
-void usage(std::ostream& os) {
-    os << "usage: crcrctl [--version] [--url URL] [--token-file F] [--cacert F] COMMAND ...\n"
-          "  send --scheme github|standard-webhooks --secret-file F [--url U] [--cacert F]\n"
-          "       [--event NAME] [--delivery-id ID] EVENT.json\n"
-          "       sign EVENT.json and post it (default URL https://127.0.0.1:8443/webhook)\n"
-          "  explain --rules FILE --changed-files FILE|- [--event pull_request|push|schedule] [--json]\n"
-          "       print the selection a run would get for these changed paths\n"
-       << crcrd::app::admin_usage();
-}
+using crcrd::app::AdminCommand;
 
-int send(const std::vector<std::string>& args) {
-    crcrd::app::SendOptions o;
-    bool have_secret = false;
-    for (std::size_t i = 0; i < args.size(); ++i) {
-        const std::string& a = args[i];
-        auto value = [&]() -> const std::string* { return i + 1 < args.size() ? &args[++i] : nullptr; };
-        const std::string* v = nullptr;
-        if (a == "--scheme" && (v = value())) o.scheme = *v;
-        else if (a == "--secret-file" && (v = value())) o.secret_file = *v, have_secret = true;
-        else if (a == "--url" && (v = value())) o.url = *v;
-        else if (a == "--cacert" && (v = value())) o.cacert = *v;
-        else if (a == "--event" && (v = value())) o.event = *v;
-        else if (a == "--delivery-id" && (v = value())) o.delivery_id = *v;
-        else if (!a.empty() && a[0] != '-' && o.event_file.empty()) o.event_file = a;
-        else {
-            std::cerr << "crcrctl send: unexpected argument '" << a << "'\n";
-            usage(std::cerr);
-            return 2;
-        }
-    }
-    if (!have_secret || o.event_file.empty()) {
-        std::cerr << "crcrctl send: --secret-file and EVENT.json are required\n";
-        usage(std::cerr);
-        return 2;
-    }
-    return crcrd::app::send_event(o, std::cout, std::cerr);
-}
+/// An admin command as the command line spells it: `group name` (or just `name`), what it
+/// does, and the name of its one positional argument (ID or NAME) if it takes one.
+struct AdminSpec {
+    const char* group;
+    const char* name;
+    AdminCommand command;
+    const char* description;
+    const char* target;
+    bool listing;  // takes --json
+};
 
-int explain(const std::vector<std::string>& args) {
-    crcrd::app::ExplainOptions o;
-    for (std::size_t i = 0; i < args.size(); ++i) {
-        const std::string& a = args[i];
-        bool has_value = i + 1 < args.size();
-        if (a == "--rules" && has_value) o.rules = args[++i];
-        else if (a == "--changed-files" && has_value) o.changed_files = args[++i];
-        else if (a == "--event" && has_value) o.event = args[++i];
-        else if (a == "--json") o.json = true;
-        else {
-            std::cerr << "crcrctl explain: unexpected argument '" << a << "'\n";
-            usage(std::cerr);
-            return 2;
-        }
+const AdminSpec k_admin[] = {
+    {"runs", "list", AdminCommand::runs_list, "runs, newest first", nullptr, true},
+    {"runs", "show", AdminCommand::runs_show, "one run: its selection, jobs, statuses and bisection", "ID", true},
+    {"runs", "cancel", AdminCommand::runs_cancel, "cancel a queued or running run and its open jobs", "ID", false},
+    {"runs", "retry", AdminCommand::runs_retry, "a new run like a finished one", "ID", false},
+    {"runs", "trigger", AdminCommand::runs_trigger, "a manual run of a commit (every tier unless --tier names some)",
+     nullptr, false},
+    {"jobs", "log", AdminCommand::jobs_log, "a job's log, printed as is", "ID", false},
+    {"runners", "list", AdminCommand::runners_list, "runner slots, their state and last health check", nullptr, true},
+    {"runners", "drain", AdminCommand::runners_drain, "give the slot no more jobs", "NAME", false},
+    {"runners", "undrain", AdminCommand::runners_undrain, "give the slot jobs again", "NAME", false},
+    {"deliveries", "list", AdminCommand::deliveries_list, "webhook deliveries and their verdicts", nullptr, true},
+    {"outbox", "list", AdminCommand::outbox_list, "statuses and callbacks, and where each went", nullptr, true},
+    {"outbox", "retry", AdminCommand::outbox_retry, "send a dead letter again", "ID", false},
+    {nullptr, "recover", AdminCommand::recover,
+     "a missed-delivery recovery pass now, printed when it ended (--list: the last passes)", nullptr, true},
+    {nullptr, "misses", AdminCommand::misses, "scheduled-run failures that no PR or push run selected", nullptr, true},
+};
+
+/// What one admin command's options were parsed into.
+struct AdminParsed {
+    const AdminSpec* spec;
+    CLI::App* app;
+    std::vector<std::pair<std::string, CLI::Option*>> query;  // API parameter, its option
+    crcrd::app::AdminRequest req;
+    bool list = false;  // recover --list
+};
+
+const CLI::Validator k_id(
+    [](std::string& s) {
+        bool digits = !s.empty() && s.size() <= 18 && s.find_first_not_of("0123456789") == std::string::npos;
+        return digits ? std::string() : "must be a positive integer, not '" + s + "'";
+    },
+    "ID", "id");
+
+/// `crcrctl runs show` and so on: the deepest command the line named, for the error message.
+std::string command_path(const CLI::App& app) {
+    std::string path = app.get_name();
+    for (const CLI::App* a = &app; !a->get_subcommands().empty();) {
+        a = a->get_subcommands().front();
+        path += " " + a->get_name();
     }
-    if (o.rules.empty() || o.changed_files.empty()) {
-        std::cerr << "crcrctl explain: --rules and --changed-files are required\n";
-        return 2;
-    }
-    return crcrd::app::explain(o, std::cin, std::cout, std::cerr);
+    return path;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-    std::vector<std::string> args(argv + 1, argv + argc);
-    if (args.empty() || args[0] == "--help" || args[0] == "-h") {
-        usage(args.empty() ? std::cerr : std::cout);
-        return args.empty() ? 2 : 0;
-    }
-    if (args[0] == "--version") {
-        std::cout << "crcrctl " CRCRD_VERSION "\n";
-        return 0;
-    }
-    // Options of the admin commands come before the command.
-    crcrd::app::AdminCliOptions admin;
-    while (!args.empty() && (args[0] == "--url" || args[0] == "--token-file" || args[0] == "--cacert")) {
-        if (args.size() < 2) {
-            std::cerr << "crcrctl: " << args[0] << " needs a value\n";
-            return 2;
+    CLI::App app("crcrctl: the operator's command line for crcrd (docs/operations.md).", "crcrctl");
+    app.set_version_flag("--version", "crcrctl " CRCRD_VERSION);
+    app.require_subcommand(1);
+    app.fallthrough();  // inherited: the options below may also follow the command
+    app.footer(
+        "Exit status: 0 done, 1 other failure, 2 usage (also an argument the daemon refuses with 400),\n"
+        "3 daemon unreachable or TLS failure, 4 unauthorised or forbidden, 5 not found.\n"
+        "COMMAND --help shows a command's options.");
+
+    crcrd::app::AdminCliOptions conn;
+    std::string token_file, cacert;
+    app.add_option("--url", conn.url,
+                   "the daemon's base URL, https://HOST:PORT; each command appends its route (/api/v1/..., "
+                   "/webhook; a URL ending in /webhook means the same daemon)")
+        ->capture_default_str();
+    auto* token_opt = app.add_option("--token-file", token_file, "a file holding an admin API bearer token")
+                          ->check(CLI::ExistingFile);
+    auto* cacert_opt =
+        app.add_option("--cacert", cacert, "trust this PEM CA bundle (default: the system's)")->check(CLI::ExistingFile);
+
+    // send
+    crcrd::app::SendOptions send_opts;
+    std::string secret_file, event_file, send_event, delivery_id;
+    auto* send = app.add_subcommand("send", "sign EVENT.json like GitHub or a Standard Webhooks relay and post it to "
+                                            "<url>/webhook; prints the answer");
+    send->add_option("--scheme", send_opts.scheme, "the signature scheme")
+        ->check(CLI::IsMember({"github", "standard-webhooks"}))
+        ->capture_default_str();
+    send->add_option("--secret-file", secret_file, "the webhook secret (a whsec_ secret for standard-webhooks)")
+        ->required()
+        ->check(CLI::ExistingFile);
+    auto* send_event_opt =
+        send->add_option("--event", send_event, "X-GitHub-Event (default: guessed from the body)");
+    auto* delivery_opt = send->add_option("--delivery-id", delivery_id, "the delivery id (default: a random UUID)");
+    send->add_option("EVENT.json", event_file, "the event body")->required()->check(CLI::ExistingFile);
+
+    // explain
+    crcrd::app::ExplainOptions explain_opts;
+    std::string rules;
+    auto* explain = app.add_subcommand("explain", "print the selection a run would get for these changed paths "
+                                                  "(offline: no daemon)");
+    explain->add_option("--rules", rules, "the selection rules file")->required()->check(CLI::ExistingFile);
+    explain->add_option("--changed-files", explain_opts.changed_files, "a file with one path per line, or - for stdin")
+        ->required();
+    explain->add_option("--event", explain_opts.event, "pull_request, push or schedule")->capture_default_str();
+    explain->add_flag("--json", explain_opts.json, "print the selection as stored (JSON)");
+
+    // The admin commands.
+    std::map<std::string, CLI::App*> groups;
+    std::deque<AdminParsed> admin;
+    for (const auto& spec : k_admin) {
+        CLI::App* parent = &app;
+        if (spec.group) {
+            auto [it, added] = groups.try_emplace(spec.group, nullptr);
+            if (added) {
+                std::string actions;
+                for (const auto& s : k_admin)
+                    if (s.group && s.group == std::string(spec.group)) actions += (actions.empty() ? "" : ", ") + std::string(s.name);
+                it->second = app.add_subcommand(spec.group, std::string(spec.group) + ": " + actions);
+                it->second->require_subcommand(1);
+            }
+            parent = it->second;
         }
-        if (args[0] == "--url") admin.url = args[1];
-        if (args[0] == "--token-file") admin.token_file = args[1];
-        if (args[0] == "--cacert") admin.cacert = args[1];
-        args.erase(args.begin(), args.begin() + 2);
+        auto& p = admin.emplace_back(AdminParsed{&spec, parent->add_subcommand(spec.name, spec.description), {}, {}});
+        p.req.command = spec.command;
+        if (spec.target) {
+            auto* t = p.app->add_option(spec.target, p.req.target, spec.target == std::string("ID") ? "its id" : "its name")
+                          ->required();
+            if (spec.target == std::string("ID")) t->check(k_id);
+        }
+        for (const auto& q : crcrd::app::query_options(spec.command)) {
+            p.query.emplace_back(q.param, p.app->add_option(q.names, q.help)->type_name(q.value));
+        }
+        if (spec.listing) p.app->add_flag("--json", p.req.json, "print the API's JSON instead of a table");
+        if (spec.command == AdminCommand::recover) p.app->add_flag("--list", p.list, "list the last passes instead");
+        if (spec.command == AdminCommand::runs_trigger) {
+            p.app->add_option("--sha", p.req.sha, "the commit (40 hex digits)")->required();
+            p.app->add_option("--tier", p.req.tiers, "a tier to run (repeatable; default: every tier)");
+        }
     }
-    if (args.empty()) {
-        usage(std::cerr);
-        return 2;
-    }
-    std::string cmd = args[0];
-    args.erase(args.begin());
+
     try {
-        if (cmd == "send") return send(args);
-        if (cmd == "explain") return explain(args);
-        if (crcrd::app::is_admin_command(cmd)) return crcrd::app::admin_command(cmd, args, admin, std::cout, std::cerr);
+        app.parse(argc, argv);
+    } catch (const CLI::ParseError& e) {
+        if (e.get_exit_code() == 0) return app.exit(e);  // --help, --version
+        std::string why = e.what();
+        // "crcrctl frobnicate" is reported as a missing subcommand: name the word instead.
+        if (auto extra = app.remaining(true); !extra.empty() && dynamic_cast<const CLI::RequiredError*>(&e)) {
+            why = "unknown command '" + extra.front() + "'";
+        }
+        std::cerr << command_path(app) << ": " << why << "\n"
+                  << "usage: " << command_path(app) << " --help\n";
+        return crcrd::app::k_exit_usage;
+    }
+    if (*token_opt) conn.token_file = token_file;
+    if (*cacert_opt) conn.cacert = cacert;
+
+    try {
+        if (*send) {
+            send_opts.url = conn.url;
+            send_opts.cacert = conn.cacert;
+            send_opts.secret_file = secret_file;
+            send_opts.event_file = event_file;
+            if (*send_event_opt) send_opts.event = send_event;
+            if (*delivery_opt) send_opts.delivery_id = delivery_id;
+            return crcrd::app::send_event(send_opts, std::cout, std::cerr);
+        }
+        if (*explain) {
+            explain_opts.rules = rules;
+            return crcrd::app::explain(explain_opts, std::cin, std::cout, std::cerr);
+        }
+        for (auto& p : admin) {
+            if (!*p.app) continue;
+            for (const auto& [param, opt] : p.query)
+                if (*opt) p.req.query.emplace_back(param, opt->as<std::string>());
+            if (p.list) p.req.command = AdminCommand::recover_list;
+            return crcrd::app::admin_command(p.req, conn, std::cout, std::cerr);
+        }
     } catch (const std::exception& e) {
         std::cerr << "crcrctl: " << e.what() << "\n";
-        return 1;
+        return crcrd::app::k_exit_failure;
     }
-    std::cerr << "crcrctl: unknown command '" << cmd << "'\n";
-    usage(std::cerr);
-    return 2;
+    std::cerr << "crcrctl: no command\n";
+    return crcrd::app::k_exit_usage;
 }

@@ -147,11 +147,11 @@ TEST(Lifecycle, CrcrctlSendSignsAndPosts) {
     EXPECT_EQ(rc, 0) << out;
     EXPECT_NE(out.find("HTTP 202"), std::string::npos) << out;
 
-    // Without the CA the server's certificate is not trusted.
+    // Without the CA the server's certificate is not trusted: exit 3, a TLS failure.
     rc = run_command({CRCRCTL_BIN, "send", "--scheme", "github", "--secret-file",
                       (dir.path() / "secrets" / "webhook.secret").string(), "--url", d.url(), fixture},
                      &out);
-    EXPECT_EQ(rc, 1);
+    EXPECT_EQ(rc, 3);
     EXPECT_NE(out.find("TLS handshake"), std::string::npos) << out;
     EXPECT_EQ(d.scalar("SELECT count(*) FROM runs"), 2);
 }

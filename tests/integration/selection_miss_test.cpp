@@ -115,7 +115,7 @@ TEST(SelectionMisses, RecordedMissesAreListedPagedFilteredPrintedAndCounted) {
     EXPECT_EQ(ids(json::parse(out)), (Ids{2, 1}));
     EXPECT_EQ(ctl({"--state", "x"}, &out), 2) << out;
     EXPECT_EQ(ctl({"list"}, &out), 2) << out;
-    EXPECT_EQ(ctl({"--run", "0"}, &out), 1) << out;  // the API refuses it
+    EXPECT_EQ(ctl({"--run", "0"}, &out), 2) << out;  // the API refuses it: a usage error
     EXPECT_NE(out.find("HTTP 400"), std::string::npos) << out;
 
     auto metrics = d.request("GET", "/metrics", {{"Authorization", "Bearer read-token"}}, "");

@@ -12,7 +12,7 @@ namespace crcrd::app {
 struct SendOptions {
     std::string scheme = "github";  // github | standard-webhooks
     std::filesystem::path secret_file;
-    std::string url = "https://127.0.0.1:8443/webhook";
+    std::string url = "https://127.0.0.1:8443";  // the daemon's base URL; posts to <url>/webhook (endpoint())
     std::optional<std::filesystem::path> cacert;
     std::filesystem::path event_file;
     std::optional<std::string> event;        // X-GitHub-Event; guessed from the body when absent
@@ -24,7 +24,9 @@ struct SendOptions {
 std::string guess_event(const std::string& body);
 
 /// Signs and posts; prints "HTTP <status>" and the body to `out`, problems to `err`.
-/// Returns 0 on a 2xx answer, 1 otherwise, 2 on bad arguments or unreadable files.
+/// Returns crcrctl's exit code (admin_cli.hpp): 0 on a 2xx answer, 4 on 401/403 (a wrong
+/// secret), 5 on 404, 1 on another answer (the body was refused), 3 when the daemon cannot be
+/// reached or TLS fails, 2 on bad arguments or unreadable files.
 int send_event(const SendOptions& opts, std::ostream& out, std::ostream& err);
 
 }  // namespace crcrd::app

@@ -33,6 +33,9 @@ struct Request {
     }
     /// The URL-decoded value of a query parameter, if present.
     std::optional<std::string> query_param(std::string_view name) const;
+    /// The URL-decoded name of every query parameter, in order (repeats included, empty
+    /// names skipped).
+    std::vector<std::string> query_names() const;
 };
 
 struct Response {

@@ -1,0 +1,31 @@
+#pragma once
+// App-internal: the tables crcrctl's admin commands print for people, one function per
+// listing, each taking the admin API's JSON answer (CONTRACT.md §7). Listings end with a
+// "(more: --cursor X)" line when the API has a next page.
+
+#include <nlohmann/json.hpp>
+
+#include <iosfwd>
+#include <string>
+
+namespace crcrd::app {
+
+/// j[key] as a cell: a string as is, another value as JSON, "-" when missing or null.
+std::string text(const nlohmann::json& j, const char* key);
+
+/// GET /api/v1/runs: one run a line (ID, EVENT, SHA, PR, STATE, CLASS, CREATED, REASON).
+void print_runs(std::ostream& out, const nlohmann::json& page);
+/// GET /api/v1/runs/{id}: the run, its selection, its jobs, statuses and bisection.
+void print_run(std::ostream& out, const nlohmann::json& run);
+/// GET /api/v1/recovery: the passes and the watermark.
+void print_passes(std::ostream& out, const nlohmann::json& page);
+/// GET /api/v1/selection-misses: the test, how many commits, the rules they matched.
+void print_misses(std::ostream& out, const nlohmann::json& page);
+/// GET /api/v1/runners: the slots, and the Slurm partition's nodes when there is a cluster.
+void print_runners(std::ostream& out, const nlohmann::json& page);
+/// GET /api/v1/deliveries: each delivery and its verdict.
+void print_deliveries(std::ostream& out, const nlohmann::json& page);
+/// GET /api/v1/outbox: each status or callback and where it went.
+void print_outbox(std::ostream& out, const nlohmann::json& page);
+
+}  // namespace crcrd::app
