@@ -8,6 +8,9 @@ packages=(
   libboost1.81-dev nlohmann-json3-dev libssl-dev libspdlog-dev libfmt-dev
   libsqlite3-dev sqlite3 libsimdjson-dev libzstd-dev libpugixml-dev libyaml-cpp-dev libcli11-dev libgtest-dev libgmock-dev libsystemd-dev
   bubblewrap python3 python3-pytest curl nginx-light jq
+  # The integration tests validate real API responses against docs/openapi.yaml
+  # (tests/support/openapi_check.py: JSON Schema 2020-12, as OpenAPI 3.1 uses).
+  python3-jsonschema python3-yaml
   # The Slurm executor's tests start a real one-node cluster (tests/support/slurm_cluster.hpp).
   slurmctld slurmd slurm-client munge
   # The dashboard's tests load every page in a real headless Chromium (tests/support/webdriver.hpp).

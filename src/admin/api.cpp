@@ -9,6 +9,8 @@
 #include <regex>
 
 #include "crcrd/admin/metrics.hpp"
+#include "crcrd/http/reject_log.hpp"
+#include "openapi.hpp"
 #include "routes.hpp"
 #include "ui.hpp"
 
@@ -164,14 +166,22 @@ asio::awaitable<http::Response> Api::metrics(bool authenticated, const std::stri
 }
 
 asio::awaitable<http::Response> Api::handle(http::Request& req) {
+    if (req.path == "/api/v1/openapi.yaml") co_return openapi_response(req.method);
     if (Dashboard::owns(req.path)) {
         auto ctx = context();
         auto page = m_ui->handle(ctx, req, *tokens());
         co_return co_await std::move(page);
     }
     auto caller = authenticate(req.header("Authorization"), *tokens());
-    if (req.path == "/metrics") co_return co_await metrics(caller.has_value(), req.method);
-    if (!caller) co_return error_response(make_error("unauthorized", "a valid bearer token is required"));
+    if (req.path == "/metrics") {
+        auto r = co_await metrics(caller.has_value(), req.method);
+        if (r.status == 401) log_refused(req, r.status);
+        co_return r;
+    }
+    if (!caller) {
+        log_refused(req, 401);
+        co_return error_response(make_error("unauthorized", "a valid bearer token is required"));
+    }
     const Route* found = nullptr;
     bool path_known = false;
     std::smatch m;
@@ -188,6 +198,7 @@ asio::awaitable<http::Response> Api::handle(http::Request& req) {
                                             : make_error("not_found", "no route for " + req.path.substr(0, 200)));
     }
     if (found->admin_only && caller->role != Role::admin) {
+        log_refused(req, 403, caller->name);
         co_return error_response(make_error("forbidden", "this route needs an admin token"));
     }
     // A filter this route does not know is refused, never ignored (CONTRACT.md §8).
@@ -197,6 +208,30 @@ asio::awaitable<http::Response> Api::handle(http::Request& req) {
     for (std::size_t i = 1; i < m.size(); ++i) call.params.push_back(m[i].str());
     auto reply = co_await found->handler(ctx, call);
     co_return reply ? std::move(reply.value()) : error_response(reply.error());
+}
+
+void Api::log_refused(const http::Request& req, int status, const std::string& token_name) {
+    // The address, the route and why; never the token or the Authorization header.
+    const std::string address = http::address_of(req.remote);
+    if (!m_refused.admit(address, status)) return;
+    std::string reason;
+    if (status == 403) {
+        reason = "token " + token_name + " has the read role; the route needs admin";
+    } else {
+        auto authorization = req.header("Authorization");
+        reason = !authorization                                  ? "no Authorization header"
+                 : authorization->substr(0, 7) != "Bearer "      ? "not a Bearer token"
+                                                                 : "the bearer token matches no admin token";
+    }
+    std::string route = req.path.substr(0, 200);
+    for (char& c : route)
+        if (static_cast<unsigned char>(c) < 0x21 || static_cast<unsigned char>(c) > 0x7e) c = '?';
+    spdlog::warn("admin authentication failed client={} method={} path={} status={} reason=\"{}\"", address,
+                 req.method.substr(0, 16), route, status, reason);
+}
+
+void Api::flush_refused_log() {
+    for (const auto& line : m_refused.flush()) spdlog::warn("{}", line);
 }
 
 }  // namespace crcrd::admin

@@ -347,6 +347,7 @@ private:
                     auto [ec] = co_await m_reject_summaries->async_wait(k_tuple);
                     if (ec || m_stopping) co_return;
                     m_webhook.flush_reject_log();
+                    m_api.flush_refused_log();
                 }
             },
             asio::detached);

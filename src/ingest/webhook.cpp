@@ -86,7 +86,7 @@ boost::asio::awaitable<http::Response> WebhookHandler::handle(http::Request& req
         case Verdict::rejected:
             break;  // `res` already holds the rejection
     }
-    if (outcome.verdict == Verdict::rejected && !m_rejects.admit(address_of(req.remote), res.status)) co_return res;
+    if (outcome.verdict == Verdict::rejected && !m_rejects.admit(http::address_of(req.remote), res.status)) co_return res;
     auto level = outcome.verdict == Verdict::rejected ? spdlog::level::warn : spdlog::level::info;
     spdlog::log(level, "delivery id={} crcr_id={} scheme={} event={} verdict={} status={} run_id={} sha={} reason=\"{}\"",
                 d->delivery_id, d->crcr_delivery_id.value_or("-"), d->scheme, d->event, store::to_string(outcome.verdict),

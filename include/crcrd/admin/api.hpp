@@ -17,6 +17,7 @@
 
 #include "crcrd/config/config.hpp"
 #include "crcrd/http/message.hpp"
+#include "crcrd/http/reject_log.hpp"
 #include "crcrd/store/writer.hpp"
 
 namespace crcrd::admin {
@@ -62,12 +63,19 @@ public:
     /// usual.
     boost::asio::awaitable<http::Response> handle(http::Request& req);
 
+    /// The summary lines of refused requests (401, 403) that were counted rather than logged
+    /// one by one, once their minute ended (CONTRACT.md §8). Called by a timer.
+    void flush_refused_log();
+
 private:
     /// GET /metrics: open with admin.metrics_public, else for any valid token.
     boost::asio::awaitable<http::Response> metrics(bool authenticated, const std::string& method);
     std::shared_ptr<const std::vector<config::AdminToken>> tokens() const;
     /// What a handler sees of this API now (tiers and runners as the last reload left them).
     Context context();
+    /// One warn line for a refused request (401 or 403) with the client address, the route and
+    /// why; never the token. The first per address and minute, the rest counted (flush_refused_log).
+    void log_refused(const http::Request& req, int status, const std::string& token_name = {});
 
     std::filesystem::path m_db_path;
     mutable std::mutex m_mu;
@@ -82,6 +90,7 @@ private:
     std::function<void()> m_on_recovery_run;
     std::function<nlohmann::json()> m_cluster;
     std::unique_ptr<Dashboard> m_ui;
+    http::RejectLog m_refused{std::chrono::seconds(60), 10'000, "failed admin authentications"};
 };
 
 }  // namespace crcrd::admin

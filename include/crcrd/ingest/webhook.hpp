@@ -14,7 +14,7 @@
 #include "crcrd/config/config.hpp"
 #include "crcrd/http/message.hpp"
 #include "crcrd/ingest/event.hpp"
-#include "crcrd/ingest/reject_log.hpp"
+#include "crcrd/http/reject_log.hpp"
 #include "crcrd/ingest/signature.hpp"
 #include "crcrd/store/deliveries.hpp"
 #include "crcrd/store/writer.hpp"
@@ -68,7 +68,7 @@ private:
     std::shared_ptr<const Policy> m_policy;
     store::Writer& m_writer;
     std::function<void()> m_on_queued;
-    RejectLog m_rejects;
+    http::RejectLog m_rejects;
 };
 
 }  // namespace crcrd::ingest

@@ -1,22 +1,26 @@
 #pragma once
-// Log lines for rejected requests (CONTRACT.md §1.5): the first rejection from an address in a
-// minute is logged in full, the rest are counted and logged as one summary line when the
-// minute ends, so a flood from one client cannot become a flood of log lines.
+// Log lines for rejected requests (CONTRACT.md §1.5, §8): the first rejection from an address in
+// a minute is logged in full, the rest are counted and logged as one summary line when the
+// minute ends, so a flood from one client cannot become a flood of log lines. The webhook's
+// rejections and the admin API's failed authentications each keep one.
 
 #include <chrono>
 #include <cstdint>
 #include <map>
 #include <mutex>
 #include <string>
+#include <utility>
 #include <vector>
 
-namespace crcrd::ingest {
+namespace crcrd::http {
 
 class RejectLog {
 public:
     using Clock = std::chrono::steady_clock;
-    explicit RejectLog(std::chrono::seconds window = std::chrono::seconds(60), std::size_t max_addresses = 10'000)
-        : m_window(window), m_max_addresses(max_addresses) {}
+    /// `what` names the rejections in the summary lines ("rejected requests").
+    explicit RejectLog(std::chrono::seconds window = std::chrono::seconds(60), std::size_t max_addresses = 10'000,
+                       std::string what = "rejected requests")
+        : m_window(window), m_max_addresses(max_addresses), m_what(std::move(what)) {}
 
     /// Counts a rejection from `address` (an IP, without port) answered with `status`.
     /// True when it is to be logged in full now; false when it only counts toward the summary.
@@ -37,6 +41,7 @@ private:
 
     std::chrono::seconds m_window;
     std::size_t m_max_addresses;
+    std::string m_what;
     std::mutex m_mu;
     std::map<std::string, Window> m_windows;
 };
@@ -44,4 +49,4 @@ private:
 /// The address part of "ip:port" or "[v6]:port" (as the server reports a peer).
 std::string address_of(const std::string& remote);
 
-}  // namespace crcrd::ingest
+}  // namespace crcrd::http

@@ -1,6 +1,6 @@
-#include "crcrd/ingest/reject_log.hpp"
+#include "crcrd/http/reject_log.hpp"
 
-namespace crcrd::ingest {
+namespace crcrd::http {
 
 bool RejectLog::admit(const std::string& address, int status, Clock::time_point now) {
     std::lock_guard lk(m_mu);
@@ -41,7 +41,7 @@ std::vector<std::string> RejectLog::flush(Clock::time_point now) {
 std::string RejectLog::summary(const std::string& address, const Window& w) const {
     std::string by;
     for (const auto& [status, n] : w.by_status) by += (by.empty() ? "" : ", ") + std::to_string(status) + " x" + std::to_string(n);
-    return "rejected requests from " + address + ": " + std::to_string(w.suppressed) + " more in the last " +
+    return m_what + " from " + address + ": " + std::to_string(w.suppressed) + " more in the last " +
            std::to_string(m_window.count()) + " s not logged one by one (" + by + ")";
 }
 
@@ -53,4 +53,4 @@ std::string address_of(const std::string& remote) {
     return a;
 }
 
-}  // namespace crcrd::ingest
+}  // namespace crcrd::http

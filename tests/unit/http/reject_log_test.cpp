@@ -1,8 +1,8 @@
 #include <gtest/gtest.h>
 
-#include "crcrd/ingest/reject_log.hpp"
+#include "crcrd/http/reject_log.hpp"
 
-namespace crcrd::ingest {
+namespace crcrd::http {
 namespace {
 
 using namespace std::chrono_literals;
@@ -52,4 +52,4 @@ TEST(RejectLog, AddressOfAPeer) {
 }
 
 }  // namespace
-}  // namespace crcrd::ingest
+}  // namespace crcrd::http
