@@ -15,6 +15,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "crcrd/admin/metrics.hpp"
 #include "crcrd/config/config.hpp"
 #include "crcrd/http/message.hpp"
 #include "crcrd/store/writer.hpp"
@@ -48,6 +49,14 @@ public:
     /// True for paths this API answers (everything under /api/, and /metrics).
     static bool owns(const std::string& path) { return path.rfind("/api/", 0) == 0 || path == "/metrics"; }
 
+    /// The counters and histograms /metrics serves; the daemon feeds them (the writer's
+    /// events, each request's latency).
+    Metrics& metrics_registry() { return m_metrics; }
+
+    /// A bounded label for a request's path: the route pattern it matches
+    /// ("/api/v1/runs/{id}", "/metrics"), or "other" for a path no route has.
+    static std::string route_label(const std::string& path);
+
     /// 401 without a valid token, 403 for a read token on an admin route, 404/405/400 as
     /// usual; JSON always.
     boost::asio::awaitable<http::Response> handle(http::Request& req);
@@ -69,6 +78,7 @@ private:
     std::function<void()> m_on_queued;
     std::function<void()> m_on_recovery_run;
     std::function<nlohmann::json()> m_cluster;
+    Metrics m_metrics;
 };
 
 }  // namespace crcrd::admin
