@@ -8,6 +8,8 @@ packages=(
   libboost1.81-dev nlohmann-json3-dev libssl-dev libspdlog-dev libfmt-dev
   libsqlite3-dev sqlite3 libsimdjson-dev libzstd-dev libpugixml-dev libyaml-cpp-dev libgtest-dev libgmock-dev libsystemd-dev
   bubblewrap python3 python3-pytest curl nginx-light jq
+  # tests/integration/metrics_test.cpp checks a real scrape with `promtool check metrics`.
+  prometheus
   # The Slurm executor's tests start a real one-node cluster (tests/support/slurm_cluster.hpp).
   slurmctld slurmd slurm-client munge
 )

@@ -37,7 +37,7 @@ const std::array<std::pair<const char*, const char*>, 7> k_triggers = {{
      CRCRD_SECONDS("NEW.finished_at", "NEW.started_at") " END); END"},
     {"outbox",
      "CREATE TEMP TRIGGER IF NOT EXISTS crcrd_ev_status AFTER UPDATE OF delivery ON main.outbox "
-     "WHEN OLD.delivery = 'waiting' AND NEW.delivery <> 'waiting' "
+     "WHEN NEW.delivery <> OLD.delivery AND NEW.delivery <> 'waiting' "
      "BEGIN INSERT INTO crcrd_events (kind, a, b) VALUES ('status_settled', NEW.sink, NEW.delivery); END"},
     {"selection_misses",
      "CREATE TEMP TRIGGER IF NOT EXISTS crcrd_ev_selection_miss AFTER INSERT ON main.selection_misses "

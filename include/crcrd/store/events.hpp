@@ -20,7 +20,9 @@ enum class EventKind {
     run_finished,    // a=event, b=conclusion ("" when none); completed or cancelled
     job_started,     // a=tier; seconds=queue wait (created_at → started_at)
     job_finished,    // a=tier, b=conclusion; seconds=started_at → finished_at (none: never started)
-    status_settled,  // a=sink, b=sent|dead|coalesced (an outbox row left 'waiting')
+    status_settled,  // a=sink, b=sent|dead|coalesced: an outbox row reached that state. One row
+                     // may reach several: coalesced while in flight and then sent, dead and
+                     // sent after a retry; the start-up totals count each row's last state only.
     selection_miss,  // a selection_misses row
 };
 
