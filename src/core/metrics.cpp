@@ -39,7 +39,8 @@ std::string format_metric_value(double value) {
     return buf;
 }
 
-void write_metric_header(std::string& out, std::string_view name, std::string_view type, std::string_view help) {
+void write_metric_header(std::string& out, std::string_view name, std::string_view type,
+                         std::string_view help) {
     out += "# HELP ";
     out += name;
     out += ' ';
@@ -59,7 +60,8 @@ void write_metric_header(std::string& out, std::string_view name, std::string_vi
     out += '\n';
 }
 
-void write_metric_sample(std::string& out, std::string_view name, const std::vector<std::string>& names,
+void write_metric_sample(std::string& out, std::string_view name,
+                         const std::vector<std::string>& names,
                          const std::vector<std::string>& values, double value) {
     out += name;
     if (!names.empty()) {
@@ -78,7 +80,8 @@ void write_metric_sample(std::string& out, std::string_view name, const std::vec
     out += '\n';
 }
 
-CounterFamily::CounterFamily(std::string name, std::string help, std::vector<std::string> label_names)
+CounterFamily::CounterFamily(std::string name, std::string help,
+                             std::vector<std::string> label_names)
     : m_name(std::move(name)), m_help(std::move(help)), m_labels(std::move(label_names)) {}
 
 void CounterFamily::add(const std::vector<std::string>& values, double by) {
@@ -103,15 +106,19 @@ void CounterFamily::write(std::string& out) const {
     for (const auto& [values, v] : copy) write_metric_sample(out, m_name, m_labels, values, v);
 }
 
-HistogramFamily::HistogramFamily(std::string name, std::string help, std::vector<std::string> label_names,
-                                 std::vector<double> bounds)
-    : m_name(std::move(name)), m_help(std::move(help)), m_labels(std::move(label_names)), m_bounds(std::move(bounds)) {
+HistogramFamily::HistogramFamily(std::string name, std::string help,
+                                 std::vector<std::string> label_names, std::vector<double> bounds)
+    : m_name(std::move(name)),
+      m_help(std::move(help)),
+      m_labels(std::move(label_names)),
+      m_bounds(std::move(bounds)) {
     std::sort(m_bounds.begin(), m_bounds.end());
 }
 
 void HistogramFamily::observe(const std::vector<std::string>& values, double v) {
     if (std::isnan(v)) return;
-    const auto slot = static_cast<std::size_t>(std::lower_bound(m_bounds.begin(), m_bounds.end(), v) - m_bounds.begin());
+    const auto slot = static_cast<std::size_t>(
+        std::lower_bound(m_bounds.begin(), m_bounds.end(), v) - m_bounds.begin());
     std::lock_guard lk(m_mu);
     auto& s = m_series[values];
     if (s.buckets.empty()) s.buckets.assign(m_bounds.size() + 1, 0);

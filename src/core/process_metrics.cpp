@@ -54,25 +54,29 @@ void write_process_metrics(std::string& out) {
                 if (i == 23) vsize = std::stod(field);
                 if (i == 24) rss = std::stod(field);
             }
-            gauge(out, "process_cpu_seconds_total", "counter", "Total user and system CPU time spent in seconds.",
-                  (utime + stime) / ticks);
-            gauge(out, "process_resident_memory_bytes", "gauge", "Resident memory size in bytes.", rss * page);
-            gauge(out, "process_virtual_memory_bytes", "gauge", "Virtual memory size in bytes.", vsize);
+            gauge(out, "process_cpu_seconds_total", "counter",
+                  "Total user and system CPU time spent in seconds.", (utime + stime) / ticks);
+            gauge(out, "process_resident_memory_bytes", "gauge", "Resident memory size in bytes.",
+                  rss * page);
+            gauge(out, "process_virtual_memory_bytes", "gauge", "Virtual memory size in bytes.",
+                  vsize);
             if (const double boot = boot_time(); boot > 0) {
-                gauge(out, "process_start_time_seconds", "gauge", "Start time of the process since unix epoch in seconds.",
+                gauge(out, "process_start_time_seconds", "gauge",
+                      "Start time of the process since unix epoch in seconds.",
                       boot + start / ticks);
             }
         }
         std::error_code ec;
         double fds = 0;
-        for (auto it = std::filesystem::directory_iterator("/proc/self/fd", ec); !ec && it != std::filesystem::directory_iterator();
-             it.increment(ec)) {
+        for (auto it = std::filesystem::directory_iterator("/proc/self/fd", ec);
+             !ec && it != std::filesystem::directory_iterator(); it.increment(ec)) {
             ++fds;
         }
         if (!ec) gauge(out, "process_open_fds", "gauge", "Number of open file descriptors.", fds);
         rlimit lim{};
         if (getrlimit(RLIMIT_NOFILE, &lim) == 0 && lim.rlim_cur != RLIM_INFINITY) {
-            gauge(out, "process_max_fds", "gauge", "Maximum number of open file descriptors.", static_cast<double>(lim.rlim_cur));
+            gauge(out, "process_max_fds", "gauge", "Maximum number of open file descriptors.",
+                  static_cast<double>(lim.rlim_cur));
         }
     } catch (const std::exception&) {
         // A /proc that reads strangely leaves the rest out.

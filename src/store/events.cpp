@@ -10,7 +10,8 @@ namespace crcrd::store {
 namespace {
 
 // Times are stored as RFC 3339 UTC with milliseconds; julianday() reads them.
-#define CRCRD_SECONDS(later, earlier) "round((julianday(" later ") - julianday(" earlier ")) * 86400.0, 3)"
+#define CRCRD_SECONDS(later, earlier) \
+    "round((julianday(" later ") - julianday(" earlier ")) * 86400.0, 3)"
 
 /// Each trigger with the table it watches.
 const std::array<std::pair<const char*, const char*>, 7> k_triggers = {{
@@ -23,24 +24,27 @@ const std::array<std::pair<const char*, const char*>, 7> k_triggers = {{
     {"runs",
      "CREATE TEMP TRIGGER IF NOT EXISTS crcrd_ev_run_finished AFTER UPDATE OF state ON main.runs "
      "WHEN NEW.state IN ('completed','cancelled') AND OLD.state IN ('queued','running') "
-     "BEGIN INSERT INTO crcrd_events (kind, a, b) VALUES ('run_finished', NEW.event, coalesce(NEW.conclusion, '')); END"},
+     "BEGIN INSERT INTO crcrd_events (kind, a, b) VALUES ('run_finished', NEW.event, "
+     "coalesce(NEW.conclusion, '')); END"},
     {"jobs",
      "CREATE TEMP TRIGGER IF NOT EXISTS crcrd_ev_job_started AFTER UPDATE OF state ON main.jobs "
      "WHEN NEW.state = 'running' AND OLD.state = 'leased' AND NEW.started_at IS NOT NULL "
-     "BEGIN INSERT INTO crcrd_events (kind, a, seconds) VALUES ('job_started', NEW.tier, "
-     CRCRD_SECONDS("NEW.started_at", "NEW.created_at") "); END"},
+     "BEGIN INSERT INTO crcrd_events (kind, a, seconds) VALUES ('job_started', "
+     "NEW.tier, " CRCRD_SECONDS("NEW.started_at", "NEW.created_at") "); END"},
     {"jobs",
      "CREATE TEMP TRIGGER IF NOT EXISTS crcrd_ev_job_finished AFTER UPDATE OF state ON main.jobs "
      "WHEN NEW.state IN ('completed','cancelled') AND OLD.state IN ('queued','leased','running') "
      "BEGIN INSERT INTO crcrd_events (kind, a, b, seconds) VALUES ('job_finished', NEW.tier, "
-     "coalesce(NEW.conclusion, ''), CASE WHEN NEW.started_at IS NOT NULL AND NEW.finished_at IS NOT NULL THEN "
-     CRCRD_SECONDS("NEW.finished_at", "NEW.started_at") " END); END"},
+     "coalesce(NEW.conclusion, ''), CASE WHEN NEW.started_at IS NOT NULL AND NEW.finished_at IS "
+     "NOT NULL THEN " CRCRD_SECONDS("NEW.finished_at", "NEW.started_at") " END); END"},
     {"outbox",
      "CREATE TEMP TRIGGER IF NOT EXISTS crcrd_ev_status AFTER UPDATE OF delivery ON main.outbox "
      "WHEN NEW.delivery <> OLD.delivery AND NEW.delivery <> 'waiting' "
-     "BEGIN INSERT INTO crcrd_events (kind, a, b) VALUES ('status_settled', NEW.sink, NEW.delivery); END"},
+     "BEGIN INSERT INTO crcrd_events (kind, a, b) VALUES ('status_settled', NEW.sink, "
+     "NEW.delivery); END"},
     {"selection_misses",
-     "CREATE TEMP TRIGGER IF NOT EXISTS crcrd_ev_selection_miss AFTER INSERT ON main.selection_misses "
+     "CREATE TEMP TRIGGER IF NOT EXISTS crcrd_ev_selection_miss AFTER INSERT ON "
+     "main.selection_misses "
      "BEGIN INSERT INTO crcrd_events (kind) VALUES ('selection_miss'); END"},
 }};
 
@@ -67,7 +71,8 @@ std::vector<LabelledCount> counts(Db& db, int labels, const std::string& sql) {
     std::vector<LabelledCount> out;
     while (st->step()) {
         LabelledCount c;
-        for (int i = 0; i < labels; ++i) c.labels.push_back(st->is_null(i) ? std::string() : st->text(i));
+        for (int i = 0; i < labels; ++i)
+            c.labels.push_back(st->is_null(i) ? std::string() : st->text(i));
         c.value = st->int64(labels);
         out.push_back(std::move(c));
     }
@@ -77,7 +82,9 @@ std::vector<LabelledCount> counts(Db& db, int labels, const std::string& sql) {
 }  // namespace
 
 void install_event_triggers(Db& db) {
-    db.exec("CREATE TEMP TABLE IF NOT EXISTS crcrd_events (kind TEXT NOT NULL, a TEXT, b TEXT, seconds REAL)");
+    db.exec(
+        "CREATE TEMP TABLE IF NOT EXISTS crcrd_events (kind TEXT NOT NULL, a TEXT, b TEXT, seconds "
+        "REAL)");
     Scoped exists(db, "SELECT 1 FROM main.sqlite_schema WHERE type = 'table' AND name = ?");
     for (const auto& [table, sql] : k_triggers) {
         exists->bind(1, table);
@@ -90,7 +97,8 @@ void install_event_triggers(Db& db) {
 std::vector<Event> take_events(Db& db) {
     std::vector<Event> out;
     {
-        Scoped table(db, "SELECT 1 FROM temp.sqlite_schema WHERE type = 'table' AND name = 'crcrd_events'");
+        Scoped table(
+            db, "SELECT 1 FROM temp.sqlite_schema WHERE type = 'table' AND name = 'crcrd_events'");
         if (!table->step()) return out;
     }
     Scoped st(db, "DELETE FROM temp.crcrd_events RETURNING kind, a, b, seconds");
@@ -117,7 +125,9 @@ EventTotals read_event_totals(Db& db) {
     t.jobs_finished = counts(db, 2,
                              "SELECT tier, coalesce(conclusion, ''), count(*) FROM jobs "
                              "WHERE state IN ('completed','cancelled') GROUP BY 1, 2");
-    t.statuses = counts(db, 2, "SELECT sink, delivery, count(*) FROM outbox WHERE delivery <> 'waiting' GROUP BY 1, 2");
+    t.statuses = counts(
+        db, 2,
+        "SELECT sink, delivery, count(*) FROM outbox WHERE delivery <> 'waiting' GROUP BY 1, 2");
     Scoped misses(db, "SELECT count(*) FROM selection_misses");
     if (misses->step()) t.selection_misses = misses->int64(0);
     return t;

@@ -30,18 +30,28 @@ Result<ScrapeGauges> read_gauges(Db& db) {
     // in tests/unit/store/events_test.cpp).
     return guarded([&] {
         ScrapeGauges g;
-        g.runs_open = counts(db, 1, "SELECT state, count(*) FROM runs INDEXED BY runs_by_state WHERE state IN ('queued','running') GROUP BY state");
+        g.runs_open = counts(db, 1,
+                             "SELECT state, count(*) FROM runs INDEXED BY runs_by_state WHERE "
+                             "state IN ('queued','running') GROUP BY state");
         g.jobs_open = counts(db, 1,
-                             "SELECT state, count(*) FROM jobs INDEXED BY jobs_by_state WHERE state IN ('queued','leased','running') GROUP BY state");
-        g.slots_by_state = counts(
-            db, 1,
-            "SELECT CASE WHEN drained AND state = 'idle' THEN 'drained' ELSE state END, count(*) FROM slots GROUP BY 1");
-        g.outbox_waiting = counts(db, 1, "SELECT sink, count(*) FROM outbox INDEXED BY outbox_by_delivery WHERE delivery = 'waiting' GROUP BY sink");
-        g.outbox_dead = counts(db, 1, "SELECT sink, count(*) FROM outbox INDEXED BY outbox_by_delivery WHERE delivery = 'dead' GROUP BY sink");
-        g.outbox_credentials_rejected = counts(
-            db, 1,
-            "SELECT sink, count(*) FROM outbox INDEXED BY outbox_by_delivery WHERE delivery = 'waiting' AND http_status IN (401, 403) GROUP BY sink");
-        Scoped st(db, "SELECT min(created_at) FROM outbox INDEXED BY outbox_by_delivery WHERE delivery = 'waiting'");
+                             "SELECT state, count(*) FROM jobs INDEXED BY jobs_by_state WHERE "
+                             "state IN ('queued','leased','running') GROUP BY state");
+        g.slots_by_state = counts(db, 1,
+                                  "SELECT CASE WHEN drained AND state = 'idle' THEN 'drained' ELSE "
+                                  "state END, count(*) FROM slots GROUP BY 1");
+        g.outbox_waiting = counts(db, 1,
+                                  "SELECT sink, count(*) FROM outbox INDEXED BY outbox_by_delivery "
+                                  "WHERE delivery = 'waiting' GROUP BY sink");
+        g.outbox_dead = counts(db, 1,
+                               "SELECT sink, count(*) FROM outbox INDEXED BY outbox_by_delivery "
+                               "WHERE delivery = 'dead' GROUP BY sink");
+        g.outbox_credentials_rejected =
+            counts(db, 1,
+                   "SELECT sink, count(*) FROM outbox INDEXED BY outbox_by_delivery WHERE delivery "
+                   "= 'waiting' AND http_status IN (401, 403) GROUP BY sink");
+        Scoped st(db,
+                  "SELECT min(created_at) FROM outbox INDEXED BY outbox_by_delivery WHERE delivery "
+                  "= 'waiting'");
         if (st->step()) g.oldest_waiting_created_at = st->opt_text(0);
         return g;
     });

@@ -18,7 +18,7 @@
 namespace crcrd::admin {
 
 class Metrics {
-public:
+  public:
     Metrics();
     Metrics(const Metrics&) = delete;
     Metrics& operator=(const Metrics&) = delete;
@@ -43,7 +43,7 @@ public:
     /// For tests: a counter's value by family name ("crcrd_deliveries_total") and labels.
     double counter(std::string_view family, const std::vector<std::string>& labels) const;
 
-private:
+  private:
     CounterFamily m_deliveries;
     CounterFamily m_runs_created;
     CounterFamily m_runs_finished;

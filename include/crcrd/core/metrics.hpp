@@ -19,15 +19,17 @@ std::string escape_label_value(std::string_view value);
 std::string format_metric_value(double value);
 
 /// Appends the `# HELP` (backslash and newline escaped) and `# TYPE` lines of a family.
-void write_metric_header(std::string& out, std::string_view name, std::string_view type, std::string_view help);
+void write_metric_header(std::string& out, std::string_view name, std::string_view type,
+                         std::string_view help);
 
 /// Appends one sample line: `name{n1="v1",...} value`. `names` and `values` have the same size.
-void write_metric_sample(std::string& out, std::string_view name, const std::vector<std::string>& names,
+void write_metric_sample(std::string& out, std::string_view name,
+                         const std::vector<std::string>& names,
                          const std::vector<std::string>& values, double value);
 
 /// A counter per combination of label values. Values only go up (add() ignores a negative).
 class CounterFamily {
-public:
+  public:
     CounterFamily(std::string name, std::string help, std::vector<std::string> label_names);
 
     /// Adds `by` (≥ 0) to the series of `values` (one per label name), creating it at 0.
@@ -38,7 +40,7 @@ public:
     void write(std::string& out) const;
     const std::string& name() const { return m_name; }
 
-private:
+  private:
     std::string m_name, m_help;
     std::vector<std::string> m_labels;
     mutable std::mutex m_mu;
@@ -48,7 +50,7 @@ private:
 /// A histogram per combination of label values, with fixed upper bounds (ascending, without
 /// +Inf, which is always added). Written as cumulative `_bucket{le=...}`, `_sum`, `_count`.
 class HistogramFamily {
-public:
+  public:
     HistogramFamily(std::string name, std::string help, std::vector<std::string> label_names,
                     std::vector<double> bounds);
 
@@ -58,7 +60,7 @@ public:
     std::uint64_t count(const std::vector<std::string>& values) const;
     void write(std::string& out) const;
 
-private:
+  private:
     struct Series {
         std::vector<std::uint64_t> buckets;  // per bound, not cumulative; the last is +Inf
         double sum = 0;

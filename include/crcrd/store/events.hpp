@@ -15,11 +15,11 @@
 namespace crcrd::store {
 
 enum class EventKind {
-    delivery,        // a=verdict
-    run_created,     // a=event
-    run_finished,    // a=event, b=conclusion ("" when none); completed or cancelled
-    job_started,     // a=tier; seconds=queue wait (created_at → started_at)
-    job_finished,    // a=tier, b=conclusion; seconds=started_at → finished_at (none: never started)
+    delivery,      // a=verdict
+    run_created,   // a=event
+    run_finished,  // a=event, b=conclusion ("" when none); completed or cancelled
+    job_started,   // a=tier; seconds=queue wait (created_at → started_at)
+    job_finished,  // a=tier, b=conclusion; seconds=started_at → finished_at (none: never started)
     status_settled,  // a=sink, b=sent|dead|coalesced: an outbox row reached that state. One row
                      // may reach several: coalesced while in flight and then sent, dead and
                      // sent after a retry; the start-up totals count each row's last state only.
@@ -49,11 +49,11 @@ struct LabelledCount {
 /// The totals the counters start from, read once at start-up (a scan of the history, which a
 /// scrape never does). Labels as in EventKind.
 struct EventTotals {
-    std::vector<LabelledCount> deliveries;      // verdict
-    std::vector<LabelledCount> runs_created;    // event
-    std::vector<LabelledCount> runs_finished;   // event, conclusion
-    std::vector<LabelledCount> jobs_finished;   // tier, conclusion
-    std::vector<LabelledCount> statuses;        // sink, delivery (not waiting)
+    std::vector<LabelledCount> deliveries;     // verdict
+    std::vector<LabelledCount> runs_created;   // event
+    std::vector<LabelledCount> runs_finished;  // event, conclusion
+    std::vector<LabelledCount> jobs_finished;  // tier, conclusion
+    std::vector<LabelledCount> statuses;       // sink, delivery (not waiting)
     std::int64_t selection_misses = 0;
 };
 

@@ -19,13 +19,14 @@ namespace crcrd::store {
 
 /// What is open now. Label values of each family, in order:
 struct ScrapeGauges {
-    std::vector<LabelledCount> runs_open;                    // state: queued, running
-    std::vector<LabelledCount> jobs_open;                    // state: queued, leased, running
-    std::vector<LabelledCount> slots_by_state;               // state, "drained" for an idle drained slot
-    std::vector<LabelledCount> outbox_waiting;               // sink
-    std::vector<LabelledCount> outbox_dead;                  // sink
-    std::vector<LabelledCount> outbox_credentials_rejected;  // sink: waiting rows last answered 401 or 403
-    std::optional<std::string> oldest_waiting_created_at;    // of the outbox rows still waiting
+    std::vector<LabelledCount> runs_open;       // state: queued, running
+    std::vector<LabelledCount> jobs_open;       // state: queued, leased, running
+    std::vector<LabelledCount> slots_by_state;  // state, "drained" for an idle drained slot
+    std::vector<LabelledCount> outbox_waiting;  // sink
+    std::vector<LabelledCount> outbox_dead;     // sink
+    std::vector<LabelledCount>
+        outbox_credentials_rejected;  // sink: waiting rows last answered 401 or 403
+    std::optional<std::string> oldest_waiting_created_at;  // of the outbox rows still waiting
 };
 
 /// Reads the gauges on `db`. Never writes. A storage code when a read fails.

@@ -19,9 +19,12 @@ TEST(AdminMetrics, EventsAndTotalsAddUp) {
     t.runs_finished = {{{"push", "regression"}, 1}};
     t.selection_misses = 3;
     m.seed(t);
-    m.record({Event{EventKind::delivery, "queued", "", {}}, Event{EventKind::run_finished, "push", "regression", {}},
-              Event{EventKind::job_finished, "import", "passed", 12.5}, Event{EventKind::selection_miss, "", "", {}},
-              Event{EventKind::job_started, "import", "", 0.25}, Event{EventKind::status_settled, "github", "dead", {}}});
+    m.record({Event{EventKind::delivery, "queued", "", {}},
+              Event{EventKind::run_finished, "push", "regression", {}},
+              Event{EventKind::job_finished, "import", "passed", 12.5},
+              Event{EventKind::selection_miss, "", "", {}},
+              Event{EventKind::job_started, "import", "", 0.25},
+              Event{EventKind::status_settled, "github", "dead", {}}});
     EXPECT_EQ(m.counter("crcrd_deliveries_total", {"queued"}), 5);
     EXPECT_EQ(m.counter("crcrd_deliveries_total", {"rejected"}), 2);
     EXPECT_EQ(m.counter("crcrd_runs_finished_total", {"push", "regression"}), 2);
@@ -29,11 +32,12 @@ TEST(AdminMetrics, EventsAndTotalsAddUp) {
     EXPECT_EQ(m.counter("crcrd_statuses_total", {"github", "dead"}), 1);
     EXPECT_EQ(m.counter("crcrd_selection_misses_total", {}), 4);
     const std::string text = m.counters_text();
-    for (const char* want : {"crcrd_deliveries_total{verdict=\"pong\"} 0\n",  // every verdict, even at 0
-                             "crcrd_job_duration_seconds_bucket{tier=\"import\",le=\"30\"} 1\n",
-                             "crcrd_job_duration_seconds_count{tier=\"import\"} 1\n",
-                             "crcrd_job_queue_wait_seconds_bucket{tier=\"import\",le=\"0.5\"} 1\n",
-                             "crcrd_selection_misses_total 4\n"}) {
+    for (const char* want :
+         {"crcrd_deliveries_total{verdict=\"pong\"} 0\n",  // every verdict, even at 0
+          "crcrd_job_duration_seconds_bucket{tier=\"import\",le=\"30\"} 1\n",
+          "crcrd_job_duration_seconds_count{tier=\"import\"} 1\n",
+          "crcrd_job_queue_wait_seconds_bucket{tier=\"import\",le=\"0.5\"} 1\n",
+          "crcrd_selection_misses_total 4\n"}) {
         EXPECT_NE(text.find(want), std::string::npos) << want << " in:\n" << text;
     }
 }
@@ -58,10 +62,14 @@ TEST(AdminMetrics, RequestLatencyIsLabelledByRoutePattern) {
     m.observe_request("/api/v1/runs/{id}", "GET", 0.003);
     m.observe_request("/api/v1/runs/{id}", "PATCH", 0.003);
     const std::string text = m.counters_text();
-    EXPECT_NE(text.find("crcrd_http_request_duration_seconds_bucket{route=\"/api/v1/runs/{id}\",method=\"GET\",le=\"0.005\"} 1\n"),
-              std::string::npos) << text;
-    EXPECT_NE(text.find("crcrd_http_request_duration_seconds_count{route=\"/api/v1/runs/{id}\",method=\"other\"} 1\n"),
-              std::string::npos) << text;
+    EXPECT_NE(text.find("crcrd_http_request_duration_seconds_bucket{route=\"/api/v1/runs/"
+                        "{id}\",method=\"GET\",le=\"0.005\"} 1\n"),
+              std::string::npos)
+        << text;
+    EXPECT_NE(text.find("crcrd_http_request_duration_seconds_count{route=\"/api/v1/runs/"
+                        "{id}\",method=\"other\"} 1\n"),
+              std::string::npos)
+        << text;
 }
 
 }  // namespace

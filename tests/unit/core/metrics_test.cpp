@@ -10,8 +10,16 @@ namespace {
 
 TEST(MetricsText, ValuesAsTheTextFormatWritesThem) {
     const std::vector<std::pair<double, std::string>> cases = {
-        {0, "0"}, {3, "3"}, {-2, "-2"}, {0.005, "0.005"}, {0.1, "0.1"}, {2.5, "2.5"},
-        {1e20, "1e+20"}, {1.0 / 0.0, "+Inf"}, {-1.0 / 0.0, "-Inf"}, {0.0 / 0.0, "NaN"},
+        {0, "0"},
+        {3, "3"},
+        {-2, "-2"},
+        {0.005, "0.005"},
+        {0.1, "0.1"},
+        {2.5, "2.5"},
+        {1e20, "1e+20"},
+        {1.0 / 0.0, "+Inf"},
+        {-1.0 / 0.0, "-Inf"},
+        {0.0 / 0.0, "NaN"},
     };
     for (const auto& [v, want] : cases) EXPECT_EQ(format_metric_value(v), want) << v;
 }
@@ -77,9 +85,10 @@ TEST(MetricsText, ObservationsFromManyThreadsAreAllCounted) {
 TEST(MetricsText, ProcessMetricsComeFromProc) {
     std::string out;
     write_process_metrics(out);
-    for (const char* want : {"# TYPE process_cpu_seconds_total counter\n", "\nprocess_resident_memory_bytes ",
-                             "\nprocess_virtual_memory_bytes ", "\nprocess_open_fds ", "\nprocess_max_fds ",
-                             "\nprocess_start_time_seconds "}) {
+    for (const char* want :
+         {"# TYPE process_cpu_seconds_total counter\n", "\nprocess_resident_memory_bytes ",
+          "\nprocess_virtual_memory_bytes ", "\nprocess_open_fds ", "\nprocess_max_fds ",
+          "\nprocess_start_time_seconds "}) {
         EXPECT_NE(out.find(want), std::string::npos) << want << " in:\n" << out;
     }
 }

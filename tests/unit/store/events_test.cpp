@@ -20,14 +20,15 @@ const std::string k_sha = "c4295bd74fb0f4fda03689c3df3f2803b658fd85";
 
 void insert_run(Db& db, std::int64_t id, const std::string& state, const std::string& conclusion) {
     auto st = db.prepare(
-        "INSERT INTO runs (id, event, sha, state, conclusion, created_at) VALUES (?, 'push', ?, ?, nullif(?, ''), "
+        "INSERT INTO runs (id, event, sha, state, conclusion, created_at) VALUES (?, 'push', ?, ?, "
+        "nullif(?, ''), "
         "'2026-11-29T00:00:00.000Z')");
     st.bind(1, id).bind(2, k_sha).bind(3, state).bind(4, conclusion);
     st.run();
 }
 
 std::string describe(const Event& e) {
-    static const char* k[] = {"delivery", "run_created", "run_finished", "job_started",
+    static const char* k[] = {"delivery",     "run_created",    "run_finished",  "job_started",
                               "job_finished", "status_settled", "selection_miss"};
     std::string out = k[static_cast<int>(e.kind)];
     if (!e.a.empty()) out += " " + e.a;
@@ -37,7 +38,7 @@ std::string describe(const Event& e) {
 }
 
 class EventsTest : public MigratedDbTest {
-protected:
+  protected:
     void SetUp() override {
         MigratedDbTest::SetUp();
         if (HasFatalFailure()) return;
@@ -60,42 +61,58 @@ protected:
 
 TEST_F(EventsTest, EachCommittedChangeIsOneEventAndARolledBackOneIsNone) {
     ASSERT_TRUE(writer->run_sync([](Db& d) {
-        d.exec("INSERT INTO deliveries (received_at, verdict, http_status) VALUES ('2026-11-29T00:00:00.000Z', 'queued', 202)");
+        d.exec(
+            "INSERT INTO deliveries (received_at, verdict, http_status) VALUES "
+            "('2026-11-29T00:00:00.000Z', 'queued', 202)");
         insert_run(d, 1, "queued", "");
     }));
     EXPECT_EQ(take(), (std::vector<std::string>{"delivery queued", "run_created push"}));
 
     // A failing item is rolled back to its savepoint: its delivery is not counted.
     auto failed = writer->run_sync([](Db& d) {
-        d.exec("INSERT INTO deliveries (received_at, verdict, http_status) VALUES ('2026-11-29T00:00:00.000Z', 'rejected', 401)");
+        d.exec(
+            "INSERT INTO deliveries (received_at, verdict, http_status) VALUES "
+            "('2026-11-29T00:00:00.000Z', 'rejected', 401)");
         throw std::runtime_error("boom");
     });
     EXPECT_FALSE(failed);
     EXPECT_TRUE(take().empty());
 
     ASSERT_TRUE(writer->run_sync([](Db& d) {
-        d.exec("INSERT INTO jobs (id, run_id, tier, position, state, timeout_ms, created_at) "
-               "VALUES (1, 1, 'import', 0, 'queued', 1000, '2026-11-29T00:00:00.000Z')");
+        d.exec(
+            "INSERT INTO jobs (id, run_id, tier, position, state, timeout_ms, created_at) "
+            "VALUES (1, 1, 'import', 0, 'queued', 1000, '2026-11-29T00:00:00.000Z')");
         d.exec("UPDATE jobs SET state = 'leased' WHERE id = 1");
-        d.exec("UPDATE jobs SET state = 'running', started_at = '2026-11-29T00:00:02.500Z' WHERE id = 1");
-        d.exec("UPDATE jobs SET state = 'completed', conclusion = 'passed', finished_at = '2026-11-29T00:01:32.750Z' "
-               "WHERE id = 1");
+        d.exec(
+            "UPDATE jobs SET state = 'running', started_at = '2026-11-29T00:00:02.500Z' WHERE id = "
+            "1");
+        d.exec(
+            "UPDATE jobs SET state = 'completed', conclusion = 'passed', finished_at = "
+            "'2026-11-29T00:01:32.750Z' "
+            "WHERE id = 1");
         d.exec("UPDATE runs SET state = 'running' WHERE id = 1");
-        d.exec("UPDATE runs SET state = 'completed', conclusion = 'passed', finished_at = '2026-11-29T00:01:33.000Z' "
-               "WHERE id = 1");
+        d.exec(
+            "UPDATE runs SET state = 'completed', conclusion = 'passed', finished_at = "
+            "'2026-11-29T00:01:33.000Z' "
+            "WHERE id = 1");
         d.exec("UPDATE runs SET reason = 'again' WHERE id = 1");  // no state change: no event
-        d.exec("INSERT INTO outbox (sink, run_id, sha, context, state, created_at) "
-               "VALUES ('github', 1, '" + k_sha + "', 'crcr/import', 'success', '2026-11-29T00:01:33.000Z')");
+        d.exec(
+            "INSERT INTO outbox (sink, run_id, sha, context, state, created_at) "
+            "VALUES ('github', 1, '" +
+            k_sha + "', 'crcr/import', 'success', '2026-11-29T00:01:33.000Z')");
         d.exec("UPDATE outbox SET delivery = 'sent'");
     }));
-    EXPECT_EQ(take(), (std::vector<std::string>{"job_started import 2.5000", "job_finished import passed 90.250",
-                                                "run_finished push passed", "status_settled github sent"}));
+    EXPECT_EQ(take(), (std::vector<std::string>{
+                          "job_started import 2.5000", "job_finished import passed 90.250",
+                          "run_finished push passed", "status_settled github sent"}));
 }
 
 TEST_F(EventsTest, StartUpTotalsCountWhatTheEventsCount) {
     ASSERT_TRUE(writer->run_sync([](Db& d) {
         for (int i = 0; i < 3; ++i) {
-            d.exec("INSERT INTO deliveries (received_at, verdict, http_status) VALUES ('2026-11-29T00:00:00.000Z', 'queued', 202)");
+            d.exec(
+                "INSERT INTO deliveries (received_at, verdict, http_status) VALUES "
+                "('2026-11-29T00:00:00.000Z', 'queued', 202)");
         }
         insert_run(d, 1, "completed", "regression");
         insert_run(d, 2, "cancelled", "cancelled");
@@ -131,19 +148,30 @@ TEST_F(ScrapeTest, AScrapeCostsTheOpenRowsNotTheHistory) {
     db->exec("BEGIN");
     for (int i = 1; i <= k_history; ++i) {
         const auto id = std::to_string(i);
-        db->exec("INSERT INTO deliveries (received_at, verdict, http_status) VALUES ('2026-11-29T00:00:00.000Z', 'queued', 202)");
+        db->exec(
+            "INSERT INTO deliveries (received_at, verdict, http_status) VALUES "
+            "('2026-11-29T00:00:00.000Z', 'queued', 202)");
         insert_run(*db, i, "completed", "passed");
-        db->exec("INSERT INTO jobs (run_id, tier, position, state, conclusion, timeout_ms, created_at) VALUES (" + id +
-                 ", 'import', 0, 'completed', 'passed', 1000, '2026-11-29T00:00:00.000Z')");
-        db->exec("INSERT INTO outbox (sink, run_id, sha, context, state, delivery, created_at) VALUES ('github', " + id +
-                 ", '" + k_sha + "', 'crcr/import', 'success', 'sent', '2026-11-29T00:00:00.000Z')");
+        db->exec(
+            "INSERT INTO jobs (run_id, tier, position, state, conclusion, timeout_ms, created_at) "
+            "VALUES (" +
+            id + ", 'import', 0, 'completed', 'passed', 1000, '2026-11-29T00:00:00.000Z')");
+        db->exec(
+            "INSERT INTO outbox (sink, run_id, sha, context, state, delivery, created_at) VALUES "
+            "('github', " +
+            id + ", '" + k_sha +
+            "', 'crcr/import', 'success', 'sent', '2026-11-29T00:00:00.000Z')");
     }
     // What is open now: a few rows.
     insert_run(*db, k_history + 1, "queued", "");
-    db->exec("INSERT INTO jobs (run_id, tier, position, state, timeout_ms, created_at) VALUES (1, 'smoke', 1, 'queued', "
-             "1000, '2026-11-29T00:00:00.000Z')");
-    db->exec("INSERT INTO outbox (sink, run_id, sha, context, state, created_at) VALUES ('github', 1, '" + k_sha +
-             "', 'crcr/smoke', 'pending', '2026-11-29T00:00:00.000Z')");
+    db->exec(
+        "INSERT INTO jobs (run_id, tier, position, state, timeout_ms, created_at) VALUES (1, "
+        "'smoke', 1, 'queued', "
+        "1000, '2026-11-29T00:00:00.000Z')");
+    db->exec(
+        "INSERT INTO outbox (sink, run_id, sha, context, state, created_at) VALUES ('github', 1, "
+        "'" +
+        k_sha + "', 'crcr/smoke', 'pending', '2026-11-29T00:00:00.000Z')");
     db->exec("COMMIT");
     db->exec("ANALYZE");
 
@@ -163,7 +191,8 @@ TEST_F(ScrapeTest, AScrapeCostsTheOpenRowsNotTheHistory) {
         }
     });
     EXPECT_GT(scan, k_history);
-    EXPECT_LT(scrape, 2000) << "a scrape ran " << scrape << " instructions over a history of " << k_history << " rows";
+    EXPECT_LT(scrape, 2000) << "a scrape ran " << scrape << " instructions over a history of "
+                            << k_history << " rows";
 }
 
 }  // namespace
