@@ -11,6 +11,8 @@ packages=(
   # The integration tests validate real API responses against docs/openapi.yaml
   # (tests/support/openapi_check.py: JSON Schema 2020-12, as OpenAPI 3.1 uses).
   python3-jsonschema python3-yaml
+  # tests/integration/metrics_test.cpp checks a real scrape with `promtool check metrics`.
+  prometheus
   # The Slurm executor's tests start a real one-node cluster (tests/support/slurm_cluster.hpp).
   slurmctld slurmd slurm-client munge
   # The dashboard's tests load every page in a real headless Chromium (tests/support/webdriver.hpp).

@@ -138,6 +138,36 @@ std::shared_ptr<const std::vector<config::AdminToken>> Api::tokens() const {
     return m_tokens;
 }
 
+std::string Api::route_label(const std::string& path) {
+    if (path == "/metrics" || path == "/api/v1/openapi.yaml") return path;
+    if (Dashboard::owns(path)) {
+        // The dashboard's page patterns; anything else under /ui is one label.
+        static const std::regex k_ui(R"(^/ui(/|/style\.css|/login|/logout|/runners|/deliveries|/runs/[0-9]+(/cancel|/retry)?|/jobs/[0-9]+|/runners/[^/]+/(drain|undrain))$)");
+        if (!std::regex_match(path, k_ui)) return "/ui/*";
+        std::string out = std::regex_replace(path, std::regex(R"(/runners/[^/]+/)"), "/runners/{name}/");
+        return std::regex_replace(out, std::regex(R"(/[0-9]+)"), "/{id}");
+    }
+    bool matched = false;
+    for (const auto& r : routes()) matched = matched || std::regex_match(path, r.path);
+    if (!matched) return "other";
+    // The pattern: numeric segments are ids, the segment after /runners/ a runner's name.
+    std::string out, prev;
+    std::size_t i = 0;
+    while (i < path.size()) {
+        const std::size_t next = path.find('/', i + 1);
+        std::string seg = path.substr(i, next == std::string::npos ? std::string::npos : next - i);
+        if (prev == "/runners") {
+            seg = "/{name}";
+        } else if (seg.size() > 1 && seg.find_first_not_of("0123456789", 1) == std::string::npos) {
+            seg = "/{id}";
+        }
+        out += seg;
+        prev = seg;
+        i = next == std::string::npos ? path.size() : next;
+    }
+    return out;
+}
+
 asio::awaitable<http::Response> Api::metrics(bool authenticated, const std::string& method) {
     bool open;
     {
@@ -151,8 +181,8 @@ asio::awaitable<http::Response> Api::metrics(bool authenticated, const std::stri
     const std::size_t pending = m_writer.pending();
     // A named awaitable, as everywhere here: g++ 12 destroys a lambda temporary inside a
     // co_await expression twice.
-    auto query = on_workers(m_workers, [db = m_db_path, pending]() -> Result<json> {
-        auto t = metrics_text(db, pending);
+    auto query = on_workers(m_workers, [this, pending]() -> Result<json> {
+        auto t = m_metrics.text(m_db_path, pending);
         if (!t) return t.error();
         return json(*t);
     });

@@ -1,85 +1,185 @@
 #include "crcrd/admin/metrics.hpp"
 
+#include <array>
 #include <chrono>
-#include <sstream>
-#include <vector>
+#include <map>
 
 #include "crcrd/core/time.hpp"
+#include "crcrd/core/vocab.hpp"
 #include "crcrd/store/metrics.hpp"
 
 namespace crcrd::admin {
 
 namespace {
 
-/// Label values escaped as the text format wants (backslash, quote, newline).
-std::string escape(const std::string& v) {
-    std::string out;
-    for (char c : v) {
-        if (c == '\\' || c == '"') out += '\\';
-        if (c == '\n') {
-            out += "\\n";
-            continue;
-        }
-        out += c;
-    }
-    return out;
+using Labels = std::vector<std::string>;
+
+/// A gauge family read at scrape time: every name in `known` gets a line (0 when the database
+/// has none), then any other label value the database has.
+template <std::size_t N>
+void gauge(std::string& out, const char* name, const char* help, const char* label,
+           const std::array<std::string_view, N>& known,
+           const std::vector<store::LabelledCount>& rows) {
+    std::map<std::string, std::int64_t> values;
+    for (auto k : known) values[std::string(k)] = 0;
+    for (const auto& r : rows) values[r.labels.at(0)] += r.value;
+    write_metric_header(out, name, "gauge", help);
+    for (const auto& [v, n] : values)
+        write_metric_sample(out, name, {label}, {v}, static_cast<double>(n));
 }
 
-/// One metric family: a line per count, its labels named in `labels` (in the counts' order).
-void family(std::ostringstream& out, const char* name, const char* type, const char* help,
-            const std::vector<const char*>& labels, const std::vector<store::LabelledCount>& counts) {
-    out << "# HELP " << name << " " << help << "\n# TYPE " << name << " " << type << "\n";
-    const std::size_t n = labels.size();
-    for (const auto& c : counts) {
-        out << name;
-        if (n > 0) {
-            out << "{";
-            for (std::size_t i = 0; i < n; ++i) out << (i ? "," : "") << labels[i] << "=\"" << escape(c.labels.at(i)) << "\"";
-            out << "}";
-        }
-        out << " " << c.value << "\n";
-    }
+void scalar(std::string& out, const char* name, const char* type, const char* help, double v) {
+    write_metric_header(out, name, type, help);
+    write_metric_sample(out, name, {}, {}, v);
 }
 
 }  // namespace
 
-Result<std::string> metrics_text(const std::filesystem::path& path, std::size_t writer_pending) {
-    auto read = store::read_metrics(path);
-    if (!read) return read.error();
-    const auto& m = *read;
-    std::ostringstream out;
-    out << "# HELP crcrd_build_info The running crcrd.\n# TYPE crcrd_build_info gauge\ncrcrd_build_info{version=\""
-        << CRCRD_VERSION << "\"} 1\n";
-    family(out, "crcrd_deliveries_total", "counter", "Requests to the webhook path, by verdict.", {"verdict"},
-           m.deliveries_by_verdict);
-    family(out, "crcrd_runs", "gauge", "Runs by state and class.", {"state", "conclusion"}, m.runs_by_state_class);
-    family(out, "crcrd_jobs", "gauge", "Jobs (attempts) by state.", {"state"}, m.jobs_by_state);
-    family(out, "crcrd_job_attempts_total", "counter", "Finished attempts by class (retries included).",
-           {"conclusion"}, m.attempts_by_class);
-    family(out, "crcrd_slots", "gauge", "Runner slots by state.", {"state"}, m.slots_by_state);
-    family(out, "crcrd_outbox", "gauge", "Outbox rows by sink and delivery state.", {"sink", "delivery"},
-           m.outbox_by_sink_delivery);
-    family(out, "crcrd_outbox_credentials_rejected", "gauge",
-           "Statuses waiting because their last attempt was answered 401 or 403 (not a rate limit): a revoked "
-           "or rotated token; retried until the credentials work.",
-           {"sink"}, m.outbox_credentials_rejected);
-    std::int64_t oldest = 0;
-    if (m.oldest_waiting_created_at) {
-        if (auto t = parse_rfc3339(*m.oldest_waiting_created_at)) {
-            oldest = std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now() - *t).count();
+Metrics::Metrics()
+    : m_deliveries("crcrd_deliveries_total", "Requests to the webhook path, by verdict.",
+                   {"verdict"}),
+      m_runs_created("crcrd_runs_created_total", "Runs created, by event.", {"event"}),
+      m_runs_finished("crcrd_runs_finished_total",
+                      "Runs that ended (completed or cancelled), by event and class.",
+                      {"event", "conclusion"}),
+      m_jobs_finished("crcrd_jobs_finished_total",
+                      "Job attempts that ended (completed or cancelled; a retry is a new attempt), "
+                      "by tier and class.",
+                      {"tier", "conclusion"}),
+      m_statuses("crcrd_statuses_total",
+                 "Outbox rows (commit statuses, report-file lines, relay callbacks) that left the "
+                 "queue, by sink and "
+                 "outcome: sent, dead (given up), coalesced (replaced by a newer state of the same "
+                 "context).",
+                 {"sink", "outcome"}),
+      m_selection_misses("crcrd_selection_misses_total",
+                         "Failures of a scheduled run that no PR or push run of the commits since "
+                         "the previous one "
+                         "selected (CONTRACT.md §5.3).",
+                         {}),
+      m_job_duration("crcrd_job_duration_seconds",
+                     "Time from a job attempt's start to its end, by tier.", {"tier"},
+                     {1, 5, 10, 30, 60, 120, 300, 600, 1200, 1800, 3600, 7200, 14400, 28800}),
+      m_queue_wait("crcrd_job_queue_wait_seconds",
+                   "Time a job attempt waited from its creation to its start, by tier.", {"tier"},
+                   {0.1, 0.5, 1, 5, 10, 30, 60, 300, 600, 1800, 3600, 7200, 21600}),
+      m_requests("crcrd_http_request_duration_seconds",
+                 "Time to answer an HTTP request (webhook, admin API, metrics, health), by route "
+                 "pattern and method.",
+                 {"route", "method"},
+                 {0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10}) {
+    for (auto v : names<Verdict>()) m_deliveries.add({std::string(v)}, 0);
+    m_selection_misses.add({}, 0);
+}
+
+void Metrics::seed(const store::EventTotals& t) {
+    auto add = [](CounterFamily& f, const std::vector<store::LabelledCount>& rows) {
+        for (const auto& r : rows) f.add(r.labels, static_cast<double>(r.value));
+    };
+    add(m_deliveries, t.deliveries);
+    add(m_runs_created, t.runs_created);
+    add(m_runs_finished, t.runs_finished);
+    add(m_jobs_finished, t.jobs_finished);
+    add(m_statuses, t.statuses);
+    m_selection_misses.add({}, static_cast<double>(t.selection_misses));
+}
+
+void Metrics::record(const std::vector<store::Event>& events) {
+    using K = store::EventKind;
+    for (const auto& e : events) {
+        switch (e.kind) {
+            case K::delivery:
+                m_deliveries.add({e.a});
+                break;
+            case K::run_created:
+                m_runs_created.add({e.a});
+                break;
+            case K::run_finished:
+                m_runs_finished.add({e.a, e.b});
+                break;
+            case K::job_started:
+                if (e.seconds) m_queue_wait.observe({e.a}, *e.seconds < 0 ? 0 : *e.seconds);
+                break;
+            case K::job_finished:
+                m_jobs_finished.add({e.a, e.b});
+                if (e.seconds) m_job_duration.observe({e.a}, *e.seconds < 0 ? 0 : *e.seconds);
+                break;
+            case K::status_settled:
+                m_statuses.add({e.a, e.b});
+                break;
+            case K::selection_miss:
+                m_selection_misses.add({});
+                break;
         }
     }
-    out << "# HELP crcrd_outbox_oldest_waiting_seconds Age of the oldest status not delivered yet (0: none).\n"
-           "# TYPE crcrd_outbox_oldest_waiting_seconds gauge\ncrcrd_outbox_oldest_waiting_seconds "
-        << oldest << "\n";
-    out << "# HELP crcrd_selection_misses_total Failures of a scheduled run that no PR or push run of the commits "
-           "since the previous one selected (CONTRACT.md §5.3).\n# TYPE crcrd_selection_misses_total counter\n"
-           "crcrd_selection_misses_total "
-        << m.selection_misses << "\n";
-    out << "# HELP crcrd_writer_pending Writes queued for the database.\n# TYPE crcrd_writer_pending gauge\n"
-           "crcrd_writer_pending "
-        << writer_pending << "\n";
-    return out.str();
+}
+
+void Metrics::observe_request(std::string_view route, std::string_view method, double seconds) {
+    const bool known = method == "GET" || method == "HEAD" || method == "POST";
+    m_requests.observe({std::string(route), known ? std::string(method) : "other"}, seconds);
+}
+
+std::string Metrics::counters_text() const {
+    std::string out;
+    for (const CounterFamily* f : {&m_deliveries, &m_runs_created, &m_runs_finished,
+                                   &m_jobs_finished, &m_statuses, &m_selection_misses}) {
+        f->write(out);
+    }
+    for (const HistogramFamily* h : {&m_job_duration, &m_queue_wait, &m_requests}) h->write(out);
+    return out;
+}
+
+double Metrics::counter(std::string_view family, const std::vector<std::string>& labels) const {
+    for (const CounterFamily* f : {&m_deliveries, &m_runs_created, &m_runs_finished,
+                                   &m_jobs_finished, &m_statuses, &m_selection_misses}) {
+        if (f->name() == family) return f->value(labels);
+    }
+    return 0;
+}
+
+Result<std::string> Metrics::text(const std::filesystem::path& db,
+                                  std::size_t writer_pending) const {
+    auto read = store::read_gauges(db);
+    if (!read) return read.error();
+    const auto& g = *read;
+    std::string out;
+    write_metric_header(out, "crcrd_build_info", "gauge", "The running crcrd.");
+    write_metric_sample(out, "crcrd_build_info", {"version"}, {CRCRD_VERSION}, 1);
+    out += counters_text();
+    constexpr std::array<std::string_view, 2> open_runs{"queued", "running"};
+    constexpr std::array<std::string_view, 3> open_jobs{"queued", "leased", "running"};
+    constexpr std::array<std::string_view, 4> slots{"idle", "busy", "offline", "drained"};
+    gauge(out, "crcrd_runs_open", "Runs not ended yet, by state (queued: the runs' queue depth).",
+          "state", open_runs, g.runs_open);
+    gauge(out, "crcrd_jobs_open",
+          "Job attempts not ended yet, by state (queued: the jobs' queue depth).", "state",
+          open_jobs, g.jobs_open);
+    gauge(out, "crcrd_slots", "Runner slots by state.", "state", slots, g.slots_by_state);
+    gauge(out, "crcrd_outbox_backlog", "Outbox rows waiting to be delivered, by sink.", "sink",
+          names<Sink>(), g.outbox_waiting);
+    gauge(out, "crcrd_outbox_dead_letters",
+          "Outbox rows given up on (dead) and not pruned yet, by sink: POST "
+          "/api/v1/outbox/{id}/retry sends one again.",
+          "sink", names<Sink>(), g.outbox_dead);
+    gauge(out, "crcrd_outbox_credentials_rejected",
+          "Statuses waiting because their last attempt was answered 401 or 403 (not a rate limit): "
+          "a revoked or "
+          "rotated token; retried until the credentials work.",
+          "sink", names<Sink>(), g.outbox_credentials_rejected);
+    double oldest = 0;
+    if (g.oldest_waiting_created_at) {
+        if (auto t = parse_rfc3339(*g.oldest_waiting_created_at)) {
+            oldest = static_cast<double>(std::chrono::duration_cast<std::chrono::seconds>(
+                                             std::chrono::system_clock::now() - *t)
+                                             .count());
+        }
+    }
+    scalar(out, "crcrd_outbox_oldest_waiting_seconds", "gauge",
+           "Age of the oldest status not delivered yet (0: none).", oldest < 0 ? 0 : oldest);
+    scalar(out, "crcrd_writer_pending", "gauge", "Writes queued for the database.",
+           static_cast<double>(writer_pending));
+    write_process_metrics(out);
+    return out;
 }
 
 }  // namespace crcrd::admin

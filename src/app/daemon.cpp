@@ -38,6 +38,7 @@
 #include "crcrd/sched/dispatcher.hpp"
 #include "crcrd/sched/planner.hpp"
 #include "crcrd/store/bisections.hpp"
+#include "crcrd/store/events.hpp"
 #include "crcrd/select/rules.hpp"
 #include "crcrd/store/instance_lock.hpp"
 #include "crcrd/store/retention.hpp"
@@ -139,6 +140,7 @@ public:
 
     /// Starts everything, serves until SIGTERM/SIGINT, stops everything; the exit code.
     int run() {
+        if (int rc = start_metrics(); rc != 0) return rc;
         // Reporting: every state change marks its run; the writer turns marks into outbox rows
         // inside the same commit, and the sender is woken once it is durable.
         // A run that ended with work left for the planner (bisection, the selection-miss
@@ -179,6 +181,25 @@ public:
     }
 
 private:
+    /// The counters of /metrics: the writer hands each commit's events to them, and one writer
+    /// item installs the event triggers and reads the totals they start from, so that no
+    /// commit is counted twice or missed. Non-zero: the exit code.
+    int start_metrics() {
+        auto& metrics = m_api.metrics_registry();
+        m_writer.set_event_sink([&metrics](const std::vector<store::Event>& events) { metrics.record(events); });
+        store::EventTotals totals;
+        auto seeded = m_writer.run_sync([&totals](store::Db& db) {
+            store::install_event_triggers(db);
+            totals = store::read_event_totals(db);
+        });
+        if (!seeded) {
+            spdlog::critical("storage: {}", seeded.error().message);
+            return 1;
+        }
+        metrics.seed(totals);
+        return 0;
+    }
+
     /// Every part's reloadable settings from `c`.
     void apply(const Checked& c) {
         const config::Config& cfg = *c.config;

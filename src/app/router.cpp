@@ -1,6 +1,7 @@
 #include "app/router.hpp"
 
 #include <boost/asio/use_awaitable.hpp>
+#include <chrono>
 #include <nlohmann/json.hpp>
 
 #include "crcrd/core/time.hpp"
@@ -18,6 +19,20 @@ http::Response method_not_allowed(const char* allow) {
 }  // namespace
 
 boost::asio::awaitable<http::Response> Router::route(http::Request& req) {
+    const auto start = std::chrono::steady_clock::now();
+    auto res = co_await dispatch(req);
+    m_api.metrics_registry().observe_request(
+        route_label(req), req.method, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+    co_return res;
+}
+
+std::string Router::route_label(const http::Request& req) const {
+    if (req.path == m_webhook_path && m_serves != Serves::admin) return "webhook";
+    if (req.path == "/healthz" || req.path == "/readyz") return req.path;
+    return admin::Api::route_label(req.path);
+}
+
+boost::asio::awaitable<http::Response> Router::dispatch(http::Request& req) {
     if (req.path == m_webhook_path && m_serves != Serves::admin) co_return co_await m_webhook.handle(req);
     if (req.refused_status != 0) {
         // Refused by the server (413, 431): only the webhook keeps a row of it.

@@ -24,9 +24,13 @@ public:
            Serves serves = Serves::everything)
         : m_webhook_path(std::move(webhook_path)), m_webhook(webhook), m_api(api), m_writer(writer), m_serves(serves) {}
 
+    /// Answers `req` and observes its latency (crcrd_http_request_duration_seconds).
     boost::asio::awaitable<http::Response> route(http::Request& req);
 
 private:
+    boost::asio::awaitable<http::Response> dispatch(http::Request& req);
+    /// A bounded label for the latency histogram: "webhook", a route pattern, or "other".
+    std::string route_label(const http::Request& req) const;
     boost::asio::awaitable<http::Response> ready();
 
     std::string m_webhook_path;

@@ -23,31 +23,44 @@ std::vector<LabelledCount> counts(Db& db, int labels, const std::string& sql) {
 
 }  // namespace
 
-Result<MetricsCounts> read_metrics(const std::filesystem::path& path) {
+Result<ScrapeGauges> read_gauges(Db& db) {
+    // Every read searches an index by an open state, so the work is the open rows whatever the
+    // history holds. INDEXED BY pins the plan: with statistics saying a state column has few
+    // distinct values, SQLite would otherwise prefer scanning the table (tested with ANALYZE
+    // in tests/unit/store/events_test.cpp).
+    return guarded([&] {
+        ScrapeGauges g;
+        g.runs_open = counts(db, 1,
+                             "SELECT state, count(*) FROM runs INDEXED BY runs_by_state WHERE "
+                             "state IN ('queued','running') GROUP BY state");
+        g.jobs_open = counts(db, 1,
+                             "SELECT state, count(*) FROM jobs INDEXED BY jobs_by_state WHERE "
+                             "state IN ('queued','leased','running') GROUP BY state");
+        g.slots_by_state = counts(db, 1,
+                                  "SELECT CASE WHEN drained AND state = 'idle' THEN 'drained' ELSE "
+                                  "state END, count(*) FROM slots GROUP BY 1");
+        g.outbox_waiting = counts(db, 1,
+                                  "SELECT sink, count(*) FROM outbox INDEXED BY outbox_by_delivery "
+                                  "WHERE delivery = 'waiting' GROUP BY sink");
+        g.outbox_dead = counts(db, 1,
+                               "SELECT sink, count(*) FROM outbox INDEXED BY outbox_by_delivery "
+                               "WHERE delivery = 'dead' GROUP BY sink");
+        g.outbox_credentials_rejected =
+            counts(db, 1,
+                   "SELECT sink, count(*) FROM outbox INDEXED BY outbox_by_delivery WHERE delivery "
+                   "= 'waiting' AND http_status IN (401, 403) GROUP BY sink");
+        Scoped st(db,
+                  "SELECT min(created_at) FROM outbox INDEXED BY outbox_by_delivery WHERE delivery "
+                  "= 'waiting'");
+        if (st->step()) g.oldest_waiting_created_at = st->opt_text(0);
+        return g;
+    });
+}
+
+Result<ScrapeGauges> read_gauges(const std::filesystem::path& path) {
     auto opened = open_reader(path);
     if (!opened) return opened.error();
-    auto& db = **opened;
-    return guarded([&] {
-        MetricsCounts m;
-        m.deliveries_by_verdict = counts(db, 1, "SELECT verdict, count(*) FROM deliveries GROUP BY verdict");
-        m.runs_by_state_class =
-            counts(db, 2, "SELECT state, coalesce(conclusion, ''), count(*) FROM runs GROUP BY 1, 2");
-        m.jobs_by_state = counts(db, 1, "SELECT state, count(*) FROM jobs GROUP BY state");
-        m.attempts_by_class =
-            counts(db, 1, "SELECT conclusion, count(*) FROM jobs WHERE state = 'completed' GROUP BY conclusion");
-        m.slots_by_state = counts(
-            db, 1,
-            "SELECT CASE WHEN drained AND state = 'idle' THEN 'drained' ELSE state END, count(*) FROM slots GROUP BY 1");
-        m.outbox_by_sink_delivery = counts(db, 2, "SELECT sink, delivery, count(*) FROM outbox GROUP BY sink, delivery");
-        m.outbox_credentials_rejected = counts(
-            db, 1,
-            "SELECT sink, count(*) FROM outbox WHERE delivery = 'waiting' AND http_status IN (401, 403) GROUP BY sink");
-        Scoped st(db, "SELECT min(created_at) FROM outbox WHERE delivery = 'waiting'");
-        if (st->step()) m.oldest_waiting_created_at = st->opt_text(0);
-        Scoped misses(db, "SELECT count(*) FROM selection_misses");
-        if (misses->step()) m.selection_misses = misses->int64(0);
-        return m;
-    });
+    return read_gauges(**opened);
 }
 
 }  // namespace crcrd::store

@@ -99,6 +99,11 @@ bool Writer::overloaded() const {
     return m_queue.size() >= m_opts.max_pending;
 }
 
+void Writer::set_event_sink(EventSink sink) {
+    std::lock_guard lk(m_mu);
+    m_event_sink = std::move(sink);
+}
+
 std::optional<std::string> Writer::last_commit_error() const {
     std::lock_guard lk(m_mu);
     return m_last_commit;
@@ -132,6 +137,7 @@ void Writer::loop() {
 void Writer::commit_batch(std::deque<Item>& batch) {
     std::vector<Status> results(batch.size(), Status(Ok{}));
     Status batch_status = Ok{};
+    std::vector<Event> events;
     try {
         Transaction tx(*m_db);
         for (std::size_t i = 0; i < batch.size(); ++i) {
@@ -160,6 +166,14 @@ void Writer::commit_batch(std::deque<Item>& batch) {
                 m_db->exec("RELEASE hook");
             }
         }
+        if (m_event_sink) {
+            // A statement's failure undoes only that statement: the events wait for the next batch.
+            try {
+                events = take_events(*m_db);
+            } catch (const SqlError& e) {
+                spdlog::warn("storage: metrics events not taken: {}", e.what());
+            }
+        }
         tx.commit();
         m_db->reset_cached();  // a statement stepped but not finished would pin the WAL
     } catch (const SqlError& e) {
@@ -173,6 +187,8 @@ void Writer::commit_batch(std::deque<Item>& batch) {
         std::lock_guard lk(m_mu);
         m_last_commit = batch_status ? std::optional<std::string>() : batch_status.error().message;
     }
+    // Counted before anyone hears of the commit: a client that saw its answer sees its count.
+    if (batch_status && !events.empty()) m_event_sink(events);
     for (std::size_t i = 0; i < batch.size(); ++i) {
         batch[i].done(batch_status ? results[i] : batch_status);
     }

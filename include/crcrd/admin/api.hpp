@@ -15,6 +15,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "crcrd/admin/metrics.hpp"
 #include "crcrd/config/config.hpp"
 #include "crcrd/http/message.hpp"
 #include "crcrd/http/reject_log.hpp"
@@ -54,6 +55,14 @@ public:
     /// PRs link to github.com/`upstream_repo` (no links when empty).
     void set_ui(bool ui_public, const std::string& upstream_repo);
 
+    /// The counters and histograms /metrics serves; the daemon feeds them (the writer's
+    /// events, each request's latency).
+    Metrics& metrics_registry() { return m_metrics; }
+
+    /// A bounded label for a request's path: the route pattern it matches
+    /// ("/api/v1/runs/{id}", "/metrics"), or "other" for a path no route has.
+    static std::string route_label(const std::string& path);
+
     /// True for paths this API answers: everything under /api/, /metrics, and the dashboard
     /// under /ui.
     static bool owns(const std::string& path);
@@ -91,6 +100,7 @@ private:
     std::function<nlohmann::json()> m_cluster;
     std::unique_ptr<Dashboard> m_ui;
     http::RejectLog m_refused{std::chrono::seconds(60), 10'000, "failed admin authentications"};
+    Metrics m_metrics;
 };
 
 }  // namespace crcrd::admin

@@ -1,5 +1,9 @@
 #pragma once
-// The counts behind GET /metrics, read at scrape time. Blocking: call from a worker.
+// The gauges behind GET /metrics that are read at scrape time: what is open now (queued and
+// running work, slots, statuses not delivered yet, dead letters). Each read is an indexed
+// search of the open rows, never a scan of the history (the finished runs, jobs, deliveries
+// and sent statuses): those are counters kept as events happen (store/events.hpp).
+// Blocking: call from a worker.
 
 #include <cstdint>
 #include <filesystem>
@@ -8,32 +12,28 @@
 #include <vector>
 
 #include "crcrd/core/result.hpp"
+#include "crcrd/store/events.hpp"
+#include "crcrd/store/fwd.hpp"
 
 namespace crcrd::store {
 
-/// One group of a GROUP BY count: its label values (a NULL reads as "") and its count.
-struct LabelledCount {
-    std::vector<std::string> labels;
-    std::int64_t value = 0;
+/// What is open now. Label values of each family, in order:
+struct ScrapeGauges {
+    std::vector<LabelledCount> runs_open;       // state: queued, running
+    std::vector<LabelledCount> jobs_open;       // state: queued, leased, running
+    std::vector<LabelledCount> slots_by_state;  // state, "drained" for an idle drained slot
+    std::vector<LabelledCount> outbox_waiting;  // sink
+    std::vector<LabelledCount> outbox_dead;     // sink
+    std::vector<LabelledCount>
+        outbox_credentials_rejected;  // sink: waiting rows last answered 401 or 403
+    std::optional<std::string> oldest_waiting_created_at;  // of the outbox rows still waiting
 };
 
-/// The store's counts, each family in the order SQLite groups it. The label values of each
-/// family are, in order:
-struct MetricsCounts {
-    std::vector<LabelledCount> deliveries_by_verdict;       // verdict
-    std::vector<LabelledCount> runs_by_state_class;         // state, conclusion ("" while none)
-    std::vector<LabelledCount> jobs_by_state;               // state
-    std::vector<LabelledCount> attempts_by_class;           // conclusion of completed attempts
-    std::vector<LabelledCount> slots_by_state;              // state, "drained" for an idle drained slot
-    std::vector<LabelledCount> outbox_by_sink_delivery;     // sink, delivery
-    std::vector<LabelledCount> outbox_credentials_rejected; // sink: waiting rows last answered 401 or 403
-    std::optional<std::string> oldest_waiting_created_at;   // of the outbox rows still waiting
-    std::int64_t selection_misses = 0;  // rows of selection_misses (never deleted: a counter)
-};
+/// Reads the gauges on `db`. Never writes. A storage code when a read fails.
+Result<ScrapeGauges> read_gauges(Db& db);
 
-/// Reads every count on a read-only connection opened for this call (each family its own
-/// read, so the families need not agree with one another). Never writes. Code "storage" when
-/// the database cannot be opened, a storage code when a read fails.
-Result<MetricsCounts> read_metrics(const std::filesystem::path& db);
+/// The same on a read-only connection opened for this call; code "storage" when the database
+/// cannot be opened.
+Result<ScrapeGauges> read_gauges(const std::filesystem::path& db);
 
 }  // namespace crcrd::store

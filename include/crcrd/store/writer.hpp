@@ -15,8 +15,10 @@
 #include <filesystem>
 #include <memory>
 #include <thread>
+#include <vector>
 
 #include "crcrd/core/result.hpp"
+#include "crcrd/store/events.hpp"
 #include "crcrd/store/fwd.hpp"
 
 namespace crcrd::store {
@@ -68,6 +70,13 @@ public:
     /// one); `after` runs once a batch committed. Set before submitting work.
     void set_commit_hooks(Work before, std::function<void()> after);
 
+    /// Receives, on the writer thread after each durable commit, the events that batch
+    /// recorded (store/events.hpp; none before install_event_triggers() ran as writer work).
+    /// Events of a rolled-back item or batch are never passed. Must not block. Set before
+    /// submitting work.
+    using EventSink = std::function<void(const std::vector<Event>&)>;
+    void set_event_sink(EventSink sink);
+
     /// Work queued but not yet committed.
     std::size_t pending() const;
 
@@ -91,6 +100,7 @@ private:
     WriterOptions m_opts;
     Work m_before_commit;
     std::function<void()> m_after_commit;
+    EventSink m_event_sink;
     mutable std::mutex m_mu;
     std::condition_variable m_cv;       // the writer waits for work
     std::condition_variable m_stop_cv;  // the checkpointer waits for its interval or stop
