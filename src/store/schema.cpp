@@ -9,7 +9,7 @@ namespace crcrd::store {
 namespace {
 
 // Each entry takes the schema from version i to i+1. Never edit a released entry; append.
-constexpr std::array<const char*, 8> k_migrations = {
+constexpr std::array<const char*, 9> k_migrations = {
     R"sql(
 CREATE TABLE meta (
   key   TEXT PRIMARY KEY,
@@ -246,6 +246,16 @@ BEGIN
    WHERE NEW.state = 'completed' AND NEW.conclusion = 'regression' AND NEW.event = 'schedule';
   INSERT OR IGNORE INTO followups (run_id, kind) SELECT NEW.id, 'bisect_step' WHERE NEW.event = 'bisect';
 END;
+)sql",
+    // 9: the runs list's filters at a million runs (docs/performance.md, "History"): a class, an
+    // event or a time window is found through its index, newest first (an index entry carries
+    // the rowid, so "conclusion = ? AND id < ? ORDER BY id DESC" walks it backwards), never by
+    // walking the whole history for a class that is rare.
+    R"sql(
+CREATE INDEX runs_by_conclusion ON runs (conclusion);
+CREATE INDEX runs_by_event ON runs (event);
+CREATE INDEX runs_by_conclusion_event ON runs (conclusion, event);
+CREATE INDEX runs_by_created ON runs (created_at);
 )sql",
 };
 

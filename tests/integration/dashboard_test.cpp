@@ -17,6 +17,8 @@ namespace {
 
 using nlohmann::json;
 
+bool has(const std::string& haystack, const std::string& needle) { return haystack.find(needle) != std::string::npos; }
+
 class DashboardTest : public ::testing::Test {
 protected:
     void start(const std::string& admin_extra = "") {
@@ -60,7 +62,8 @@ protected:
     void sign_in(Browser& b, const std::string& token) {
         b.go(daemon->url("/ui/login"));
         b.type(b.find("#token"), token);
-        b.click(b.find("form[action='/ui/login'] button"));
+        b.click_to(b.find("form[action='/ui/login'] button"), "/ui/");
+        EXPECT_FALSE(has(b.url(), "/ui/login")) << b.url();
     }
 
     /// A plain request with the browser's session cookie, as a forged cross-site form would
@@ -79,8 +82,6 @@ protected:
     std::unique_ptr<TestDaemon> daemon;
 };
 
-bool has(const std::string& haystack, const std::string& needle) { return haystack.find(needle) != std::string::npos; }
-
 TEST_F(DashboardTest, AnOperatorSignsInAndFollowsARegressionFromTheListToItsLog) {
     start();
     const auto failing = post({"aten/src/ATen/native/BinaryOps.cpp"}, "d-fail", 71);
@@ -96,6 +97,7 @@ TEST_F(DashboardTest, AnOperatorSignsInAndFollowsARegressionFromTheListToItsLog)
     EXPECT_TRUE(has(b.url(), "/ui/login?next=")) << b.url();
     b.type(b.find("#token"), "not-a-token");
     b.click(b.find("form[action='/ui/login'] button"));
+    ASSERT_TRUE(eventually([&] { return !b.find_all(".problem").empty(); }));
     EXPECT_TRUE(has(b.text(".problem"), "not valid"));
     EXPECT_TRUE(has(daemon->log(), "dashboard sign-in refused from 127.0.0.1"));
     EXPECT_FALSE(has(daemon->log(), "not-a-token"));
@@ -103,7 +105,7 @@ TEST_F(DashboardTest, AnOperatorSignsInAndFollowsARegressionFromTheListToItsLog)
     // The right token: back to the page asked for, with a cookie scripts cannot read.
     b.go(daemon->url("/ui/runs/" + std::to_string(failing)));
     b.type(b.find("#token"), "ops-token");
-    b.click(b.find("form[action='/ui/login'] button"));
+    b.click_to(b.find("form[action='/ui/login'] button"), "/ui/runs/");
     EXPECT_TRUE(b.url().ends_with("/ui/runs/" + std::to_string(failing))) << b.url();
     json session;
     for (const auto& c : b.cookies())
@@ -132,7 +134,7 @@ TEST_F(DashboardTest, AnOperatorSignsInAndFollowsARegressionFromTheListToItsLog)
     // Its job: the tests with their outcomes and the log.
     const std::string job = std::to_string(
         daemon->scalar("SELECT id FROM jobs WHERE tier='affected' AND run_id=" + std::to_string(failing)));
-    b.click(b.find("a[href='/ui/jobs/" + job + "']"));
+    b.click_to(b.find("a[href='/ui/jobs/" + job + "']"), "/ui/jobs/" + job);
     b.screenshot(shots / "job.png");
     const std::string job_page = b.text("main");
     EXPECT_TRUE(has(job_page, "Job " + job + ": affected, attempt 1")) << job_page;
@@ -146,8 +148,7 @@ TEST_F(DashboardTest, AnOperatorSignsInAndFollowsARegressionFromTheListToItsLog)
     b.screenshot(shots / "runs.png");
     EXPECT_EQ(b.find_all("table.runs tr").size(), 3u);  // a header and two runs
     b.click(b.find_xpath("//select[@name='conclusion']/option[text()='regression']"));
-    b.click(b.find("form.filters button"));
-    EXPECT_TRUE(has(b.url(), "conclusion=regression")) << b.url();
+    b.click_to(b.find("form.filters button"), "conclusion=regression");
     EXPECT_EQ(b.find_all("table.runs tr").size(), 2u);
     EXPECT_TRUE(has(b.text("table.runs"), std::to_string(failing)));
     EXPECT_FALSE(has(b.text("table.runs"), "passed"));
@@ -158,11 +159,11 @@ TEST_F(DashboardTest, AnOperatorSignsInAndFollowsARegressionFromTheListToItsLog)
     // Runners: draining through the form changes the slot, and says so.
     b.go(daemon->url("/ui/runners"));
     EXPECT_TRUE(has(b.text("main"), "sim-0"));
-    b.click(b.find("form[action='/ui/runners/sim-0/drain'] button"));
+    b.click_to(b.find("form[action='/ui/runners/sim-0/drain'] button"), "done=drain");
     EXPECT_TRUE(has(b.text(".notice"), "Slot sim-0 drained."));
     EXPECT_EQ(daemon->scalar("SELECT drained FROM slots WHERE name='sim-0'"), 1);
     b.screenshot(shots / "runners.png");
-    b.click(b.find("form[action='/ui/runners/sim-0/undrain'] button"));
+    b.click_to(b.find("form[action='/ui/runners/sim-0/undrain'] button"), "done=undrain");
     EXPECT_EQ(daemon->scalar("SELECT drained FROM slots WHERE name='sim-0'"), 0);
 
     // Deliveries: both, with their verdicts and runs.
@@ -175,15 +176,14 @@ TEST_F(DashboardTest, AnOperatorSignsInAndFollowsARegressionFromTheListToItsLog)
 
     // Retry from the run page: a new run of the same SHA, and the page of it.
     b.go(daemon->url("/ui/runs/" + std::to_string(failing)));
-    b.click(b.find("form[action$='/retry'] button"));
+    b.click_to(b.find("form[action$='/retry'] button"), "done=retry");
     EXPECT_TRUE(has(b.text(".notice"), "retry of run " + std::to_string(failing))) << b.text("main");
     EXPECT_EQ(daemon->scalar("SELECT count(*) FROM runs WHERE sha='" + sha + "'"), 3);
 
     // Signing out ends the session: the old cookie opens nothing.
     const auto before = post_with_cookie(b, "/ui/runners/sim-0/drain", "csrf=x");
     EXPECT_EQ(before.status, 403);
-    b.click(b.find("form[action='/ui/logout'] button"));
-    EXPECT_TRUE(has(b.url(), "/ui/login")) << b.url();
+    b.click_to(b.find("form[action='/ui/logout'] button"), "/ui/login");
     b.go(daemon->url("/ui/"));
     EXPECT_TRUE(has(b.url(), "/ui/login")) << b.url();
 }
@@ -249,12 +249,12 @@ TEST_F(DashboardTest, AThousandRunsArePagedFiftyAtATime) {
     EXPECT_EQ(b.find_all("table.runs tr").size(), 51u);
     EXPECT_TRUE(has(b.text("table.runs"), "1000"));
     // Older: the next fifty, continuing below the last id shown.
-    b.click(b.find(".pager a"));
+    b.click_to(b.find(".pager a"), "cursor=");
     EXPECT_EQ(b.find_all("table.runs tr").size(), 51u);
     EXPECT_TRUE(has(b.text("table.runs tr:nth-child(2)"), "950"));
     // Filters stay on the next page: regressions only (every seventh run).
     b.go(daemon->url("/ui/?conclusion=regression"));
-    b.click(b.find(".pager a"));
+    b.click_to(b.find(".pager a"), "cursor=");
     EXPECT_TRUE(has(b.url(), "conclusion=regression")) << b.url();
     EXPECT_EQ(b.find_all("table.runs tr").size(), 51u);  // 142 regressions: 50, 50, then 42
     EXPECT_FALSE(has(b.text("table.runs"), "passed"));

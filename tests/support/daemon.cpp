@@ -96,7 +96,15 @@ Result<http::ClientResponse> TestDaemon::request(const std::string& method, cons
     http::ClientOptions o;
     o.ca_file = test_certs().ca;
     o.timeout = std::chrono::seconds(30);
-    return http::send(method, url(path), headers, body, o);
+    auto r = http::send(method, url(path), headers, body, o);
+    if (!r && m_proc && !m_proc->running() && !m_exit_reported) {
+        // The daemon died under the test: say so once, with how its log ends, for the post-mortem.
+        m_exit_reported = true;
+        const std::string l = log();
+        ADD_FAILURE() << "crcrd exited during the test (" << method << " " << path << ": " << r.error().message
+                      << "); its log ends:\n" << l.substr(l.size() > 6000 ? l.size() - 6000 : 0);
+    }
+    return r;
 }
 
 Result<http::ClientResponse> TestDaemon::post_github(const std::string& body, const std::string& delivery_id,

@@ -78,6 +78,7 @@ private:
     bool m_tls;
     std::unique_ptr<Process> m_proc;
     std::uint16_t m_port = 0;
+    bool m_exit_reported = false;
     std::optional<std::pair<std::filesystem::path, std::filesystem::path>> m_tls_files;
 };
 

@@ -98,6 +98,14 @@ void Browser::type(const std::string& element, const std::string& text) {
 
 void Browser::click(const std::string& element) { call("POST", m_session + "/element/" + element + "/click", json::object()); }
 
+void Browser::click_to(const std::string& element, const std::string& url_part) {
+    click(element);
+    std::string now;
+    if (!eventually([&] { return (now = url()).find(url_part) != std::string::npos; }, std::chrono::seconds(30))) {
+        throw std::runtime_error("webdriver: after the click the page is " + now + ", not one with " + url_part);
+    }
+}
+
 std::string Browser::attribute(const std::string& element, const std::string& name) {
     json v = call("GET", m_session + "/element/" + element + "/attribute/" + name);
     return v.is_string() ? v.get<std::string>() : std::string();

@@ -41,6 +41,10 @@ public:
     /// Types into an input, clicks (a link, a button, an option), reads an attribute.
     void type(const std::string& element, const std::string& text);
     void click(const std::string& element);
+    /// Clicks what leads to another page (a link, a form's button) and waits until the
+    /// browser's URL contains `url_part` (throws after 30 s): a click may return before the
+    /// navigation it started has finished.
+    void click_to(const std::string& element, const std::string& url_part);
     std::string attribute(const std::string& element, const std::string& name);
     /// The browser's cookies for the current page, as WebDriver reports them.
     nlohmann::json cookies();
