@@ -12,6 +12,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <iostream>
 #include <random>
@@ -19,6 +20,9 @@
 #include <thread>
 #include <vector>
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include "crcrd/core/crypto.hpp"
@@ -162,11 +166,13 @@ void generate(const std::filesystem::path& path, std::int64_t runs) {
 struct Figures {
     double p50, p99, max;
     std::size_t bytes;
+    std::string body;  // the last answer, for the peer to serve as a static file
 };
 
 Figures measure(const std::function<std::string(std::size_t)>& url_of, std::size_t samples, const http::Headers& headers) {
     std::vector<double> ms;
     std::size_t bytes = 0;
+    std::string last;
     for (std::size_t i = 0; i < samples; ++i) {
         const std::string url = url_of(i);
         auto t0 = std::chrono::steady_clock::now();
@@ -177,8 +183,22 @@ Figures measure(const std::function<std::string(std::size_t)>& url_of, std::size
             std::exit(1);
         }
         bytes = r->body.size();
+        if (i + 1 == samples) last = r->body;
     }
-    return {percentile(ms, 50), percentile(ms, 99), percentile(ms, 100), bytes};
+    return {percentile(ms, 50), percentile(ms, 99), percentile(ms, 100), bytes, last};
+}
+
+/// A loopback port nothing listens on now.
+std::uint16_t free_port() {
+    int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
+    socklen_t len = sizeof a;
+    ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+    ::close(fd);
+    return ntohs(a.sin_port);
 }
 
 std::int64_t rss_kib(pid_t pid, const char* field) {
@@ -218,11 +238,14 @@ int main(int argc, char** argv) {
     std::atomic<int> ingested{0};
     std::thread ingest([&] {
         const std::string tmpl = fixture_text("crcr/direct-pytorch-crcr.json");
+        // Unique per bench run too: a kept database has the earlier runs' deliveries.
+        const std::string tag = crypto::random_uuid().substr(0, 8);
+        const std::uint64_t base = std::hash<std::string>{}(tag) % 1'000'000'000ull * 1000;
         for (int i = 0; !stop; ++i) {
             json j = json::parse(tmpl);
-            j["client_payload"]["upstream_sha"] = sha_of(900000000ull + static_cast<unsigned>(i));
+            j["client_payload"]["upstream_sha"] = sha_of(base + static_cast<unsigned>(i));
             j["client_payload"]["pr_number"] = 900000 + i;
-            auto r = daemon.post_standard(j.dump(), "bench-" + std::to_string(i));
+            auto r = daemon.post_standard(j.dump(), "bench-" + tag + "-" + std::to_string(i));
             if (r && r->status == 202) ++ingested;
             std::this_thread::sleep_for(std::chrono::milliseconds(1000 / std::max(1, ingest_per_s)));
         }
@@ -254,6 +277,27 @@ int main(int argc, char** argv) {
                 static_cast<long long>(runs), static_cast<double>(db_bytes) / (1 << 20), samples, ingested.load());
     std::printf("%-72s %8s %8s %8s %9s\n", "request", "p50 ms", "p99 ms", "max ms", "bytes");
     for (const auto& r : rows) std::printf("%-72s %8.2f %8.2f %8.2f %9zu\n", r.what, r.f.p50, r.f.p99, r.f.max, r.f.bytes);
+    // The peer: nginx serving each request's last answer as a static file, over the same
+    // plain-HTTP loopback, one connection per request: the HTTP floor of this machine.
+    const auto www = dir / "nginx";
+    std::filesystem::create_directories(www / "logs");
+    const std::uint16_t nport = free_port();
+    {
+        std::ofstream(www / "nginx.conf") << "worker_processes 1;\npid " << (www / "nginx.pid").string()
+                                          << ";\nerror_log " << (www / "logs/error.log").string()
+                                          << " warn;\nevents {}\nhttp {\n  access_log off;\n  server {\n    listen 127.0.0.1:"
+                                          << nport << ";\n    root " << www.string() << ";\n  }\n}\n";
+    }
+    for (std::size_t i = 0; i < rows.size(); ++i) std::ofstream(www / ("r" + std::to_string(i))) << rows[i].f.body;
+    Process nginx({"nginx", "-p", www.string(), "-c", (www / "nginx.conf").string(), "-g", "daemon off;"}, www / "logs/out.log");
+    eventually([&] { return static_cast<bool>(http::send("GET", "http://127.0.0.1:" + std::to_string(nport) + "/r0", {}, "", {})); },
+               std::chrono::seconds(10));
+    std::printf("peer: nginx %s serving the same bodies as static files\n", "(Debian nginx-light)");
+    for (std::size_t i = 0; i < rows.size(); ++i) {
+        Figures f = measure([&](std::size_t) { return "http://127.0.0.1:" + std::to_string(nport) + "/r" + std::to_string(i); },
+                            samples, {});
+        std::printf("%-72s %8.2f %8.2f %8.2f %9zu\n", (std::string("  nginx: ") + rows[i].what).c_str(), f.p50, f.p99, f.max, f.bytes);
+    }
     std::printf("RSS: %lld KiB at start, %lld KiB at the end, peak %lld KiB\n", static_cast<long long>(rss_start),
                 static_cast<long long>(rss_end), static_cast<long long>(hwm));
     daemon.stop();
