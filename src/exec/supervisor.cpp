@@ -157,9 +157,10 @@ void kill_children(pid_t self) {
     sigemptyset(&sa.sa_mask);
     ::sigaction(SIGTERM, &sa, nullptr);
     ::sigaction(SIGUSR1, &sa, nullptr);
+    // Every signal is still blocked (run_supervised forked with them blocked) and stays so
+    // until the command exists: a signal that comes meanwhile waits, then goes to its group.
     sigset_t none;
     sigemptyset(&none);
-    ::sigprocmask(SIG_SETMASK, &none, nullptr);
     const pid_t self = ::getpid();
     pid_t main = ::fork();
     if (main < 0) ::_exit(125);
@@ -168,6 +169,7 @@ void kill_children(pid_t self) {
         dfl.sa_handler = SIG_DFL;
         ::sigaction(SIGTERM, &dfl, nullptr);
         ::sigaction(SIGUSR1, &dfl, nullptr);
+        ::sigprocmask(SIG_SETMASK, &none, nullptr);
         ::setpgid(0, 0);
         ::prctl(PR_SET_PDEATHSIG, SIGKILL);  // dies with its init
         if (::getppid() != self) ::_exit(127);
@@ -180,6 +182,7 @@ void kill_children(pid_t self) {
     }
     ::setpgid(main, main);  // both sides set it: no window where a signal to -main misses
     g_main = main;
+    ::sigprocmask(SIG_SETMASK, &none, nullptr);
     if (g_pending) ::kill(-main, g_pending);
     int status = 0;
     for (;;) {
@@ -234,7 +237,15 @@ Result<ProcessResult> run_supervised(const ProcessSpec& spec, const std::atomic<
     const pid_t parent = ::getpid();
     const auto started = Clock::now();
 
+    // Signals stay blocked from before fork until the child's init has its own handlers: the
+    // child starts with the daemon's handlers, and Asio's would hand a SIGTERM meant for the
+    // job (a cancellation that comes right after the lease) to the daemon itself through the
+    // self-pipe the two share, and the daemon would stop.
+    sigset_t all, before;
+    sigfillset(&all);
+    ::pthread_sigmask(SIG_BLOCK, &all, &before);
     pid_t pid = ::fork();
+    if (pid != 0) ::pthread_sigmask(SIG_SETMASK, &before, nullptr);
     if (pid < 0) {
         ::close(log_fd);
         ::close(pipe_fd[0]);
@@ -242,6 +253,13 @@ Result<ProcessResult> run_supervised(const ProcessSpec& spec, const std::atomic<
         return make_error("exec", std::string("fork: ") + std::strerror(errno));
     }
     if (pid == 0) {
+        // The daemon's handlers are not the job's: every signal back to its default (init
+        // then installs its own and unblocks).
+        struct sigaction dfl {};
+        dfl.sa_handler = SIG_DFL;
+        for (int sig = 1; sig < NSIG; ++sig) {
+            if (sig != SIGKILL && sig != SIGSTOP) ::sigaction(sig, &dfl, nullptr);
+        }
         ::prctl(PR_SET_PDEATHSIG, SIGKILL);  // dies with the daemon
         if (::getppid() != parent) ::_exit(127);
         int devnull = ::open("/dev/null", O_RDONLY);

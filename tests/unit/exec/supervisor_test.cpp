@@ -1,6 +1,9 @@
 // Real child processes under the supervisor.
 #include <gtest/gtest.h>
+
+#include <fcntl.h>
 #include <signal.h>
+#include <unistd.h>
 
 #include <set>
 #include <sstream>
@@ -138,6 +141,39 @@ TEST_F(SupervisorTest, CancelAndStartFailures) {
     auto m = run_supervised(missing);
     ASSERT_FALSE(m);
     EXPECT_NE(m.error().message.find("not found"), std::string::npos);
+}
+
+// The daemon's signal handlers (Asio's: a write to a self-pipe the forked child shares) must
+// never run in a job's process: a cancellation's SIGTERM that reached the child before its init
+// had its own handlers was handed to the daemon, which stopped (found under load by
+// OpenApiTest: "signal 15: draining" right after a cancel).
+int g_signal_pipe[2] = {-1, -1};
+extern "C" void note_signal(int sig) {
+    unsigned char b = static_cast<unsigned char>(sig);
+    (void)!::write(g_signal_pipe[1], &b, 1);
+}
+
+TEST_F(SupervisorTest, ACancellationsSignalNeverReachesTheDaemonsOwnHandler) {
+    ASSERT_EQ(::pipe2(g_signal_pipe, O_NONBLOCK | O_CLOEXEC), 0);
+    struct sigaction sa {}, old {};
+    sa.sa_handler = note_signal;
+    sigemptyset(&sa.sa_mask);
+    ::sigaction(SIGTERM, &sa, &old);
+    // Cancelled from the start: the supervisor sends SIGTERM as soon as the child exists,
+    // inside the window between fork and the init's handlers.
+    auto s = spec("sleep 30");
+    s.kill_grace = 50ms;
+    for (int i = 0; i < 30; ++i) {
+        std::atomic<bool> cancel{true};
+        auto r = run_supervised(s, &cancel);
+        ASSERT_TRUE(r);
+    }
+    ::sigaction(SIGTERM, &old, nullptr);
+    unsigned char b = 0;
+    const auto n = ::read(g_signal_pipe[0], &b, 1);
+    ::close(g_signal_pipe[0]);
+    ::close(g_signal_pipe[1]);
+    EXPECT_EQ(n, -1) << "the daemon's handler saw signal " << int(b);
 }
 
 }  // namespace
