@@ -3,7 +3,7 @@ BUILD_DIR ?= build
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?= -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCRCRD_WERROR=ON
 
-.PHONY: all deps configure build run test test-sanitize fuzz fuzz-run bench bench-slurm clean format
+.PHONY: all deps configure build run test test-sanitize fuzz fuzz-run bench bench-slurm deb clean format
 
 all: build
 
@@ -51,6 +51,14 @@ bench: build
 SLURM_BENCH_ARGS ?=
 bench-slurm: build
 	$(BUILD_DIR)/bench/bench_slurm $(SLURM_BENCH_ARGS)
+
+# The Debian package crcrd_<version>_<arch>.deb in $(DEB_DIR) (deploy/build-deb.sh,
+# debian/), then its test, lintian included (docs/operations.md, "Installing from the package").
+DEB_DIR ?= build-deb
+DEB_FILE = $(DEB_DIR)/crcrd_$(shell dpkg-parsechangelog -S Version)_$(shell dpkg --print-architecture).deb
+deb: deps
+	deploy/build-deb.sh $(DEB_DIR)
+	tests/deploy/package_test.sh $(DEB_FILE) .
 
 format:
 	@clang-format -i $$(git ls-files '*.cpp' '*.hpp')

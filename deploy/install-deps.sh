@@ -17,6 +17,9 @@ packages=(
   slurmctld slurmd slurm-client munge
   # The dashboard's tests load every page in a real headless Chromium (tests/support/webdriver.hpp).
   chromium chromium-driver
+  # `make deb` (debian/): Debian's packaging tools, scdoc for the man pages, lintian on the
+  # result; systemd-analyze scores the unit (tests/deploy/unit_security.sh).
+  debhelper dpkg-dev fakeroot lintian scdoc systemd
 )
 # `install-deps.sh fuzz`: also what `make fuzz` needs (clang's libFuzzer and sanitizers).
 if [[ ${1:-} == fuzz ]]; then
