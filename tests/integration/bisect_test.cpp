@@ -43,13 +43,9 @@ protected:
     static constexpr std::size_t k_culprit = 13;
 
     void start(std::uint32_t max_runs, int runners = 1) {
-        std::string out;
-        if (run_command({"bwrap", "--ro-bind", "/", "/", "--unshare-pid", "--proc", "/proc", "true"}, &out) != 0) {
-            GTEST_SKIP() << "bubblewrap cannot create namespaces here: " << out;
-        }
+        if (auto why = bwrap_unavailable(); !why.empty()) GTEST_SKIP() << why;
         history = std::make_unique<History>(dir.path() / "upstream", k_commits, k_culprit);
-        write_file(bin.path() / "ci.sh", k_ci_script, 0755);
-        std::filesystem::permissions(bin.path(), std::filesystem::perms(0755));
+        install_ci_script(bin.path());
         write_file(dir.path() / "selection.yaml",
                    "tiers:\n"
                    "  - {name: import, always: true, tests: [ok_import, present_regressed, ok_more]}\n"

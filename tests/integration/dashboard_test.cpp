@@ -22,12 +22,8 @@ bool has(const std::string& haystack, const std::string& needle) { return haysta
 class DashboardTest : public ::testing::Test {
 protected:
     void start(const std::string& admin_extra = "") {
-        std::string out;
-        if (run_command({"bwrap", "--ro-bind", "/", "/", "--unshare-pid", "--proc", "/proc", "true"}, &out) != 0) {
-            GTEST_SKIP() << "bubblewrap cannot create namespaces here: " << out;
-        }
-        write_file(bin.path() / "ci.sh", k_ci_script, 0755);
-        std::filesystem::permissions(bin.path(), std::filesystem::perms(0755));
+        if (auto why = bwrap_unavailable(); !why.empty()) GTEST_SKIP() << why;
+        install_ci_script(bin.path());
         write_file(dir.path() / "selection.yaml",
                    "tiers:\n"
                    "  - {name: smoke, always: true, tests: [ok_smoke]}\n"

@@ -33,14 +33,10 @@ class ExecutionTest : public ::testing::Test {
 protected:
     void start(const std::string& import_tests = "ok_import", const std::string& health = "[/bin/true]",
                const std::string& execution_extra = "", const std::vector<std::string>& env = {}) {
-        std::string out;
-        if (run_command({"bwrap", "--ro-bind", "/", "/", "--unshare-pid", "--proc", "/proc", "true"}, &out) != 0) {
-            GTEST_SKIP() << "bubblewrap cannot create namespaces here: " << out;
-        }
+        if (auto why = bwrap_unavailable(); !why.empty()) GTEST_SKIP() << why;
         // Installed outside the daemon's folders, as a backend's script is (a command inside a
         // folder the sandbox hides is a configuration error), and traversable by the test uid.
-        write_file(bin.path() / "ci.sh", k_ci_script, 0755);
-        std::filesystem::permissions(bin.path(), std::filesystem::perms(0755));
+        install_ci_script(bin.path());
         write_file(dir.path() / "selection.yaml", rules(import_tests));
         daemon = std::make_unique<TestDaemon>(
             dir.path(), "selection: {rules: selection.yaml" + selection_extra + "}\n"

@@ -11,6 +11,7 @@
 
 #include "crcrd/core/crypto.hpp"
 #include "crcrd/core/files.hpp"
+#include "support/ci_script.hpp"
 #include "support/daemon.hpp"
 
 namespace crcrd {
@@ -25,8 +26,7 @@ constexpr const char* k_rules =
     "unmatched: nothing\n";
 
 bool bwrap_works() {
-    std::string out;
-    return run_command({"bwrap", "--ro-bind", "/", "/", "--unshare-pid", "--proc", "/proc", "true"}, &out) == 0;
+    return bwrap_unavailable().empty();
 }
 
 class HostileExecTest : public ::testing::Test {

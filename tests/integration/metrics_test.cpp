@@ -21,14 +21,8 @@ using nlohmann::json;
 class MetricsTest : public ::testing::Test {
   protected:
     void start() {
-        std::string out;
-        if (run_command(
-                {"bwrap", "--ro-bind", "/", "/", "--unshare-pid", "--proc", "/proc", "true"},
-                &out) != 0) {
-            GTEST_SKIP() << "bubblewrap cannot create namespaces here: " << out;
-        }
-        write_file(bin.path() / "ci.sh", k_ci_script, 0755);
-        std::filesystem::permissions(bin.path(), std::filesystem::perms(0755));
+        if (auto why = bwrap_unavailable(); !why.empty()) GTEST_SKIP() << why;
+        install_ci_script(bin.path());
         write_file(dir.path() / "selection.yaml",
                    "tiers:\n"
                    "  - {name: import, always: true, tests: [ok_import], labels: [sim]}\n"

@@ -7,6 +7,7 @@
 #include "crcrd/core/crypto.hpp"
 #include "crcrd/core/files.hpp"
 #include "support/certs.hpp"
+#include "support/ci_script.hpp"
 #include "support/daemon.hpp"
 #include "support/slurm_cluster.hpp"
 
@@ -45,10 +46,7 @@ class SlurmExecutorTest : public ::testing::Test {
 protected:
     void SetUp() override {
         if (auto why = SlurmCluster::skip_reason(); !why.empty()) GTEST_SKIP() << why;
-        std::string out;
-        if (run_command({"bwrap", "--ro-bind", "/", "/", "--unshare-pid", "--proc", "/proc", "true"}, &out) != 0) {
-            GTEST_SKIP() << "bubblewrap cannot create namespaces here: " << out;
-        }
+        if (auto why = bwrap_unavailable(); !why.empty()) GTEST_SKIP() << why;
         cluster = std::make_unique<SlurmCluster>(cluster_dir.path());
     }
 

@@ -6,7 +6,18 @@
 // only the tests of CRCR_RERUN_FILE. A first attempt given a CRCR_RERUN_FILE (a bisect run)
 // waits while the file named by $CI_HOLD exists.
 
+#include <filesystem>
+#include <string>
+
 namespace crcrd {
+
+/// Why bubblewrap cannot create the sandbox's namespaces on this machine ("" when it can);
+/// the tests that run jobs in the sandbox skip with it.
+std::string bwrap_unavailable();
+
+/// Writes k_ci_script as `bin`/ci.sh, executable, in a folder the sandbox's user can reach
+/// (a backend's script lives outside the daemon's folders); its path.
+std::filesystem::path install_ci_script(const std::filesystem::path& bin);
 
 inline constexpr const char* k_ci_script = R"SH(#!/bin/sh
 out="$CRCR_JUNIT_DIR/results.xml"

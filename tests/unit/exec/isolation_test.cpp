@@ -13,6 +13,7 @@
 #include "crcrd/core/files.hpp"
 #include "crcrd/exec/job_env.hpp"
 #include "crcrd/exec/supervisor.hpp"
+#include "support/ci_script.hpp"
 #include "support/process.hpp"
 #include "support/temp_dir.hpp"
 
@@ -78,10 +79,7 @@ TEST(JobEnv, TestsFileExpandsThePytorchDir) {
 class Sandbox : public ::testing::Test {
 protected:
     void SetUp() override {
-        std::string out;
-        if (run_command({"bwrap", "--ro-bind", "/", "/", "--unshare-pid", "--proc", "/proc", "true"}, &out) != 0) {
-            GTEST_SKIP() << "bubblewrap cannot create namespaces here: " << out;
-        }
+        if (auto why = bwrap_unavailable(); !why.empty()) GTEST_SKIP() << why;
         // A daemon's layout: config with a secret, state with a database, work root with jobs.
         write_file(root.path() / "etc" / "crcrd.yaml", "secret-config\n");
         write_file(root.path() / "etc" / "webhook.secret", "secret-webhook\n", 0600);
