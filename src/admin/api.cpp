@@ -144,8 +144,8 @@ std::string Api::route_label(const std::string& path) {
         // The dashboard's page patterns; anything else under /ui is one label.
         static const std::regex k_ui(R"(^/ui(/|/style\.css|/login|/logout|/runners|/deliveries|/runs/[0-9]+(/cancel|/retry)?|/jobs/[0-9]+|/runners/[^/]+/(drain|undrain))$)");
         if (!std::regex_match(path, k_ui)) return "/ui/*";
-        std::string out = std::regex_replace(path, std::regex(R"(/runners/[^/]+/)"), "/runners/{name}/");
-        return std::regex_replace(out, std::regex(R"(/[0-9]+)"), "/{id}");
+        static const std::regex k_runner(R"(/runners/[^/]+/)"), k_number(R"(/[0-9]+)");
+        return std::regex_replace(std::regex_replace(path, k_runner, "/runners/{name}/"), k_number, "/{id}");
     }
     bool matched = false;
     for (const auto& r : routes()) matched = matched || std::regex_match(path, r.path);
