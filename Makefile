@@ -3,7 +3,7 @@ BUILD_DIR ?= build
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?= -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCRCRD_WERROR=ON
 
-.PHONY: all deps configure build run test test-sanitize fuzz fuzz-run bench bench-slurm deb clean format
+.PHONY: all deps configure build run test test-sanitize test-system fuzz fuzz-run bench bench-slurm deb clean format
 
 all: build
 
@@ -59,6 +59,12 @@ DEB_FILE = $(DEB_DIR)/crcrd_$(shell dpkg-parsechangelog -S Version)_$(shell dpkg
 deb: deps
 	deploy/build-deb.sh $(DEB_DIR)
 	tests/deploy/package_test.sh $(DEB_FILE) .
+
+# The package under a real systemd (tests/deploy/systemd_test.sh, root only): a Debian 12 root
+# (debootstrap, once, into /var/cache/crcrd-test) booted with systemd-nspawn, the package
+# installed with dpkg, a job run through crcrd.service and crcrd-sandbox@.service.
+test-system: deb
+	tests/deploy/systemd_test.sh $(DEB_FILE) .
 
 format:
 	@clang-format -i $$(git ls-files '*.cpp' '*.hpp')

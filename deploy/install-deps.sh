@@ -20,6 +20,10 @@ packages=(
   # `make deb` (debian/): Debian's packaging tools, scdoc for the man pages, lintian on the
   # result; systemd-analyze scores the unit (tests/deploy/unit_security.sh).
   debhelper dpkg-dev fakeroot lintian scdoc systemd
+  # `make test-system` boots the package's units under a real systemd in a Debian 12 root
+  # (tests/deploy/systemd_test.sh); systemd's own systemd-socket-activate starts the sandbox
+  # launcher in the integration tests.
+  systemd-container debootstrap
 )
 # `install-deps.sh fuzz`: also what `make fuzz` needs (clang's libFuzzer and sanitizers).
 if [[ ${1:-} == fuzz ]]; then

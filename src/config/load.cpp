@@ -217,10 +217,14 @@ void parse_execution(YamlMap m, ExecutionConfig& c) {
     m.get_path("backend_dir", c.backend_dir);
     m.get("driver_version_command", c.driver_version_command);
     m.get("network", c.network);
+    m.get_path("sandbox_socket", c.sandbox_socket);
     check_enum(m, "isolation", c.isolation, {"bwrap", "user", "none"});
     check_enum(m, "network", c.network, {"host", "none"});
     if (c.network == "none" && c.isolation != "bwrap") m.error("network", "none needs isolation: bwrap");
     if (c.isolation == "user" && !c.user) m.error("user", "required when isolation is user");
+    if (c.sandbox_socket && (c.isolation != "bwrap" || c.executor != "local")) {
+        m.error("sandbox_socket", "only with isolation: bwrap and executor: local");
+    }
 }
 
 void parse_patterns(YamlMap& m, const std::string& key, Strings& out) {

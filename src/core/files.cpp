@@ -98,4 +98,11 @@ std::string trim(std::string text) {
     return text.substr(b, e - b + 1);
 }
 
+std::string self_executable() {
+    std::error_code ec;
+    auto self = std::filesystem::read_symlink("/proc/self/exe", ec).string();
+    if (auto d = self.find(" (deleted)"); d != std::string::npos) self.erase(d);
+    return self;
+}
+
 }  // namespace crcrd

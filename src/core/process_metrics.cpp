@@ -1,6 +1,7 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include <ctime>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -23,14 +24,13 @@ void gauge(std::string& out, const char* name, const char* type, const char* hel
     write_metric_sample(out, name, {}, {}, v);
 }
 
-/// The system's boot time in seconds since the epoch (/proc/stat's btime), 0 when unknown.
+/// The system's boot time in seconds since the epoch: the wall clock less the time since boot
+/// (CLOCK_BOOTTIME, the clock /proc/<pid>/stat's start time counts on). Not /proc/stat's btime:
+/// the packaged unit's ProcSubset=pid hides /proc/stat.
 double boot_time() {
-    std::istringstream in(read_all("/proc/stat"));
-    std::string line;
-    while (std::getline(in, line)) {
-        if (line.rfind("btime ", 0) == 0) return std::stod(line.substr(6));
-    }
-    return 0;
+    timespec real{}, boot{};
+    if (::clock_gettime(CLOCK_REALTIME, &real) != 0 || ::clock_gettime(CLOCK_BOOTTIME, &boot) != 0) return 0;
+    return static_cast<double>(real.tv_sec - boot.tv_sec) + static_cast<double>(real.tv_nsec - boot.tv_nsec) / 1e9;
 }
 
 }  // namespace

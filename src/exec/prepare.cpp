@@ -139,6 +139,11 @@ Result<PreparedAttempt> prepare_attempt(const ExecutorSettings& s, const JobToRu
         }
         if (root) sb.run_as = SandboxSpec::Account{account->uid, account->gid};
         p.argv = bwrap_prefix(sb);
+        // Under the packaged units bubblewrap starts in crcrd-sandbox@.service: this binary's
+        // --sandbox-connect stands in for it (sandbox_launcher.hpp).
+        if (s.execution.sandbox_socket && !root) {
+            p.argv.insert(p.argv.begin(), {self_executable(), "--sandbox-connect", s.execution.sandbox_socket->string(), "--"});
+        }
     }
     p.argv.insert(p.argv.end(), s.execution.command.begin(), s.execution.command.end());
 

@@ -1,64 +1,76 @@
 #!/usr/bin/env bash
-# The shipped unit (deploy/crcrd.service): what CONTRACT §8 asks of it, what bubblewrap needs
-# kept open, and its `systemd-analyze security --offline=true` exposure, alone and with
-# deploy/crcrd-no-bwrap.conf (docs/operations.md, "The unit's hardening").
+# The shipped units (deploy/): what CONTRACT §8 asks of crcrd.service, that it may make no
+# namespace now that bubblewrap starts in crcrd-sandbox@.service, what that unit keeps open
+# for bubblewrap, and both units' `systemd-analyze security --offline=true` exposure
+# (docs/operations.md, "The unit's hardening").
 # Usage: unit_security.sh SOURCE_DIR
 set -euo pipefail
 src=${1:?usage: unit_security.sh SOURCE_DIR}
 unit=$src/deploy/crcrd.service
-dropin=$src/deploy/crcrd-no-bwrap.conf
-# The bounds: the unit as shipped, which must let bubblewrap make its namespaces and mount
-# /proc, and the unit on a host that never starts bubblewrap.
-max_shipped=2.7
-max_without_bwrap=2.0
+sandbox=$src/deploy/crcrd-sandbox@.service
+socket=$src/deploy/crcrd-sandbox.socket
+# The bounds: CONTRACT §8 for the daemon's unit; the launcher's unit keeps what bubblewrap
+# needs, which the kernel and systemd-analyze price at 2.7.
+max_daemon=2.0
+max_sandbox=2.7
 
 fail=0
 problem() { echo "unit_security: $*" >&2; fail=1; }
-# value KEY: every value of KEY= in the unit, one a line.
-value() { sed -n "s/^$1=//p" "$unit"; }
-has() { grep -qxF "$1" "$unit" || problem "deploy/crcrd.service lacks '$1'"; }
-lacks() { ! grep -qE "^$1" "$unit" || problem "deploy/crcrd.service has '$1', which $2"; }
+# value FILE KEY: every value of KEY= in FILE, one a line.
+value() { sed -n "s/^$2=//p" "$1"; }
+has() { grep -qxF "$2" "$1" || problem "$(basename "$1") lacks '$2'"; }
 
-has Type=notify
-has User=crcrd
-has NoNewPrivileges=yes
-has ProtectSystem=strict
-has StateDirectory=crcrd
-has CapabilityBoundingSet=
-value WatchdogSec | grep -q . || problem "no WatchdogSec="
-value ExecReload | grep -q 'kill -HUP' || problem "no ExecReload= sending SIGHUP"
-value ExecStart | grep -qx '/usr/bin/crcrd --config /etc/crcrd/crcrd.yaml' || problem "ExecStart= is not the packaged binary"
+has "$unit" Type=notify
+has "$unit" User=crcrd
+has "$unit" NoNewPrivileges=yes
+has "$unit" ProtectSystem=strict
+has "$unit" StateDirectory=crcrd
+has "$unit" CapabilityBoundingSet=
+has "$unit" Requires=crcrd-sandbox.socket
+value "$unit" WatchdogSec | grep -q . || problem "no WatchdogSec="
+value "$unit" ExecReload | grep -q 'kill -HUP' || problem "no ExecReload= sending SIGHUP"
+value "$unit" ExecStart | grep -qx '/usr/bin/crcrd --config /etc/crcrd/crcrd.yaml' || problem "ExecStart= is not the packaged binary"
+# The daemon makes no namespace and mounts nothing: that is the launcher's.
+has "$unit" RestrictNamespaces=yes
+value "$unit" SystemCallFilter | grep -q '~.*@mount' || problem "crcrd.service does not refuse @mount"
+! value "$unit" RestrictAddressFamilies | grep -qw AF_NETLINK || problem "crcrd.service allows AF_NETLINK"
 
-# What bubblewrap (src/exec/job_env.cpp, bwrap_prefix) needs.
-ns=" $(value RestrictNamespaces | tr '\n' ' ') "
+# The launcher: socket-activated, one instance per job, only the crcrd user may connect, and
+# what bubblewrap (src/exec/job_env.cpp, bwrap_prefix) needs.
+has "$socket" Accept=yes
+has "$socket" SocketUser=crcrd
+has "$socket" SocketMode=0600
+value "$socket" ListenSequentialPacket | grep -qx /run/crcrd/sandbox.sock || problem "the socket is not /run/crcrd/sandbox.sock"
+grep -q 'sandbox_socket: /run/crcrd/sandbox.sock' "$src/config/crcrd.yaml.example" ||
+  problem "config/crcrd.yaml.example does not set execution.sandbox_socket to the socket"
+has "$sandbox" User=crcrd
+has "$sandbox" KillMode=control-group
+value "$sandbox" ExecStart | grep -q '^/usr/bin/crcrd --sandbox-serve ' || problem "crcrd-sandbox@.service does not run crcrd --sandbox-serve"
+ns=" $(value "$sandbox" RestrictNamespaces | tr '\n' ' ') "
 for t in user mnt pid ipc uts net; do
-  [[ $ns == *" $t "* ]] || problem "RestrictNamespaces= forbids '$t', which bubblewrap unshares"
+  [[ $ns == *" $t "* ]] || problem "crcrd-sandbox@.service forbids the '$t' namespace, which bubblewrap unshares"
 done
-value SystemCallFilter | grep -qw '@mount' || problem "SystemCallFilter= lacks @mount (bubblewrap mounts, pivot_root)"
-value RestrictAddressFamilies | grep -qw AF_NETLINK || problem "AF_NETLINK refused: bubblewrap sets up the loopback of --unshare-net"
-lacks 'ProtectKernelTunables=(yes|true|1)' "mounts over /proc/sys: the kernel then refuses bubblewrap's /proc"
-lacks 'ProtectKernelLogs=(yes|true|1)' "mounts over /proc/kmsg: the kernel then refuses bubblewrap's /proc"
-lacks 'ProcSubset=pid' "hides /proc/sys, which bubblewrap reads and must see whole to mount /proc"
-lacks 'PrivateUsers=(yes|true|1)' "maps other users to nobody (untested with bubblewrap)"
+value "$sandbox" SystemCallFilter | grep -qE '^@system-service @mount' || problem "crcrd-sandbox@.service lacks @mount (bubblewrap mounts, pivot_root)"
+value "$sandbox" RestrictAddressFamilies | grep -qw AF_NETLINK || problem "AF_NETLINK refused: bubblewrap sets up the loopback of --unshare-net"
+for d in 'ProtectKernelTunables=(yes|true|1)' 'ProtectKernelLogs=(yes|true|1)' 'ProcSubset=pid'; do
+  ! grep -qE "^$d" "$sandbox" || problem "crcrd-sandbox@.service has '$d': it mounts over /proc and the kernel then refuses bubblewrap's /proc"
+done
 
-# exposure ROOT: the overall exposure systemd-analyze reports for crcrd.service under ROOT.
+# exposure ROOT UNIT: the overall exposure systemd-analyze reports for UNIT under ROOT.
 exposure() {
   local out
-  out=$(systemd-analyze security --offline=true --root="$1" crcrd.service 2>&1) || true
-  sed -n 's/.*Overall exposure level for crcrd.service: \([0-9.]*\).*/\1/p' <<<"$out" | grep . ||
-    { echo "$out" >&2; echo none; }
+  out=$(systemd-analyze security --offline=true --root="$1" "$2" 2>&1) || true
+  sed -n "s/.*Overall exposure level for $2: \([0-9.]*\).*/\1/p" <<<"$out" | grep . || { echo "$out" >&2; echo none; }
 }
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 mkdir -p "$tmp/etc/systemd/system"
-cp "$unit" "$tmp/etc/systemd/system/crcrd.service"
-shipped=$(exposure "$tmp")
-mkdir -p "$tmp/etc/systemd/system/crcrd.service.d"
-cp "$dropin" "$tmp/etc/systemd/system/crcrd.service.d/no-bwrap.conf"
-without=$(exposure "$tmp")
-echo "exposure: shipped $shipped (at most $max_shipped), with crcrd-no-bwrap.conf $without (at most $max_without_bwrap)"
-awk -v a="$shipped" -v b="$max_shipped" 'BEGIN { exit !(a != "none" && a + 0 <= b + 0) }' ||
-  problem "exposure $shipped of the shipped unit is above $max_shipped"
-awk -v a="$without" -v b="$max_without_bwrap" 'BEGIN { exit !(a != "none" && a + 0 <= b + 0) }' ||
-  problem "exposure $without with crcrd-no-bwrap.conf is above $max_without_bwrap"
+cp "$unit" "$sandbox" "$socket" "$tmp/etc/systemd/system/"
+daemon=$(exposure "$tmp" crcrd.service)
+launcher=$(exposure "$tmp" crcrd-sandbox@1.service)
+echo "exposure: crcrd.service $daemon (at most $max_daemon), crcrd-sandbox@.service $launcher (at most $max_sandbox)"
+awk -v a="$daemon" -v b="$max_daemon" 'BEGIN { exit !(a != "none" && a + 0 <= b + 0) }' ||
+  problem "exposure $daemon of crcrd.service is above $max_daemon"
+awk -v a="$launcher" -v b="$max_sandbox" 'BEGIN { exit !(a != "none" && a + 0 <= b + 0) }' ||
+  problem "exposure $launcher of crcrd-sandbox@.service is above $max_sandbox"
 exit $fail

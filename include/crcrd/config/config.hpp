@@ -121,6 +121,9 @@ struct ExecutionConfig {
     /// root (default there: nobody).
     std::optional<std::string> user;
     std::string network = "host";  // host | none (none: bwrap only)
+    /// The sandbox launcher's socket (crcrd-sandbox.socket): bubblewrap starts there, in a unit
+    /// allowed to make namespaces, instead of under the daemon (bwrap, local executor, not root).
+    std::optional<Path> sandbox_socket;
     Duration stall_timeout = std::chrono::seconds(300);
     Duration device_wait = std::chrono::minutes(30);
     Duration health_interval = std::chrono::seconds(30);

@@ -25,4 +25,8 @@ Status write_file_atomic(const std::filesystem::path& path, const std::string& t
 /// `text` without leading and trailing ASCII whitespace (secret files end with a newline).
 std::string trim(std::string text);
 
+/// The path of this process's executable (/proc/self/exe), also after a package upgrade has
+/// replaced it (the new file at the same path). Empty when /proc is unreadable.
+std::string self_executable();
+
 }  // namespace crcrd

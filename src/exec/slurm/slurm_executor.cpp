@@ -65,10 +65,7 @@ std::string seconds(std::chrono::milliseconds d) {
 }  // namespace
 
 SlurmExecutor::SlurmExecutor(std::shared_ptr<const ExecutorSettings> settings) : m_settings(std::move(settings)) {
-    std::error_code ec;
-    auto self = std::filesystem::read_symlink("/proc/self/exe", ec).string();
-    if (auto d = self.find(" (deleted)"); d != std::string::npos) self.erase(d);
-    m_node_binary = self;
+    m_node_binary = self_executable();
 }
 
 void SlurmExecutor::set_settings(std::shared_ptr<const ExecutorSettings> settings) {

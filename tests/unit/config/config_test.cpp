@@ -119,6 +119,8 @@ TEST(Config, ErrorsNameTheKeyPath) {
         {"report: {github: {repo: pytorch/pytorch}}\n", "report.github.token_file: required"},
         {"execution: {stall_timeout: 5s, stall_timeout: 6s}\n", "execution.stall_timeout: given twice"},
         {"execution: {isolation: none, network: none}\n", "execution.network: none needs isolation: bwrap"},
+        {"execution: {isolation: none, sandbox_socket: /run/crcrd/sandbox.sock}\n",
+         "execution.sandbox_socket: only with isolation: bwrap and executor: local"},
         {"execution: {network: off}\n", "execution.network: 'off' is not one of host | none"},
         {"report: {github: {api_url: \"http://api.github.com\", repo: a/b, token_file: t}}\n",
          "report.github.api_url: 'http://api.github.com' must be an absolute https:// URL (it carries credentials)"},

@@ -1,0 +1,347 @@
+#include "crcrd/exec/sandbox_launcher.hpp"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <systemd/sd-daemon.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <string_view>
+
+namespace crcrd::exec::sandbox {
+
+namespace {
+
+constexpr std::string_view k_version = "crcrd-sandbox/1";
+constexpr std::size_t k_max_request = 1 << 20;
+constexpr std::size_t k_fds = 3;
+
+void put(std::string& out, std::string_view field) {
+    out.append(field);
+    out.push_back('\0');
+}
+
+/// The next NUL-terminated field of `bytes` from `pos`; false when there is none.
+bool take(const std::string& bytes, std::size_t& pos, std::string& field) {
+    auto end = bytes.find('\0', pos);
+    if (end == std::string::npos) return false;
+    field.assign(bytes, pos, end - pos);
+    pos = end + 1;
+    return true;
+}
+
+bool take_count(const std::string& bytes, std::size_t& pos, std::size_t& n) {
+    std::string field;
+    if (!take(bytes, pos, field) || field.empty() || field.size() > 7 ||
+        field.find_first_not_of("0123456789") != std::string::npos) {
+        return false;
+    }
+    n = std::stoul(field);
+    return true;
+}
+
+bool send_text(int fd, const std::string& text) {
+    return ::send(fd, text.data(), text.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(text.size());
+}
+
+/// One message from `fd` into `out` (0 on end of stream, -1 on error or truncation), with up
+/// to k_fds descriptors into `fds` when `fds` is given.
+ssize_t receive(int fd, std::string& out, std::size_t max, std::vector<int>* fds) {
+    out.resize(max);
+    iovec iov{out.data(), out.size()};
+    alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int) * k_fds)];
+    msghdr msg{};
+    msg.msg_iov = &iov;
+    msg.msg_iovlen = 1;
+    if (fds) {
+        msg.msg_control = control;
+        msg.msg_controllen = sizeof control;
+    }
+    ssize_t n;
+    do {
+        n = ::recvmsg(fd, &msg, MSG_CMSG_CLOEXEC);
+    } while (n < 0 && errno == EINTR);
+    if (fds) {
+        for (cmsghdr* c = CMSG_FIRSTHDR(&msg); c; c = CMSG_NXTHDR(&msg, c)) {
+            if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS) continue;
+            const std::size_t count = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+            for (std::size_t i = 0; i < count; ++i) {
+                int got;
+                std::memcpy(&got, CMSG_DATA(c) + i * sizeof(int), sizeof got);
+                fds->push_back(got);
+            }
+        }
+    }
+    if (n < 0 || (msg.msg_flags & (MSG_TRUNC | MSG_CTRUNC))) return -1;
+    out.resize(static_cast<std::size_t>(n));
+    return n;
+}
+
+}  // namespace
+
+std::string encode(const Request& r) {
+    std::string out;
+    put(out, k_version);
+    put(out, std::to_string(r.argv.size()));
+    for (const auto& a : r.argv) put(out, a);
+    put(out, std::to_string(r.env.size()));
+    for (const auto& e : r.env) put(out, e);
+    put(out, r.cwd);
+    return out;
+}
+
+bool decode(const std::string& bytes, Request& out, std::string& why) {
+    std::size_t pos = 0, n = 0;
+    std::string field;
+    if (!take(bytes, pos, field) || field != k_version) {
+        why = "not a crcrd-sandbox/1 request";
+        return false;
+    }
+    if (!take_count(bytes, pos, n) || n == 0) {
+        why = "no command";
+        return false;
+    }
+    out.argv.resize(n);
+    for (auto& a : out.argv) {
+        if (!take(bytes, pos, a)) {
+            why = "the arguments end early";
+            return false;
+        }
+    }
+    if (!take_count(bytes, pos, n)) {
+        why = "no environment count";
+        return false;
+    }
+    out.env.resize(n);
+    for (auto& e : out.env) {
+        if (!take(bytes, pos, e)) {
+            why = "the environment ends early";
+            return false;
+        }
+    }
+    if (!take(bytes, pos, out.cwd) || out.cwd.empty() || out.cwd.front() != '/') {
+        why = "no absolute folder";
+        return false;
+    }
+    if (pos != bytes.size()) {
+        why = "bytes after the folder";
+        return false;
+    }
+    return true;
+}
+
+int run_client(const std::string& socket, const std::vector<std::string>& argv, char** envp) {
+    auto fail = [&](const std::string& what) {
+        std::fprintf(stderr, "crcrd --sandbox-connect: %s\n", what.c_str());
+        return 125 << 8;
+    };
+    // The signals the job's init sends are read from a descriptor, not handled: blocked first,
+    // so that one that comes before the command runs is forwarded once it does.
+    sigset_t forwarded;
+    sigemptyset(&forwarded);
+    for (int sig : {SIGTERM, SIGINT, SIGHUP}) sigaddset(&forwarded, sig);
+    ::sigprocmask(SIG_BLOCK, &forwarded, nullptr);
+    int sfd = ::signalfd(-1, &forwarded, SFD_CLOEXEC);
+    if (sfd < 0) return fail(std::string("signalfd: ") + std::strerror(errno));
+
+    sockaddr_un addr{};
+    addr.sun_family = AF_UNIX;
+    if (socket.size() >= sizeof addr.sun_path) return fail("socket path too long: " + socket);
+    std::memcpy(addr.sun_path, socket.c_str(), socket.size() + 1);
+    int fd = ::socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+    if (fd < 0) return fail(std::string("socket: ") + std::strerror(errno));
+    if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
+        return fail("cannot reach the sandbox launcher at " + socket + ": " + std::strerror(errno) +
+                    " (is crcrd-sandbox.socket active? docs/operations.md)");
+    }
+
+    Request r;
+    r.argv = argv;
+    for (char** e = envp; e && *e; ++e) r.env.emplace_back(*e);
+    char cwd[4096];
+    if (!::getcwd(cwd, sizeof cwd)) return fail(std::string("getcwd: ") + std::strerror(errno));
+    r.cwd = cwd;
+    std::string bytes = encode(r);
+    if (bytes.size() > k_max_request) return fail("the command and its environment exceed 1 MiB");
+    iovec iov{bytes.data(), bytes.size()};
+    alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int) * k_fds)] = {};
+    msghdr msg{};
+    msg.msg_iov = &iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = control;
+    msg.msg_controllen = sizeof control;
+    cmsghdr* c = CMSG_FIRSTHDR(&msg);
+    c->cmsg_level = SOL_SOCKET;
+    c->cmsg_type = SCM_RIGHTS;
+    c->cmsg_len = CMSG_LEN(sizeof(int) * k_fds);
+    const int mine[k_fds] = {0, 1, 2};
+    std::memcpy(CMSG_DATA(c), mine, sizeof mine);
+    if (::sendmsg(fd, &msg, MSG_NOSIGNAL) != static_cast<ssize_t>(bytes.size())) {
+        return fail(std::string("cannot send the request: ") + std::strerror(errno));
+    }
+
+    std::string reply;
+    for (;;) {
+        pollfd p[2] = {{fd, POLLIN, 0}, {sfd, POLLIN, 0}};
+        if (::poll(p, 2, -1) < 0) {
+            if (errno == EINTR) continue;
+            return fail(std::string("poll: ") + std::strerror(errno));
+        }
+        if (p[1].revents & POLLIN) {
+            signalfd_siginfo si{};
+            if (::read(sfd, &si, sizeof si) == sizeof si) {
+                send_text(fd, "signal " + std::to_string(si.ssi_signo));
+            }
+        }
+        if (!(p[0].revents & (POLLIN | POLLHUP | POLLERR))) continue;
+        ssize_t n = receive(fd, reply, 4096, nullptr);
+        if (n <= 0) return fail("the sandbox launcher went away before the command ended");
+        if (reply.rfind("exit ", 0) == 0) return std::atoi(reply.c_str() + 5);
+        if (reply.rfind("error ", 0) == 0) return fail("the sandbox launcher refused: " + reply.substr(6));
+        // "started PID": nothing to do.
+    }
+}
+
+int serve(int fd, const std::string& bwrap) {
+    auto refuse = [&](const std::string& why) {
+        std::fprintf(stderr, "crcrd --sandbox-serve: refused: %s\n", why.c_str());
+        send_text(fd, "error " + why);
+        return 1;
+    };
+    ucred peer{};
+    socklen_t len = sizeof peer;
+    if (::getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &peer, &len) != 0) return refuse("no peer credentials");
+    if (peer.uid != ::getuid() && peer.uid != 0) return refuse("peer uid " + std::to_string(peer.uid) + " is not this user's");
+
+    std::string bytes;
+    std::vector<int> fds;
+    ssize_t n = receive(fd, bytes, k_max_request, &fds);
+    auto close_fds = [&] {
+        for (int f : fds) ::close(f);
+    };
+    if (n <= 0) {
+        close_fds();
+        return refuse(n == 0 ? "no request" : "a request over 1 MiB, or unreadable");
+    }
+    Request r;
+    std::string why;
+    if (fds.size() != k_fds) {
+        close_fds();
+        return refuse("a request needs exactly 3 descriptors, got " + std::to_string(fds.size()));
+    }
+    if (!decode(bytes, r, why)) {
+        close_fds();
+        return refuse(why);
+    }
+    if (r.argv[0] != "bwrap" && r.argv[0] != bwrap) {
+        close_fds();
+        return refuse("this launcher starts only bubblewrap, not " + r.argv[0]);
+    }
+
+    std::vector<char*> argv, envp;
+    for (auto& a : r.argv) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    for (auto& e : r.env) envp.push_back(e.data());
+    envp.push_back(nullptr);
+    sigset_t chld, before;
+    sigemptyset(&chld);
+    sigaddset(&chld, SIGCHLD);
+    ::sigprocmask(SIG_BLOCK, &chld, &before);
+    int sfd = ::signalfd(-1, &chld, SFD_CLOEXEC);
+    if (sfd < 0) {
+        close_fds();
+        return refuse(std::string("signalfd: ") + std::strerror(errno));
+    }
+    pid_t child = ::fork();
+    if (child < 0) {
+        close_fds();
+        return refuse(std::string("fork: ") + std::strerror(errno));
+    }
+    if (child == 0) {
+        ::sigprocmask(SIG_SETMASK, &before, nullptr);
+        ::setpgid(0, 0);
+        for (int i = 0; i < 3; ++i) {
+            if (::dup2(fds[static_cast<std::size_t>(i)], i) < 0) ::_exit(125);
+        }
+        ::close_range(3, ~0U, 0);
+        if (::chdir(r.cwd.c_str()) != 0) ::_exit(126);
+        ::execve(bwrap.c_str(), argv.data(), envp.data());
+        ::_exit(127);
+    }
+    ::setpgid(child, child);
+    close_fds();
+    send_text(fd, "started " + std::to_string(child));
+
+    bool peer_gone = false;
+    std::string msg;
+    for (;;) {
+        pollfd p[2] = {{peer_gone ? -1 : fd, POLLIN, 0}, {sfd, POLLIN, 0}};
+        if (::poll(p, 2, -1) < 0 && errno != EINTR) break;
+        if (p[1].revents & POLLIN) {
+            signalfd_siginfo si{};
+            (void)!::read(sfd, &si, sizeof si);
+            int status = 0;
+            if (::waitpid(child, &status, WNOHANG) == child) {
+                // Whatever the command left in its group goes with it.
+                ::kill(-child, SIGKILL);
+                if (!peer_gone) send_text(fd, "exit " + std::to_string(status));
+                return 0;
+            }
+        }
+        if (!peer_gone && (p[0].revents & (POLLIN | POLLHUP | POLLERR))) {
+            ssize_t got = receive(fd, msg, 64, nullptr);
+            if (got <= 0) {
+                // The client is gone (killed with its job's init): so is the job.
+                peer_gone = true;
+                ::kill(-child, SIGKILL);
+                continue;
+            }
+            if (msg.rfind("signal ", 0) == 0) {
+                const int sig = std::atoi(msg.c_str() + 7);
+                if (sig == SIGTERM || sig == SIGINT || sig == SIGHUP || sig == SIGKILL) ::kill(-child, sig);
+            }
+        }
+    }
+    ::kill(-child, SIGKILL);
+    return 0;
+}
+
+int client_main(int argc, char** argv, char** envp) {
+    if (argc < 5 || std::strcmp(argv[3], "--") != 0) {
+        std::fprintf(stderr, "usage: crcrd --sandbox-connect SOCKET -- bwrap ARGS...\n");
+        return 2;
+    }
+    const int status = run_client(argv[2], std::vector<std::string>(argv + 4, argv + argc), envp);
+    if (WIFEXITED(status)) return WEXITSTATUS(status);
+    // Ended by a signal: end the same way, so that the supervisor reports the same signal.
+    const int sig = WIFSIGNALED(status) ? WTERMSIG(status) : SIGKILL;
+    ::signal(sig, SIG_DFL);
+    sigset_t one;
+    sigemptyset(&one);
+    sigaddset(&one, sig);
+    ::sigprocmask(SIG_UNBLOCK, &one, nullptr);
+    ::kill(::getpid(), sig);
+    return 128 + sig;
+}
+
+int serve_main(int argc, char** argv) {
+    if (argc > 3) {
+        std::fprintf(stderr, "usage: crcrd --sandbox-serve [BWRAP]\n");
+        return 2;
+    }
+    if (::sd_listen_fds(1) != 1) {
+        std::fprintf(stderr, "crcrd --sandbox-serve: not started by socket activation with one connection "
+                             "(crcrd-sandbox.socket, Accept=yes)\n");
+        return 2;
+    }
+    return serve(SD_LISTEN_FDS_START, argc == 3 ? argv[2] : "/usr/bin/bwrap");
+}
+
+}  // namespace crcrd::exec::sandbox
