@@ -52,6 +52,26 @@ void check_test_account(const config::Config& c, std::vector<std::string>& error
     }
 }
 
+/// bubblewrap started by the daemon itself (no sandbox_socket, not root) must be able to make
+/// its namespaces and mount /proc here: under the packaged crcrd.service it cannot, and every
+/// job would end as an infrastructure error. One `bwrap ... true` with the jobs' namespaces.
+void check_bwrap_here(const config::Config& c, std::vector<std::string>& errors) {
+    const auto& x = c.execution;
+    if (x.command.empty() || x.isolation != "bwrap" || x.executor != "local" || x.sandbox_socket || ::geteuid() == 0) return;
+    std::vector<std::string> argv = {"bwrap", "--unshare-user", "--unshare-pid", "--unshare-ipc", "--unshare-uts"};
+    if (x.network == "none") argv.push_back("--unshare-net");
+    argv.insert(argv.end(), {"--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--", "true"});
+    SubprocessOptions o;
+    o.timeout = std::chrono::seconds(30);
+    o.max_output = 4096;
+    auto r = run_subprocess(argv, o);
+    if (r && r->exit_code == 0) return;
+    const std::string why = !r ? r.error().message : r->timed_out ? "timed out" : trim(r->err + r->out);
+    errors.push_back("execution.isolation: bubblewrap cannot make the jobs' sandbox here (" + why.substr(0, 300) +
+                     "); under the packaged crcrd.service set execution.sandbox_socket: /run/crcrd/sandbox.sock "
+                     "(docs/operations.md, \"The sandbox launcher\")");
+}
+
 /// `executor: slurm` (§4.3): Slurm's commands on PATH, the partition known to the controller,
 /// the shared root a folder.
 void check_slurm(const config::Config& c, std::vector<std::string>& errors) {
@@ -199,6 +219,7 @@ Checked load_checked(const std::filesystem::path& path) {
     check_command_visible(*loaded.config, out.errors);
     check_test_account(*loaded.config, out.errors);
     check_slurm(*loaded.config, out.errors);
+    check_bwrap_here(*loaded.config, out.errors);
     if (!loaded.config->selection.rules.empty()) {
         // Checked here so that --check-config and SIGHUP refuse a broken rules file too.
         auto rules = select::load_rules(loaded.config->selection.rules, &out.errors);

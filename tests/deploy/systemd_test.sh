@@ -211,8 +211,15 @@ for _ in $(seq 600); do
 done
 [[ -n $leader ]] || { cat "$log" >&2; echo "systemd_test: the container did not start" >&2; exit 1; }
 cx() { nsenter -t "$leader" -m -u -i -n -p -C -- /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin "$@"; }
-state=$(cx systemctl is-system-running --wait 2>&1) || true
-echo "container: $state"
+# Until its systemd answers on its bus and has finished booting (running, or degraded).
+state=
+for _ in $(seq 600); do
+  state=$(cx systemctl is-system-running --wait 2>/dev/null) || true
+  [[ $state == running || $state == degraded ]] && break
+  sleep 0.1
+done
+echo "container: ${state:-no answer}"
+[[ $state == running || $state == degraded ]] || problem "the container's systemd did not finish booting"
 
 step "dpkg -i the package, the configuration"
 cx /srv/systest/inside.sh install > "$tmp/install.log" 2>&1 || { cat "$tmp/install.log" >&2; problem "installing failed"; }
@@ -261,6 +268,14 @@ cx sh -c "sed -i 's/^log_level: info/log_level: loud/' /etc/crcrd/crcrd.yaml"
 if cx systemctl reload crcrd 2>/dev/null; then problem "reload of a broken configuration succeeded"; fi
 [[ $(cx systemctl show crcrd -p ActiveState --value) == active ]] || problem "a refused reload stopped crcrd"
 cx sh -c "sed -i 's/^log_level: loud/log_level: info/' /etc/crcrd/crcrd.yaml"
+# A configuration from before the launcher (no sandbox_socket): bubblewrap cannot start under
+# crcrd.service, and --check-config (ExecReload's first step, in the unit) says so.
+cx sh -c "sed -i 's|^  sandbox_socket:|  #sandbox_socket:|' /etc/crcrd/crcrd.yaml"
+if cx systemctl reload crcrd 2>/dev/null; then problem "reload without sandbox_socket succeeded under crcrd.service"; fi
+cx journalctl -u crcrd --no-pager | grep -q "bubblewrap cannot make the jobs' sandbox here" ||
+  problem "the refused reload does not say that bubblewrap cannot run under the unit"
+cx sh -c "sed -i 's|^  #sandbox_socket:|  sandbox_socket:|' /etc/crcrd/crcrd.yaml"
+cx systemctl reload crcrd || problem "reload with sandbox_socket back failed"
 
 step "the watchdog: a stopped daemon is killed and restarted"
 pid=$(cx systemctl show crcrd -p MainPID --value)
