@@ -1,9 +1,12 @@
 // Selection time: 3,000 changed paths (a large PyTorch PR) against 200 rules of three globs
 // each, as decide() does it for a run, with the JSON explanation it stores. Prints the median
-// and p99 over repetitions, the first one, and the median of decide() alone.
+// and p99 over repetitions, the first one, and the median of decide() alone. With a second
+// argument, a directory, also writes the paths (`paths`) and every rule's globs (`globs`),
+// one a line, there for bench/run-match-peers.sh.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <fstream>
 #include <string>
 #include <vector>
 
@@ -30,6 +33,12 @@ int main(int argc, char** argv) {
     for (int i = 0; i < 3000; ++i) {
         std::string d = dirs[i % 10];
         changed.paths.push_back(d + "/sub" + std::to_string(i % 250) + "/deeper/file" + std::to_string(i) + ".cpp");
+    }
+    if (argc > 2) {
+        std::ofstream paths(std::string(argv[2]) + "/paths"), globs(std::string(argv[2]) + "/globs");
+        for (const auto& p : changed.paths) paths << p << '\n';
+        for (const auto& r : rules->rules)
+            for (const auto& g : r.paths) globs << g << '\n';
     }
     std::vector<double> ms, decide_ms;
     std::size_t tiers = 0;
