@@ -10,7 +10,9 @@ RE2::Options options() {
     return o;
 }
 
-std::string multiline(const std::string& pattern) { return "(?m)" + pattern; }
+std::string multiline(const std::string& pattern) {
+    return "(?m)" + pattern;
+}
 
 Result<std::shared_ptr<const RE2>> compile(const std::string& pattern) {
     auto re = std::make_shared<const RE2>(multiline(pattern), options());

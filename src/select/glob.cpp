@@ -64,7 +64,8 @@ Result<GlobSet> GlobSet::compile(const std::vector<std::string>& globs) {
         }
     }
     if (!c->set.Compile()) {
-        return make_error("glob", std::to_string(globs.size()) + " globs are too many to compile together");
+        return make_error("glob",
+                          std::to_string(globs.size()) + " globs are too many to compile together");
     }
     GlobSet s;
     s.m_compiled = std::move(c);
@@ -84,11 +85,14 @@ void GlobSet::match(std::string_view path, std::vector<int>& ids) const {
         // The DFA ran out of memory: one regex after the other, slower but the same answer.
         ids.clear();
         for (std::size_t i = 0; i < m_compiled->regexes.size(); ++i) {
-            if (RE2::FullMatch(text, RE2(m_compiled->regexes[i], glob_options()))) ids.push_back(static_cast<int>(i));
+            if (RE2::FullMatch(text, RE2(m_compiled->regexes[i], glob_options())))
+                ids.push_back(static_cast<int>(i));
         }
     }
 }
 
-std::size_t GlobSet::size() const { return m_compiled ? m_compiled->regexes.size() : 0; }
+std::size_t GlobSet::size() const {
+    return m_compiled ? m_compiled->regexes.size() : 0;
+}
 
 }  // namespace crcrd::select
