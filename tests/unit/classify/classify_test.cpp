@@ -124,6 +124,9 @@ TEST(Classify, NoMatchAcrossLinesAndNoLineAfterTheLastNewline) {
     const auto p = compile_patterns({"card\\s+lost", "[^x]{3}lost", "^$"}, {});
     EXPECT_EQ(decide(ran(1, 0, 0, "card\nlost\n"), p).conclusion, Conclusion::infra_error);
     EXPECT_EQ(decide(ran(1, 0, 0, "ab\nlost\n"), p).conclusion, Conclusion::infra_error);
+    // What would match across the first lines does not hide the line that really matches.
+    EXPECT_EQ(decide(ran(1, 0, 0, "card\nlost\ncard  lost\n"), p).log_line, "card  lost");
+    EXPECT_EQ(decide(ran(1, 0, 0, "ab\nlost\nabclost\n"), p).log_line, "abclost");
     // An empty line is a line; the nothing after a final newline is not.
     EXPECT_EQ(decide(ran(1, 0, 0, "a\n\nb\n"), p).log_line, "");
     EXPECT_EQ(decide(ran(1, 0, 0, "a\nb\n"), p).conclusion, Conclusion::infra_error);
