@@ -45,6 +45,7 @@ fuzz-run: fuzz
 
 bench: build
 	bench/run-ingest-bench.sh $(BUILD_DIR)
+	bench/run-match-peers.sh $(BUILD_DIR)
 
 # The Slurm executor against sbatch alone on a real one-node cluster (root, Slurm and munge
 # installed; docs/performance.md). `make bench-slurm SLURM_BENCH_ARGS="--runs 100"`.

@@ -1,10 +1,13 @@
 // Classification time for a full log: `execution.max_log_bytes` (64 MiB by default) of
 // pytest-like output scanned with the default device and infra patterns, as the executor
-// does once per attempt. Prints the median over repetitions and the log's size.
+// does once per attempt. Prints the median over repetitions and the log's size. With a third
+// argument, a directory, also writes the log (`log`) and the patterns, one a line
+// (`patterns`), there for bench/run-match-peers.sh to give grep and ripgrep the same input.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <fstream>
 #include <string>
 #include <vector>
 
@@ -33,6 +36,12 @@ int main(int argc, char** argv) {
     e.tests_total = 100;
     e.tests_failed = 0;  // no failed test: both pattern lists are scanned to the end
     e.log_text = log;
+    if (argc > 3) {
+        std::ofstream(std::string(argv[3]) + "/log", std::ios::binary) << log;
+        std::ofstream out(std::string(argv[3]) + "/patterns");
+        for (const auto& pattern : defaults.device_patterns) out << pattern << '\n';
+        for (const auto& pattern : defaults.infra_patterns) out << pattern << '\n';
+    }
     std::vector<double> ms;
     std::string verdict;
     for (int r = 0; r < reps; ++r) {

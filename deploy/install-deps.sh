@@ -6,8 +6,10 @@ set -euo pipefail
 packages=(
   build-essential cmake ccache pkg-config git ca-certificates openssl
   libboost1.81-dev nlohmann-json3-dev libssl-dev libspdlog-dev libfmt-dev
-  libsqlite3-dev sqlite3 libsimdjson-dev libzstd-dev libpugixml-dev libyaml-cpp-dev libcli11-dev libgtest-dev libgmock-dev libsystemd-dev
+  libsqlite3-dev sqlite3 libsimdjson-dev libzstd-dev libpugixml-dev libre2-dev libyaml-cpp-dev libcli11-dev libgtest-dev libgmock-dev libsystemd-dev
   bubblewrap python3 python3-pytest curl nginx-light jq
+  # bench/run-match-peers.sh: ripgrep beside grep as a peer of the log classification.
+  ripgrep
   # The integration tests validate real API responses against docs/openapi.yaml
   # (tests/support/openapi_check.py: JSON Schema 2020-12, as OpenAPI 3.1 uses).
   python3-jsonschema python3-yaml

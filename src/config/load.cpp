@@ -6,6 +6,7 @@
 #include "crcrd/config/yaml_map.hpp"
 #include "crcrd/config/config.hpp"
 #include "crcrd/core/files.hpp"
+#include "crcrd/core/log_pattern.hpp"
 
 namespace crcrd::config {
 
@@ -234,17 +235,9 @@ void parse_patterns(YamlMap& m, const std::string& key, Strings& out) {
     }
     m.get(key, out);
     for (std::size_t i = 0; i < out.size(); ++i) {
-        // libstdc++ overflows a signed integer on a long back-reference number (found by the
-        // config fuzzer: "\\6666666666666666666"); nobody means more than \99.
-        static const std::regex k_long_backref(R"((^|[^\\])(\\\\)*\\[0-9]{3,})");
-        if (std::regex_search(out[i], k_long_backref)) {
-            m.error(key, "entry " + std::to_string(i) + " has a back-reference beyond \\99");
-            continue;
-        }
-        try {
-            std::regex re(out[i]);
-        } catch (const std::regex_error& e) {
-            m.error(key, "entry " + std::to_string(i) + " is not a valid regex: " + e.what());
+        // Compiled as the classifier compiles it (RE2: no back-references, no look-around).
+        if (auto re = log_pattern::compile(out[i]); !re) {
+            m.error(key, "entry " + std::to_string(i) + ": " + re.error().message);
         }
     }
 }

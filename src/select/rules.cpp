@@ -42,17 +42,15 @@ void parse_tier(config::YamlMap& m, Tier& t) {
 
 void parse_rule(config::YamlMap& m, Rule& r) {
     m.get("name", r.name, true);
-    std::vector<std::string> paths;
-    m.get("paths", paths, true);
+    m.get("paths", r.paths, true);
     m.get("tests", r.tests);
     m.get("skip", r.skip);
-    for (const auto& p : paths) {
+    for (const auto& p : r.paths) {
         if (p.empty() || p.front() == '/') {
             m.error("paths", "'" + p + "' must be a repo-relative pattern (no leading /)");
         }
-        r.paths.emplace_back(p);
     }
-    if (paths.empty() && m.has("paths")) m.error("paths", "must not be empty");
+    if (r.paths.empty() && m.has("paths")) m.error("paths", "must not be empty");
     if (r.skip && !r.tests.empty()) m.error("tests", "a skip rule selects no tests");
     if (!r.skip && r.tests.empty()) m.error("tests", "required unless skip: true");
 }
@@ -123,7 +121,25 @@ Result<Rules> parse_rules(const std::string& yaml_text, const std::filesystem::p
             top.raw("full_matrix");
         }
     }
+    if (errs.empty()) {
+        if (auto compiled = compile_globs(rules); !compiled) errs.push_back("rules: " + compiled.error().message);
+    }
     return finish(std::move(rules));
+}
+
+Status compile_globs(Rules& rules) {
+    std::vector<std::string> globs;
+    rules.glob_rule.clear();
+    for (std::size_t i = 0; i < rules.rules.size(); ++i) {
+        for (const auto& p : rules.rules[i].paths) {
+            globs.push_back(p);
+            rules.glob_rule.push_back(i);
+        }
+    }
+    auto set = GlobSet::compile(globs);
+    if (!set) return set.error();
+    rules.globs = std::move(*set);
+    return Ok{};
 }
 
 Result<Rules> load_rules(const std::filesystem::path& path, std::vector<std::string>* errors) {

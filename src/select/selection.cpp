@@ -1,6 +1,7 @@
 #include "crcrd/select/selection.hpp"
 
 #include <algorithm>
+#include <optional>
 #include <set>
 #include <sstream>
 
@@ -34,6 +35,16 @@ std::string join(const std::vector<std::string>& v) {
     return out;
 }
 
+/// `rules`, or a copy with its globs compiled when it was built without compile_globs().
+const Rules& with_globs(const Rules& rules, std::optional<Rules>& copy) {
+    std::size_t globs = 0;
+    for (const auto& r : rules.rules) globs += r.paths.size();
+    if (rules.globs.size() == globs && rules.glob_rule.size() == globs) return rules;
+    copy = rules;
+    if (!compile_globs(*copy)) copy->glob_rule.clear();  // matches nothing: every path unmatched
+    return *copy;
+}
+
 }  // namespace
 
 Selection decide(const Rules& rules, const ChangedPaths& changed, const std::string& event,
@@ -61,18 +72,22 @@ Selection decide(const Rules& rules, const ChangedPaths& changed, const std::str
         return sel;
     }
 
+    std::optional<Rules> copy;
+    const Rules& compiled = with_globs(rules, copy);
     std::vector<RuleMatch> matches(rules.rules.size());
     for (std::size_t i = 0; i < rules.rules.size(); ++i) matches[i].name = rules.rules[i].name;
     std::size_t skip_only = 0;
+    std::vector<int> ids;
     for (const auto& path : changed.paths) {
-        auto segments = split_path(path);
+        compiled.globs.match(path, ids);
         bool any = false, real = false;
-        for (std::size_t i = 0; i < rules.rules.size(); ++i) {
-            const Rule& r = rules.rules[i];
-            bool hit = std::any_of(r.paths.begin(), r.paths.end(), [&](const Glob& g) { return g.matches(segments); });
-            if (!hit) continue;
+        std::size_t last = rules.rules.size();
+        for (int id : ids) {
+            const std::size_t i = compiled.glob_rule[static_cast<std::size_t>(id)];
+            if (i == last) continue;  // ids ascend and a rule's globs are adjacent: once per rule
+            last = i;
             any = true;
-            real = real || !r.skip;
+            real = real || !rules.rules[i].skip;
             if (matches[i].matched++ < k_listed) matches[i].paths.push_back(path);
         }
         if (!any) {
@@ -81,6 +96,8 @@ Selection decide(const Rules& rules, const ChangedPaths& changed, const std::str
             ++skip_only;
         }
     }
+    std::vector<bool> matched(rules.rules.size());
+    for (std::size_t i = 0; i < matches.size(); ++i) matched[i] = matches[i].matched > 0;
     for (auto& m : matches)
         if (m.matched) sel.rules.push_back(std::move(m));
     sel.docs_only = changed.source != Source::unknown && !changed.paths.empty() && skip_only == changed.paths.size();
@@ -104,8 +121,7 @@ Selection decide(const Rules& rules, const ChangedPaths& changed, const std::str
         std::vector<std::string> names;
         for (std::size_t i = 0; i < rules.rules.size(); ++i) {
             const Rule& r = rules.rules[i];
-            auto it = std::find_if(sel.rules.begin(), sel.rules.end(), [&](const RuleMatch& m) { return m.name == r.name; });
-            if (r.skip || it == sel.rules.end()) continue;
+            if (r.skip || !matched[i]) continue;
             names.push_back(r.name);
             add_tests(rule_tests, seen, r.tests);
         }

@@ -3,8 +3,8 @@
 // exit, timeouts, its JUnit results and its log. Flaky reruns and run aggregation live in
 // the scheduler; this decides one attempt.
 
+#include <memory>
 #include <optional>
-#include <regex>
 #include <string>
 #include <vector>
 
@@ -32,13 +32,23 @@ struct Verdict {
     std::optional<std::string> signature; // what a device pattern matched (e.g. RAS::PCI::BusFence)
 };
 
-struct Patterns {
-    std::vector<std::regex> device;
-    std::vector<std::regex> infra;
-    std::vector<std::string> device_text, infra_text;  // as configured, for reasons
+/// The configured device and infra patterns (RE2 syntax, log_pattern.hpp), compiled once.
+/// Immutable, cheap to copy (copies share the compiled form), safe to share between threads.
+/// Default-constructed: no patterns.
+class Patterns {
+public:
+    struct Compiled;
+    Patterns() = default;
+    explicit Patterns(std::shared_ptr<const Compiled> compiled) : m_compiled(std::move(compiled)) {}
+    const Compiled* compiled() const { return m_compiled.get(); }
+
+private:
+    std::shared_ptr<const Compiled> m_compiled;
 };
 
-/// Compiles the configured regexes (ECMAScript). Invalid ones were refused by the config.
+/// Compiles the configured patterns, each into its own RE2 and all of them into one RE2::Set,
+/// so that a log is read once. The configuration refused patterns RE2 cannot compile: one
+/// here is a broken invariant, std::invalid_argument naming it.
 Patterns compile_patterns(const std::vector<std::string>& device, const std::vector<std::string>& infra);
 
 /// In order: cancelled; timeout (tier or stall); a device-failure signature in the log →

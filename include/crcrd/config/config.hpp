@@ -142,7 +142,7 @@ struct ExecutionConfig {
 struct ClassifyConfig {
     std::string base_check = "lookup";  // lookup | run | off (§5.1)
     Duration base_window = std::chrono::hours(24);
-    // Defaults for a PyTorch accelerator backend (docs/reporting.md); ECMAScript regexes.
+    // Defaults for a PyTorch accelerator backend (docs/reporting.md); RE2 regexes.
     // The hardware signatures of CONTRACT.md §4.2 first (torch-spyre's CI maps them so): the
     // matched signature is kept in the evidence.
     Strings device_patterns = {"RAS::VFIO::DeviceOpenFail", "RAS::CBRB::ResponseTimeout", "RAS::PCI::BusFence",

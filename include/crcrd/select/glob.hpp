@@ -1,36 +1,44 @@
 #pragma once
 // Path globs of the rules file (CONTRACT.md §3.1): matched against repo-relative paths,
 // anchored at the repo root; `*` and `?` stay inside one path segment, `**` spans segments.
+// All the globs of a rules file are compiled once into one automaton (RE2::Set), so that a
+// changed path is examined once whatever the number of globs.
 
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "crcrd/core/result.hpp"
+
 namespace crcrd::select {
 
-class Glob {
+/// The RE2 regex (for Latin-1 text: one character per byte) that matches "/" + P exactly when
+/// `glob` matches the whole of path P. A segment that is exactly `**` matches zero or more
+/// whole segments; `**` inside a segment behaves as `*`; `*` matches any run of bytes other
+/// than "/", `?` one byte other than "/"; every other byte is literal. Paths are compared as
+/// given (relative, "/"-separated): a leading "./" or "/" is not special.
+std::string glob_regex(std::string_view glob);
+
+/// A list of globs compiled into one matcher. Immutable once compiled, cheap to copy (copies
+/// share the compiled form) and safe to use from several threads at once.
+class GlobSet {
 public:
-    /// Compiles `pattern`. A segment that is exactly `**` matches zero or more whole
-    /// segments; `**` inside a segment behaves as `*`. Every other character is literal.
-    explicit Glob(std::string pattern);
+    /// A set of no globs: matches nothing.
+    GlobSet() = default;
 
-    /// True when the whole of `path` matches. A leading "./" or "/" in the path is not
-    /// special: paths are compared as given (relative, "/"-separated).
-    bool matches(std::string_view path) const;
-    /// The same for a path already split with split_path() (to split once for many globs).
-    bool matches(const std::vector<std::string_view>& segments) const;
+    /// Compiles `globs` (glob i gets id i). Code "glob" when one cannot be compiled (only
+    /// RE2's memory budget can refuse a glob); the message names it.
+    static Result<GlobSet> compile(const std::vector<std::string>& globs);
 
-    const std::string& pattern() const { return m_pattern; }
+    /// Sets `ids` to the ids of every glob that matches the whole of `path`, ascending.
+    void match(std::string_view path, std::vector<int>& ids) const;
+
+    std::size_t size() const;
 
 private:
-    std::string m_pattern;
-    std::vector<std::string> m_segments;
+    struct Compiled;
+    std::shared_ptr<const Compiled> m_compiled;
 };
-
-/// `path` split at "/" (views into `path`).
-std::vector<std::string_view> split_path(std::string_view path);
-
-/// Whether one path segment matches one pattern segment with `*` and `?` (never "/").
-bool match_segment(std::string_view pattern, std::string_view text);
 
 }  // namespace crcrd::select

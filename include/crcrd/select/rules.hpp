@@ -25,7 +25,7 @@ struct Tier {
 
 struct Rule {
     std::string name;
-    std::vector<Glob> paths;
+    std::vector<std::string> paths;  // globs (glob.hpp)
     std::vector<std::string> tests;
     bool skip = false;
 };
@@ -42,9 +42,18 @@ struct Rules {
     bool unmatched_all_rules = true;   // unmatched: all_rules | nothing
     bool docs_only_always = true;      // docs_only: always_tiers | nothing
     std::optional<FullMatrix> full_matrix;
+    // Every rule's paths compiled into one matcher (compile_globs()): glob id i is one of the
+    // paths of rule glob_rule[i], in rules-file order.
+    GlobSet globs;
+    std::vector<std::size_t> glob_rule;
 
     const Tier* tier(const std::string& name) const;
 };
+
+/// Compiles the paths of every rule of `rules` into `rules.globs` and `rules.glob_rule`.
+/// parse_rules() does it; decide() compiles a copy for a Rules built by hand without it.
+/// The error names the glob that could not be compiled.
+Status compile_globs(Rules& rules);
 
 /// Parses and validates rules YAML. Errors are "<file>: <key path>: <message> (line N)", all
 /// of them; `source` names the file in them.

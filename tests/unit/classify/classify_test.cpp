@@ -1,6 +1,9 @@
 // The class of one attempt from its evidence (CONTRACT.md §5), with the default patterns.
 #include <gtest/gtest.h>
 
+#include <random>
+#include <regex>
+
 #include "crcrd/classify/classify.hpp"
 #include "crcrd/config/config.hpp"
 
@@ -98,6 +101,130 @@ TEST(Classify, ConfiguredPatternsReplaceTheDefaults) {
     EXPECT_EQ(decide(ran(1, 0, 0, "RAS::VFIO::DeviceOpenFail\n"), p).conclusion, Conclusion::infra_error);  // no longer a device fault
     EXPECT_EQ(decide(ran(1, 0, 0, "the runner lost its connection\n"), p).reason,
               "infrastructure failure in the log: the runner lost its connection");
+}
+
+TEST(Classify, TheFirstMatchingLineInLogOrderDecidesAndItsFirstPatternNamesIt) {
+    const auto p = compile_patterns({"card [0-9]+ lost", "RAS::[A-Z]+::[A-Za-z]+", "^Fatal$"}, {});
+    // The second pattern matches an earlier line than the first: that line decides.
+    auto v = decide(ran(1, 0, 0, "ok\nRAS::PCI::BusFence\ncard 3 lost\n"), p);
+    EXPECT_EQ(v.log_line, "RAS::PCI::BusFence");
+    EXPECT_EQ(v.signature, "RAS::PCI::BusFence");
+    // Two patterns match one line: the first of the list gives the match.
+    v = decide(ran(1, 0, 0, "x\nRAS::DMA::Hang and card 7 lost\n"), p);
+    EXPECT_EQ(v.signature, "card 7 lost");
+    // ^ and $ are the line's ends, not the log's; a CRLF line keeps its \r, so $ misses it.
+    EXPECT_EQ(decide(ran(1, 0, 0, "a\nFatal\nb"), p).log_line, "Fatal");
+    EXPECT_EQ(decide(ran(1, 0, 0, "a\nFatal\r\nb\n"), p).conclusion, Conclusion::infra_error);
+    EXPECT_EQ(decide(ran(1, 0, 0, "a\nnot Fatal\n"), p).conclusion, Conclusion::infra_error);
+    // The last line needs no newline.
+    EXPECT_EQ(decide(ran(1, 0, 0, "a\ncard 12 lost"), p).log_line, "card 12 lost");
+}
+
+TEST(Classify, NoMatchAcrossLinesAndNoLineAfterTheLastNewline) {
+    const auto p = compile_patterns({"card\\s+lost", "[^x]{3}lost", "^$"}, {});
+    EXPECT_EQ(decide(ran(1, 0, 0, "card\nlost\n"), p).conclusion, Conclusion::infra_error);
+    EXPECT_EQ(decide(ran(1, 0, 0, "ab\nlost\n"), p).conclusion, Conclusion::infra_error);
+    // What would match across the first lines does not hide the line that really matches.
+    EXPECT_EQ(decide(ran(1, 0, 0, "card\nlost\ncard  lost\n"), p).log_line, "card  lost");
+    EXPECT_EQ(decide(ran(1, 0, 0, "ab\nlost\nabclost\n"), p).log_line, "abclost");
+    // An empty line is a line; the nothing after a final newline is not.
+    EXPECT_EQ(decide(ran(1, 0, 0, "a\n\nb\n"), p).log_line, "");
+    EXPECT_EQ(decide(ran(1, 0, 0, "a\nb\n"), p).conclusion, Conclusion::infra_error);
+    EXPECT_EQ(decide(ran(1, 0, 0, ""), p).conclusion, Conclusion::infra_error);
+}
+
+TEST(Classify, NoPatternsFindNothing) {
+    EXPECT_EQ(decide(ran(1, 0, 0, "RAS::PCI::BusFence\n"), Patterns()).conclusion, Conclusion::infra_error);
+    EXPECT_EQ(decide(ran(1, 0, 0, "RAS::PCI::BusFence\n"), compile_patterns({}, {})).conclusion, Conclusion::infra_error);
+}
+
+TEST(Classify, APatternRe2CannotCompileIsABrokenInvariantNamingIt) {
+    try {
+        (void)compile_patterns({"ok", "(?=lookahead)"}, {});
+        FAIL() << "compiled";
+    } catch (const std::invalid_argument& e) {
+        EXPECT_NE(std::string(e.what()).find("'(?=lookahead)'"), std::string::npos) << e.what();
+    }
+}
+
+/// The classifier before RE2: each line in log order against each std::regex in list order.
+std::optional<std::pair<std::string, std::string>> reference_find(const std::string& log, const std::vector<std::string>& patterns) {
+    std::vector<std::regex> res(patterns.begin(), patterns.end());
+    std::size_t start = 0;
+    while (start < log.size()) {
+        auto end = log.find('\n', start);
+        if (end == std::string::npos) end = log.size();
+        for (const auto& re : res) {
+            std::cmatch m;
+            if (std::regex_search(log.data() + start, log.data() + end, m, re)) {
+                return std::pair{log.substr(start, std::min<std::size_t>(end - start, 200)), m.str(0).substr(0, 200)};
+            }
+        }
+        start = end + 1;
+    }
+    return std::nullopt;
+}
+
+// Property: on random logs made of lines that each pattern does and does not match, the
+// verdict, reason, line and signature are those std::regex line by line gave, for the
+// default patterns and for patterns that anchor, use word boundaries and alternatives.
+TEST(Classify, SameVerdictsAsStdRegexLineByLineOnRandomLogs) {
+    const config::ClassifyConfig c;
+    std::vector<std::string> device = c.device_patterns, infra = c.infra_patterns;
+    device.push_back("^FATAL: card [0-9]+$");
+    infra.push_back("\\bOOM\\b");
+    infra.push_back("(lost|gone) (runner|node)");
+    const auto p = compile_patterns(device, infra);
+    const std::vector<std::string> lines = {
+        "test/test_ops.py::TestCommonCPU::test_out_addmm_cpu_float32 PASSED [ 12%]",
+        "E       AssertionError: Tensor-likes are not close!",
+        "",
+        "\r",
+        "kernel: RAS::DMA::ChannelHang (ch 3)",
+        "RAS::Config loaded",
+        "RuntimeError: failed to open VFIO device 2",
+        "RuntimeError: Failed to open the device",
+        "No AIU devices found",
+        "FATAL: card 12",
+        "FATAL: card 12 again",
+        " FATAL: card 1",
+        "OSError: [Errno 28] No space left on device: '/tmp/x'",
+        "curl: (6) Could not resolve host: github.com",
+        "OOMKilled",
+        "process OOM killed",
+        "the runner lost node 4, lost runner 2",
+        std::string(300, 'x') + "Device or resource busy",
+        "Device or resource busy" + std::string(300, 'y'),
+        "caf\xc3\xa9 \xff\xfe binary noise",
+    };
+    std::mt19937 rng(16);
+    int device_verdicts = 0, infra_verdicts = 0;
+    for (int n = 0; n < 600; ++n) {
+        std::string log;
+        for (auto count = rng() % 12; count > 0; --count) {
+            // Mostly lines no pattern matches, as in real logs.
+            log += rng() % 3 ? lines[rng() % 4] : lines[rng() % lines.size()];
+            log += '\n';
+        }
+        if (rng() % 2 && !log.empty()) log.pop_back();
+        const auto v = decide(ran(1, 0, 0, log), p);
+        if (auto d = reference_find(log, device)) {
+            ++device_verdicts;
+            EXPECT_EQ(v.conclusion, Conclusion::device_unavailable) << log;
+            EXPECT_EQ(v.reason, "device failure in the log: " + d->first) << log;
+            EXPECT_EQ(v.log_line, d->first) << log;
+            EXPECT_EQ(v.signature, d->second) << log;
+        } else if (auto i = reference_find(log, infra)) {
+            ++infra_verdicts;
+            EXPECT_EQ(v.conclusion, Conclusion::infra_error) << log;
+            EXPECT_EQ(v.reason, "infrastructure failure in the log: " + i->first) << log;
+            EXPECT_EQ(v.log_line, i->first) << log;
+        } else {
+            EXPECT_EQ(v.reason, "exit status 1 without a failed test (no JUnit results)") << log;
+        }
+    }
+    EXPECT_GT(device_verdicts, 100);
+    EXPECT_GT(infra_verdicts, 50);
 }
 
 }  // namespace

@@ -115,7 +115,11 @@ TEST(Config, ErrorsNameTheKeyPath) {
         {"admin: {tokens: [{name: a, sha256: 9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08, role: root}]}\n",
          "admin.tokens[0].role"},
         {"classify: {infra_patterns: ['(unclosed']}\n", "classify.infra_patterns"},
-        {"classify: {device_patterns: ['a(b)\\66666666666666666666']}\n", "classify.device_patterns: entry 0 has a back-reference beyond"},
+        // RE2 syntax: no back-references, no look-around; the error names the pattern.
+        {"classify: {device_patterns: ['a(b)\\66666666666666666666']}\n",
+         "classify.device_patterns: entry 0: 'a(b)\\66666666666666666666' is not a valid RE2 regex: invalid escape sequence: \\6"},
+        {"classify: {infra_patterns: [ok, 'lost(?= runner)']}\n",
+         "classify.infra_patterns: entry 1: 'lost(?= runner)' is not a valid RE2 regex: invalid perl operator: (?="},
         {"report: {github: {repo: pytorch/pytorch}}\n", "report.github.token_file: required"},
         {"execution: {stall_timeout: 5s, stall_timeout: 6s}\n", "execution.stall_timeout: given twice"},
         {"execution: {isolation: none, network: none}\n", "execution.network: none needs isolation: bwrap"},

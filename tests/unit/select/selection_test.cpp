@@ -1,6 +1,9 @@
 #include <gtest/gtest.h>
 
+#include <random>
+
 #include "crcrd/select/selection.hpp"
+#include "reference_glob.hpp"
 
 namespace crcrd::select {
 namespace {
@@ -123,6 +126,70 @@ TEST(Selection, ThreeThousandPathsAreCountedAndListsCapped) {
     EXPECT_EQ(j["source"], "github_api");
     EXPECT_EQ(j["rules"][0]["matched"], 3000);
     EXPECT_EQ(j["tiers"].size(), 3u);
+}
+
+// Property: the rules, counts and listed paths of an explanation are those the old matcher
+// (every glob of every rule, one at a time) gives, over random rules of several globs each
+// (so that one path often matches several globs of one rule) and random paths.
+TEST(Selection, SameExplanationAsTheReferenceMatcher) {
+    std::mt19937 rng(7);
+    const char* dirs[] = {"aten", "c10", "torch", "docs", "test"};
+    const char* names[] = {"x.cpp", "y.py", "z.md", "Op1.cpp", "test_a.py"};
+    auto dir = [&] { return std::string(dirs[rng() % 5]); };
+    std::string yaml = "tiers: [{name: t, from_rules: true}]\nrules:\n";
+    for (int r = 0; r < 40; ++r) {
+        const std::string globs[] = {dir() + "/**", "**/*.md", dir() + "/*/" + names[rng() % 5], "**/test_?.py",
+                                     dir() + "/*" + std::to_string(rng() % 3) + ".cpp"};
+        yaml += "  - {name: r" + std::to_string(r) + ", paths: [\"" + globs[rng() % 5] + "\", \"" + globs[rng() % 5] +
+                "\"], " + (r % 7 == 0 ? "skip: true" : "tests: [t" + std::to_string(r) + "]") + "}\n";
+    }
+    std::vector<std::string> errors;
+    auto rules = parse_rules(yaml, "random.yaml", &errors);
+    ASSERT_TRUE(rules) << (errors.empty() ? "" : errors.front());
+    std::vector<std::string> paths;
+    for (int i = 0; i < 400; ++i) {
+        std::string p = dir();
+        for (auto depth = rng() % 3; depth > 0; --depth) p += "/" + dir();
+        paths.push_back(p + "/" + names[rng() % 5]);
+    }
+    const auto s = decide(*rules, ChangedPaths{Source::git, paths, ""}, "pull_request");
+    std::vector<RuleMatch> expected;
+    std::size_t unmatched = 0;
+    for (const auto& rule : rules->rules) {
+        RuleMatch m{rule.name, {}, 0};
+        for (const auto& p : paths) {
+            bool hit = false;
+            for (const auto& g : rule.paths) hit = hit || reference::matches(g, p);
+            if (hit && m.matched++ < k_listed) m.paths.push_back(p);
+        }
+        if (m.matched) expected.push_back(m);
+    }
+    for (const auto& p : paths) {
+        bool hit = false;
+        for (const auto& rule : rules->rules)
+            for (const auto& g : rule.paths) hit = hit || reference::matches(g, p);
+        unmatched += hit ? 0 : 1;
+    }
+    ASSERT_EQ(s.rules.size(), expected.size());
+    for (std::size_t i = 0; i < expected.size(); ++i) {
+        EXPECT_EQ(s.rules[i].name, expected[i].name);
+        EXPECT_EQ(s.rules[i].matched, expected[i].matched) << expected[i].name;
+        EXPECT_EQ(s.rules[i].paths, expected[i].paths) << expected[i].name;
+    }
+    EXPECT_EQ(s.unmatched, unmatched);
+    EXPECT_GT(expected.size(), 10u);
+    EXPECT_GT(unmatched, 0u);
+}
+
+// Rules put together in code rather than parsed (no compiled globs) still match.
+TEST(Selection, RulesBuiltByHandMatchToo) {
+    Rules hand;
+    hand.tiers.push_back(Tier{"affected", TierKind::from_rules, {}, std::chrono::minutes(60), {}});
+    hand.rules.push_back(Rule{"dispatch", {"c10/core/**"}, {"test_ops.py"}, false});
+    const auto s = decide(hand, ChangedPaths{Source::git, {"c10/core/Scalar.h", "setup.py"}, ""}, "pull_request");
+    ASSERT_EQ(s.rules.size(), 1u);
+    EXPECT_EQ(s.rules[0].paths, V{"c10/core/Scalar.h"});
+    EXPECT_EQ(s.unmatched_paths, V{"setup.py"});
 }
 
 TEST(Rules, ValidationNamesFileLineAndKey) {
