@@ -1,28 +1,48 @@
 #!/usr/bin/env bash
-# Ingest throughput: crcrd (verify + durably store every delivery) against the ceiling of
-# this machine, nginx answering 202 from memory over the same TLS keep-alive load.
-# usage: bench/run-ingest-bench.sh [BUILD_DIR]   (env: TOTAL, CONNECTIONS, THREADS)
+# Ingest throughput (docs/performance.md, "Ingest"): crcrd verifying and durably storing every
+# delivery, against nginx answering 202 from memory, over the same TLS keep-alive load, at
+# several concurrencies and with two load generators: the project's own (bench_ingest: unique
+# signed bodies, checks afterwards that every 202 is in the database) and wrk from Debian
+# (one signed body, a unique X-GitHub-Delivery per request; the 202s are counted by the
+# script bench/wrk-webhook.lua and compared with the database's count).
+# crcrd runs a production-like configuration: selection rules, two runner slots running a
+# small CI script, the GitHub reporter and the relay callback posting to a stand-in (a second
+# nginx server). PROFILE=minimal leaves those out (the figures of issue 5).
+# usage: bench/run-ingest-bench.sh [BUILD_DIR]
+#   env: CONNECTION_LIST ("16 64 256"), TOTAL (bench_ingest requests, 20000), DURATION (wrk, 5s),
+#        ROUNDS (2), THREADS (crcrd's and nginx's, 2), PROFILE (production | minimal)
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=$(cd "${1:-$root/build}" && pwd)
 total=${TOTAL:-20000}
-connections=${CONNECTIONS:-64}
+duration=${DURATION:-5s}
+rounds=${ROUNDS:-2}
 threads=${THREADS:-2}
+profile=${PROFILE:-production}
+connection_list=${CONNECTION_LIST:-16 64 256}
 fixture=$root/tests/fixtures/crcr/pull_request-synchronize.dispatch.json
 work=$(mktemp -d /tmp/crcrd-bench-XXXXXX)
-trap 'kill $(jobs -p) 2>/dev/null || true; wait 2>/dev/null || true; rm -rf "$work"' EXIT
+trap 'kill $(jobs -p) 2>/dev/null || true; wait 2>/dev/null || true; [[ -n ${KEEP:-} ]] || rm -rf "$work"' EXIT
+command -v wrk >/dev/null || { echo "wrk is not installed (Debian package wrk)" >&2; exit 2; }
 
 openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 1 -subj /CN=127.0.0.1 \
   -addext "subjectAltName=IP:127.0.0.1" -keyout "$work/tls.key" -out "$work/tls.crt" 2>/dev/null
 echo -n bench-secret > "$work/webhook.secret"
+echo ghp_bench > "$work/gh.token"
+echo relay-bench > "$work/relay.token"
+# wrk's body: the direct GitHub pull_request fixture, made a PyTorch one; signed once.
+sed 's|Codertocat/Hello-World|pytorch/pytorch|g; s|"login": "Codertocat"|"login": "pytorch"|' \
+  "$root/tests/fixtures/github-webhooks/pull_request-synchronize.json" > "$work/wrk-body.json"
+wrk_sig=$(openssl dgst -sha256 -hmac bench-secret -r "$work/wrk-body.json" | cut -d' ' -f1)
 
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 
 echo "machine: $(nproc) cores, $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo), $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs)"
-echo "load: $total deliveries, $connections keep-alive TLS connections, body $(wc -c < "$fixture") bytes"
+echo "load: bench_ingest $total deliveries of $(wc -c < "$fixture") bytes; wrk $duration of $(wc -c < "$work/wrk-body.json")-byte deliveries; connections: $connection_list; crcrd profile: $profile"
 
-# 1. The ceiling: nginx returning 202 with a static body.
+# 1. nginx: the peer (202 from memory) and, on a second port, the GitHub API and relay stand-in.
 nport=$(free_port)
+sport=$(free_port)
 mkdir -p "$work/nginx/logs"
 cat > "$work/nginx/nginx.conf" <<CONF
 worker_processes $threads;
@@ -34,46 +54,92 @@ http {
   client_max_body_size 1m;
   client_body_buffer_size 1m;
   keepalive_requests 1000000;
+  ssl_certificate $work/tls.crt;
+  ssl_certificate_key $work/tls.key;
+  ssl_protocols TLSv1.2 TLSv1.3;
   server {
     listen 127.0.0.1:$nport ssl;
-    ssl_certificate $work/tls.crt;
-    ssl_certificate_key $work/tls.key;
-    ssl_protocols TLSv1.2 TLSv1.3;
-    location / {
-      default_type application/json;
-      return 202 '{"status":"queued","run_id":1}';
-    }
+    location / { default_type application/json; return 202 '{"status":"queued","run_id":1}'; }
+  }
+  server {
+    listen 127.0.0.1:$sport ssl;
+    location /repos/ { default_type application/json; return 201 '{"state":"success"}'; }
+    location / { default_type application/json; return 200 '{}'; }
   }
 }
 CONF
 nginx -p "$work/nginx" -c "$work/nginx/nginx.conf" -g 'daemon off;' &
-nginx_pid=$!
 
 # 2. crcrd: signature check, JSON, normalisation, trust, group commit with synchronous=FULL.
 cport=$(free_port)
 cat > "$work/crcrd.yaml" <<CONF
 log_level: warn
-server: {listen: "127.0.0.1:$cport", tls: {cert: tls.crt, key: tls.key}, threads: $threads, max_connections: 4096}
+server: {listen: "127.0.0.1:$cport", tls: {cert: tls.crt, key: tls.key}, threads: $threads, max_connections: 4096, max_connections_per_ip: 4096}
 storage: {path: state/crcrd.db}
 ingest: {secrets: [{id: bench, file: webhook.secret}]}
 trust: {downstream_repo: torch-spyre/torch-spyre, fork_labels: [ciflow/crcr/spyre]}
 CONF
+if [[ $profile == production ]]; then
+  mkdir -p "$work/ci"
+  cat > "$work/ci/run-tests.sh" <<'SH'
+#!/bin/sh
+echo "tier $CRCR_TIER of run $CRCR_RUN_ID"
+printf '<testsuite tests="1"><testcase classname="ci" name="smoke"/></testsuite>\n' > "$CRCR_JUNIT_DIR/results.xml"
+SH
+  chmod +x "$work/ci/run-tests.sh"
+  {
+    echo "tiers:"
+    echo "  - {name: smoke, always: true, tests: [test/test_smoke.py]}"
+    echo "  - {name: affected, from_rules: true}"
+    echo "rules:"
+    for r in $(seq 20); do
+      echo "  - {name: r$r, paths: [\"torch/sub$r/**\", \"aten/*$r.cpp\", \"**/test_r${r}_*.py\"], tests: [test/r$r.py]}"
+    done
+  } > "$work/selection.yaml"
+  cat >> "$work/crcrd.yaml" <<CONF
+selection: {rules: selection.yaml}
+runners:
+  - {name: card-0, labels: [card], health_check: ["/bin/true"]}
+  - {name: card-1, labels: [card], health_check: ["/bin/true"]}
+execution: {command: [ci/run-tests.sh], work_root: state/work, isolation: none, min_free_bytes: 1MiB}
+report:
+  github: {api_url: "https://127.0.0.1:$sport", repo: pytorch/pytorch, token_file: gh.token, ca_file: tls.crt}
+  crcr_callback: {url: "https://127.0.0.1:$sport/callback", token_file: relay.token, ca_file: tls.crt}
+CONF
+fi
 ${CRCRD_WRAP:-} "$build/crcrd" --config "$work/crcrd.yaml" 2> "$work/crcrd.log" &
 crcrd_pid=$!
-for port in $nport $cport; do
+for port in $nport $sport $cport; do
   for _ in $(seq 100); do (echo > /dev/tcp/127.0.0.1/$port) 2>/dev/null && break; sleep 0.05; done
 done
 rss_idle=$(awk '/VmRSS/ {print $2}' /proc/$crcrd_pid/status)
+queued() { sqlite3 "$work/state/crcrd.db" "SELECT count(*) FROM deliveries WHERE verdict = 'queued'"; }
 
 # The machine is shared with the load generator and noisy: alternate the two, several rounds.
-rounds=${ROUNDS:-3}
-for round in $(seq "$rounds"); do
-  "$build/bench/bench_ingest" --label "nginx static 202" --port "$nport" --ca "$work/tls.crt" --fixture "$fixture" \
-    --connections "$connections" --total "$total" | tee -a "$work/results"
-  "$build/bench/bench_ingest" --label "crcrd verify+store" --port "$cport" --ca "$work/tls.crt" --fixture "$fixture" \
-    --connections "$connections" --total "$total" --db "$work/state/crcrd.db" --run "round$round" | tee -a "$work/results"
+for c in $connection_list; do
+  for round in $(seq "$rounds"); do
+    "$build/bench/bench_ingest" --label "c=$c bench_ingest nginx" --port "$nport" --ca "$work/tls.crt" --fixture "$fixture" \
+      --connections "$c" --total "$total" | tee -a "$work/results"
+    "$build/bench/bench_ingest" --label "c=$c bench_ingest crcrd" --port "$cport" --ca "$work/tls.crt" --fixture "$fixture" \
+      --connections "$c" --total "$total" --db "$work/state/crcrd.db" --run "c$c-r$round" | tee -a "$work/results"
+    # wrk: one thread per core, as many connections as the others.
+    out=$(wrk -t "$threads" -c "$c" -d "$duration" -s "$root/bench/wrk-webhook.lua" "https://127.0.0.1:$nport/webhook" \
+          -- "$work/wrk-body.json" "$wrk_sig" | tail -1)
+    echo "c=$c wrk nginx          $out" | tee -a "$work/results"
+    before=$(queued)
+    out=$(wrk -t "$threads" -c "$c" -d "$duration" -s "$root/bench/wrk-webhook.lua" "https://127.0.0.1:$cport/webhook" \
+          -- "$work/wrk-body.json" "$wrk_sig" | tail -1)
+    accepted=$(sed -E 's/.*accepted=([0-9]+).*/\1/' <<<"$out")
+    stored=$(( $(queued) - before ))
+    echo "c=$c wrk crcrd          $out stored=$stored missing=$(( accepted > stored ? accepted - stored : 0 ))" | tee -a "$work/results"
+  done
 done
-echo "crcrd rss: ${rss_idle} KiB idle, $(awk '/VmHWM/ {print $2}' /proc/$crcrd_pid/status) KiB peak; database $(du -k "$work/state/crcrd.db" | cut -f1) KiB for $((total * rounds)) deliveries"
-median() { grep "^$1" "$work/results" | sed -E 's/.*rate=([0-9]+).*/\1/' | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
-n=$(median nginx); c=$(median crcrd)
-echo "median: nginx ${n}/s, crcrd ${c}/s, ratio $(awk -v c="$c" -v n="$n" 'BEGIN {printf "%.2f", c/n}')"
+echo "crcrd rss: ${rss_idle} KiB idle, $(awk '/VmHWM/ {print $2}' /proc/$crcrd_pid/status) KiB peak; database $(du -k "$work/state/crcrd.db" | cut -f1) KiB"
+median() { grep -F "$1" "$work/results" | sed -E 's/.*rate=([0-9]+).*/\1/' | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
+p99() { grep -F "$1" "$work/results" | sed -E 's/.*p99=([0-9.]+)ms.*/\1/' | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
+for c in $connection_list; do
+  for gen in bench_ingest wrk; do
+    n=$(median "c=$c $gen nginx"); r=$(median "c=$c $gen crcrd")
+    echo "median c=$c $gen: nginx ${n}/s, crcrd ${r}/s (p99 $(p99 "c=$c $gen crcrd") ms), ratio $(awk -v c="$r" -v n="$n" 'BEGIN {printf "%.2f", c/n}')"
+  done
+done

@@ -73,7 +73,8 @@ std::vector<StatusJob> OutboxRepo::latest_attempts(std::int64_t run_id) {
 
 std::optional<DispatchRecord> OutboxRepo::dispatch_record(std::int64_t run_id) {
     Scoped st(m_db,
-        "SELECT crcr_delivery_id, body FROM deliveries WHERE run_id = ? AND verdict = 'queued' AND crcr_delivery_id IS NOT NULL "
+        "SELECT crcr_delivery_id, body FROM deliveries INDEXED BY deliveries_by_run "
+        "WHERE run_id = ? AND verdict = 'queued' AND crcr_delivery_id IS NOT NULL "
         "ORDER BY id LIMIT 1");
     st->bind(1, run_id);
     if (!st->step() || st->is_null(1)) return std::nullopt;

@@ -140,19 +140,27 @@ void Writer::commit_batch(std::deque<Item>& batch) {
     std::vector<Event> events;
     try {
         Transaction tx(*m_db);
+        // Prepared once (Db::cached), not parsed again for every item of every batch.
+        auto& savepoint = m_db->cached("SAVEPOINT item");
+        auto& release = m_db->cached("RELEASE item");
+        auto& rollback = m_db->cached("ROLLBACK TO item");
+        auto again = [](Stmt& st) {
+            st.reset();
+            st.run();
+        };
         for (std::size_t i = 0; i < batch.size(); ++i) {
-            m_db->exec("SAVEPOINT item");
+            again(savepoint);
             try {
                 batch[i].work(*m_db);
-                m_db->exec("RELEASE item");
+                again(release);
             } catch (const SqlError& e) {
                 results[i] = make_error(e.kind(), e.what());
-                m_db->exec("ROLLBACK TO item");
-                m_db->exec("RELEASE item");
+                again(rollback);
+                again(release);
             } catch (const std::exception& e) {
                 results[i] = make_error("internal", e.what());
-                m_db->exec("ROLLBACK TO item");
-                m_db->exec("RELEASE item");
+                again(rollback);
+                again(release);
             }
         }
         if (m_before_commit) {
