@@ -107,12 +107,27 @@ report:
   crcr_callback: {url: "https://127.0.0.1:$sport/callback", token_file: relay.token, ca_file: tls.crt}
 CONF
 fi
-${CRCRD_WRAP:-} "$build/crcrd" --config "$work/crcrd.yaml" 2> "$work/crcrd.log" &
-crcrd_pid=$!
-for port in $nport $sport $cport; do
+# crcrd starts afresh (a new database) for each of its measurements and is stopped after it,
+# so that the work its deliveries queued (planning, jobs, statuses) is not still running while
+# nginx is measured, nor left over for the next measurement.
+crcrd_pid=
+start_crcrd() {
+  rm -rf "$work/state"
+  ${CRCRD_WRAP:-} "$build/crcrd" --config "$work/crcrd.yaml" 2>> "$work/crcrd.log" &
+  crcrd_pid=$!
+  for _ in $(seq 100); do (echo > /dev/tcp/127.0.0.1/$cport) 2>/dev/null && break; sleep 0.05; done
+}
+stop_crcrd() {
+  peak=$(awk '/VmHWM/ {print $2}' /proc/$crcrd_pid/status)
+  kill -TERM "$crcrd_pid"
+  wait "$crcrd_pid" || true
+}
+for port in $nport $sport; do
   for _ in $(seq 100); do (echo > /dev/tcp/127.0.0.1/$port) 2>/dev/null && break; sleep 0.05; done
 done
+start_crcrd
 rss_idle=$(awk '/VmRSS/ {print $2}' /proc/$crcrd_pid/status)
+stop_crcrd
 queued() { sqlite3 "$work/state/crcrd.db" "SELECT count(*) FROM deliveries WHERE verdict = 'queued'"; }
 
 # The machine is shared with the load generator and noisy: alternate the two, several rounds.
@@ -120,21 +135,29 @@ for c in $connection_list; do
   for round in $(seq "$rounds"); do
     "$build/bench/bench_ingest" --label "c=$c bench_ingest nginx" --port "$nport" --ca "$work/tls.crt" --fixture "$fixture" \
       --connections "$c" --total "$total" | tee -a "$work/results"
+    start_crcrd
     "$build/bench/bench_ingest" --label "c=$c bench_ingest crcrd" --port "$cport" --ca "$work/tls.crt" --fixture "$fixture" \
       --connections "$c" --total "$total" --db "$work/state/crcrd.db" --run "c$c-r$round" | tee -a "$work/results"
+    stop_crcrd
     # wrk: one thread per core, as many connections as the others.
     out=$(wrk -t "$threads" -c "$c" -d "$duration" -s "$root/bench/wrk-webhook.lua" "https://127.0.0.1:$nport/webhook" \
-          -- "$work/wrk-body.json" "$wrk_sig" | tail -1)
+          -- "$work/wrk-body.json" "$wrk_sig" "$(openssl rand -hex 4)")
+    grep 'not 202' <<<"$out" || true
+    out=$(tail -1 <<<"$out")
     echo "c=$c wrk nginx          $out" | tee -a "$work/results"
+    start_crcrd
     before=$(queued)
     out=$(wrk -t "$threads" -c "$c" -d "$duration" -s "$root/bench/wrk-webhook.lua" "https://127.0.0.1:$cport/webhook" \
-          -- "$work/wrk-body.json" "$wrk_sig" | tail -1)
+          -- "$work/wrk-body.json" "$wrk_sig" "$(openssl rand -hex 4)")
+    grep 'not 202' <<<"$out" || true
+    out=$(tail -1 <<<"$out")
     accepted=$(sed -E 's/.*accepted=([0-9]+).*/\1/' <<<"$out")
     stored=$(( $(queued) - before ))
-    echo "c=$c wrk crcrd          $out stored=$stored missing=$(( accepted > stored ? accepted - stored : 0 ))" | tee -a "$work/results"
+    stop_crcrd
+    echo "c=$c wrk crcrd          $out stored=$stored missing=$(( accepted > stored ? accepted - stored : 0 )) peak_rss=${peak}KiB" | tee -a "$work/results"
   done
 done
-echo "crcrd rss: ${rss_idle} KiB idle, $(awk '/VmHWM/ {print $2}' /proc/$crcrd_pid/status) KiB peak; database $(du -k "$work/state/crcrd.db" | cut -f1) KiB"
+echo "crcrd rss: ${rss_idle} KiB idle after start (peaks per measurement above)"
 median() { grep -F "$1" "$work/results" | sed -E 's/.*rate=([0-9]+).*/\1/' | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 p99() { grep -F "$1" "$work/results" | sed -E 's/.*p99=([0-9.]+)ms.*/\1/' | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 for c in $connection_list; do
