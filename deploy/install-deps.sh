@@ -26,6 +26,8 @@ packages=(
   # (tests/deploy/systemd_test.sh); systemd's own systemd-socket-activate starts the sandbox
   # launcher in the integration tests.
   systemd-container debootstrap
+  # `make bench`: wrk, a load generator the project does not own, beside bench_ingest.
+  wrk
 )
 # `install-deps.sh fuzz`: also what `make fuzz` needs (clang's libFuzzer and sanitizers).
 if [[ ${1:-} == fuzz ]]; then
