@@ -11,6 +11,11 @@
 #include <boost/beast/ssl.hpp>
 #include <openssl/ssl.h>
 
+#include <spdlog/spdlog.h>
+
+#include <map>
+#include <memory>
+#include <mutex>
 #include <regex>
 
 namespace crcrd::http {
@@ -61,62 +66,132 @@ bool is_ip(const std::string& host) {
     return !ec;
 }
 
+/// One connection to an origin, on its own io_context: used by one thread at a time, kept
+/// open between requests when the server allows it (keep-alive), so that outbound calls to
+/// the GitHub API and the relay do not load the CA store and shake hands again every time.
+struct Conn {
+    asio::io_context ioc;
+    std::unique_ptr<ssl::context> ctx;
+    std::unique_ptr<beast::ssl_stream<beast::tcp_stream>> tls;
+    std::unique_ptr<beast::tcp_stream> plain;
+    std::chrono::steady_clock::time_point idle_since;
+    beast::tcp_stream& lowest() { return tls ? beast::get_lowest_layer(*tls) : *plain; }
+};
+
+/// Idle connections by origin (scheme, host, port and CA file): at most k_idle_per_origin
+/// each, none older than k_idle_max (servers close idle connections: GitHub after about a
+/// minute).
+constexpr std::size_t k_idle_per_origin = 4;
+constexpr auto k_idle_max = std::chrono::seconds(20);
+std::mutex g_pool_mu;
+std::map<std::string, std::vector<std::unique_ptr<Conn>>> g_pool;
+
+std::unique_ptr<Conn> take_idle(const std::string& origin) {
+    std::lock_guard lk(g_pool_mu);
+    auto it = g_pool.find(origin);
+    if (it == g_pool.end()) return nullptr;
+    auto& v = it->second;
+    while (!v.empty()) {
+        auto c = std::move(v.back());
+        v.pop_back();
+        if (std::chrono::steady_clock::now() - c->idle_since < k_idle_max) return c;
+    }
+    return nullptr;
+}
+
+void put_idle(const std::string& origin, std::unique_ptr<Conn> c) {
+    c->idle_since = std::chrono::steady_clock::now();
+    std::lock_guard lk(g_pool_mu);
+    auto& v = g_pool[origin];
+    if (v.size() < k_idle_per_origin) v.push_back(std::move(c));
+}
+
+struct Exchanged {
+    Result<ClientResponse> result;
+    bool reusable = false;  // the answer was whole and the server keeps the connection open
+};
+
 template <class Stream>
-asio::awaitable<Result<ClientResponse>> exchange(Stream& stream, bhttp::request<bhttp::string_body>& req,
-                                                 const ClientOptions& opts) {
+asio::awaitable<Exchanged> exchange(Stream& stream, bhttp::request<bhttp::string_body>& req, const ClientOptions& opts) {
     auto [wec, wn] = co_await bhttp::async_write(stream, req, k_tuple);
-    if (wec) co_return make_error("network", "write failed: " + wec.message());
+    if (wec) co_return Exchanged{make_error("network", "write failed: " + wec.message())};
     beast::flat_buffer buffer;
     bhttp::response_parser<bhttp::string_body> parser;
     parser.body_limit(opts.max_body_bytes);
     parser.header_limit(64 * 1024);
     auto [rec, rn] = co_await bhttp::async_read(stream, buffer, parser, k_tuple);
-    if (rec) co_return make_error("network", "read failed: " + rec.message());
+    if (rec) co_return Exchanged{make_error("network", "read failed: " + rec.message())};
     ClientResponse out;
     auto& res = parser.get();
     out.status = static_cast<int>(res.result_int());
     for (const auto& f : res) out.headers.emplace_back(std::string(f.name_string()), std::string(f.value()));
+    const bool keep = res.keep_alive() && buffer.size() == 0;
     out.body = std::move(res.body());
-    co_return out;
+    co_return Exchanged{std::move(out), keep};
 }
 
-asio::awaitable<Result<ClientResponse>> run(asio::io_context& ioc, const Url& u, bhttp::request<bhttp::string_body> req,
-                                            const ClientOptions& opts) {
-    tcp::resolver resolver(ioc);
+/// A new connection to `u` on `c`: resolved, connected, and for https verified (the CA file
+/// or the system store, the host name, SNI).
+asio::awaitable<Status> connect(Conn& c, const Url& u, const ClientOptions& opts) {
+    tcp::resolver resolver(c.ioc);
     auto [rec, results] = co_await resolver.async_resolve(u.host, std::to_string(u.port), k_tuple);
     if (rec) co_return make_error("network", "cannot resolve " + u.host + ": " + rec.message());
-    const auto deadline = opts.timeout;
     if (!u.tls) {
-        beast::tcp_stream stream(ioc);
-        stream.expires_after(deadline);
-        auto [cec, ep] = co_await stream.async_connect(results, k_tuple);
-        if (cec) co_return make_error("network", "cannot connect to " + u.host + ":" + std::to_string(u.port) + ": " + cec.message());
-        co_return co_await exchange(stream, req, opts);
+        c.plain = std::make_unique<beast::tcp_stream>(c.ioc);
+    } else {
+        c.ctx = std::make_unique<ssl::context>(ssl::context::tls_client);
+        SSL_CTX_set_min_proto_version(c.ctx->native_handle(), TLS1_2_VERSION);
+        boost::system::error_code ec;
+        if (opts.ca_file) c.ctx->load_verify_file(opts.ca_file->string(), ec);
+        else c.ctx->set_default_verify_paths(ec);
+        if (ec) co_return make_error("network", "cannot load CA certificates: " + ec.message());
+        c.ctx->set_verify_mode(ssl::verify_peer);
+        c.tls = std::make_unique<beast::ssl_stream<beast::tcp_stream>>(c.ioc, *c.ctx);
+        c.tls->set_verify_callback(ssl::host_name_verification(u.host));
+        if (!is_ip(u.host) && !SSL_set_tlsext_host_name(c.tls->native_handle(), u.host.c_str())) {
+            co_return make_error("network", "cannot set SNI for " + u.host);
+        }
     }
-    ssl::context ctx(ssl::context::tls_client);
-    SSL_CTX_set_min_proto_version(ctx.native_handle(), TLS1_2_VERSION);
-    boost::system::error_code ec;
-    if (opts.ca_file) ctx.load_verify_file(opts.ca_file->string(), ec);
-    else ctx.set_default_verify_paths(ec);
-    if (ec) co_return make_error("network", "cannot load CA certificates: " + ec.message());
-    ctx.set_verify_mode(ssl::verify_peer);
-    beast::ssl_stream<beast::tcp_stream> stream(ioc, ctx);
-    stream.set_verify_callback(ssl::host_name_verification(u.host));
-    if (!is_ip(u.host) && !SSL_set_tlsext_host_name(stream.native_handle(), u.host.c_str())) {
-        co_return make_error("network", "cannot set SNI for " + u.host);
-    }
-    auto& lowest = beast::get_lowest_layer(stream);
-    lowest.expires_after(deadline);
+    auto& lowest = c.lowest();
+    lowest.expires_after(opts.timeout);
     auto [cec, ep] = co_await lowest.async_connect(results, k_tuple);
     if (cec) co_return make_error("network", "cannot connect to " + u.host + ":" + std::to_string(u.port) + ": " + cec.message());
     boost::system::error_code nodelay_ec;
     lowest.socket().set_option(tcp::no_delay(true), nodelay_ec);
-    auto [hec] = co_await stream.async_handshake(ssl::stream_base::client, k_tuple);
-    if (hec) co_return make_error("network", "TLS handshake with " + u.host + " failed: " + hec.message());
-    auto result = co_await exchange(stream, req, opts);
-    lowest.expires_after(std::chrono::seconds(2));
-    co_await stream.async_shutdown(k_tuple);
-    co_return result;
+    if (c.tls) {
+        auto [hec] = co_await c.tls->async_handshake(ssl::stream_base::client, k_tuple);
+        if (hec) co_return make_error("network", "TLS handshake with " + u.host + " failed: " + hec.message());
+    }
+    co_return Ok{};
+}
+
+template <class T>
+asio::awaitable<void> store_into(std::optional<T>& out, asio::awaitable<T> work) {
+    out.emplace(co_await std::move(work));
+}
+
+/// Runs `work` on `c`'s io_context to its end in this thread; `on_exception` if it threw.
+template <class T>
+T run_on(Conn& c, asio::awaitable<T> work, T on_exception) {
+    std::optional<T> out;
+    c.ioc.restart();
+    asio::co_spawn(c.ioc, store_into(out, std::move(work)), [](std::exception_ptr e) {
+        if (!e) return;
+        try {
+            std::rethrow_exception(e);
+        } catch (const std::exception& ex) {
+            spdlog::debug("http client: {}", ex.what());
+        }
+    });
+    c.ioc.run();
+    return out ? std::move(*out) : std::move(on_exception);
+}
+
+/// A TLS close_notify, at most two seconds, for a connection that is not kept.
+asio::awaitable<Status> shut_down(Conn& c) {
+    c.lowest().expires_after(std::chrono::seconds(2));
+    co_await c.tls->async_shutdown(k_tuple);
+    co_return Ok{};
 }
 
 }  // namespace
@@ -135,25 +210,37 @@ Result<ClientResponse> send(const std::string& method, const std::string& url, c
     req.set(bhttp::field::user_agent, "crcrd/" CRCRD_VERSION);
     for (const auto& [k, v] : headers) req.set(k, v);
     req.body() = body;
-    req.keep_alive(false);
+    req.keep_alive(true);
     req.prepare_payload();
 
-    asio::io_context ioc;
-    std::optional<Result<ClientResponse>> out;
-    asio::co_spawn(
-        ioc,
-        [&]() -> asio::awaitable<void> { out = co_await run(ioc, *u, std::move(req), opts); },
-        [&](std::exception_ptr e) {
-            if (!e) return;
-            try {
-                std::rethrow_exception(e);
-            } catch (const std::exception& ex) {
-                out = make_error("network", ex.what());
-            }
-        });
-    ioc.run();
-    if (!out) return make_error("network", "request did not complete");
-    return std::move(*out);
+    const std::string origin = std::string(u->tls ? "https://" : "http://") + u->host + ":" + std::to_string(u->port) +
+                               " " + (opts.ca_file ? opts.ca_file->string() : std::string());
+    // A kept connection the server has closed meanwhile fails before any answer: the request
+    // goes again once, on a new connection (the calls made with this client, GitHub statuses,
+    // its reads and the relay's callbacks, may be repeated).
+    for (int attempt = 0; attempt < 2; ++attempt) {
+        auto conn = attempt == 0 ? take_idle(origin) : nullptr;
+        const bool reused = conn != nullptr;
+        if (!conn) {
+            conn = std::make_unique<Conn>();
+            Status s = run_on<Status>(*conn, connect(*conn, *u, opts), make_error("network", "connect did not complete"));
+            if (!s) return s.error();
+        }
+        conn->lowest().expires_after(opts.timeout);
+        Exchanged x = conn->tls ? run_on<Exchanged>(*conn, exchange(*conn->tls, req, opts),
+                                                    Exchanged{make_error("network", "request did not complete")})
+                                : run_on<Exchanged>(*conn, exchange(*conn->plain, req, opts),
+                                                    Exchanged{make_error("network", "request did not complete")});
+        if (!x.result && reused) continue;
+        if (x.result && x.reusable) {
+            conn->lowest().expires_never();
+            put_idle(origin, std::move(conn));
+        } else if (conn->tls) {
+            (void)run_on<Status>(*conn, shut_down(*conn), Ok{});
+        }
+        return std::move(x.result);
+    }
+    return make_error("network", "request did not complete");
 }
 
 }  // namespace crcrd::http

@@ -18,12 +18,14 @@ struct FakeGithub::Impl {
     Handler handler;
 };
 
-FakeGithub::FakeGithub(Handler handler, std::uint64_t max_body_bytes) : m_impl(std::make_unique<Impl>()) {
+FakeGithub::FakeGithub(Handler handler, std::uint64_t max_body_bytes, std::chrono::milliseconds idle_timeout)
+    : m_impl(std::make_unique<Impl>()) {
     m_impl->handler = std::move(handler);
     config::ServerConfig cfg;
     cfg.host = "127.0.0.1";
     cfg.port = 0;
     cfg.max_body_bytes = max_body_bytes;
+    cfg.idle_timeout = idle_timeout;
     cfg.tls = config::TlsConfig{test_certs().cert, test_certs().key};
     auto* impl = m_impl.get();
     m_impl->server = std::make_unique<http::Server>(

@@ -2,6 +2,7 @@
 // The one stand-in the tests use: a small HTTPS server on loopback playing GitHub's API
 // (built on crcrd's own http::Server, with the test CA's certificate).
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -18,7 +19,9 @@ public:
     using Handler = std::function<http::Response(const http::Request&)>;
 
     /// A request body over `max_body_bytes` reaches the handler with refused_status 413.
-    explicit FakeGithub(Handler handler, std::uint64_t max_body_bytes = 16ULL << 20);
+    /// `idle_timeout`: how long a kept-alive connection may wait for its next request.
+    explicit FakeGithub(Handler handler, std::uint64_t max_body_bytes = 16ULL << 20,
+                        std::chrono::milliseconds idle_timeout = std::chrono::seconds(30));
     ~FakeGithub();
 
     std::string url() const;  // https://127.0.0.1:PORT
