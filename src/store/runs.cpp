@@ -99,7 +99,7 @@ Result<std::vector<UnplannedRun>> unplanned_runs(const std::filesystem::path& pa
     return guarded([&] {
         auto st = (*db)->prepare(
             "SELECT id, event, sha, pr, coalesce(ref,''), coalesce(base_ref,''), coalesce(base_sha,''), inputs "
-            "FROM runs WHERE state = 'queued' AND selection IS NULL ORDER BY id LIMIT ?");
+            "FROM runs INDEXED BY runs_unplanned WHERE state = 'queued' AND selection IS NULL ORDER BY id LIMIT ?");
         st.bind(1, std::int64_t{limit});
         std::vector<UnplannedRun> out;
         while (st.step()) {

@@ -9,7 +9,7 @@ namespace crcrd::store {
 namespace {
 
 // Each entry takes the schema from version i to i+1. Never edit a released entry; append.
-constexpr std::array<const char*, 10> k_migrations = {
+constexpr std::array<const char*, 11> k_migrations = {
     R"sql(
 CREATE TABLE meta (
   key   TEXT PRIMARY KEY,
@@ -263,6 +263,12 @@ CREATE INDEX runs_by_created ON runs (created_at);
     // (issue 16: 215 deliveries/s after 3,000).
     R"sql(
 CREATE INDEX deliveries_by_run ON deliveries (run_id) WHERE run_id IS NOT NULL;
+)sql",
+    // 11: the planner's next runs (queued, not planned yet) through an index of only those:
+    // through runs_by_state it walked every queued run that was already planned and waits for
+    // a runner, at every pass (a backlog of thousands after a burst).
+    R"sql(
+CREATE INDEX runs_unplanned ON runs (id) WHERE state = 'queued' AND selection IS NULL;
 )sql",
 };
 
