@@ -37,6 +37,14 @@ bool take(const std::string& bytes, std::size_t& pos, std::string& field) {
     return true;
 }
 
+/// The next `out.size()` fields of `bytes` from `pos` into `out`; false when they run out.
+bool take_each(const std::string& bytes, std::size_t& pos, std::vector<std::string>& out) {
+    for (auto& field : out) {
+        if (!take(bytes, pos, field)) return false;
+    }
+    return true;
+}
+
 bool take_count(const std::string& bytes, std::size_t& pos, std::size_t& n) {
     std::string field;
     if (!take(bytes, pos, field) || field.empty() || field.size() > 7 ||
@@ -109,22 +117,18 @@ bool decode(const std::string& bytes, Request& out, std::string& why) {
         return false;
     }
     out.argv.resize(n);
-    for (auto& a : out.argv) {
-        if (!take(bytes, pos, a)) {
-            why = "the arguments end early";
-            return false;
-        }
+    if (!take_each(bytes, pos, out.argv)) {
+        why = "the arguments end early";
+        return false;
     }
     if (!take_count(bytes, pos, n)) {
         why = "no environment count";
         return false;
     }
     out.env.resize(n);
-    for (auto& e : out.env) {
-        if (!take(bytes, pos, e)) {
-            why = "the environment ends early";
-            return false;
-        }
+    if (!take_each(bytes, pos, out.env)) {
+        why = "the environment ends early";
+        return false;
     }
     if (!take(bytes, pos, out.cwd) || out.cwd.empty() || out.cwd.front() != '/') {
         why = "no absolute folder";
