@@ -1,5 +1,7 @@
 #include "crcrd/exec/supervisor.hpp"
 
+#include "crcrd/core/files.hpp"
+
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -8,7 +10,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <dirent.h>
+#include <spawn.h>
 
 #include <cerrno>
 #include <cstring>
@@ -38,6 +40,21 @@ std::optional<std::string> resolve(const std::string& prog, const std::vector<st
     }
     return std::nullopt;
 }
+
+}  // namespace
+
+Result<std::string> job_init_program() {
+    const auto dir = std::filesystem::path(self_executable()).parent_path();
+    std::string tried;
+    for (const auto& candidate : {dir / "crcrd-job-init", dir / "../libexec/crcrd/crcrd-job-init", dir / "../crcrd-job-init"}) {
+        const auto path = candidate.lexically_normal();
+        if (::access(path.c_str(), X_OK) == 0) return path.string();
+        tried += (tried.empty() ? "" : ", ") + path.string();
+    }
+    return make_error("exec", "crcrd-job-init, the jobs' init program, is not installed (looked for " + tried + ")");
+}
+
+namespace {
 
 /// Keeps the first half of the budget in the file as it comes, the last half in a ring,
 /// and writes the ring after a marker at the end.
@@ -87,132 +104,6 @@ private:
     std::string m_ring;
 };
 
-/// The job's init process, between fork and exit (CONTRACT.md §4.1): only async-signal-safe
-/// calls, because the daemon that forked it has other threads. It leads a new session, is the
-/// subreaper of everything the command starts, runs the command in a process group of its own,
-/// forwards the supervisor's signals to it (SIGTERM as SIGTERM, SIGUSR1 as SIGKILL), and once the
-/// command has exited kills whatever it left behind (a `setsid` daemon, a double fork) before it
-/// exits with the command's status. So the job's end is the end of all its processes.
-namespace job_init {
-
-volatile sig_atomic_t g_main = 0;       // the command's pid (and process group)
-volatile sig_atomic_t g_pending = 0;    // a signal that came before the command was forked
-
-void forward(int sig) {
-    const int to = sig == SIGUSR1 ? SIGKILL : SIGTERM;
-    if (g_main > 0) ::kill(-static_cast<pid_t>(g_main), to);
-    else g_pending = to;
-}
-
-/// The 4th field of /proc/<pid>/stat, after the parenthesised command name.
-pid_t parent_of(const char* pid_name) {
-    char path[64] = "/proc/";
-    std::size_t n = 6;
-    for (const char* p = pid_name; *p && n < sizeof path - 6; ++p) path[n++] = *p;
-    for (const char* p = "/stat"; *p; ++p) path[n++] = *p;
-    path[n] = '\0';
-    int fd = ::open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return -1;
-    char buf[512];
-    ssize_t got = ::read(fd, buf, sizeof buf - 1);
-    ::close(fd);
-    if (got <= 0) return -1;
-    buf[got] = '\0';
-    char* close_paren = nullptr;
-    for (char* p = buf; *p; ++p)
-        if (*p == ')') close_paren = p;
-    if (!close_paren || close_paren[1] != ' ' || !close_paren[2] || close_paren[3] != ' ') return -1;
-    pid_t ppid = 0;
-    for (char* p = close_paren + 4; *p >= '0' && *p <= '9'; ++p) ppid = ppid * 10 + (*p - '0');
-    return ppid;
-}
-
-/// SIGKILL to every child of `self` (a subreaper's children include the orphans it adopted).
-void kill_children(pid_t self) {
-    int dir = ::open("/proc", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (dir < 0) return;
-    alignas(8) char buf[8192];
-    for (;;) {
-        ssize_t n = ::getdents64(dir, buf, sizeof buf);
-        if (n <= 0) break;
-        for (ssize_t off = 0; off < n;) {
-            const auto* d = reinterpret_cast<const struct dirent64*>(buf + off);
-            off += d->d_reclen;
-            if (d->d_name[0] < '1' || d->d_name[0] > '9') continue;
-            if (parent_of(d->d_name) != self) continue;
-            pid_t pid = 0;
-            for (const char* p = d->d_name; *p; ++p) pid = pid * 10 + (*p - '0');
-            ::kill(pid, SIGKILL);
-        }
-    }
-    ::close(dir);
-}
-
-[[noreturn]] void run(const std::string& prog, char* const* argv, char* const* envp, const ProcessSpec& spec,
-                      const std::vector<gid_t>& groups, int out_fd) {
-    ::setsid();
-    ::prctl(PR_SET_CHILD_SUBREAPER, 1);
-    struct sigaction sa {};
-    sa.sa_handler = forward;
-    sigemptyset(&sa.sa_mask);
-    ::sigaction(SIGTERM, &sa, nullptr);
-    ::sigaction(SIGUSR1, &sa, nullptr);
-    // Every signal is still blocked (run_supervised forked with them blocked) and stays so
-    // until the command exists: a signal that comes meanwhile waits, then goes to its group.
-    sigset_t none;
-    sigemptyset(&none);
-    const pid_t self = ::getpid();
-    pid_t main = ::fork();
-    if (main < 0) ::_exit(125);
-    if (main == 0) {
-        struct sigaction dfl {};
-        dfl.sa_handler = SIG_DFL;
-        ::sigaction(SIGTERM, &dfl, nullptr);
-        ::sigaction(SIGUSR1, &dfl, nullptr);
-        ::sigprocmask(SIG_SETMASK, &none, nullptr);
-        ::setpgid(0, 0);
-        ::prctl(PR_SET_PDEATHSIG, SIGKILL);  // dies with its init
-        if (::getppid() != self) ::_exit(127);
-        (void)out_fd;
-        if (spec.gid && (::setgroups(groups.size(), groups.data()) != 0 || ::setgid(*spec.gid) != 0)) ::_exit(126);
-        if (spec.uid && ::setuid(*spec.uid) != 0) ::_exit(126);
-        if (::chdir(spec.cwd.c_str()) != 0) ::_exit(126);
-        ::execve(prog.c_str(), argv, envp);
-        ::_exit(127);
-    }
-    ::setpgid(main, main);  // both sides set it: no window where a signal to -main misses
-    g_main = main;
-    ::sigprocmask(SIG_SETMASK, &none, nullptr);
-    if (g_pending) ::kill(-main, g_pending);
-    int status = 0;
-    for (;;) {
-        int st = 0;
-        pid_t p = ::waitpid(-1, &st, 0);
-        if (p == main) {
-            status = st;
-            break;
-        }
-        if (p < 0 && errno != EINTR) ::_exit(125);
-    }
-    g_main = 0;
-    // The command is gone: nothing it started outlives it.
-    ::kill(-main, SIGKILL);
-    for (;;) {
-        kill_children(self);
-        int st = 0;
-        pid_t p = ::waitpid(-1, &st, 0);
-        if (p < 0 && errno == ECHILD) break;
-    }
-    if (WIFEXITED(status)) ::_exit(WEXITSTATUS(status));
-    const int sig = WIFSIGNALED(status) ? WTERMSIG(status) : SIGKILL;
-    struct sigaction dfl {};
-    dfl.sa_handler = SIG_DFL;
-    ::sigaction(sig, &dfl, nullptr);
-    ::kill(self, sig);
-    ::_exit(128 + sig);
-}
-
-}  // namespace job_init
 
 }  // namespace
 
@@ -227,48 +118,61 @@ Result<ProcessResult> run_supervised(const ProcessSpec& spec, const std::atomic<
         ::close(log_fd);
         return make_error("exec", std::string("pipe: ") + std::strerror(errno));
     }
-    // Everything the child needs is prepared before fork: no allocation after it.
-    std::vector<char*> argv, envp;
-    for (const auto& a : spec.argv) argv.push_back(const_cast<char*>(a.c_str()));
-    argv.push_back(nullptr);
-    for (const auto& e : spec.env) envp.push_back(const_cast<char*>(e.c_str()));
-    envp.push_back(nullptr);
-    const std::vector<gid_t>& groups = spec.groups;
-    const pid_t parent = ::getpid();
-    const auto started = Clock::now();
-
-    // Signals stay blocked from before fork until the child's init has its own handlers: the
-    // child starts with the daemon's handlers, and Asio's would hand a SIGTERM meant for the
-    // job (a cancellation that comes right after the lease) to the daemon itself through the
-    // self-pipe the two share, and the daemon would stop.
-    sigset_t all, before;
-    sigfillset(&all);
-    ::pthread_sigmask(SIG_BLOCK, &all, &before);
-    pid_t pid = ::fork();
-    if (pid != 0) ::pthread_sigmask(SIG_SETMASK, &before, nullptr);
-    if (pid < 0) {
+    const auto init = job_init_program();
+    if (!init) {
         ::close(log_fd);
         ::close(pipe_fd[0]);
         ::close(pipe_fd[1]);
-        return make_error("exec", std::string("fork: ") + std::strerror(errno));
+        return make_error("exec", init.error().message);
     }
-    if (pid == 0) {
-        // The daemon's handlers are not the job's: every signal back to its default (init
-        // then installs its own and unblocks).
-        struct sigaction dfl {};
-        dfl.sa_handler = SIG_DFL;
-        for (int sig = 1; sig < NSIG; ++sig) {
-            if (sig != SIGKILL && sig != SIGSTOP) ::sigaction(sig, &dfl, nullptr);
-        }
-        ::prctl(PR_SET_PDEATHSIG, SIGKILL);  // dies with the daemon
-        if (::getppid() != parent) ::_exit(127);
-        int devnull = ::open("/dev/null", O_RDONLY);
-        ::dup2(devnull, 0);
-        ::dup2(pipe_fd[1], 1);
-        ::dup2(pipe_fd[1], 2);
-        // Nothing of the daemon's is inherited: listening socket, connections, database (§4.1).
-        ::close_range(3, ~0U, 0);
-        job_init::run(*prog, argv.data(), envp.data(), spec, groups, 1);
+    // The job's init (src/main/crcrd-job-init.cpp) is a program of its own, spawned without
+    // copying the daemon (posix_spawn: vfork semantics): a forked daemon would share its
+    // memory copy-on-write for as long as the job runs.
+    auto id_or_none = [](const auto& id) { return id ? std::to_string(*id) : std::string("-"); };
+    std::string groups;
+    for (gid_t g : spec.groups) groups += (groups.empty() ? "" : ",") + std::to_string(g);
+    std::vector<std::string> init_args = {*init,
+                                          std::to_string(::getpid()),
+                                          spec.cwd.string(),
+                                          id_or_none(spec.uid),
+                                          id_or_none(spec.gid),
+                                          groups.empty() ? "-" : groups,
+                                          *prog};
+    init_args.insert(init_args.end(), spec.argv.begin(), spec.argv.end());
+    std::vector<char*> argv, envp;
+    for (auto& a : init_args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    for (const auto& e : spec.env) envp.push_back(const_cast<char*>(e.c_str()));
+    envp.push_back(nullptr);
+    const auto started = Clock::now();
+
+    // The init starts with every signal blocked and at its default action: the daemon's
+    // handlers are not the job's, and Asio's would hand a SIGTERM meant for the job (a
+    // cancellation that comes right after the lease) to the daemon itself through the
+    // self-pipe the two share. It installs its own handlers and unblocks.
+    posix_spawnattr_t attr;
+    posix_spawn_file_actions_t files;
+    ::posix_spawnattr_init(&attr);
+    ::posix_spawn_file_actions_init(&files);
+    sigset_t all;
+    sigfillset(&all);
+    ::posix_spawnattr_setsigmask(&attr, &all);
+    ::posix_spawnattr_setsigdefault(&attr, &all);
+    ::posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+    ::posix_spawn_file_actions_addopen(&files, 0, "/dev/null", O_RDONLY, 0);
+    ::posix_spawn_file_actions_adddup2(&files, pipe_fd[1], 1);
+    ::posix_spawn_file_actions_adddup2(&files, pipe_fd[1], 2);
+    // Nothing of the daemon's is inherited: listening socket, connections, database (§4.1).
+    ::posix_spawn_file_actions_addclosefrom_np(&files, 3);
+    pid_t pid = 0;
+    const int rc = ::posix_spawn(&pid, init->c_str(), &files, &attr, argv.data(), envp.data());
+    ::posix_spawn_file_actions_destroy(&files);
+    ::posix_spawnattr_destroy(&attr);
+    if (rc != 0) {
+        ::close(log_fd);
+        ::close(pipe_fd[0]);
+        ::close(pipe_fd[1]);
+        return make_error("exec", "cannot start " + *init + ": " + std::strerror(rc));
     }
     ::close(pipe_fd[1]);
     if (spec.on_start) spec.on_start(pid);

@@ -388,6 +388,9 @@ void Dispatcher::dispatch_once() {
             spdlog::warn("slot={} job_id={} lease expired: slot freed, job ended infra_error", slot,
                          job_id ? std::to_string(*job_id) : std::string("-"));
         }
+        // With every slot busy (a backlog), a job can only be reused or have waited too long:
+        // nothing else of it is read.
+        bool any_free = !slots.free_undrained().empty();
         for (auto id : startable_jobs(db)) {
             // A tier that already passed on this SHA with these tests (§5.4): no device time.
             // (Never for the rerun of a failed tier: that is the failure's own check.)
@@ -400,6 +403,7 @@ void Dispatcher::dispatch_once() {
                     continue;
                 }
             }
+            if (!any_free && now - parse_rfc3339(jobs.waiting_since(id)).value_or(now) <= cfg.device_wait) continue;
             auto job = load_job(db, id);
             if (cfg.rerun_failed_tests) job.rerun_tests = jobs.failed_in_rerun_source(id);
             // A bisect run runs only the failing tests it bisects (§5.2), a base check only those
@@ -411,6 +415,7 @@ void Dispatcher::dispatch_once() {
                 jobs.mark_leased(id, *slot);
                 store::RunsRepo(db).mark_running(job.run_id);
                 started.push_back(std::move(job));
+                any_free = !slots.free_undrained().empty();
             } else if (now - parse_rfc3339(jobs.waiting_since(id)).value_or(now) > cfg.device_wait) {
                 std::string labels = json(job.labels).dump();
                 const std::string why =

@@ -31,7 +31,10 @@ std::vector<std::string> string_list(const std::string& text) {
 
 std::vector<std::int64_t> JobsRepo::startable(int limit) {
     Scoped st(m_db,
-        "SELECT j.id FROM jobs j JOIN runs r ON r.id = j.run_id "
+        // In run order through the queued jobs' own index (CROSS JOIN keeps jobs the outer
+        // loop, so no sort): the first `limit` startable ones end the walk, however long the
+        // backlog behind them.
+        "SELECT j.id FROM jobs j INDEXED BY jobs_queued CROSS JOIN runs r ON r.id = j.run_id "
         "WHERE j.state = 'queued' AND r.state IN ('queued','running') "
         // every earlier tier's latest attempt passed
         "AND NOT EXISTS (SELECT 1 FROM jobs e WHERE e.run_id = j.run_id AND e.position < j.position "
@@ -39,7 +42,7 @@ std::vector<std::int64_t> JobsRepo::startable(int limit) {
         "                AND NOT (e.state = 'completed' AND e.conclusion IN ('passed','flaky','pre_existing'))) "
         "AND NOT EXISTS (SELECT 1 FROM jobs s WHERE s.run_id = j.run_id AND s.state IN ('leased','running')) "
         // the run's earliest queued tier (a retry comes before the tiers after it)
-        "AND j.id = (SELECT q.id FROM jobs q WHERE q.run_id = j.run_id AND q.state = 'queued' ORDER BY q.position, q.id LIMIT 1) "
+        "AND j.id = (SELECT q.id FROM jobs q INDEXED BY jobs_queued WHERE q.run_id = j.run_id AND q.state = 'queued' ORDER BY q.position, q.id LIMIT 1) "
         "ORDER BY j.run_id LIMIT ?");
     st->bind(1, std::int64_t{limit});
     std::vector<std::int64_t> ids;

@@ -1,6 +1,7 @@
 #pragma once
 // Supervising one test command (CONTRACT.md §4, §4.1): execve (never a shell) in its own
-// process group under a small init process of the job's (a new session, the subreaper of
+// process group under a small init process of the job's (`crcrd-job-init`, spawned without
+// copying the daemon; a new session, the subreaper of
 // everything the command starts), in its job directory, with exactly the environment given;
 // a tier timeout and a stall timeout (no output), each ending in SIGTERM to the command's
 // group and SIGKILL after a grace period; when the command exits, whatever it left behind is
@@ -49,6 +50,11 @@ struct ProcessResult {
     std::chrono::milliseconds duration{0};
     pid_t pgid = 0;
 };
+
+/// The job's init program, `crcrd-job-init`: beside the running executable (the build tree),
+/// in `../libexec/crcrd/` from it (installed), or one folder up (the tests' and benchmarks'
+/// executables in the build tree). Code "exec", naming the places looked at, when it is in none.
+Result<std::string> job_init_program();
 
 /// Runs `spec` to its end. `cancel`, when set to true by another thread, ends the command
 /// like a timeout (SIGTERM, grace, SIGKILL) and returns. Errors only when it could not be
