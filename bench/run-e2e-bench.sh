@@ -12,7 +12,7 @@ total=${TOTAL:-2000}
 connections=${CONNECTIONS:-16}
 fixture=$root/tests/fixtures/crcr/pull_request-synchronize.dispatch.json
 work=$(mktemp -d /tmp/crcrd-e2e-XXXXXX)
-trap 'kill $(jobs -p) 2>/dev/null || true; wait 2>/dev/null || true; rm -rf "$work"' EXIT
+trap 'kill $(jobs -p) 2>/dev/null || true; wait 2>/dev/null || true; [[ -n ${KEEP:-} ]] || rm -rf "$work"' EXIT
 cd "$work"
 openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 1 -subj /CN=127.0.0.1 \
   -addext "subjectAltName=IP:127.0.0.1" -keyout tls.key -out tls.crt 2>/dev/null
@@ -30,7 +30,7 @@ CONF
 if [[ ${REPORT:-0} == 1 ]]; then
   echo "report: {context_prefix: crcr/bench, file: statuses.jsonl}" >> crcrd.yaml
 fi
-"$build/crcrd" --config crcrd.yaml 2> crcrd.log &
+${CRCRD_WRAP:-} "$build/crcrd" --config crcrd.yaml 2> crcrd.log &
 for _ in $(seq 100); do (echo > /dev/tcp/127.0.0.1/$port) 2>/dev/null && break; sleep 0.05; done
 "$build/bench/bench_ingest" --label "webhook (with planner)" --port "$port" --ca tls.crt --fixture "$fixture" \
   --connections "$connections" --total "$total" --db state/crcrd.db
@@ -44,6 +44,15 @@ WITH lat AS (
   SELECT (julianday(min(j.created_at)) - julianday(r.created_at)) * 86400000.0 AS ms
   FROM runs r JOIN jobs j ON j.run_id = r.id GROUP BY r.id ORDER BY ms)
 SELECT 'jobs queued after the run was stored: runs=' || count(*) ||
+       ' p50=' || printf('%.1f', (SELECT ms FROM lat LIMIT 1 OFFSET (SELECT count(*) FROM lat) / 2)) || 'ms' ||
+       ' p99=' || printf('%.1f', (SELECT ms FROM lat LIMIT 1 OFFSET (SELECT count(*) FROM lat) * 99 / 100)) || 'ms' ||
+       ' max=' || printf('%.1f', max(ms)) || 'ms'
+FROM lat;
+-- From the delivery's arrival (received_at: its request read, before the signature check).
+WITH lat AS (
+  SELECT (julianday(min(j.created_at)) - julianday(d.received_at)) * 86400000.0 AS ms
+  FROM deliveries d JOIN jobs j ON j.run_id = d.run_id WHERE d.verdict = 'queued' GROUP BY d.id ORDER BY ms)
+SELECT 'webhook received -> first job queued: runs=' || count(*) ||
        ' p50=' || printf('%.1f', (SELECT ms FROM lat LIMIT 1 OFFSET (SELECT count(*) FROM lat) / 2)) || 'ms' ||
        ' p99=' || printf('%.1f', (SELECT ms FROM lat LIMIT 1 OFFSET (SELECT count(*) FROM lat) * 99 / 100)) || 'ms' ||
        ' max=' || printf('%.1f', max(ms)) || 'ms'

@@ -186,7 +186,18 @@ private:
     /// commit is counted twice or missed. Non-zero: the exit code.
     int start_metrics() {
         auto& metrics = m_api.metrics_registry();
-        m_writer.set_event_sink([&metrics](const std::vector<store::Event>& events) { metrics.record(events); });
+        m_writer.set_event_sink([this, &metrics](const std::vector<store::Event>& events) {
+            metrics.record(events);
+            // A new run is planned from the commit that stored it, on the writer's thread: not
+            // after the network thread that answers its webhook gets round to it (under a
+            // burst, milliseconds later).
+            for (const auto& e : events) {
+                if (e.kind == store::EventKind::run_created) {
+                    m_planner.notify();
+                    break;
+                }
+            }
+        });
         store::EventTotals totals;
         auto seeded = m_writer.run_sync([&totals](store::Db& db) {
             store::install_event_triggers(db);

@@ -46,8 +46,16 @@ std::optional<std::int64_t> FullMatrixTrigger::tick(const select::Rules& rules) 
     if (!rules.full_matrix) return std::nullopt;
     const auto& fm = *rules.full_matrix;
     const auto now = m_clock();
+    // Only this trigger writes the two rows, so what it read or wrote last is what they hold:
+    // the planner's wake-ups (one per burst of webhooks) read nothing until the time comes.
+    if (m_known_next && m_known_schedule == fm.schedule.text() && unix_seconds(now) < *m_known_next) return std::nullopt;
     const auto rec = read_recorded(m_db_path);
-    const std::string next_after_now = std::to_string(unix_seconds(fm.schedule.next_after(now)));
+    const std::int64_t next_slot = unix_seconds(fm.schedule.next_after(now));
+    const std::string next_after_now = std::to_string(next_slot);
+    auto remember = [&](const std::string& schedule, std::optional<std::int64_t> next) {
+        m_known_schedule = schedule;
+        m_known_next = next;
+    };
 
     if (!rec.next || rec.schedule != fm.schedule.text()) {
         auto s = m_writer.run_sync([&](store::Db& db) {
@@ -55,8 +63,10 @@ std::optional<std::int64_t> FullMatrixTrigger::tick(const select::Rules& rules) 
             store::put_meta(db, "full_matrix_next", next_after_now);
         });
         if (!s) spdlog::warn("full matrix: cannot record the schedule: {}", s.error().message);
+        else remember(fm.schedule.text(), next_slot);
         return std::nullopt;
     }
+    remember(rec.schedule, rec.next);
     if (unix_seconds(now) < *rec.next) return std::nullopt;
 
     const auto slot = system_clock::time_point(std::chrono::seconds(*rec.next));
@@ -77,6 +87,7 @@ std::optional<std::int64_t> FullMatrixTrigger::tick(const select::Rules& rules) 
         // The next slot after now: slots missed while the daemon was down collapse into this one.
         store::put_meta(db, "full_matrix_next", next_after_now);
     });
+    if (s) remember(rec.schedule, next_slot);
     if (!sha) {
         spdlog::error("full matrix: slot {} skipped: cannot resolve {}: {}", rfc3339(slot), fm.ref, sha.error().message);
         return std::nullopt;

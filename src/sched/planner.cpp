@@ -1,6 +1,5 @@
 #include "crcrd/sched/planner.hpp"
 
-#include <future>
 
 #include <spdlog/spdlog.h>
 
@@ -15,9 +14,9 @@ using nlohmann::json;
 
 namespace {
 
-std::vector<select::RunRef> unplanned(const std::filesystem::path& db_path, std::vector<std::int64_t>& ids) {
+std::vector<select::RunRef> unplanned(store::UnplannedReader& reader, int limit, std::vector<std::int64_t>& ids) {
     std::vector<select::RunRef> out;
-    auto rows = store::unplanned_runs(db_path);
+    auto rows = reader.next(limit);
     if (!rows) {
         spdlog::error("planner: {}", rows.error().message);
         return out;
@@ -58,6 +57,7 @@ Planner::Planner(store::Writer& writer, std::filesystem::path db_path, std::shar
     : m_writer(writer),
       m_db_path(db_path),
       m_cfg(std::move(cfg)),
+      m_reader(db_path),
       m_full_matrix(writer, db_path, [this](const std::string& ref) -> Result<std::string> {
           auto c = config();
           if (!c) return make_error("git", "no configuration");
@@ -95,6 +95,12 @@ void Planner::stop() {
     }
     m_cv.notify_one();
     if (m_thread.joinable()) m_thread.join();
+    wait_in_flight();  // their callbacks use this planner
+}
+
+void Planner::wait_in_flight() {
+    std::unique_lock lk(m_mu);
+    m_drained.wait(lk, [&] { return m_in_flight.empty(); });
 }
 
 void Planner::loop() {
@@ -108,12 +114,17 @@ void Planner::loop() {
         try {
             if (auto cfg = config(); cfg && cfg->rules) m_full_matrix.tick(*cfg->rules);
             // Followups may queue runs (bisection): those are planned in the same wake-up.
+            {
+                std::lock_guard lk(m_mu);
+                m_failed.clear();
+            }
             do {
-                while (plan_pending() > 0) {
-                    if (m_on_planned) m_on_planned();
+                // A burst's next runs are decided while the writer commits the batch before.
+                while (submit_pending() > 0) {
                     std::lock_guard lk(m_mu);
                     if (m_stopping) return;
                 }
+                wait_in_flight();
             } while (follow_up() > 0);
         } catch (const std::exception& e) {
             // The database unreadable for a moment, a bug: the next wake-up tries again.
@@ -146,21 +157,35 @@ void bisect_tests(select::Selection& sel, const json& inputs) {
 }  // namespace
 
 std::size_t Planner::plan_pending() {
+    std::size_t before = 0;
+    {
+        std::lock_guard lk(m_mu);
+        before = m_stored;
+    }
+    while (submit_pending() > 0) {
+    }
+    wait_in_flight();
+    std::lock_guard lk(m_mu);
+    m_failed.clear();
+    return m_stored - before;
+}
+
+std::size_t Planner::submit_pending() {
     auto cfg = config();
     if (!cfg || !cfg->rules) return 0;
+    std::set<std::int64_t> skip;
+    {
+        std::lock_guard lk(m_mu);
+        skip = m_in_flight;
+        skip.insert(m_failed.begin(), m_failed.end());
+    }
     std::vector<std::int64_t> ids;
-    auto runs = unplanned(m_db_path, ids);
+    auto runs = unplanned(m_reader, static_cast<int>(64 + skip.size()), ids);
     // Each plan is submitted as soon as it is decided, without waiting for the one before:
     // the writer commits whatever is queued together (one fsync for a burst of runs).
-    struct Pending {
-        std::int64_t id;
-        std::string sha, summary;
-        bool stored = false;
-        std::promise<Status> done;
-        std::future<Status> result = done.get_future();
-    };
-    std::vector<std::unique_ptr<Pending>> pending;
+    std::size_t submitted = 0;
     for (std::size_t i = 0; i < runs.size(); ++i) {
+        if (skip.count(ids[i])) continue;
         auto changed = select::resolve_changed_paths(runs[i], cfg->sources);
         std::vector<std::string> requested;
         if (auto t = runs[i].inputs.find("tiers"); t != runs[i].inputs.end() && t->is_array()) {
@@ -169,36 +194,46 @@ std::size_t Planner::plan_pending() {
         }
         auto sel = select::decide(*cfg->rules, changed, runs[i].event, requested);
         if (runs[i].event == "bisect") bisect_tests(sel, runs[i].inputs);
-        auto p = std::make_unique<Pending>();
-        p->id = ids[i];
-        p->sha = runs[i].sha;
         std::string tiers;
         for (const auto& t : sel.tiers) tiers += (tiers.empty() ? "" : ",") + t.name;
-        p->summary = "source=" + std::string(select::to_string(sel.source)) + " changed_paths=" +
-                     std::to_string(sel.changed_paths) + " tiers=" + (tiers.empty() ? "-" : tiers);
-        auto* raw = p.get();
+        const std::int64_t id = ids[i];
+        std::string summary = "sha=" + runs[i].sha + " source=" + std::string(select::to_string(sel.source)) +
+                              " changed_paths=" + std::to_string(sel.changed_paths) + " tiers=" + (tiers.empty() ? "-" : tiers);
+        auto stored = std::make_shared<bool>(false);
+        {
+            std::lock_guard lk(m_mu);
+            m_in_flight.insert(id);
+        }
         auto rules = cfg->rules;
         bool queued = m_writer.submit(
-            [raw, sel = sel.to_json().dump(), jobs = plan_jobs(sel, *rules), nothing = "nothing to run: " + sel.reason](
-                store::Db& db) { raw->stored = store::RunsRepo(db).store_plan(raw->id, sel, jobs, nothing, now_rfc3339()); },
-            [raw](Status s) { raw->done.set_value(std::move(s)); });
+            [id, stored, sel = sel.to_json().dump(), jobs = plan_jobs(sel, *rules), nothing = "nothing to run: " + sel.reason](
+                store::Db& db) { *stored = store::RunsRepo(db).store_plan(id, sel, jobs, nothing, now_rfc3339()); },
+            [this, id, stored, summary = std::move(summary)](Status status) {
+                // On the writer's thread, after the commit.
+                if (!status) {
+                    spdlog::error("planner: run_id={} could not be stored: {}", id, status.error().message);
+                } else {
+                    spdlog::info("planned run_id={} {} {}", id, summary, *stored ? "" : "(cancelled meanwhile)");
+                    if (m_on_planned) m_on_planned();
+                }
+                {
+                    std::lock_guard lk(m_mu);
+                    m_in_flight.erase(id);
+                    if (status) ++m_stored;
+                    else m_failed.insert(id);
+                }
+                m_drained.notify_all();
+            });
         if (!queued) {
             spdlog::warn("planner: the writer is overloaded; planning resumes later");
+            std::lock_guard lk(m_mu);
+            m_in_flight.erase(id);
+            m_failed.insert(id);
             break;
         }
-        pending.push_back(std::move(p));
+        ++submitted;
     }
-    std::size_t planned = 0;
-    for (auto& p : pending) {
-        auto status = p->result.get();
-        if (!status) {
-            spdlog::error("planner: run_id={} could not be stored: {}", p->id, status.error().message);
-            continue;
-        }
-        ++planned;
-        spdlog::info("planned run_id={} sha={} {} {}", p->id, p->sha, p->summary, p->stored ? "" : "(cancelled meanwhile)");
-    }
-    return planned;
+    return submitted;
 }
 
 }  // namespace crcrd::sched

@@ -93,21 +93,46 @@ void RunsRepo::complete(std::int64_t run_id, Conclusion conclusion, const std::s
     st->run();
 }
 
-Result<std::vector<UnplannedRun>> unplanned_runs(const std::filesystem::path& path, int limit) {
-    auto db = open_reader(path);
-    if (!db) return db.error();
+namespace {
+
+Result<std::vector<UnplannedRun>> unplanned_on(Db& reader, int limit) {
     return guarded([&] {
-        auto st = (*db)->prepare(
+        auto& st = reader.cached(
             "SELECT id, event, sha, pr, coalesce(ref,''), coalesce(base_ref,''), coalesce(base_sha,''), inputs "
             "FROM runs INDEXED BY runs_unplanned WHERE state = 'queued' AND selection IS NULL ORDER BY id LIMIT ?");
+        st.reset();
         st.bind(1, std::int64_t{limit});
         std::vector<UnplannedRun> out;
         while (st.step()) {
             out.push_back(UnplannedRun{st.int64(0), st.text(1), st.text(2), st.opt_int64(3), st.text(4), st.text(5),
                                        st.text(6), st.text(7)});
         }
+        st.reset();  // no read transaction left open between passes
         return out;
     });
+}
+
+}  // namespace
+
+Result<std::vector<UnplannedRun>> unplanned_runs(const std::filesystem::path& path, int limit) {
+    auto db = open_reader(path);
+    if (!db) return db.error();
+    return unplanned_on(**db, limit);
+}
+
+UnplannedReader::UnplannedReader(std::filesystem::path db) : m_path(std::move(db)) {}
+
+UnplannedReader::~UnplannedReader() = default;
+
+Result<std::vector<UnplannedRun>> UnplannedReader::next(int limit) {
+    if (!m_db) {
+        auto opened = open_reader(m_path);
+        if (!opened) return opened.error();
+        m_db = std::move(*opened);
+    }
+    auto rows = unplanned_on(*m_db, limit);
+    if (!rows) m_db.reset();
+    return rows;
 }
 
 }  // namespace crcrd::store

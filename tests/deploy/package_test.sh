@@ -24,6 +24,7 @@ files=$(dpkg-deb -c "$deb" | awk '{print $6}' | sed 's|^\./|/|')
 find_one() { grep -qxE "$1" <<<"$files" || problem "the package lacks $1"; }
 find_one '/usr/bin/crcrd'
 find_one '/usr/bin/crcrctl'
+find_one '/usr/libexec/crcrd/crcrd-job-init'
 find_one '(/usr)?/lib/systemd/system/crcrd.service'
 find_one '(/usr)?/lib/sysusers.d/crcrd.conf'
 find_one '(/usr)?/lib/tmpfiles.d/crcrd.conf'

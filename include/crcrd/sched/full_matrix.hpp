@@ -34,6 +34,8 @@ private:
     std::filesystem::path m_db_path;
     NewestSha m_newest_sha;
     Clock m_clock;
+    std::string m_known_schedule;            // the meta rows as last read or written
+    std::optional<std::int64_t> m_known_next;
 };
 
 }  // namespace crcrd::sched

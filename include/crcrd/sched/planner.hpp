@@ -9,6 +9,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <thread>
 
 #include "crcrd/sched/followups.hpp"
@@ -46,15 +47,17 @@ public:
     void start();
     /// New runs were stored.
     void notify();
-    /// Called on the planner's thread after plans are committed (their jobs are queued), so
-    /// the dispatcher can lease slots at once. Set before start().
+    /// Called after plans are committed (their jobs are queued), so the dispatcher can lease
+    /// slots at once: on the writer's thread, once per committed plan. Set before start().
     void on_planned(std::function<void()> fn) { m_on_planned = std::move(fn); }
     void set_config(std::shared_ptr<const PlannerConfig> cfg);
-    /// Finishes the run in hand and stops. Idempotent.
+    /// Finishes the run in hand, waits for the plans submitted to be committed, and stops.
+    /// Idempotent.
     void stop();
 
-    /// Plans every queued, unplanned run once, on the calling thread; returns how many.
-    /// (The thread's body; public for tests.)
+    /// Plans every queued, unplanned run once, on the calling thread, and waits until the
+    /// plans are committed; returns how many were stored. (Public for tests; the thread
+    /// does not wait between batches.)
     std::size_t plan_pending();
     /// Handles what finished runs left (bisection, the selection-miss audit) once, on the
     /// calling thread; returns how many. (Public for tests.)
@@ -63,17 +66,29 @@ public:
 private:
     void loop();
     std::shared_ptr<const PlannerConfig> config() const;
+    /// Decides the unplanned runs that are not in flight and submits their plans to the
+    /// writer without waiting for the commit; returns how many were submitted.
+    std::size_t submit_pending();
+    /// Until every plan submitted was committed (or failed).
+    void wait_in_flight();
 
     store::Writer& m_writer;
     std::filesystem::path m_db_path;
     mutable std::mutex m_mu;
     std::condition_variable m_cv;
     std::shared_ptr<const PlannerConfig> m_cfg;
+    store::UnplannedReader m_reader;  // the planner thread's (or the test's) own
     bool m_pending = true;
     bool m_stopping = false;
     FullMatrixTrigger m_full_matrix;
     Followups m_followups;
     std::function<void()> m_on_planned;
+    // Runs whose plan is with the writer, not committed yet: the next batch leaves them out,
+    // so that a burst's runs are decided while the previous batch is being committed.
+    std::set<std::int64_t> m_in_flight;
+    std::condition_variable m_drained;
+    std::size_t m_stored = 0;          // plans committed, for plan_pending()'s count
+    std::set<std::int64_t> m_failed;   // not retried before the next wake-up
     std::thread m_thread;
 };
 

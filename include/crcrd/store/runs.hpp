@@ -69,4 +69,20 @@ private:
 /// of the database at `db`.
 Result<std::vector<UnplannedRun>> unplanned_runs(const std::filesystem::path& db, int limit = 64);
 
+/// The planner's reads of the same: on a read-only connection kept between passes, so that a
+/// wake-up (one per commit that stores runs) does not open the database again; after an
+/// error the next call opens it anew.
+class UnplannedReader {
+public:
+    explicit UnplannedReader(std::filesystem::path db);
+    ~UnplannedReader();
+    UnplannedReader(const UnplannedReader&) = delete;
+    UnplannedReader& operator=(const UnplannedReader&) = delete;
+    Result<std::vector<UnplannedRun>> next(int limit);
+
+private:
+    std::filesystem::path m_path;
+    std::unique_ptr<Db> m_db;
+};
+
 }  // namespace crcrd::store
