@@ -179,7 +179,7 @@ std::size_t Planner::plan_pending() {
         auto* raw = p.get();
         auto rules = cfg->rules;
         bool queued = m_writer.submit(
-            [raw, sel = sel.to_json().dump(), jobs = plan_jobs(sel, *rules), nothing = "nothing to run: " + sel.reason](
+            [raw, sel = sel.to_json_text(), jobs = plan_jobs(sel, *rules), nothing = "nothing to run: " + sel.reason](
                 store::Db& db) { raw->stored = store::RunsRepo(db).store_plan(raw->id, sel, jobs, nothing, now_rfc3339()); },
             [raw](Status s) { raw->done.set_value(std::move(s)); });
         if (!queued) {

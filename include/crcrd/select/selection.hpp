@@ -47,6 +47,11 @@ struct Selection {
     /// The stored and served form: {"source","changed_paths","rules":[{"name","paths","matched"}],
     /// "tiers":[{"name","reason","tests"}],"unmatched","unmatched_paths","docs_only","reason","note"}.
     nlohmann::json to_json() const;
+
+    /// Exactly the text of to_json().dump() (keys sorted, compact), written without building
+    /// the tree. Like dump(), throws nlohmann::json::type_error (316) when a string is not
+    /// valid UTF-8.
+    std::string to_json_text() const;
 };
 
 /// Paths listed per rule and unmatched in an explanation; counts are always complete.
