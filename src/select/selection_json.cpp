@@ -107,11 +107,20 @@ class Writer {
         return *this;
     }
 
-    Writer& strings(const std::vector<std::string>& v) {
+    /// `v` as a JSON array, `write_one` writing each element.
+    template <class T, class WriteOne>
+    Writer& list(const std::vector<T>& v, WriteOne write_one) {
         m_out += '[';
-        for (std::size_t i = 0; i < v.size(); ++i) string(v[i]).raw(i + 1 < v.size() ? "," : "");
+        for (std::size_t i = 0; i < v.size(); ++i) {
+            if (i) m_out += ',';
+            write_one(v[i]);
+        }
         m_out += ']';
         return *this;
+    }
+
+    Writer& strings(const std::vector<std::string>& v) {
+        return list(v, [this](const std::string& s) { string(s); });
     }
 
     bool valid() const { return m_valid; }
@@ -161,25 +170,18 @@ std::string Selection::to_json_text() const {
         .raw(docs_only ? "true" : "false");
     if (!note.empty()) w.raw(",\"note\":").string(note);
     if (!reason.empty()) w.raw(",\"reason\":").string(reason);
-    w.raw(",\"rules\":[");
-    for (std::size_t i = 0; i < rules.size(); ++i) {
-        w.raw(i ? ",{\"matched\":" : "{\"matched\":").number(rules[i].matched);
-        w.raw(",\"name\":")
-            .string(rules[i].name)
-            .raw(",\"paths\":")
-            .strings(rules[i].paths)
-            .raw("}");
-    }
-    w.raw("],\"source\":").string(to_string(source)).raw(",\"tiers\":[");
-    for (std::size_t i = 0; i < tiers.size(); ++i) {
-        w.raw(i ? ",{\"name\":" : "{\"name\":").string(tiers[i].name);
-        w.raw(",\"reason\":")
-            .string(tiers[i].reason)
-            .raw(",\"tests\":")
-            .strings(tiers[i].tests)
-            .raw("}");
-    }
-    w.raw("],\"unmatched\":")
+    w.raw(",\"rules\":").list(rules, [&](const RuleMatch& r) {
+        w.raw("{\"matched\":").number(r.matched).raw(",\"name\":").string(r.name);
+        w.raw(",\"paths\":").strings(r.paths).raw("}");
+    });
+    w.raw(",\"source\":")
+        .string(to_string(source))
+        .raw(",\"tiers\":")
+        .list(tiers, [&](const TierChoice& t) {
+            w.raw("{\"name\":").string(t.name).raw(",\"reason\":").string(t.reason);
+            w.raw(",\"tests\":").strings(t.tests).raw("}");
+        });
+    w.raw(",\"unmatched\":")
         .number(unmatched)
         .raw(",\"unmatched_paths\":")
         .strings(unmatched_paths)

@@ -64,6 +64,30 @@ const Case k_cases[] = {
     {"", "a", false},
 };
 
+/// The ids of the globs the reference matcher says match `path`, ascending.
+std::vector<int> reference_ids(const std::vector<std::string>& globs, std::string_view path) {
+    std::vector<int> ids;
+    for (std::size_t i = 0; i < globs.size(); ++i)
+        if (reference::matches(globs[i], path)) ids.push_back(static_cast<int>(i));
+    return ids;
+}
+
+/// Compiles `globs` into one set and expects it to give the reference's answer for each of
+/// 5,000 paths from `next_path` (stops at the first difference); adds the matches to `matched`.
+template <class NextPath>
+void expect_reference_answers(const std::vector<std::string>& globs, NextPath next_path, std::size_t& matched) {
+    auto set = GlobSet::compile(globs);
+    ASSERT_TRUE(set);
+    std::vector<int> ids;
+    for (int n = 0; n < 5000; ++n) {
+        const std::string path = next_path();
+        set->match(path, ids);
+        const std::vector<int> expected = reference_ids(globs, path);
+        ASSERT_EQ(ids, expected) << "path '" << path << "'";
+        matched += expected.size();
+    }
+}
+
 TEST(Glob, Table) {
     for (const auto& c : k_cases) {
         auto set = GlobSet::compile({c.pattern});
@@ -84,10 +108,7 @@ TEST(Glob, OneSetAnswersForEveryGlobOfTheTable) {
     std::vector<int> ids;
     for (const auto& c : k_cases) {
         set->match(c.path, ids);
-        std::vector<int> expected;
-        for (std::size_t i = 0; i < globs.size(); ++i)
-            if (reference::matches(globs[i], c.path)) expected.push_back(static_cast<int>(i));
-        EXPECT_EQ(ids, expected) << c.path;
+        EXPECT_EQ(ids, reference_ids(globs, c.path)) << c.path;
     }
 }
 
@@ -122,19 +143,8 @@ TEST(Glob, SameMatchesAsTheReferenceOnRandomGlobsAndPaths) {
         if (i % 4 == 1) g += "/**";
         globs.push_back(g);
     }
-    auto set = GlobSet::compile(globs);
-    ASSERT_TRUE(set);
-    std::vector<int> ids;
     std::size_t matched = 0;
-    for (int n = 0; n < 5000; ++n) {
-        const std::string path = random_string(rng, path_alphabet, 12);
-        set->match(path, ids);
-        std::vector<int> expected;
-        for (std::size_t i = 0; i < globs.size(); ++i)
-            if (reference::matches(globs[i], path)) expected.push_back(static_cast<int>(i));
-        ASSERT_EQ(ids, expected) << "path '" << path << "'";
-        matched += expected.size();
-    }
+    expect_reference_answers(globs, [&] { return random_string(rng, path_alphabet, 12); }, matched);
     EXPECT_GT(matched, 5000u);  // the property was tested on matches, not only on misses
 }
 
@@ -158,19 +168,8 @@ TEST(Glob, SameMatchesAsTheReferenceOnGlobsOfRandomSegments) {
                                                       "[a]", "\xc3\xa9", "\xff", "a\xc3" "b", "aXb", "a.b", "bab"};
     std::vector<std::string> globs;
     for (int i = 0; i < 400; ++i) globs.push_back(random_segments(rng, glob_parts, 1 + rng() % 4));
-    auto set = GlobSet::compile(globs);
-    ASSERT_TRUE(set);
-    std::vector<int> ids;
     std::size_t matched = 0;
-    for (int n = 0; n < 5000; ++n) {
-        const std::string path = random_segments(rng, path_parts, 1 + rng() % 5);
-        set->match(path, ids);
-        std::vector<int> expected;
-        for (std::size_t i = 0; i < globs.size(); ++i)
-            if (reference::matches(globs[i], path)) expected.push_back(static_cast<int>(i));
-        ASSERT_EQ(ids, expected) << "path '" << path << "'";
-        matched += expected.size();
-    }
+    expect_reference_answers(globs, [&] { return random_segments(rng, path_parts, 1 + rng() % 5); }, matched);
     EXPECT_GT(matched, 20000u);
 }
 
