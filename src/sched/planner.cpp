@@ -185,29 +185,41 @@ std::size_t Planner::submit_pending() {
     // the writer commits whatever is queued together (one fsync for a burst of runs).
     std::size_t submitted = 0;
     for (std::size_t i = 0; i < runs.size(); ++i) {
-        if (skip.count(ids[i])) continue;
-        auto changed = select::resolve_changed_paths(runs[i], cfg->sources);
-        std::vector<std::string> requested;
-        if (auto t = runs[i].inputs.find("tiers"); t != runs[i].inputs.end() && t->is_array()) {
-            for (const auto& name : *t)
-                if (name.is_string()) requested.push_back(name);
-        }
-        auto sel = select::decide(*cfg->rules, changed, runs[i].event, requested);
-        if (runs[i].event == "bisect") bisect_tests(sel, runs[i].inputs);
-        std::string tiers;
-        for (const auto& t : sel.tiers) tiers += (tiers.empty() ? "" : ",") + t.name;
         const std::int64_t id = ids[i];
-        std::string summary = "sha=" + runs[i].sha + " source=" + std::string(select::to_string(sel.source)) +
-                              " changed_paths=" + std::to_string(sel.changed_paths) + " tiers=" + (tiers.empty() ? "-" : tiers);
+        if (skip.count(id)) continue;
+        std::function<void(store::Db&)> work;
+        std::string summary;
         auto stored = std::make_shared<bool>(false);
+        try {
+            auto changed = select::resolve_changed_paths(runs[i], cfg->sources);
+            std::vector<std::string> requested;
+            if (auto t = runs[i].inputs.find("tiers"); t != runs[i].inputs.end() && t->is_array()) {
+                for (const auto& name : *t)
+                    if (name.is_string()) requested.push_back(name);
+            }
+            auto sel = select::decide(*cfg->rules, changed, runs[i].event, requested);
+            if (runs[i].event == "bisect") bisect_tests(sel, runs[i].inputs);
+            std::string tiers;
+            for (const auto& t : sel.tiers) tiers += (tiers.empty() ? "" : ",") + t.name;
+            summary = "sha=" + runs[i].sha + " source=" + std::string(select::to_string(sel.source)) +
+                      " changed_paths=" + std::to_string(sel.changed_paths) + " tiers=" + (tiers.empty() ? "-" : tiers);
+            work = [id, stored, explained = sel.to_json_text(), jobs = plan_jobs(sel, *cfg->rules),
+                    nothing = "nothing to run: " + sel.reason](store::Db& db) {
+                *stored = store::RunsRepo(db).store_plan(id, explained, jobs, nothing, now_rfc3339());
+            };
+        } catch (const std::exception& e) {
+            // This run only: the others are still planned, and it is tried again at the next wake-up.
+            spdlog::error("planner: run_id={} cannot be planned: {}", id, e.what());
+            std::lock_guard lk(m_mu);
+            m_failed.insert(id);
+            continue;
+        }
         {
             std::lock_guard lk(m_mu);
             m_in_flight.insert(id);
         }
-        auto rules = cfg->rules;
         bool queued = m_writer.submit(
-            [id, stored, sel = sel.to_json().dump(), jobs = plan_jobs(sel, *rules), nothing = "nothing to run: " + sel.reason](
-                store::Db& db) { *stored = store::RunsRepo(db).store_plan(id, sel, jobs, nothing, now_rfc3339()); },
+            std::move(work),
             [this, id, stored, summary = std::move(summary)](Status status) {
                 // On the writer's thread, after the commit.
                 if (!status) {

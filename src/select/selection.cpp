@@ -7,8 +7,6 @@
 
 namespace crcrd::select {
 
-using nlohmann::json;
-
 std::string to_string(Source s) {
     switch (s) {
         case Source::payload: return "payload";
@@ -74,12 +72,15 @@ Selection decide(const Rules& rules, const ChangedPaths& changed, const std::str
 
     std::optional<Rules> copy;
     const Rules& compiled = with_globs(rules, copy);
-    std::vector<RuleMatch> matches(rules.rules.size());
-    for (std::size_t i = 0; i < rules.rules.size(); ++i) matches[i].name = rules.rules[i].name;
+    // Per path, the rules it matches; the listed paths are kept as indices and copied once.
+    std::vector<std::size_t> counts(rules.rules.size());
+    std::vector<std::pair<std::size_t, std::size_t>> listed;  // (rule, path), in path order
+    std::vector<std::size_t> unmatched_at;
+    listed.reserve(changed.paths.size());
     std::size_t skip_only = 0;
     std::vector<int> ids;
-    for (const auto& path : changed.paths) {
-        compiled.globs.match(path, ids);
+    for (std::size_t p = 0; p < changed.paths.size(); ++p) {
+        compiled.globs.match(changed.paths[p], ids);
         bool any = false, real = false;
         std::size_t last = rules.rules.size();
         for (int id : ids) {
@@ -88,18 +89,24 @@ Selection decide(const Rules& rules, const ChangedPaths& changed, const std::str
             last = i;
             any = true;
             real = real || !rules.rules[i].skip;
-            if (matches[i].matched++ < k_listed) matches[i].paths.push_back(path);
+            if (counts[i]++ < k_listed) listed.emplace_back(i, p);
         }
         if (!any) {
-            if (sel.unmatched++ < k_listed) sel.unmatched_paths.push_back(path);
+            if (sel.unmatched++ < k_listed) unmatched_at.push_back(p);
         } else if (!real) {
             ++skip_only;
         }
     }
-    std::vector<bool> matched(rules.rules.size());
-    for (std::size_t i = 0; i < matches.size(); ++i) matched[i] = matches[i].matched > 0;
-    for (auto& m : matches)
-        if (m.matched) sel.rules.push_back(std::move(m));
+    std::vector<std::size_t> slot(rules.rules.size());  // rule -> its place in sel.rules
+    for (std::size_t i = 0; i < counts.size(); ++i) {
+        if (!counts[i]) continue;
+        slot[i] = sel.rules.size();
+        sel.rules.push_back({rules.rules[i].name, {}, counts[i]});
+        sel.rules.back().paths.reserve(std::min(counts[i], k_listed));
+    }
+    for (const auto& [i, p] : listed) sel.rules[slot[i]].paths.push_back(changed.paths[p]);
+    sel.unmatched_paths.reserve(unmatched_at.size());
+    for (std::size_t p : unmatched_at) sel.unmatched_paths.push_back(changed.paths[p]);
     sel.docs_only = changed.source != Source::unknown && !changed.paths.empty() && skip_only == changed.paths.size();
 
     // The tests the from_rules tier gets, and why.
@@ -121,7 +128,7 @@ Selection decide(const Rules& rules, const ChangedPaths& changed, const std::str
         std::vector<std::string> names;
         for (std::size_t i = 0; i < rules.rules.size(); ++i) {
             const Rule& r = rules.rules[i];
-            if (r.skip || !matched[i]) continue;
+            if (r.skip || !counts[i]) continue;
             names.push_back(r.name);
             add_tests(rule_tests, seen, r.tests);
         }
@@ -145,23 +152,6 @@ Selection decide(const Rules& rules, const ChangedPaths& changed, const std::str
         sel.reason = sel.docs_only ? "documentation-only change (docs_only: nothing)" : "no tier selected for these changes";
     }
     return sel;
-}
-
-json Selection::to_json() const {
-    json rules_j = json::array();
-    for (const auto& r : rules) rules_j.push_back({{"name", r.name}, {"paths", r.paths}, {"matched", r.matched}});
-    json tiers_j = json::array();
-    for (const auto& t : tiers) tiers_j.push_back({{"name", t.name}, {"reason", t.reason}, {"tests", t.tests}});
-    json j = {{"source", to_string(source)},
-              {"changed_paths", changed_paths},
-              {"rules", rules_j},
-              {"tiers", tiers_j},
-              {"unmatched", unmatched},
-              {"unmatched_paths", unmatched_paths},
-              {"docs_only", docs_only}};
-    if (!reason.empty()) j["reason"] = reason;
-    if (!note.empty()) j["note"] = note;
-    return j;
 }
 
 std::string explain_text(const Selection& s) {

@@ -1,8 +1,8 @@
 #pragma once
 // Path globs of the rules file (CONTRACT.md §3.1): matched against repo-relative paths,
 // anchored at the repo root; `*` and `?` stay inside one path segment, `**` spans segments.
-// All the globs of a rules file are compiled once into one automaton (RE2::Set), so that a
-// changed path is examined once whatever the number of globs.
+// All the globs of a rules file are compiled once into one matcher, so that a changed path is
+// examined once, segment by segment, whatever the number of globs.
 
 #include <memory>
 #include <string>
@@ -13,25 +13,25 @@
 
 namespace crcrd::select {
 
-/// The RE2 regex (for Latin-1 text: one character per byte) that matches "/" + P exactly when
-/// `glob` matches the whole of path P. A segment that is exactly `**` matches zero or more
-/// whole segments; `**` inside a segment behaves as `*`; `*` matches any run of bytes other
-/// than "/", `?` one byte other than "/"; every other byte is literal. Paths are compared as
-/// given (relative, "/"-separated): a leading "./" or "/" is not special.
-std::string glob_regex(std::string_view glob);
-
-/// A list of globs compiled into one matcher. Immutable once compiled, cheap to copy (copies
-/// share the compiled form) and safe to use from several threads at once.
+/// A list of globs compiled into one matcher. Glob and path are split at "/" into segments
+/// and compared segment by segment, bytes as bytes (a path need not be UTF-8): a glob segment
+/// that is exactly `**` matches zero or more whole segments; any other `*` (also `**` or `***`
+/// inside a segment) matches a run of bytes within one segment, `?` one byte of it; every
+/// other byte is literal. Paths are compared as given (relative, "/"-separated): a leading
+/// "./" or "/" is not special, and an empty segment ("a//b", "") is a segment like any other.
+/// Immutable once compiled, cheap to copy (copies share the compiled form) and safe to use
+/// from several threads at once.
 class GlobSet {
 public:
     /// A set of no globs: matches nothing.
     GlobSet() = default;
 
-    /// Compiles `globs` (glob i gets id i). Code "glob" when one cannot be compiled (only
-    /// RE2's memory budget can refuse a glob); the message names it.
+    /// Compiles `globs` (glob i gets id i). Every glob compiles today; the error (code "glob",
+    /// naming the glob) is kept for matchers with limits.
     static Result<GlobSet> compile(const std::vector<std::string>& globs);
 
-    /// Sets `ids` to the ids of every glob that matches the whole of `path`, ascending.
+    /// Sets `ids` to the ids of every glob that matches the whole of `path`, ascending. Does not
+    /// allocate once `ids` and the calling thread's scratch space have grown to their need.
     void match(std::string_view path, std::vector<int>& ids) const;
 
     std::size_t size() const;

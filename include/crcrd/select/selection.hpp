@@ -47,6 +47,12 @@ struct Selection {
     /// The stored and served form: {"source","changed_paths","rules":[{"name","paths","matched"}],
     /// "tiers":[{"name","reason","tests"}],"unmatched","unmatched_paths","docs_only","reason","note"}.
     nlohmann::json to_json() const;
+
+    /// Exactly the text of to_json().dump() (keys sorted, compact), written without building
+    /// the tree. A string that is not valid UTF-8 (a path git allows) has its invalid bytes
+    /// replaced by U+FFFD, as dump() with error_handler_t::replace does, rather than throwing:
+    /// a run whose explanation cannot be stored would otherwise never be planned.
+    std::string to_json_text() const;
 };
 
 /// Paths listed per rule and unmatched in an explanation; counts are always complete.

@@ -1,6 +1,7 @@
 #include <gtest/gtest.h>
 
 #include <random>
+#include <thread>
 
 #include "crcrd/select/glob.hpp"
 #include "reference_glob.hpp"
@@ -63,6 +64,30 @@ const Case k_cases[] = {
     {"", "a", false},
 };
 
+/// The ids of the globs the reference matcher says match `path`, ascending.
+std::vector<int> reference_ids(const std::vector<std::string>& globs, std::string_view path) {
+    std::vector<int> ids;
+    for (std::size_t i = 0; i < globs.size(); ++i)
+        if (reference::matches(globs[i], path)) ids.push_back(static_cast<int>(i));
+    return ids;
+}
+
+/// Compiles `globs` into one set and expects it to give the reference's answer for each of
+/// 5,000 paths from `next_path` (stops at the first difference); adds the matches to `matched`.
+template <class NextPath>
+void expect_reference_answers(const std::vector<std::string>& globs, NextPath next_path, std::size_t& matched) {
+    auto set = GlobSet::compile(globs);
+    ASSERT_TRUE(set);
+    std::vector<int> ids;
+    for (int n = 0; n < 5000; ++n) {
+        const std::string path = next_path();
+        set->match(path, ids);
+        const std::vector<int> expected = reference_ids(globs, path);
+        ASSERT_EQ(ids, expected) << "path '" << path << "'";
+        matched += expected.size();
+    }
+}
+
 TEST(Glob, Table) {
     for (const auto& c : k_cases) {
         auto set = GlobSet::compile({c.pattern});
@@ -83,10 +108,7 @@ TEST(Glob, OneSetAnswersForEveryGlobOfTheTable) {
     std::vector<int> ids;
     for (const auto& c : k_cases) {
         set->match(c.path, ids);
-        std::vector<int> expected;
-        for (std::size_t i = 0; i < globs.size(); ++i)
-            if (reference::matches(globs[i], c.path)) expected.push_back(static_cast<int>(i));
-        EXPECT_EQ(ids, expected) << c.path;
+        EXPECT_EQ(ids, reference_ids(globs, c.path)) << c.path;
     }
 }
 
@@ -121,26 +143,62 @@ TEST(Glob, SameMatchesAsTheReferenceOnRandomGlobsAndPaths) {
         if (i % 4 == 1) g += "/**";
         globs.push_back(g);
     }
-    auto set = GlobSet::compile(globs);
-    ASSERT_TRUE(set);
-    std::vector<int> ids;
     std::size_t matched = 0;
-    for (int n = 0; n < 5000; ++n) {
-        const std::string path = random_string(rng, path_alphabet, 12);
-        set->match(path, ids);
-        std::vector<int> expected;
-        for (std::size_t i = 0; i < globs.size(); ++i)
-            if (reference::matches(globs[i], path)) expected.push_back(static_cast<int>(i));
-        ASSERT_EQ(ids, expected) << "path '" << path << "'";
-        matched += expected.size();
-    }
+    expect_reference_answers(globs, [&] { return random_string(rng, path_alphabet, 12); }, matched);
     EXPECT_GT(matched, 5000u);  // the property was tested on matches, not only on misses
 }
 
-TEST(Glob, Regex) {
-    EXPECT_EQ(glob_regex("docs/**"), "/docs(?:/[^/]*)*");
-    EXPECT_EQ(glob_regex("**/*.md"), "(?:/[^/]*)*/[^/]*\\.md");
-    EXPECT_EQ(glob_regex("a**?"), "/a[^/]*[^/]");
+/// `n` of `parts`, each chosen at random, joined by "/".
+std::string random_segments(std::mt19937& rng, const std::vector<std::string_view>& parts, std::size_t n) {
+    std::string out;
+    for (std::size_t i = 0; i < n; ++i) (out += i ? "/" : "") += parts[rng() % parts.size()];
+    return out;
+}
+
+// Property, on globs made of whole segments so that many share prefixes in the compiled form:
+// `**` at the start, the end, in the middle and twice in a row, `*` runs, `?`, wildcards with
+// a literal prefix, a literal suffix, both, neither and several pieces, empty segments and
+// bytes ≥ 0x80. Same answers as the reference for every glob at once.
+TEST(Glob, SameMatchesAsTheReferenceOnGlobsOfRandomSegments) {
+    std::mt19937 rng(20261202);
+    const std::vector<std::string_view> glob_parts = {
+        "**", "**", "*", "***", "", "?", "??", "a", "ab", "b", "a*", "ab*", "*b", "*ab", "a*b", "a?*", "*?b",
+        "?a*", "*a*", "a*b*a", "a**b", "*a?b*", "a+b", "[a]", "\xc3*", "*\xff", "\xc3\xa9", "a.b", "?*?"};
+    const std::vector<std::string_view> path_parts = {"a", "b", "ab", "ba", "aab", "abab", "abba", "", "a+b",
+                                                      "[a]", "\xc3\xa9", "\xff", "a\xc3" "b", "aXb", "a.b", "bab"};
+    std::vector<std::string> globs;
+    for (int i = 0; i < 400; ++i) globs.push_back(random_segments(rng, glob_parts, 1 + rng() % 4));
+    std::size_t matched = 0;
+    expect_reference_answers(globs, [&] { return random_segments(rng, path_parts, 1 + rng() % 5); }, matched);
+    EXPECT_GT(matched, 20000u);
+}
+
+// The matcher keeps no state between calls: threads matching at once get the answers one
+// thread gets.
+TEST(Glob, ThreadsMatchingAtOnceGetTheSameAnswers) {
+    std::mt19937 rng(3);
+    const std::vector<std::string_view> parts = {"**", "a*", "*b", "a", "b", "?"};
+    std::vector<std::string> globs, paths;
+    for (int i = 0; i < 100; ++i) globs.push_back(random_segments(rng, parts, 1 + rng() % 3));
+    for (int i = 0; i < 2000; ++i) paths.push_back(random_segments(rng, {"a", "b", "ab", "ba"}, 1 + rng() % 4));
+    auto set = GlobSet::compile(globs);
+    ASSERT_TRUE(set);
+    std::vector<std::vector<int>> alone(paths.size());
+    for (std::size_t i = 0; i < paths.size(); ++i) set->match(paths[i], alone[i]);
+    std::vector<std::size_t> wrong(4);
+    std::vector<std::thread> threads;
+    for (std::size_t t = 0; t < wrong.size(); ++t) {
+        threads.emplace_back([&, t] {
+            std::vector<int> ids;
+            for (int rep = 0; rep < 5; ++rep)
+                for (std::size_t i = 0; i < paths.size(); ++i) {
+                    set->match(paths[i], ids);
+                    wrong[t] += ids != alone[i];
+                }
+        });
+    }
+    for (auto& th : threads) th.join();
+    EXPECT_EQ(wrong, std::vector<std::size_t>(4, 0));
 }
 
 }  // namespace

@@ -116,11 +116,17 @@ TEST(Selection, ThreeThousandPathsAreCountedAndListsCapped) {
     std::vector<std::string> paths;
     for (int i = 0; i < 3000; ++i) paths.push_back("aten/src/ATen/native/gen/Op" + std::to_string(i) + ".cpp");
     paths.push_back("docs/x.md");
+    for (int i = 0; i < 150; ++i) paths.push_back("other/u" + std::to_string(i));
     auto s = decide(rules(), ChangedPaths{Source::github_api, paths, ""}, "pull_request");
     ASSERT_EQ(s.rules.size(), 2u);
     EXPECT_EQ(s.rules[0].matched, 3000u);
     EXPECT_EQ(s.rules[0].paths.size(), k_listed);
-    EXPECT_EQ(s.changed_paths, 3001u);
+    EXPECT_EQ(s.rules[0].paths.back(), paths[k_listed - 1]);
+    EXPECT_EQ(s.changed_paths, 3151u);
+    EXPECT_EQ(s.unmatched, 150u);
+    ASSERT_EQ(s.unmatched_paths.size(), k_listed);
+    EXPECT_EQ(s.unmatched_paths.front(), "other/u0");
+    EXPECT_EQ(s.unmatched_paths.back(), "other/u99");
     EXPECT_FALSE(s.docs_only);
     auto j = s.to_json();
     EXPECT_EQ(j["source"], "github_api");
@@ -155,6 +161,7 @@ TEST(Selection, SameExplanationAsTheReferenceMatcher) {
     const auto s = decide(*rules, ChangedPaths{Source::git, paths, ""}, "pull_request");
     std::vector<RuleMatch> expected;
     std::size_t unmatched = 0;
+    std::vector<std::string> unmatched_paths;
     for (const auto& rule : rules->rules) {
         RuleMatch m{rule.name, {}, 0};
         for (const auto& p : paths) {
@@ -168,7 +175,7 @@ TEST(Selection, SameExplanationAsTheReferenceMatcher) {
         bool hit = false;
         for (const auto& rule : rules->rules)
             for (const auto& g : rule.paths) hit = hit || reference::matches(g, p);
-        unmatched += hit ? 0 : 1;
+        if (!hit && unmatched++ < k_listed) unmatched_paths.push_back(p);
     }
     ASSERT_EQ(s.rules.size(), expected.size());
     for (std::size_t i = 0; i < expected.size(); ++i) {
@@ -177,6 +184,7 @@ TEST(Selection, SameExplanationAsTheReferenceMatcher) {
         EXPECT_EQ(s.rules[i].paths, expected[i].paths) << expected[i].name;
     }
     EXPECT_EQ(s.unmatched, unmatched);
+    EXPECT_EQ(s.unmatched_paths, unmatched_paths);
     EXPECT_GT(expected.size(), 10u);
     EXPECT_GT(unmatched, 0u);
 }
