@@ -20,7 +20,7 @@ int main(int argc, char** argv) {
     for (int i = 1; i + 1 < argc; i += 2) a[argv[i]] = argv[i + 1];
     if (!a.count("--port") || !a.count("--ca") || !a.count("--fixture")) {
         std::cerr << "usage: bench_ingest --port P --ca CA.pem --fixture BODY.json [--secret S] [--connections C]\n"
-                     "                    [--total N] [--db crcrd.db] [--label NAME] [--run TAG]\n";
+                     "                    [--total N] [--db crcrd.db] [--label NAME] [--run TAG] [--rate PER_SECOND]\n";
         return 2;
     }
     const std::string secret = a.count("--secret") ? a["--secret"] : "bench-secret";
@@ -37,6 +37,7 @@ int main(int argc, char** argv) {
     o.ca_file = a["--ca"];
     o.connections = a.count("--connections") ? std::stoul(a["--connections"]) : 64;
     o.total = a.count("--total") ? std::stoul(a["--total"]) : 20000;
+    o.rate = a.count("--rate") ? std::stod(a["--rate"]) : 0;
     // The body is serialised once with placeholders; each request only patches in its own
     // delivery id and SHA, so the generator spends its CPU on sending, not on JSON.
     tmpl["client_payload"]["delivery_id"] = "@@DELIVERY@@";

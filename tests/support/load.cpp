@@ -6,6 +6,7 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/ssl.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
@@ -34,6 +35,7 @@ struct Shared {
     LoadResult& result;
     ssl::context& ctx;
     tcp::endpoint endpoint;
+    std::chrono::steady_clock::time_point begin = std::chrono::steady_clock::now();
     std::size_t next = 0;
 };
 
@@ -52,6 +54,15 @@ asio::awaitable<bool> exchange(Stream& s, beast::tcp_stream& lowest, beast::flat
                                std::size_t i) {
     auto req = make_request(sh.opts, sh.opts.make(i));
     auto start = std::chrono::steady_clock::now();
+    if (sh.opts.rate > 0) {
+        const auto due = sh.begin + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                                        std::chrono::duration<double>(static_cast<double>(i) / sh.opts.rate));
+        if (due > start) {
+            asio::steady_timer timer(co_await asio::this_coro::executor, due);
+            co_await timer.async_wait(k_tuple);
+        }
+        start = due;  // a request sent late because every connection was busy counts its wait
+    }
     lowest.expires_after(sh.opts.timeout);
     auto [wec, wn] = co_await bhttp::async_write(s, req, k_tuple);
     if (wec) co_return false;
@@ -114,7 +125,7 @@ LoadResult run_load(const LoadOptions& opts) {
         ctx.load_verify_file(opts.ca_file.string());
         ctx.set_verify_mode(ssl::verify_peer);
     }
-    Shared sh{opts, result, ctx, tcp::endpoint(asio::ip::make_address(opts.host), opts.port)};
+    Shared sh{opts, result, ctx, tcp::endpoint(asio::ip::make_address(opts.host), opts.port), std::chrono::steady_clock::now()};
     auto start = std::chrono::steady_clock::now();
     for (std::size_t c = 0; c < opts.connections; ++c) asio::co_spawn(ioc, worker(sh), asio::detached);
     ioc.run();
