@@ -1,7 +1,5 @@
 #include "crcrd/sched/planner.hpp"
 
-#include <future>
-
 
 #include <spdlog/spdlog.h>
 
@@ -186,25 +184,14 @@ std::size_t Planner::submit_pending() {
     // Each plan is submitted as soon as it is decided, without waiting for the one before:
     // the writer commits whatever is queued together (one fsync for a burst of runs).
     std::size_t submitted = 0;
-    // Changed paths from the mirror or the GitHub API (each tens to hundreds of milliseconds)
-    // are looked up k_lookups runs ahead, concurrently, not one run after the other.
-    constexpr std::size_t k_lookups = 8;
-    std::vector<std::future<select::ChangedPaths>> lookups(runs.size());
-    std::size_t ahead = 0;
     for (std::size_t i = 0; i < runs.size(); ++i) {
-        for (; ahead < runs.size() && ahead < i + k_lookups; ++ahead) {
-            if (skip.count(ids[ahead]) || !select::needs_lookup(runs[ahead], cfg->sources)) continue;
-            lookups[ahead] = std::async(std::launch::async, [&run = runs[ahead], &sources = cfg->sources] {
-                return select::resolve_changed_paths(run, sources);
-            });
-        }
         const std::int64_t id = ids[i];
         if (skip.count(id)) continue;
         std::function<void(store::Db&)> work;
         std::string summary;
         auto stored = std::make_shared<bool>(false);
         try {
-            auto changed = lookups[i].valid() ? lookups[i].get() : select::resolve_changed_paths(runs[i], cfg->sources);
+            auto changed = select::resolve_changed_paths(runs[i], cfg->sources);
             std::vector<std::string> requested;
             if (auto t = runs[i].inputs.find("tiers"); t != runs[i].inputs.end() && t->is_array()) {
                 for (const auto& name : *t)
