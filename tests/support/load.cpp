@@ -37,6 +37,12 @@ struct Shared {
     tcp::endpoint endpoint;
     std::chrono::steady_clock::time_point begin = std::chrono::steady_clock::now();
     std::size_t next = 0;
+    // With a rate, the clock starts once every connection is open (TLS handshakes are not
+    // part of the open load): the first connections wait at this gate for the last.
+    // (It opens after 10 s whatever happens, should a connection never open.)
+    std::size_t ready = 0;
+    bool gate_open = false;
+    std::optional<asio::steady_timer> gate;
 };
 
 bhttp::request<bhttp::string_body> make_request(const LoadOptions& o, const LoadRequest& r) {
@@ -99,6 +105,17 @@ asio::awaitable<void> worker(Shared& sh) {
             ++sh.result.network_errors;
             continue;
         }
+        if (sh.gate && !sh.gate_open) {
+            if (++sh.ready == std::min(sh.opts.connections, sh.opts.total)) {
+                sh.gate->cancel();
+            } else {
+                co_await sh.gate->async_wait(k_tuple);
+            }
+            if (!sh.gate_open) {
+                sh.gate_open = true;
+                sh.begin = std::chrono::steady_clock::now();
+            }
+        }
         beast::flat_buffer buf;
         std::size_t i = first;
         for (;;) {
@@ -125,7 +142,8 @@ LoadResult run_load(const LoadOptions& opts) {
         ctx.load_verify_file(opts.ca_file.string());
         ctx.set_verify_mode(ssl::verify_peer);
     }
-    Shared sh{opts, result, ctx, tcp::endpoint(asio::ip::make_address(opts.host), opts.port), std::chrono::steady_clock::now()};
+    Shared sh{opts, result, ctx, tcp::endpoint(asio::ip::make_address(opts.host), opts.port), std::chrono::steady_clock::now(), 0, 0, false, std::nullopt};
+    if (opts.rate > 0) sh.gate.emplace(ioc, std::chrono::steady_clock::now() + std::chrono::seconds(10));
     auto start = std::chrono::steady_clock::now();
     for (std::size_t c = 0; c < opts.connections; ++c) asio::co_spawn(ioc, worker(sh), asio::detached);
     ioc.run();

@@ -30,7 +30,8 @@ struct LoadOptions {
     std::chrono::seconds timeout{60};
     /// Requests per second, each due at start + index / rate (an open load: a request is not
     /// held back by a slow answer to another, only by every connection being busy); its
-    /// latency counts from when it was due. 0: each connection sends as fast as it is answered.
+    /// latency counts from when it was due. The clock starts once every connection is open.
+    /// 0: each connection sends as fast as it is answered.
     double rate = 0;
     std::function<LoadRequest(std::size_t index)> make;
 };
