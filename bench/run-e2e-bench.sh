@@ -62,7 +62,7 @@ NGINX
   printf '#!/bin/sh\nprintf %s > "$CRCR_JUNIT_DIR/r.xml"\n' "'<testsuite tests=\"1\"><testcase classname=\"ci\" name=\"ok\"/></testsuite>'" > ci/ci.sh
   chmod +x ci/ci.sh
   cat >> crcrd.yaml <<CONF
-runners: [{name: card-0, labels: [], health_check: [/bin/true]}]
+runners: [{name: card-0, labels: [sim], health_check: [/bin/true]}]
 execution: {command: [ci/ci.sh], work_root: state/work, isolation: none, min_free_bytes: 1MiB}
 report:
   context_prefix: crcr/bench
