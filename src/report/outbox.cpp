@@ -189,8 +189,12 @@ void sync_run(store::OutboxRepo& repo, const OutboxSettings& s, std::int64_t run
         // One `in_progress` and one `completed` per tier attempt that started, each its own
         // row (context "job/<id>/<status>"), so that nothing is ever coalesced; a scheduled run
         // self-reports `completed` only (§6.2).
-        if (auto cr = callback_run(repo, run, s)) {
-            for (const auto& j : started_jobs(repo, run_id)) {
+        // The dispatch record (the delivery's body, decompressed and parsed) only when an
+        // attempt started: most syncs of a run (planned, superseded, cancelled) have none.
+        const auto started = started_jobs(repo, run_id);
+        auto cr = started.empty() ? std::nullopt : callback_run(repo, run, s);
+        if (cr) {
+            for (const auto& j : started) {
                 const bool ended = !is_open(j.state);
                 if (run.event != RunEvent::schedule) {
                     wanted.push_back({Sink::callback, "job/" + std::to_string(j.id) + "/in_progress", "in_progress", "",
