@@ -228,6 +228,9 @@ Checked load_checked(const std::filesystem::path& path) {
             pc->rules = std::make_shared<const select::Rules>(std::move(*rules));
             pc->sources.upstream = loaded.config->upstream;
             pc->sources.github = loaded.config->report.github;
+            if (pc->sources.github) {
+                pc->sources.github_auth = std::make_shared<github::Auth>(*pc->sources.github, std::chrono::seconds(30));
+            }
             pc->sources.upstream_repo = loaded.config->trust.upstream_repo;
             pc->bisect = loaded.config->bisect;
             out.planner = std::move(pc);

@@ -35,9 +35,8 @@ Result<std::vector<std::string>> git_changed_paths(const RunRef& run, const conf
 }
 
 Result<std::vector<std::string>> github_changed_paths(std::int64_t pr, const config::GithubReportConfig& gh,
-                                                      const std::string& upstream_repo) {
-    // A token file or a GitHub App installation token (one exchange per look-up).
-    github::Auth auth(gh, std::chrono::seconds(30));
+                                                      github::Auth& auth, const std::string& upstream_repo) {
+    // A token file (read each time) or a GitHub App's installation token (cached by `auth`).
     auto token = auth.token();
     if (!token) return make_error("github_api", token.error().message);
     github::Client client(gh.api_url, *token, gh.ca_file, std::chrono::seconds(30));
@@ -60,7 +59,10 @@ Result<std::vector<std::string>> github_changed_paths(std::int64_t pr, const con
         using Kind = github::ListError::Kind;
         switch (e->kind) {
             case Kind::transport: return make_error("github_api", e->message);
-            case Kind::status: return make_error("github_api", "GET " + e->url + " answered " + std::to_string(e->status));
+            case Kind::status:
+                // A revoked or expired installation token: exchanged anew at the next look-up.
+                if (e->status == 401 && gh.app_id) auth.invalidate();
+                return make_error("github_api", "GET " + e->url + " answered " + std::to_string(e->status));
             case Kind::not_a_list: return make_error("github_api", "unexpected answer from " + e->url);
             case Kind::foreign_next:
                 return make_error("github_api", "the Link header's next page " + e->url.substr(0, 200) + " is not on " +
@@ -96,7 +98,9 @@ ChangedPaths resolve_changed_paths(const RunRef& run, const SourceSettings& sett
         note("git: no upstream.mirror configured");
     }
     if (run.pr && settings.github) {
-        auto files = github_changed_paths(*run.pr, *settings.github, settings.upstream_repo);
+        std::shared_ptr<github::Auth> auth = settings.github_auth;
+        if (!auth) auth = std::make_shared<github::Auth>(*settings.github, std::chrono::seconds(30));
+        auto files = github_changed_paths(*run.pr, *settings.github, *auth, settings.upstream_repo);
         if (files) return ChangedPaths{Source::github_api, std::move(*files), notes};
         note(files.error().message);
     } else {

@@ -4,9 +4,14 @@
 #include <nlohmann/json.hpp>
 #include <sqlite3.h>
 
+#include <atomic>
+#include <set>
+
+#include "crcrd/core/time.hpp"
 #include "support/certs.hpp"
 #include "support/daemon.hpp"
 #include "support/fake_github.hpp"
+#include "support/process.hpp"
 
 namespace crcrd {
 namespace {
@@ -327,6 +332,48 @@ TEST(SelectionGithub, ALinkToAnotherHostIsNotFollowedWithTheToken) {
     EXPECT_EQ(sel["source"], "unknown") << sel.dump();  // fails safe: every rule's tests
     EXPECT_NE(sel.dump().find("not followed with the token"), std::string::npos) << sel.dump();
     EXPECT_TRUE(elsewhere.requests().empty()) << "the token went to " << other;
+}
+
+// A GitHub App's installation token is exchanged once and serves the look-ups of every run
+// after it, not one exchange per run (each exchange here hands out a new token).
+TEST(SelectionGithubApi, AnAppsInstallationTokenServesEveryLookUp) {
+    TempDir dir;
+    std::filesystem::create_directories(dir.path() / "secrets");
+    std::string out;
+    ASSERT_EQ(run_command({"openssl", "genrsa", "-out", (dir.path() / "secrets" / "app.pem").string(), "2048"}, &out), 0)
+        << out;
+    std::atomic<int> exchanges{0};
+    FakeGithub gh([&exchanges](const http::Request& req) {
+        if (req.path == "/app/installations/4242/access_tokens") {
+            const int n = ++exchanges;
+            const auto expires = std::chrono::system_clock::now() + std::chrono::hours(1);
+            return http::Response::json(201, {{"token", "ghs_installation_" + std::to_string(n)},
+                                              {"expires_at", rfc3339(expires).substr(0, 19) + "Z"}});
+        }
+        if (req.path.rfind("/repos/pytorch/pytorch/pulls/", 0) == 0)
+            return http::Response::json(200, json::array({{{"filename", "c10/core/A.h"}}}));
+        return http::Response::json(201, {{"id", 1}});  // the statuses crcrd reports
+    });
+    write_file(dir.path() / "selection.yaml", k_rules);
+    TestDaemon d(dir.path(), "selection: {rules: selection.yaml}\nreport:\n  github: {api_url: \"" + gh.url() +
+                                 "\", repo: pytorch/pytorch, app_id: 777, private_key_file: secrets/app.pem, "
+                                 "installation_id: 4242, ca_file: " + test_certs().ca.string() + "}\n");
+    d.start();
+    for (int pr : {21, 22, 23}) {
+        const std::string id = "app-" + std::to_string(pr);
+        auto r = d.post_github(pr_delivery(id, std::string(38, 'a') + std::to_string(pr),
+                                           "f95f852bd8fca8fcc58a9a2d6c842781e32a215e", pr),
+                               id);
+        ASSERT_EQ(r->status, 202) << r->body;
+        auto run = json::parse(r->body)["run_id"].get<std::int64_t>();
+        std::string sql = "SELECT coalesce(json_extract(selection, '$.source'), '') FROM runs WHERE id=" + std::to_string(run);
+        ASSERT_TRUE(eventually([&] { return !d.text(sql).empty(); }, std::chrono::seconds(60))) << d.log();
+        EXPECT_EQ(d.text(sql), "github_api") << d.log();
+    }
+    std::set<std::string> tokens;
+    for (const auto& req : gh.requests())
+        if (req.path.rfind("/repos/pytorch/pytorch/pulls/", 0) == 0) tokens.insert(std::string(req.header("Authorization").value_or("")));
+    EXPECT_EQ(tokens.size(), 1u) << "the look-ups exchanged a token each";
 }
 
 }  // namespace

@@ -4,6 +4,7 @@
 // from a worker thread.
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -11,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "crcrd/config/config.hpp"
+#include "crcrd/github/auth.hpp"
 #include "crcrd/select/selection.hpp"
 
 namespace crcrd::select {
@@ -29,6 +31,9 @@ struct RunRef {
 struct SourceSettings {
     config::UpstreamConfig upstream;                  // mirror empty: no git source
     std::optional<config::GithubReportConfig> github;  // unset: no API source
+    /// Credentials for `github`, kept between look-ups so that a GitHub App's installation
+    /// token is exchanged once, not for every run; made for each look-up when unset.
+    std::shared_ptr<github::Auth> github_auth;
     std::string upstream_repo = "pytorch/pytorch";
 };
 
@@ -44,8 +49,9 @@ ChangedPaths resolve_changed_paths(const RunRef& run, const SourceSettings& sett
 /// by vcs::changed_paths (the mirror at `upstream.mirror` is created on first use).
 Result<std::vector<std::string>> git_changed_paths(const RunRef& run, const config::UpstreamConfig& upstream);
 
-/// The API source alone: GET /repos/{repo}/pulls/{n}/files, every page.
+/// The API source alone: GET /repos/{repo}/pulls/{n}/files, every page, with `auth`'s token.
 Result<std::vector<std::string>> github_changed_paths(std::int64_t pr, const config::GithubReportConfig& gh,
+                                                      github::Auth& auth,
                                                       const std::string& upstream_repo);
 
 }  // namespace crcrd::select
