@@ -38,6 +38,9 @@ TEST(Durability, BurstWithKill9LosesNothingAcknowledged) {
     raise_fd_limit();
     TempDir dir;
     TestDaemon d(dir.path());
+    // A thousand connections from one address at once: over the default per-address cap (64),
+    // most would be refused, and the kill would come after a burst that never was.
+    d.write_config("", "  max_connections_per_ip: 2048\n");
     d.start();
     const std::string base = fixture_text("crcr/pull_request-synchronize.dispatch.json");
     constexpr std::size_t k_n = 1000;
@@ -52,14 +55,16 @@ TEST(Durability, BurstWithKill9LosesNothingAcknowledged) {
         return signed_delivery(base, "burst-" + std::to_string(i), "gh-" + std::to_string(i));
     };
     std::atomic<bool> killed{false};
+    std::atomic<bool> mid_burst{false};
     std::thread killer([&] {
-        eventually([&] { return d.scalar("SELECT count(*) FROM runs") >= 100; }, std::chrono::seconds(120));
+        mid_burst = eventually([&] { return d.scalar("SELECT count(*) FROM runs") >= 100; }, std::chrono::seconds(120));
         d.kill9();
         killed = true;
     });
     LoadResult first = run_load(o);
     killer.join();
     ASSERT_TRUE(killed);
+    ASSERT_TRUE(mid_burst) << "the burst never stored 100 runs; network errors: " << first.network_errors;
 
     std::map<std::size_t, std::int64_t> acked;  // delivery index → run id
     for (std::size_t i = 0; i < k_n; ++i) {
