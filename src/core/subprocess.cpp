@@ -34,6 +34,35 @@ std::optional<std::filesystem::path> find_in_path(const std::string& name) {
     return std::nullopt;
 }
 
+int spawn_process(pid_t& pid, const char* path, char* const argv[], char* const envp[], const SpawnOptions& opts) {
+    posix_spawnattr_t attr;
+    posix_spawn_file_actions_t files;
+    ::posix_spawnattr_init(&attr);
+    ::posix_spawn_file_actions_init(&files);
+    sigset_t mask, all;
+    sigfillset(&all);
+    if (opts.signals_blocked) sigfillset(&mask);
+    else sigemptyset(&mask);
+    ::posix_spawnattr_setsigmask(&attr, &mask);
+    ::posix_spawnattr_setsigdefault(&attr, &all);
+    short flags = POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF;
+    if (opts.own_process_group) {
+        ::posix_spawnattr_setpgroup(&attr, 0);
+        flags |= POSIX_SPAWN_SETPGROUP;
+    }
+    ::posix_spawnattr_setflags(&attr, flags);
+    ::posix_spawn_file_actions_addopen(&files, 0, "/dev/null", O_RDONLY, 0);
+    ::posix_spawn_file_actions_adddup2(&files, opts.out_fd, 1);
+    ::posix_spawn_file_actions_adddup2(&files, opts.err_fd, 2);
+    ::posix_spawn_file_actions_addclosefrom_np(&files, 3);
+    if (opts.cwd) ::posix_spawn_file_actions_addchdir_np(&files, opts.cwd);
+    const int rc = opts.search_path ? ::posix_spawnp(&pid, path, &files, &attr, argv, envp)
+                                    : ::posix_spawn(&pid, path, &files, &attr, argv, envp);
+    ::posix_spawn_file_actions_destroy(&files);
+    ::posix_spawnattr_destroy(&attr);
+    return rc;
+}
+
 Result<SubprocessResult> run_subprocess(const std::vector<std::string>& argv, const SubprocessOptions& opts) {
     if (argv.empty()) return make_error("exec", "empty command");
     int out_pipe[2], err_pipe[2];
@@ -51,30 +80,14 @@ Result<SubprocessResult> run_subprocess(const std::vector<std::string>& argv, co
         for (const auto& e : *opts.env) envp.push_back(const_cast<char*>(e.c_str()));
         envp.push_back(nullptr);
     }
-    // posix_spawn, not fork: the child does not copy the daemon's page tables, and the daemon's
-    // threads take no copy-on-write faults while it starts (docs/performance.md).
-    posix_spawnattr_t attr;
-    posix_spawn_file_actions_t files;
-    ::posix_spawnattr_init(&attr);
-    ::posix_spawn_file_actions_init(&files);
-    sigset_t none, all;
-    sigemptyset(&none);
-    sigfillset(&all);
-    ::posix_spawnattr_setsigmask(&attr, &none);
-    ::posix_spawnattr_setsigdefault(&attr, &all);
-    ::posix_spawnattr_setpgroup(&attr, 0);
-    ::posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETPGROUP);
-    ::posix_spawn_file_actions_addopen(&files, 0, "/dev/null", O_RDONLY, 0);
-    ::posix_spawn_file_actions_adddup2(&files, out_pipe[1], 1);
-    ::posix_spawn_file_actions_adddup2(&files, err_pipe[1], 2);
-    // Nothing of the daemon's (listening socket, connections, database, lock) is inherited,
-    // whether or not it was opened with O_CLOEXEC (§4.1).
-    ::posix_spawn_file_actions_addclosefrom_np(&files, 3);
-    if (opts.cwd) ::posix_spawn_file_actions_addchdir_np(&files, opts.cwd->c_str());
     pid_t pid = 0;
-    const int rc = ::posix_spawnp(&pid, args[0], &files, &attr, args.data(), opts.env ? envp.data() : environ);
-    ::posix_spawn_file_actions_destroy(&files);
-    ::posix_spawnattr_destroy(&attr);
+    SpawnOptions spawn;
+    spawn.out_fd = out_pipe[1];
+    spawn.err_fd = err_pipe[1];
+    spawn.search_path = true;
+    spawn.own_process_group = true;
+    spawn.cwd = opts.cwd ? opts.cwd->c_str() : nullptr;
+    const int rc = spawn_process(pid, args[0], args.data(), opts.env ? envp.data() : environ, spawn);
     if (rc != 0) {
         for (int fd : {out_pipe[0], out_pipe[1], err_pipe[0], err_pipe[1]}) ::close(fd);
         return make_error("exec", "cannot execute " + argv[0] + (opts.cwd ? " in " + opts.cwd->string() : "") + ": " +

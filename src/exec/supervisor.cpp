@@ -1,6 +1,7 @@
 #include "crcrd/exec/supervisor.hpp"
 
 #include "crcrd/core/files.hpp"
+#include "crcrd/core/subprocess.hpp"
 
 #include <fcntl.h>
 #include <poll.h>
@@ -9,8 +10,6 @@
 #include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
-
-#include <spawn.h>
 
 #include <cerrno>
 #include <cstring>
@@ -150,24 +149,11 @@ Result<ProcessResult> run_supervised(const ProcessSpec& spec, const std::atomic<
     // handlers are not the job's, and Asio's would hand a SIGTERM meant for the job (a
     // cancellation that comes right after the lease) to the daemon itself through the
     // self-pipe the two share. It installs its own handlers and unblocks.
-    posix_spawnattr_t attr;
-    posix_spawn_file_actions_t files;
-    ::posix_spawnattr_init(&attr);
-    ::posix_spawn_file_actions_init(&files);
-    sigset_t all;
-    sigfillset(&all);
-    ::posix_spawnattr_setsigmask(&attr, &all);
-    ::posix_spawnattr_setsigdefault(&attr, &all);
-    ::posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
-    ::posix_spawn_file_actions_addopen(&files, 0, "/dev/null", O_RDONLY, 0);
-    ::posix_spawn_file_actions_adddup2(&files, pipe_fd[1], 1);
-    ::posix_spawn_file_actions_adddup2(&files, pipe_fd[1], 2);
-    // Nothing of the daemon's is inherited: listening socket, connections, database (§4.1).
-    ::posix_spawn_file_actions_addclosefrom_np(&files, 3);
     pid_t pid = 0;
-    const int rc = ::posix_spawn(&pid, init->c_str(), &files, &attr, argv.data(), envp.data());
-    ::posix_spawn_file_actions_destroy(&files);
-    ::posix_spawnattr_destroy(&attr);
+    SpawnOptions spawn;
+    spawn.out_fd = spawn.err_fd = pipe_fd[1];
+    spawn.signals_blocked = true;
+    const int rc = spawn_process(pid, init->c_str(), argv.data(), envp.data(), spawn);
     if (rc != 0) {
         ::close(log_fd);
         ::close(pipe_fd[0]);

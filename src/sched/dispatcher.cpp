@@ -391,6 +391,9 @@ void Dispatcher::dispatch_once() {
         // With every slot busy (a backlog), a job can only be reused or have waited too long:
         // nothing else of it is read.
         bool any_free = !slots.free_undrained().empty();
+        auto waited_too_long = [&](std::int64_t id) {
+            return now - parse_rfc3339(jobs.waiting_since(id)).value_or(now) > cfg.device_wait;
+        };
         for (auto id : startable_jobs(db)) {
             // A tier that already passed on this SHA with these tests (§5.4): no device time.
             // (Never for the rerun of a failed tier: that is the failure's own check.)
@@ -403,7 +406,7 @@ void Dispatcher::dispatch_once() {
                     continue;
                 }
             }
-            if (!any_free && now - parse_rfc3339(jobs.waiting_since(id)).value_or(now) <= cfg.device_wait) continue;
+            if (!any_free && !waited_too_long(id)) continue;
             auto job = load_job(db, id);
             if (cfg.rerun_failed_tests) job.rerun_tests = jobs.failed_in_rerun_source(id);
             // A bisect run runs only the failing tests it bisects (§5.2), a base check only those
@@ -416,7 +419,7 @@ void Dispatcher::dispatch_once() {
                 store::RunsRepo(db).mark_running(job.run_id);
                 started.push_back(std::move(job));
                 any_free = !slots.free_undrained().empty();
-            } else if (now - parse_rfc3339(jobs.waiting_since(id)).value_or(now) > cfg.device_wait) {
+            } else if (waited_too_long(id)) {
                 std::string labels = json(job.labels).dump();
                 const std::string why =
                     "no healthy runner slot with labels " + labels + " within " +

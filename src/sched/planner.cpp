@@ -156,20 +156,6 @@ void bisect_tests(select::Selection& sel, const json& inputs) {
 
 }  // namespace
 
-std::size_t Planner::plan_pending() {
-    std::size_t before = 0;
-    {
-        std::lock_guard lk(m_mu);
-        before = m_stored;
-    }
-    while (submit_pending() > 0) {
-    }
-    wait_in_flight();
-    std::lock_guard lk(m_mu);
-    m_failed.clear();
-    return m_stored - before;
-}
-
 std::size_t Planner::submit_pending() {
     auto cfg = config();
     if (!cfg || !cfg->rules) return 0;
@@ -231,8 +217,7 @@ std::size_t Planner::submit_pending() {
                 {
                     std::lock_guard lk(m_mu);
                     m_in_flight.erase(id);
-                    if (status) ++m_stored;
-                    else m_failed.insert(id);
+                    if (!status) m_failed.insert(id);
                 }
                 m_drained.notify_all();
             });

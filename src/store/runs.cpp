@@ -114,12 +114,6 @@ Result<std::vector<UnplannedRun>> unplanned_on(Db& reader, int limit) {
 
 }  // namespace
 
-Result<std::vector<UnplannedRun>> unplanned_runs(const std::filesystem::path& path, int limit) {
-    auto db = open_reader(path);
-    if (!db) return db.error();
-    return unplanned_on(**db, limit);
-}
-
 UnplannedReader::UnplannedReader(std::filesystem::path db) : m_path(std::move(db)) {}
 
 UnplannedReader::~UnplannedReader() = default;

@@ -55,10 +55,6 @@ public:
     /// Idempotent.
     void stop();
 
-    /// Plans every queued, unplanned run once, on the calling thread, and waits until the
-    /// plans are committed; returns how many were stored. (Public for tests; the thread
-    /// does not wait between batches.)
-    std::size_t plan_pending();
     /// Handles what finished runs left (bisection, the selection-miss audit) once, on the
     /// calling thread; returns how many. (Public for tests.)
     std::size_t follow_up();
@@ -87,7 +83,6 @@ private:
     // so that a burst's runs are decided while the previous batch is being committed.
     std::set<std::int64_t> m_in_flight;
     std::condition_variable m_drained;
-    std::size_t m_stored = 0;          // plans committed, for plan_pending()'s count
     std::set<std::int64_t> m_failed;   // not retried before the next wake-up
     std::thread m_thread;
 };

@@ -1,7 +1,7 @@
 #pragma once
 // The `runs` table's state changes after a run is queued (queueing itself is
 // store/deliveries.hpp's insert_run). Writer-side functions run inside a writer item (a failure
-// fails the item); `unplanned_runs` reads on a connection of its own.
+// fails the item); `UnplannedReader` reads on a connection of its own.
 
 #include <cstdint>
 #include <filesystem>
@@ -65,19 +65,16 @@ private:
     Db& m_db;
 };
 
-/// Up to `limit` queued runs without a selection, oldest first, read on a reader connection
-/// of the database at `db`.
-Result<std::vector<UnplannedRun>> unplanned_runs(const std::filesystem::path& db, int limit = 64);
-
-/// The planner's reads of the same: on a read-only connection kept between passes, so that a
-/// wake-up (one per commit that stores runs) does not open the database again; after an
-/// error the next call opens it anew.
+/// The planner's reads of queued runs without a selection: on a read-only connection of the
+/// database at `db`, kept between passes so that a wake-up (one per commit that stores runs)
+/// does not open the database again; after an error the next call opens it anew.
 class UnplannedReader {
 public:
     explicit UnplannedReader(std::filesystem::path db);
     ~UnplannedReader();
     UnplannedReader(const UnplannedReader&) = delete;
     UnplannedReader& operator=(const UnplannedReader&) = delete;
+    /// Up to `limit` of them, oldest first.
     Result<std::vector<UnplannedRun>> next(int limit);
 
 private:
