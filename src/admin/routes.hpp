@@ -35,7 +35,6 @@ struct Context {
     store::Writer& writer;
     std::shared_ptr<const std::vector<std::string>> tiers;
     std::shared_ptr<const std::vector<config::RunnerConfig>> runners;
-    std::function<void()> on_queued;
     std::function<void()> on_recovery_run;
     /// The executor's cluster view (Slurm's nodes), blocking; unset without a cluster.
     std::function<nlohmann::json()> cluster;

@@ -78,7 +78,6 @@ asio::awaitable<Reply> queue_run(Context& ctx, Call& call, std::optional<std::in
     spdlog::info("run_id={} {} by {} sha={}", out["run_id"].get<std::int64_t>(),
                  retry_of ? "retry of run " + std::to_string(*retry_of) : std::string("manual run"), who,
                  out["sha"].get<std::string>());
-    if (ctx.on_queued) ctx.on_queued();
     co_return ok_json(out, 201);
 }
 

@@ -156,8 +156,6 @@ public:
             });
         m_sender.start();
         m_pruner.start();
-        m_webhook.on_queued([this] { m_planner.notify(); });
-        m_api.on_queued([this] { m_planner.notify(); });
         if (int rc = create_execution(); rc != 0) return rc;
         if (m_cfg.recovery) {
             m_recovery = std::make_unique<ingest::Recovery>(m_writer, m_cfg.storage.path, recovery_settings(m_cfg));
@@ -188,9 +186,10 @@ private:
         auto& metrics = m_api.metrics_registry();
         m_writer.set_event_sink([this, &metrics](const std::vector<store::Event>& events) {
             metrics.record(events);
-            // A new run is planned from the commit that stored it, on the writer's thread: not
-            // after the network thread that answers its webhook gets round to it (under a
-            // burst, milliseconds later).
+            // Every new run (webhook, manual, retry, the post-merge run of a cancel) is planned
+            // from the commit that stored it, on the writer's thread: not after the thread that
+            // answers its request gets round to it (under a burst, milliseconds later). The
+            // runs table's insert trigger emits run_created, so no path can miss it.
             for (const auto& e : events) {
                 if (e.kind == store::EventKind::run_created) {
                     m_planner.notify();

@@ -58,7 +58,6 @@ boost::asio::awaitable<http::Response> WebhookHandler::handle(http::Request& req
     }
     switch (outcome.verdict) {
         case Verdict::queued:
-            if (m_on_queued) m_on_queued();
         {
             json body = {{"status", "queued"}, {"run_id", *outcome.run_id}, {"sha", event->sha}, {"delivery_id", d->delivery_id}};
             if (!outcome.superseded.empty()) body["superseded"] = outcome.superseded;
@@ -75,7 +74,6 @@ boost::asio::awaitable<http::Response> WebhookHandler::handle(http::Request& req
         case Verdict::cancelled:
             res = http::Response::json(200, {{"status", "cancelled"}, {"run_ids", outcome.run_ids}});
             if (outcome.run_id) {
-                if (m_on_queued) m_on_queued();
                 res = http::Response::json(200, {{"status", "cancelled"}, {"run_ids", outcome.run_ids},
                                                  {"post_merge_run_id", *outcome.run_id}, {"sha", d->run->sha}});
             }

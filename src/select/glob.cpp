@@ -183,7 +183,7 @@ struct GlobSet::Compiled {
     }
 };
 
-Result<GlobSet> GlobSet::compile(const std::vector<std::string>& globs) {
+GlobSet GlobSet::compile(const std::vector<std::string>& globs) {
     auto c = std::make_shared<Compiled>();
     c->globs = globs.size();
     c->nodes.emplace_back();

@@ -121,13 +121,11 @@ Result<Rules> parse_rules(const std::string& yaml_text, const std::filesystem::p
             top.raw("full_matrix");
         }
     }
-    if (errs.empty()) {
-        if (auto compiled = compile_globs(rules); !compiled) errs.push_back("rules: " + compiled.error().message);
-    }
+    if (errs.empty()) compile_globs(rules);
     return finish(std::move(rules));
 }
 
-Status compile_globs(Rules& rules) {
+void compile_globs(Rules& rules) {
     std::vector<std::string> globs;
     rules.glob_rule.clear();
     for (std::size_t i = 0; i < rules.rules.size(); ++i) {
@@ -136,10 +134,7 @@ Status compile_globs(Rules& rules) {
             rules.glob_rule.push_back(i);
         }
     }
-    auto set = GlobSet::compile(globs);
-    if (!set) return set.error();
-    rules.globs = std::move(*set);
-    return Ok{};
+    rules.globs = GlobSet::compile(globs);
 }
 
 Result<Rules> load_rules(const std::filesystem::path& path, std::vector<std::string>* errors) {

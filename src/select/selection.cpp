@@ -39,7 +39,7 @@ const Rules& with_globs(const Rules& rules, std::optional<Rules>& copy) {
     for (const auto& r : rules.rules) globs += r.paths.size();
     if (rules.globs.size() == globs && rules.glob_rule.size() == globs) return rules;
     copy = rules;
-    if (!compile_globs(*copy)) copy->glob_rule.clear();  // matches nothing: every path unmatched
+    compile_globs(*copy);
     return *copy;
 }
 

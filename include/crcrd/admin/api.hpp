@@ -42,8 +42,6 @@ public:
     void set_metrics_public(bool open);
     /// The rules file's tiers, in order: what a manual run may ask for.
     void set_tiers(std::vector<std::string> tiers);
-    /// Called once a manual run or a retry is stored (wakes the planner). Set before serving.
-    void on_queued(std::function<void()> fn) { m_on_queued = std::move(fn); }
     /// POST /api/v1/recovery/run starts a pass through this (unset: recovery is off, 409).
     void on_recovery_run(std::function<void()> fn) { m_on_recovery_run = std::move(fn); }
 
@@ -95,7 +93,6 @@ private:
     store::Writer& m_writer;
     bool m_metrics_public = false;
     std::shared_ptr<const std::vector<std::string>> m_tiers = std::make_shared<const std::vector<std::string>>();
-    std::function<void()> m_on_queued;
     std::function<void()> m_on_recovery_run;
     std::function<nlohmann::json()> m_cluster;
     std::unique_ptr<Dashboard> m_ui;

@@ -5,7 +5,6 @@
 
 #include <boost/asio/awaitable.hpp>
 
-#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -52,9 +51,6 @@ public:
     /// Swaps the policy atomically; requests in flight finish with the one they started with.
     void set_policy(std::shared_ptr<const Policy> policy);
 
-    /// Called (on a network thread, must not block) after a new run was durably queued.
-    void on_queued(std::function<void()> fn) { m_on_queued = std::move(fn); }
-
     /// Answers one request to the webhook path (any method). Never throws for bad input.
     boost::asio::awaitable<http::Response> handle(http::Request& req);
 
@@ -67,7 +63,6 @@ private:
     mutable std::mutex m_mu;
     std::shared_ptr<const Policy> m_policy;
     store::Writer& m_writer;
-    std::function<void()> m_on_queued;
     http::RejectLog m_rejects;
 };
 

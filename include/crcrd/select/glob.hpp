@@ -9,8 +9,6 @@
 #include <string_view>
 #include <vector>
 
-#include "crcrd/core/result.hpp"
-
 namespace crcrd::select {
 
 /// A list of globs compiled into one matcher. Glob and path are split at "/" into segments
@@ -26,9 +24,8 @@ public:
     /// A set of no globs: matches nothing.
     GlobSet() = default;
 
-    /// Compiles `globs` (glob i gets id i). Every glob compiles today; the error (code "glob",
-    /// naming the glob) is kept for matchers with limits.
-    static Result<GlobSet> compile(const std::vector<std::string>& globs);
+    /// Compiles `globs` (glob i gets id i). Every string is a glob, so this cannot fail.
+    static GlobSet compile(const std::vector<std::string>& globs);
 
     /// Sets `ids` to the ids of every glob that matches the whole of `path`, ascending. Does not
     /// allocate once `ids` and the calling thread's scratch space have grown to their need.

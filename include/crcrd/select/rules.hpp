@@ -52,8 +52,7 @@ struct Rules {
 
 /// Compiles the paths of every rule of `rules` into `rules.globs` and `rules.glob_rule`.
 /// parse_rules() does it; decide() compiles a copy for a Rules built by hand without it.
-/// The error names the glob that could not be compiled.
-Status compile_globs(Rules& rules);
+void compile_globs(Rules& rules);
 
 /// Parses and validates rules YAML. Errors are "<file>: <key path>: <message> (line N)", all
 /// of them; `source` names the file in them.
