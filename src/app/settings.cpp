@@ -3,6 +3,10 @@
 #include <pwd.h>
 #include <unistd.h>
 
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+
 #include "crcrd/core/files.hpp"
 #include "crcrd/core/subprocess.hpp"
 #include "crcrd/exec/job_env.hpp"
@@ -54,17 +58,28 @@ void check_test_account(const config::Config& c, std::vector<std::string>& error
 
 /// bubblewrap started by the daemon itself (no sandbox_socket, not root) must be able to make
 /// its namespaces and mount /proc here: under the packaged crcrd.service it cannot, and every
-/// job would end as an infrastructure error. One `bwrap ... true` with the jobs' namespaces.
+/// job would end as an infrastructure error. One `bwrap ... true` with the jobs' own prefix.
 void check_bwrap_here(const config::Config& c, std::vector<std::string>& errors) {
     const auto& x = c.execution;
     if (x.command.empty() || x.isolation != "bwrap" || x.executor != "local" || x.sandbox_socket || ::geteuid() == 0) return;
-    std::vector<std::string> argv = {"bwrap", "--unshare-user", "--unshare-pid", "--unshare-ipc", "--unshare-uts"};
-    if (x.network == "none") argv.push_back("--unshare-net");
-    argv.insert(argv.end(), {"--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--", "true"});
+    // The probe is the jobs' own prefix (exec::bwrap_prefix), so that it cannot drift from
+    // it, with an empty folder of its own as the job's folder.
+    std::string dir = (std::filesystem::temp_directory_path() / "crcrd-bwrap-probe.XXXXXX").string();
+    if (::mkdtemp(dir.data()) == nullptr) {
+        errors.push_back("execution.isolation: cannot create a folder for the bubblewrap probe (" + dir + ": " +
+                         std::strerror(errno) + ")");
+        return;
+    }
+    exec::SandboxSpec spec;
+    spec.job_dir = dir;
+    spec.no_network = x.network == "none";
+    auto argv = exec::bwrap_prefix(spec);
+    argv.emplace_back("true");
     SubprocessOptions o;
     o.timeout = std::chrono::seconds(30);
     o.max_output = 4096;
     auto r = run_subprocess(argv, o);
+    ::rmdir(dir.c_str());
     if (r && r->exit_code == 0) return;
     const std::string why = !r ? r.error().message : r->timed_out ? "timed out" : trim(r->err + r->out);
     errors.push_back("execution.isolation: bubblewrap cannot make the jobs' sandbox here (" + why.substr(0, 300) +

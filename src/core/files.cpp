@@ -99,9 +99,14 @@ std::string trim(std::string text) {
 }
 
 std::string self_executable() {
-    std::error_code ec;
-    auto self = std::filesystem::read_symlink("/proc/self/exe", ec).string();
-    if (auto d = self.find(" (deleted)"); d != std::string::npos) self.erase(d);
+    // Read once per process: each job asks for it twice (its init beside this binary, the
+    // sandbox client that is this binary), and the path cannot change while we run.
+    static const std::string self = [] {
+        std::error_code ec;
+        auto path = std::filesystem::read_symlink("/proc/self/exe", ec).string();
+        if (auto d = path.find(" (deleted)"); d != std::string::npos) path.erase(d);
+        return path;
+    }();
     return self;
 }
 
