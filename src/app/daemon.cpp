@@ -152,7 +152,7 @@ public:
             },
             [this] {
                 m_sender.notify();
-                if (m_followups_due.exchange(false)) m_planner.notify();
+                if (m_followups_due.exchange(false)) m_planner.notify_followups();
             });
         m_sender.start();
         m_pruner.start();

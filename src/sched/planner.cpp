@@ -1,8 +1,8 @@
 #include "crcrd/sched/planner.hpp"
 
+#include <utility>
 
 #include <spdlog/spdlog.h>
-
 
 #include "crcrd/core/time.hpp"
 #include "crcrd/store/runs.hpp"
@@ -78,6 +78,15 @@ void Planner::notify() {
     m_cv.notify_one();
 }
 
+void Planner::notify_followups() {
+    {
+        std::lock_guard lk(m_mu);
+        m_pending = true;
+        m_followups_due = true;
+    }
+    m_cv.notify_one();
+}
+
 void Planner::set_config(std::shared_ptr<const PlannerConfig> cfg) {
     std::lock_guard lk(m_mu);
     m_cfg = std::move(cfg);
@@ -105,27 +114,30 @@ void Planner::wait_in_flight() {
 
 void Planner::loop() {
     for (;;) {
+        bool followups = false;
         {
             std::unique_lock lk(m_mu);
-            m_cv.wait_for(lk, std::chrono::seconds(5), [&] { return m_stopping || m_pending; });
+            const bool woken = m_cv.wait_for(lk, std::chrono::seconds(5), [&] { return m_stopping || m_pending; });
             if (m_stopping) return;
             m_pending = false;
+            // The periodic look tries the follow-ups that are backing off.
+            followups = std::exchange(m_followups_due, false) || !woken;
+            m_failed.clear();
         }
         try {
             if (auto cfg = config(); cfg && cfg->rules) m_full_matrix.tick(*cfg->rules);
-            // Followups may queue runs (bisection): those are planned in the same wake-up.
-            {
-                std::lock_guard lk(m_mu);
-                m_failed.clear();
-            }
-            do {
-                // A burst's next runs are decided while the writer commits the batch before.
+            for (;;) {
+                // A burst's next runs are decided while the writer commits the batch before;
+                // none waits for a commit unless follow-ups need the plans stored.
                 while (submit_pending() > 0) {
                     std::lock_guard lk(m_mu);
                     if (m_stopping) return;
                 }
+                if (!followups) break;
+                // Followups may queue runs (bisection): those are planned in the same wake-up.
                 wait_in_flight();
-            } while (follow_up() > 0);
+                if (follow_up() == 0) break;
+            }
         } catch (const std::exception& e) {
             // The database unreadable for a moment, a bug: the next wake-up tries again.
             spdlog::error("planner: {}", e.what());

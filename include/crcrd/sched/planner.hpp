@@ -22,12 +22,12 @@
 
 namespace crcrd::sched {
 
-/// What SIGHUP may replace for the planner.
 /// The queued jobs of a selection: one per selected tier, at the tier's position in the rules
 /// file, with its tests, its timeout (an hour for a tier the rules no longer have) and its
 /// labels. Pure.
 std::vector<store::PlannedJob> plan_jobs(const select::Selection& sel, const select::Rules& rules);
 
+/// What SIGHUP may replace for the planner.
 struct PlannerConfig {
     std::shared_ptr<const select::Rules> rules;
     select::SourceSettings sources;
@@ -47,6 +47,9 @@ public:
     void start();
     /// New runs were stored.
     void notify();
+    /// A commit left work for follow_up() (bisection, the selection-miss audit). Follow-ups
+    /// are also looked at on start and at each periodic look (their retries back off).
+    void notify_followups();
     /// Called after plans are committed (their jobs are queued), so the dispatcher can lease
     /// slots at once: on the writer's thread, once per committed plan. Set before start().
     void on_planned(std::function<void()> fn) { m_on_planned = std::move(fn); }
@@ -75,6 +78,7 @@ private:
     std::shared_ptr<const PlannerConfig> m_cfg;
     store::UnplannedReader m_reader;  // the planner thread's (or the test's) own
     bool m_pending = true;
+    bool m_followups_due = true;
     bool m_stopping = false;
     FullMatrixTrigger m_full_matrix;
     Followups m_followups;
