@@ -152,6 +152,10 @@ for c in $connection_list; do
     "$build/bench/bench_ingest" --label "c=$c half rate ($half/s) crcrd" --port "$cport" --ca "$work/tls.crt" --fixture "$fixture" \
       --connections "$c" --total "$(( half * 4 ))" --rate "$half" --db "$work/state/crcrd.db" --run "c$c-r$round-half" | tee -a "$work/results"
     stop_crcrd
+    # nginx under the same open load: the part of the tail that is the machine's and the load
+    # generator's, not crcrd's.
+    "$build/bench/bench_ingest" --label "c=$c half rate ($half/s) nginx" --port "$nport" --ca "$work/tls.crt" --fixture "$fixture" \
+      --connections "$c" --total "$(( half * 4 ))" --rate "$half" | tee -a "$work/results"
     # wrk: one thread per core, as many connections as the others.
     out=$(wrk -t "$threads" -c "$c" -d "$duration" -s "$root/bench/wrk-webhook.lua" "https://127.0.0.1:$nport/webhook" \
           -- "$work/wrk-body.json" "$wrk_sig" "$(openssl rand -hex 4)")
@@ -178,5 +182,7 @@ for c in $connection_list; do
     n=$(median "c=$c $gen nginx"); r=$(median "c=$c $gen crcrd")
     echo "median c=$c $gen: nginx ${n}/s, crcrd ${r}/s (p99 $(p99 "c=$c $gen crcrd") ms), ratio $(awk -v c="$r" -v n="$n" 'BEGIN {printf "%.2f", c/n}')"
   done
-  echo "median c=$c at half of crcrd's rate: p50 $(grep -F "c=$c half rate" "$work/results" | sed -E 's/.*p50=([0-9.]+)ms.*/\1/' | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}') ms, p99 $(p99 "c=$c half rate") ms"
+  for server in crcrd nginx; do
+    echo "median c=$c at half of crcrd's rate, $server: p50 $(grep -E "c=$c half rate .* $server " "$work/results" | sed -E 's/.*p50=([0-9.]+)ms.*/\1/' | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}') ms, p99 $(grep -E "c=$c half rate .* $server " "$work/results" | sed -E 's/.*p99=([0-9.]+)ms.*/\1/' | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}') ms"
+  done
 done
