@@ -10,7 +10,10 @@
 # than the pace and the older ones are coalesced. Reported: the first status's commit -> POST,
 # the gaps between POSTs against min_interval, and the whole drain against its lower bound
 # (POSTs - 1) x min_interval.
-# usage: bench/run-e2e-bench.sh [BUILD_DIR]   (env: TOTAL, CONNECTIONS, REPORT, MIN_INTERVAL)
+# With REPORT=github and API_DELAY_MS, the stand-in is bench/github-standin.py instead, which
+# lists one changed file per pull request after that delay (the real API takes 100-300 ms) and
+# answers statuses at once: the planner's look-ups of changed paths wait as in production.
+# usage: bench/run-e2e-bench.sh [BUILD_DIR]   (env: TOTAL, CONNECTIONS, REPORT, MIN_INTERVAL, API_DELAY_MS)
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=$(cd "${1:-$root/build}" && pwd)
@@ -56,7 +59,12 @@ http {
   }
 }
 NGINX
-  nginx -p "$work/nginx" -c "$work/nginx/nginx.conf" -g 'daemon off;' &
+  if [[ -n ${API_DELAY_MS:-} ]]; then
+    # PRs' files after API_DELAY_MS, as the real API answers; statuses at once.
+    python3 "$root/bench/github-standin.py" "$gport" tls.crt tls.key "$API_DELAY_MS" "$work/nginx/posts.log" &
+  else
+    nginx -p "$work/nginx" -c "$work/nginx/nginx.conf" -g 'daemon off;' &
+  fi
   for _ in $(seq 100); do (echo > /dev/tcp/127.0.0.1/$gport) 2>/dev/null && break; sleep 0.05; done
   echo ghp_bench > gh.token
   printf '#!/bin/sh\nprintf %s > "$CRCR_JUNIT_DIR/r.xml"\n' "'<testsuite tests=\"1\"><testcase classname=\"ci\" name=\"ok\"/></testsuite>'" > ci/ci.sh
@@ -98,6 +106,8 @@ SELECT 'webhook received -> first job queued: runs=' || count(*) ||
        ' max=' || printf('%.1f', max(ms)) || 'ms'
 FROM lat;
 SELECT 'jobs per run: ' || printf('%.1f', (SELECT count(*) FROM jobs) * 1.0 / (SELECT count(*) FROM runs));
+SELECT 'changed paths from: ' || group_concat(source || ' ' || n, ', ')
+FROM (SELECT json_extract(selection, '$.source') AS source, count(*) AS n FROM runs GROUP BY 1);
 SQL
 if [[ ${REPORT:-0} == 1 ]]; then
   for _ in $(seq 600); do

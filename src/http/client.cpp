@@ -81,7 +81,7 @@ struct Conn {
 /// Idle connections by origin (scheme, host, port and CA file): at most k_idle_per_origin
 /// each, none older than k_idle_max (servers close idle connections: GitHub after about a
 /// minute).
-constexpr std::size_t k_idle_per_origin = 4;
+constexpr std::size_t k_idle_per_origin = 8;  // the planner looks up eight runs at a time
 constexpr auto k_idle_max = std::chrono::seconds(20);
 std::mutex g_pool_mu;
 std::map<std::string, std::vector<std::unique_ptr<Conn>>> g_pool;

@@ -1,5 +1,8 @@
 #include "crcrd/sched/planner.hpp"
 
+#include <deque>
+#include <future>
+#include <system_error>
 #include <utility>
 
 #include <spdlog/spdlog.h>
@@ -11,6 +14,63 @@
 namespace crcrd::sched {
 
 using nlohmann::json;
+
+/// The threads that look changed paths up for the planner, started at the first look-ups and
+/// kept: a thread started and ended for each look-up cost more than a fast look-up on this
+/// VM (its stack mapped and unmapped, the TLB shootdowns), about 0.3 ms each.
+class Planner::LookupPool {
+public:
+    explicit LookupPool(std::size_t threads) : m_size(threads) {}
+    ~LookupPool() {
+        {
+            std::lock_guard lk(m_mu);
+            m_stopping = true;
+        }
+        m_cv.notify_all();
+        for (auto& t : m_threads) t.join();
+    }
+
+    /// Runs `fn` on one of the threads; std::system_error when there is none and none can start.
+    std::future<select::ChangedPaths> submit(std::function<select::ChangedPaths()> fn) {
+        std::packaged_task<select::ChangedPaths()> task(std::move(fn));
+        auto answer = task.get_future();
+        {
+            std::lock_guard lk(m_mu);
+            if (m_threads.size() < m_size) {
+                try {
+                    m_threads.emplace_back([this] { work(); });
+                } catch (const std::system_error&) {
+                    if (m_threads.empty()) throw;  // the threads there are will do
+                }
+            }
+            m_tasks.push_back(std::move(task));
+        }
+        m_cv.notify_one();
+        return answer;
+    }
+
+private:
+    void work() {
+        for (;;) {
+            std::packaged_task<select::ChangedPaths()> task;
+            {
+                std::unique_lock lk(m_mu);
+                m_cv.wait(lk, [&] { return m_stopping || !m_tasks.empty(); });
+                if (m_tasks.empty()) return;
+                task = std::move(m_tasks.front());
+                m_tasks.pop_front();
+            }
+            task();  // an exception goes to the future
+        }
+    }
+
+    const std::size_t m_size;
+    std::mutex m_mu;
+    std::condition_variable m_cv;
+    std::deque<std::packaged_task<select::ChangedPaths()>> m_tasks;
+    std::vector<std::thread> m_threads;
+    bool m_stopping = false;
+};
 
 namespace {
 
@@ -58,6 +118,7 @@ Planner::Planner(store::Writer& writer, std::filesystem::path db_path, std::shar
       m_db_path(db_path),
       m_cfg(std::move(cfg)),
       m_reader(db_path),
+      m_lookups(std::make_unique<LookupPool>(k_lookups)),
       m_full_matrix(writer, db_path, [this](const std::string& ref) -> Result<std::string> {
           auto c = config();
           if (!c) return make_error("git", "no configuration");
@@ -182,14 +243,38 @@ std::size_t Planner::submit_pending() {
     // Each plan is submitted as soon as it is decided, without waiting for the one before:
     // the writer commits whatever is queued together (one fsync for a burst of runs).
     std::size_t submitted = 0;
+    // Changed paths from the mirror or the GitHub API (each tens to hundreds of milliseconds)
+    // are looked up k_lookups runs ahead, concurrently, not one run after the other (the HTTP
+    // client keeps as many connections per origin). The look-ups use `runs` and `cfg`: every
+    // one still running is waited for before this returns, however it returns.
+    std::vector<std::future<select::ChangedPaths>> lookups(runs.size());
+    struct WaitForLookups {
+        std::vector<std::future<select::ChangedPaths>>& lookups;
+        ~WaitForLookups() {
+            for (auto& f : lookups)
+                if (f.valid()) f.wait();
+        }
+    } wait_for_lookups{lookups};
+    std::size_t ahead = 0;
     for (std::size_t i = 0; i < runs.size(); ++i) {
+        for (; ahead < runs.size() && ahead < i + k_lookups; ++ahead) {
+            if (skip.count(ids[ahead]) || !select::needs_lookup(runs[ahead], cfg->sources)) continue;
+            try {
+                lookups[ahead] = m_lookups->submit([&run = runs[ahead], &sources = cfg->sources] {
+                    return select::resolve_changed_paths(run, sources);
+                });
+            } catch (const std::system_error& e) {
+                // No thread to spare: this run is looked up in turn, below.
+                spdlog::warn("planner: run_id={} looked up on the planner's thread: {}", ids[ahead], e.what());
+            }
+        }
         const std::int64_t id = ids[i];
         if (skip.count(id)) continue;
         std::function<void(store::Db&)> work;
         std::string summary;
         auto stored = std::make_shared<bool>(false);
         try {
-            auto changed = select::resolve_changed_paths(runs[i], cfg->sources);
+            auto changed = lookups[i].valid() ? lookups[i].get() : select::resolve_changed_paths(runs[i], cfg->sources);
             std::vector<std::string> requested;
             if (auto t = runs[i].inputs.find("tiers"); t != runs[i].inputs.end() && t->is_array()) {
                 for (const auto& name : *t)

@@ -3,6 +3,8 @@
 #include <spdlog/spdlog.h>
 
 #include <filesystem>
+#include <functional>
+#include <mutex>
 
 #include "crcrd/github/auth.hpp"
 #include "crcrd/github/client.hpp"
@@ -72,11 +74,10 @@ Result<std::vector<std::string>> github_changed_paths(std::int64_t pr, const con
     return files;
 }
 
-ChangedPaths resolve_changed_paths(const RunRef& run, const SourceSettings& settings) {
-    ChangedPaths out;
-    std::string notes;
-    auto note = [&](const std::string& n) { notes += (notes.empty() ? "" : "; ") + n; };
+namespace {
 
+/// The sources read from the run itself, in order: the answer, if one of them has it.
+std::optional<ChangedPaths> from_the_run(const RunRef& run, const std::function<void(const std::string&)>& note) {
     if (run.event == "schedule") return ChangedPaths{Source::schedule, {}, ""};  // every tier anyway
     if (run.event == "manual" || run.event == "bisect") return ChangedPaths{Source::manual, {}, ""};  // the tiers asked for
     if (auto files = strings_at(run.inputs, "changed_files")) {
@@ -90,8 +91,29 @@ ChangedPaths resolve_changed_paths(const RunRef& run, const SourceSettings& sett
         note(run.base_sha.empty() ? "push_commits: a new ref has no base to compare with"
                                   : "push_commits: " + std::to_string(commits) + " commits may be truncated");
     }
+    return std::nullopt;
+}
+
+// The mirror is one repository on disk: the planner's concurrent look-ups take turns on it.
+std::mutex g_mirror_mu;
+
+}  // namespace
+
+bool needs_lookup(const RunRef& run, const SourceSettings& settings) {
+    if (from_the_run(run, [](const std::string&) {})) return false;
+    return !settings.upstream.mirror.empty() || (run.pr && settings.github);
+}
+
+ChangedPaths resolve_changed_paths(const RunRef& run, const SourceSettings& settings) {
+    ChangedPaths out;
+    std::string notes;
+    auto note = [&](const std::string& n) { notes += (notes.empty() ? "" : "; ") + n; };
+
+    if (auto answer = from_the_run(run, note)) return std::move(*answer);
     if (!settings.upstream.mirror.empty()) {
+        std::unique_lock mirror_turn(g_mirror_mu);
         auto files = git_changed_paths(run, settings.upstream);
+        mirror_turn.unlock();
         if (files) return ChangedPaths{Source::git, std::move(*files), notes};
         note(files.error().message);
     } else {

@@ -77,6 +77,10 @@ private:
     std::condition_variable m_cv;
     std::shared_ptr<const PlannerConfig> m_cfg;
     store::UnplannedReader m_reader;  // the planner thread's (or the test's) own
+    /// Changed paths that need the mirror or the GitHub API: looked up this many runs ahead.
+    static constexpr std::size_t k_lookups = 8;
+    class LookupPool;
+    std::unique_ptr<LookupPool> m_lookups;
     bool m_pending = true;
     bool m_followups_due = true;
     bool m_stopping = false;

@@ -42,8 +42,13 @@ struct SourceSettings {
 inline constexpr std::size_t k_push_commit_cap = 20;
 
 /// Tries each source in order and returns the first answer; `note` says why earlier ones
-/// did not answer. Never throws; the worst case is Source::unknown.
+/// did not answer. Never throws; the worst case is Source::unknown. Safe to call from several
+/// threads at once (look-ups in the mirror take turns).
 ChangedPaths resolve_changed_paths(const RunRef& run, const SourceSettings& settings);
+
+/// Whether resolve_changed_paths() would read the mirror or call the GitHub API for `run`
+/// (the run itself does not say), so that the planner looks those up concurrently.
+bool needs_lookup(const RunRef& run, const SourceSettings& settings);
 
 /// The mirror source alone: the run's base SHA, else its base branch, compared with its SHA
 /// by vcs::changed_paths (the mirror at `upstream.mirror` is created on first use).
