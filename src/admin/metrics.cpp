@@ -110,6 +110,8 @@ void Metrics::record(const std::vector<store::Event>& events) {
             case K::selection_miss:
                 m_selection_misses.add({});
                 break;
+            case K::followup:
+                break;  // the planner's wake-up, not a metric
         }
     }
 }

@@ -37,7 +37,6 @@
 #include "crcrd/report/sender.hpp"
 #include "crcrd/sched/dispatcher.hpp"
 #include "crcrd/sched/planner.hpp"
-#include "crcrd/store/bisections.hpp"
 #include "crcrd/store/events.hpp"
 #include "crcrd/select/rules.hpp"
 #include "crcrd/store/instance_lock.hpp"
@@ -143,17 +142,7 @@ public:
         if (int rc = start_metrics(); rc != 0) return rc;
         // Reporting: every state change marks its run; the writer turns marks into outbox rows
         // inside the same commit, and the sender is woken once it is durable.
-        // A run that ended with work left for the planner (bisection, the selection-miss
-        // audit) wakes it once committed.
-        m_writer.set_commit_hooks(
-            [this](store::Db& db) {
-                m_outbox(db);
-                if (store::has_followups(db)) m_followups_due = true;
-            },
-            [this] {
-                m_sender.notify();
-                if (m_followups_due.exchange(false)) m_planner.notify_followups();
-            });
+        m_writer.set_commit_hooks([this](store::Db& db) { m_outbox(db); }, [this] { m_sender.notify(); });
         m_sender.start();
         m_pruner.start();
         if (int rc = create_execution(); rc != 0) return rc;
@@ -190,12 +179,15 @@ private:
             // from the commit that stored it, on the writer's thread: not after the thread that
             // answers its request gets round to it (under a burst, milliseconds later). The
             // runs table's insert trigger emits run_created, so no path can miss it.
+            // A run that ended with work left for the planner (bisection, the selection-miss
+            // audit) wakes it for its follow-ups the same way.
+            bool created = false, followup = false;
             for (const auto& e : events) {
-                if (e.kind == store::EventKind::run_created) {
-                    m_planner.notify();
-                    break;
-                }
+                created = created || e.kind == store::EventKind::run_created;
+                followup = followup || e.kind == store::EventKind::followup;
             }
+            if (followup) m_planner.notify_followups();
+            else if (created) m_planner.notify();
         });
         store::EventTotals totals;
         auto seeded = m_writer.run_sync([&totals](store::Db& db) {
@@ -436,7 +428,6 @@ private:
     store::Pruner m_pruner;
     ingest::WebhookHandler m_webhook;
     sched::Planner m_planner;
-    std::atomic<bool> m_followups_due{false};
     // The executor the configuration chose at start (a reload cannot change which).
     std::unique_ptr<exec::LocalExecutor> m_local;
     std::unique_ptr<exec::SlurmExecutor> m_slurm;

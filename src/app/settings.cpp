@@ -64,7 +64,10 @@ void check_bwrap_here(const config::Config& c, std::vector<std::string>& errors)
     if (x.command.empty() || x.isolation != "bwrap" || x.executor != "local" || x.sandbox_socket || ::geteuid() == 0) return;
     // The probe is the jobs' own prefix (exec::bwrap_prefix), so that it cannot drift from
     // it, with an empty folder of its own as the job's folder.
-    std::string dir = (std::filesystem::temp_directory_path() / "crcrd-bwrap-probe.XXXXXX").string();
+    std::error_code ec;
+    std::filesystem::path tmp = std::filesystem::temp_directory_path(ec);
+    if (ec) tmp = "/tmp";  // $TMPDIR names no folder
+    std::string dir = (tmp / "crcrd-bwrap-probe.XXXXXX").string();
     if (::mkdtemp(dir.data()) == nullptr) {
         errors.push_back("execution.isolation: cannot create a folder for the bubblewrap probe (" + dir + ": " +
                          std::strerror(errno) + ")");

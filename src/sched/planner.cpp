@@ -178,11 +178,14 @@ void Planner::loop() {
         bool followups = false;
         {
             std::unique_lock lk(m_mu);
-            const bool woken = m_cv.wait_for(lk, std::chrono::seconds(5), [&] { return m_stopping || m_pending; });
+            m_cv.wait_for(lk, k_followup_look, [&] { return m_stopping || m_pending; });
             if (m_stopping) return;
             m_pending = false;
-            // The periodic look tries the follow-ups that are backing off.
-            followups = std::exchange(m_followups_due, false) || !woken;
+            // Also every k_followup_look however busy the planner is: follow-ups that failed
+            // are tried again when their back-off ends, and no commit says when that is.
+            const auto now = std::chrono::steady_clock::now();
+            followups = std::exchange(m_followups_due, false) || now - m_followups_looked >= k_followup_look;
+            if (followups) m_followups_looked = now;
             m_failed.clear();
         }
         try {
@@ -243,9 +246,9 @@ std::size_t Planner::submit_pending() {
     // Each plan is submitted as soon as it is decided, without waiting for the one before:
     // the writer commits whatever is queued together (one fsync for a burst of runs).
     std::size_t submitted = 0;
-    // Changed paths from the mirror or the GitHub API (each tens to hundreds of milliseconds)
-    // are looked up k_lookups runs ahead, concurrently, not one run after the other (the HTTP
-    // client keeps as many connections per origin). The look-ups use `runs` and `cfg`: every
+    // Changed paths from the GitHub API (100-300 ms a call) are looked up k_lookups runs ahead,
+    // concurrently, not one run after the other (the HTTP client keeps as many connections per
+    // origin). The mirror's stay on this thread, in run order: it is one repository on disk. The look-ups use `runs` and `cfg`: every
     // one still running is waited for before this returns, however it returns.
     std::vector<std::future<select::ChangedPaths>> lookups(runs.size());
     struct WaitForLookups {
@@ -258,7 +261,7 @@ std::size_t Planner::submit_pending() {
     std::size_t ahead = 0;
     for (std::size_t i = 0; i < runs.size(); ++i) {
         for (; ahead < runs.size() && ahead < i + k_lookups; ++ahead) {
-            if (skip.count(ids[ahead]) || !select::needs_lookup(runs[ahead], cfg->sources)) continue;
+            if (skip.count(ids[ahead]) || !select::needs_github_lookup(runs[ahead], cfg->sources)) continue;
             try {
                 lookups[ahead] = m_lookups->submit([&run = runs[ahead], &sources = cfg->sources] {
                     return select::resolve_changed_paths(run, sources);

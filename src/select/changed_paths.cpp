@@ -99,9 +99,9 @@ std::mutex g_mirror_mu;
 
 }  // namespace
 
-bool needs_lookup(const RunRef& run, const SourceSettings& settings) {
+bool needs_github_lookup(const RunRef& run, const SourceSettings& settings) {
     if (from_the_run(run, [](const std::string&) {})) return false;
-    return !settings.upstream.mirror.empty() || (run.pr && settings.github);
+    return settings.upstream.mirror.empty() && run.pr && settings.github;
 }
 
 ChangedPaths resolve_changed_paths(const RunRef& run, const SourceSettings& settings) {

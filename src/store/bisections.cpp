@@ -45,11 +45,6 @@ Bisection row(const Stmt& st) {
 
 }  // namespace
 
-bool has_followups(Db& db) {
-    Scoped st(db, "SELECT 1 FROM followups LIMIT 1");
-    return st->step();
-}
-
 std::vector<Followup> BisectionsRepo::followups(int limit) {
     Scoped st(m_db, "SELECT run_id, kind FROM followups ORDER BY run_id, kind LIMIT ?");
     st->bind(1, std::int64_t{limit});

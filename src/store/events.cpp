@@ -14,7 +14,7 @@ namespace {
     "round((julianday(" later ") - julianday(" earlier ")) * 86400.0, 3)"
 
 /// Each trigger with the table it watches.
-const std::array<std::pair<const char*, const char*>, 7> k_triggers = {{
+const std::array<std::pair<const char*, const char*>, 8> k_triggers = {{
     {"deliveries",
      "CREATE TEMP TRIGGER IF NOT EXISTS crcrd_ev_delivery AFTER INSERT ON main.deliveries "
      "BEGIN INSERT INTO crcrd_events (kind, a) VALUES ('delivery', NEW.verdict); END"},
@@ -46,12 +46,15 @@ const std::array<std::pair<const char*, const char*>, 7> k_triggers = {{
      "CREATE TEMP TRIGGER IF NOT EXISTS crcrd_ev_selection_miss AFTER INSERT ON "
      "main.selection_misses "
      "BEGIN INSERT INTO crcrd_events (kind) VALUES ('selection_miss'); END"},
+    {"followups",
+     "CREATE TEMP TRIGGER IF NOT EXISTS crcrd_ev_followup AFTER INSERT ON main.followups "
+     "BEGIN INSERT INTO crcrd_events (kind, a) VALUES ('followup', NEW.kind); END"},
 }};
 
 #undef CRCRD_SECONDS
 
 std::optional<EventKind> kind_of(const std::string& s) {
-    static const std::array<std::pair<const char*, EventKind>, 7> k = {{
+    static const std::array<std::pair<const char*, EventKind>, 8> k = {{
         {"delivery", EventKind::delivery},
         {"run_created", EventKind::run_created},
         {"run_finished", EventKind::run_finished},
@@ -59,6 +62,7 @@ std::optional<EventKind> kind_of(const std::string& s) {
         {"job_finished", EventKind::job_finished},
         {"status_settled", EventKind::status_settled},
         {"selection_miss", EventKind::selection_miss},
+        {"followup", EventKind::followup},
     }};
     for (const auto& [name, kind] : k) {
         if (s == name) return kind;

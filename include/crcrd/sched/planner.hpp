@@ -4,6 +4,7 @@
 // job per selected tier. A run with nothing selected completes at once as passed.
 // It works on its own thread (git and HTTPS block) and writes through the Writer.
 
+#include <chrono>
 #include <condition_variable>
 #include <filesystem>
 #include <functional>
@@ -48,7 +49,7 @@ public:
     /// New runs were stored.
     void notify();
     /// A commit left work for follow_up() (bisection, the selection-miss audit). Follow-ups
-    /// are also looked at on start and at each periodic look (their retries back off).
+    /// are also looked at on start and every five seconds (their retries back off).
     void notify_followups();
     /// Called after plans are committed (their jobs are queued), so the dispatcher can lease
     /// slots at once: on the writer's thread, once per committed plan. Set before start().
@@ -83,6 +84,8 @@ private:
     std::unique_ptr<LookupPool> m_lookups;
     bool m_pending = true;
     bool m_followups_due = true;
+    static constexpr std::chrono::seconds k_followup_look{5};
+    std::chrono::steady_clock::time_point m_followups_looked;
     bool m_stopping = false;
     FullMatrixTrigger m_full_matrix;
     Followups m_followups;

@@ -46,9 +46,11 @@ inline constexpr std::size_t k_push_commit_cap = 20;
 /// threads at once (look-ups in the mirror take turns).
 ChangedPaths resolve_changed_paths(const RunRef& run, const SourceSettings& settings);
 
-/// Whether resolve_changed_paths() would read the mirror or call the GitHub API for `run`
-/// (the run itself does not say), so that the planner looks those up concurrently.
-bool needs_lookup(const RunRef& run, const SourceSettings& settings);
+/// Whether resolve_changed_paths() would start with the GitHub API for `run` (the run itself
+/// does not say, and there is no mirror), so that the planner looks those up concurrently.
+/// Runs that need the mirror are looked up one after the other, in order, as the mirror is
+/// one repository on disk.
+bool needs_github_lookup(const RunRef& run, const SourceSettings& settings);
 
 /// The mirror source alone: the run's base SHA, else its base branch, compared with its SHA
 /// by vcs::changed_paths (the mirror at `upstream.mirror` is created on first use).

@@ -56,9 +56,6 @@ struct BisectRun {
     bool had_jobs = false;  // false: planned with nothing to run (its tier left the rules)
 };
 
-/// Whether a finished run left work for the planner (one indexed look; for the commit hook).
-bool has_followups(Db& db);
-
 class BisectionsRepo {
 public:
     explicit BisectionsRepo(Db& db) : m_db(db) {}

@@ -24,6 +24,7 @@ enum class EventKind {
                      // may reach several: coalesced while in flight and then sent, dead and
                      // sent after a retry; the start-up totals count each row's last state only.
     selection_miss,  // a selection_misses row
+    followup,        // a=kind: a followups row, work a finished run left for the planner
 };
 
 struct Event {

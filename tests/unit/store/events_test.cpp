@@ -28,8 +28,8 @@ void insert_run(Db& db, std::int64_t id, const std::string& state, const std::st
 }
 
 std::string describe(const Event& e) {
-    static const char* k[] = {"delivery",     "run_created",    "run_finished",  "job_started",
-                              "job_finished", "status_settled", "selection_miss"};
+    static const char* k[] = {"delivery",     "run_created",    "run_finished",   "job_started",
+                              "job_finished", "status_settled", "selection_miss", "followup"};
     std::string out = k[static_cast<int>(e.kind)];
     if (!e.a.empty()) out += " " + e.a;
     if (!e.b.empty()) out += " " + e.b;
@@ -105,6 +105,21 @@ TEST_F(EventsTest, EachCommittedChangeIsOneEventAndARolledBackOneIsNone) {
     EXPECT_EQ(take(), (std::vector<std::string>{
                           "job_started import 2.5000", "job_finished import passed 90.250",
                           "run_finished push passed", "status_settled github sent"}));
+}
+
+// A push that ends as a regression leaves a bisection for the planner: the commit's events say
+// so (the daemon wakes the planner's follow-ups from them), once; the same row again says nothing.
+TEST_F(EventsTest, WorkLeftForThePlannerIsAnEventOnce) {
+    ASSERT_TRUE(writer->run_sync([](Db& d) { insert_run(d, 1, "running", ""); }));
+    take();
+    auto finish = [](Db& d) {
+        d.exec("UPDATE runs SET state = 'completed', conclusion = 'regression' WHERE id = 1");
+    };
+    ASSERT_TRUE(writer->run_sync(finish));
+    EXPECT_EQ(take(), (std::vector<std::string>{"run_finished push regression", "followup bisect"}));
+    ASSERT_TRUE(writer->run_sync([](Db& d) { d.exec("UPDATE runs SET state = 'running' WHERE id = 1"); }));
+    ASSERT_TRUE(writer->run_sync(finish));  // the followups row is still there: INSERT OR IGNORE
+    EXPECT_EQ(take(), (std::vector<std::string>{"run_finished push regression"}));
 }
 
 TEST_F(EventsTest, StartUpTotalsCountWhatTheEventsCount) {
