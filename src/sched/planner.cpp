@@ -248,8 +248,9 @@ std::size_t Planner::submit_pending() {
     std::size_t submitted = 0;
     // Changed paths from the GitHub API (100-300 ms a call) are looked up k_lookups runs ahead,
     // concurrently, not one run after the other (the HTTP client keeps as many connections per
-    // origin). The mirror's stay on this thread, in run order: it is one repository on disk. The look-ups use `runs` and `cfg`: every
-    // one still running is waited for before this returns, however it returns.
+    // origin). The mirror's stay on this thread, in run order: it is one repository on disk.
+    // The look-ups use `runs` and `cfg`: every one still running is waited for before this
+    // returns, however it returns.
     std::vector<std::future<select::ChangedPaths>> lookups(runs.size());
     struct WaitForLookups {
         std::vector<std::future<select::ChangedPaths>>& lookups;

@@ -4,7 +4,6 @@
 
 #include <filesystem>
 #include <functional>
-#include <mutex>
 
 #include "crcrd/github/auth.hpp"
 #include "crcrd/github/client.hpp"
@@ -94,14 +93,13 @@ std::optional<ChangedPaths> from_the_run(const RunRef& run, const std::function<
     return std::nullopt;
 }
 
-// The mirror is one repository on disk: the planner's concurrent look-ups take turns on it.
-std::mutex g_mirror_mu;
-
 }  // namespace
 
 bool needs_github_lookup(const RunRef& run, const SourceSettings& settings) {
-    if (from_the_run(run, [](const std::string&) {})) return false;
-    return settings.upstream.mirror.empty() && run.pr && settings.github;
+    // The settings first: without the API, or with a mirror, the run's own paths (a copy of
+    // every changed file) are not read twice.
+    if (!settings.upstream.mirror.empty() || !run.pr || !settings.github) return false;
+    return !from_the_run(run, [](const std::string&) {});
 }
 
 ChangedPaths resolve_changed_paths(const RunRef& run, const SourceSettings& settings) {
@@ -111,9 +109,7 @@ ChangedPaths resolve_changed_paths(const RunRef& run, const SourceSettings& sett
 
     if (auto answer = from_the_run(run, note)) return std::move(*answer);
     if (!settings.upstream.mirror.empty()) {
-        std::unique_lock mirror_turn(g_mirror_mu);
         auto files = git_changed_paths(run, settings.upstream);
-        mirror_turn.unlock();
         if (files) return ChangedPaths{Source::git, std::move(*files), notes};
         note(files.error().message);
     } else {

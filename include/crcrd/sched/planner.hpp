@@ -78,7 +78,7 @@ private:
     std::condition_variable m_cv;
     std::shared_ptr<const PlannerConfig> m_cfg;
     store::UnplannedReader m_reader;  // the planner thread's (or the test's) own
-    /// Changed paths that need the mirror or the GitHub API: looked up this many runs ahead.
+    /// Changed paths that need the GitHub API: looked up this many runs ahead, on m_lookups.
     static constexpr std::size_t k_lookups = 8;
     class LookupPool;
     std::unique_ptr<LookupPool> m_lookups;

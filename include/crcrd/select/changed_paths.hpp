@@ -43,7 +43,8 @@ inline constexpr std::size_t k_push_commit_cap = 20;
 
 /// Tries each source in order and returns the first answer; `note` says why earlier ones
 /// did not answer. Never throws; the worst case is Source::unknown. Safe to call from several
-/// threads at once (look-ups in the mirror take turns).
+/// threads at once for runs that needs_github_lookup() (the planner's look-up pool); runs
+/// that need the mirror are resolved by the planner's thread alone.
 ChangedPaths resolve_changed_paths(const RunRef& run, const SourceSettings& settings);
 
 /// Whether resolve_changed_paths() would start with the GitHub API for `run` (the run itself
