@@ -33,7 +33,8 @@ const std::array<std::pair<const char*, const char*>, 8> k_triggers = {{
      "NEW.tier, " CRCRD_SECONDS("NEW.started_at", "NEW.created_at") "); END"},
     {"jobs",
      "CREATE TEMP TRIGGER IF NOT EXISTS crcrd_ev_job_finished AFTER UPDATE OF state ON main.jobs "
-     "WHEN NEW.state IN ('completed','cancelled') AND OLD.state IN ('queued','leased','running') "
+     "WHEN NEW.state IN ('completed','cancelled') "
+     "AND (OLD.state = 'queued' OR OLD.state = 'leased' OR OLD.state = 'running') "
      "BEGIN INSERT INTO crcrd_events (kind, a, b, seconds) VALUES ('job_finished', NEW.tier, "
      "coalesce(NEW.conclusion, ''), CASE WHEN NEW.started_at IS NOT NULL AND NEW.finished_at IS "
      "NOT NULL THEN " CRCRD_SECONDS("NEW.finished_at", "NEW.started_at") " END); END"},
@@ -105,8 +106,12 @@ std::vector<Event> take_events(Db& db) {
             db, "SELECT 1 FROM temp.sqlite_schema WHERE type = 'table' AND name = 'crcrd_events'");
         if (!table->step()) return out;
     }
-    Scoped st(db, "DELETE FROM temp.crcrd_events RETURNING kind, a, b, seconds");
+    // Read, then emptied at once (DELETE ... RETURNING would copy the rows into a temporary
+    // table first; an unconditional DELETE clears the table in one step).
+    Scoped st(db, "SELECT kind, a, b, seconds FROM temp.crcrd_events");
+    bool any = false;
     while (st->step()) {
+        any = true;
         auto kind = kind_of(st->text(0));
         if (!kind) continue;
         Event e;
@@ -115,6 +120,10 @@ std::vector<Event> take_events(Db& db) {
         if (!st->is_null(2)) e.b = st->text(2);
         if (!st->is_null(3)) e.seconds = st->real(3);
         out.push_back(std::move(e));
+    }
+    if (any) {
+        Scoped clear(db, "DELETE FROM temp.crcrd_events");
+        clear->run();
     }
     return out;
 }

@@ -39,7 +39,7 @@ std::vector<std::int64_t> JobsRepo::startable(int limit) {
         // every earlier tier's latest attempt passed
         "AND NOT EXISTS (SELECT 1 FROM jobs e WHERE e.run_id = j.run_id AND e.position < j.position "
         "                AND e.attempt = (SELECT max(k.attempt) FROM jobs k WHERE k.run_id = e.run_id AND k.position = e.position) "
-        "                AND NOT (e.state = 'completed' AND e.conclusion IN ('passed','flaky','pre_existing'))) "
+        "                AND NOT (e.state = 'completed' AND (e.conclusion = 'passed' OR e.conclusion = 'flaky' OR e.conclusion = 'pre_existing'))) "
         "AND NOT EXISTS (SELECT 1 FROM jobs s WHERE s.run_id = j.run_id AND s.state IN ('leased','running')) "
         // the run's earliest queued tier (a retry comes before the tiers after it)
         "AND j.id = (SELECT q.id FROM jobs q INDEXED BY jobs_queued WHERE q.run_id = j.run_id AND q.state = 'queued' ORDER BY q.position, q.id LIMIT 1) "
@@ -75,7 +75,7 @@ std::optional<std::pair<std::int64_t, std::string>> JobsRepo::complete(std::int6
                                                                        const std::string& now) {
     Scoped upd(m_db,
         "UPDATE jobs SET state = 'completed', conclusion = ?, reason = ?, exit_status = ?, finished_at = ? "
-        "WHERE id = ? AND state IN ('queued','leased','running') RETURNING run_id, tier");
+        "WHERE id = ? AND (state = 'queued' OR state = 'leased' OR state = 'running') RETURNING run_id, tier");
     upd->bind(1, to_string(conclusion)).bind(2, reason).bind(3, exit_status ? std::optional<std::int64_t>(*exit_status) : std::nullopt)
         .bind(4, now).bind(5, job_id);
     if (!upd->step()) return std::nullopt;
@@ -93,7 +93,7 @@ void JobsRepo::cancel_queued(std::int64_t run_id, const std::string& reason, con
 void JobsRepo::cancel_open(const std::vector<std::int64_t>& run_ids, const std::string& reason, const std::string& now) {
     Scoped st(m_db,
         "UPDATE jobs SET state = 'cancelled', conclusion = 'cancelled', reason = ?, finished_at = ? "
-        "WHERE run_id = ? AND state IN ('queued','leased','running')");
+        "WHERE run_id = ? AND (state = 'queued' OR state = 'leased' OR state = 'running')");
     for (auto id : run_ids) {
         st->reset();
         st->bind(1, reason).bind(2, now).bind(3, id);
@@ -102,7 +102,7 @@ void JobsRepo::cancel_open(const std::vector<std::int64_t>& run_ids, const std::
 }
 
 std::int64_t JobsRepo::count_open(std::int64_t run_id) {
-    Scoped st(m_db, "SELECT count(*) FROM jobs WHERE run_id = ? AND state IN ('queued','leased','running')");
+    Scoped st(m_db, "SELECT count(*) FROM jobs WHERE run_id = ? AND (state = 'queued' OR state = 'leased' OR state = 'running')");
     st->bind(1, run_id);
     return count_of(st);
 }

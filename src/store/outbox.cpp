@@ -29,9 +29,16 @@ std::vector<std::string> three_sinks(const std::vector<Sink>& paused) {
 }  // namespace
 
 std::vector<std::int64_t> OutboxRepo::take_dirty() {
-    Scoped take(m_db, "DELETE FROM status_dirty RETURNING run_id");
+    // Read, then emptied at once (as take_events: no temporary table for RETURNING).
     std::vector<std::int64_t> ids;
-    while (take->step()) ids.push_back(take->int64(0));
+    {
+        Scoped take(m_db, "SELECT run_id FROM status_dirty");
+        while (take->step()) ids.push_back(take->int64(0));
+    }
+    if (!ids.empty()) {
+        Scoped clear(m_db, "DELETE FROM status_dirty");
+        clear->run();
+    }
     return ids;
 }
 
@@ -118,11 +125,25 @@ std::int64_t OutboxRepo::append(const NewStatusRow& row) {
         ins->run();
         id = m_db.last_insert_rowid();
     }
-    Scoped coalesce(m_db,
-        "UPDATE outbox SET delivery = 'coalesced' WHERE sink = ? AND sha = ? AND context = ? AND delivery = 'waiting' "
-        "AND id < ?");
-    coalesce->bind(1, to_string(row.sink)).bind(2, row.sha).bind(3, row.context).bind(4, id);
-    coalesce->run();
+    // The rows it coalesces are found first, then changed one by one: an UPDATE that changes the
+    // column of the index it is looking through collects the rows in a temporary table first,
+    // even when there is none (most appends: a new SHA's first status).
+    std::vector<std::int64_t> older;
+    {
+        Scoped waiting(m_db,
+            "SELECT id FROM outbox INDEXED BY outbox_by_key WHERE sink = ? AND sha = ? AND context = ? "
+            "AND delivery = 'waiting' AND id < ?");
+        waiting->bind(1, to_string(row.sink)).bind(2, row.sha).bind(3, row.context).bind(4, id);
+        while (waiting->step()) older.push_back(waiting->int64(0));
+    }
+    if (!older.empty()) {
+        Scoped coalesce(m_db, "UPDATE outbox SET delivery = 'coalesced' WHERE id = ?");
+        for (auto old_id : older) {
+            coalesce->reset();
+            coalesce->bind(1, old_id);
+            coalesce->run();
+        }
+    }
     return id;
 }
 

@@ -3,13 +3,14 @@
 
 #include <array>
 #include <string>
+#include <string_view>
 
 namespace crcrd::store {
 
 namespace {
 
 // Each entry takes the schema from version i to i+1. Never edit a released entry; append.
-constexpr std::array<const char*, 12> k_migrations = {
+constexpr std::array<const char*, 13> k_migrations = {
     R"sql(
 CREATE TABLE meta (
   key   TEXT PRIMARY KEY,
@@ -277,6 +278,66 @@ CREATE INDEX runs_unplanned ON runs (id) WHERE state = 'queued' AND selection IS
     R"sql(
 CREATE INDEX jobs_queued ON jobs (run_id, position, id) WHERE state = 'queued';
 )sql",
+    // 13: no temporary tables in the writer's everyday statements (issue 16). A CHECK of the
+    // form `x IN (three or more constants)` makes SQLite build a temporary B-tree of the
+    // constants each time a statement checks it (a pager opened and closed, its pages
+    // allocated), which the writer paid in most inserts and state changes: the runs',
+    // deliveries', jobs', slots' and outbox's, a few per delivery. The same constraints written
+    // as comparisons are evaluated inline. They allow exactly the values they allowed, so every
+    // stored row still satisfies them and the text is rewritten in place as in 8; migrate()
+    // then moves the schema's version on, so that every connection rereads it.
+    R"sql(
+PRAGMA writable_schema = ON;
+UPDATE sqlite_schema SET sql = replace(replace(sql,
+    'event IN (''pull_request'',''push'',''schedule'',''manual'',''bisect'')',
+    'event = ''pull_request'' OR event = ''push'' OR event = ''schedule'' OR event = ''manual'' OR event = ''bisect'''),
+    'state IN (''queued'',''running'',''completed'',''cancelled'')',
+    'state = ''queued'' OR state = ''running'' OR state = ''completed'' OR state = ''cancelled''')
+ WHERE type = 'table' AND name = 'runs';
+UPDATE sqlite_schema SET sql = replace(sql,
+    'verdict IN (''queued'',''duplicate'',''ignored'',''cancelled'',''pong'',''rejected'')',
+    'verdict = ''queued'' OR verdict = ''duplicate'' OR verdict = ''ignored'' OR verdict = ''cancelled'' OR verdict = ''pong'' OR verdict = ''rejected''')
+ WHERE type = 'table' AND name = 'deliveries';
+UPDATE sqlite_schema SET sql = replace(sql,
+    'state IN (''queued'',''leased'',''running'',''completed'',''cancelled'')',
+    'state = ''queued'' OR state = ''leased'' OR state = ''running'' OR state = ''completed'' OR state = ''cancelled''')
+ WHERE type = 'table' AND name = 'jobs';
+UPDATE sqlite_schema SET sql = replace(sql,
+    'state IN (''idle'',''busy'',''offline'')',
+    'state = ''idle'' OR state = ''busy'' OR state = ''offline''')
+ WHERE type = 'table' AND name = 'slots';
+UPDATE sqlite_schema SET sql = replace(replace(sql,
+    'sink IN (''github'',''file'',''callback'')',
+    'sink = ''github'' OR sink = ''file'' OR sink = ''callback'''),
+    'delivery IN (''waiting'',''sent'',''dead'',''coalesced'')',
+    'delivery = ''waiting'' OR delivery = ''sent'' OR delivery = ''dead'' OR delivery = ''coalesced''')
+ WHERE type = 'table' AND name = 'outbox';
+UPDATE sqlite_schema SET sql = replace(sql,
+    'state IN (''running'',''found'',''range'',''budget_spent'',''inconclusive'',''no_good'',''cancelled'',''failed'')',
+    'state = ''running'' OR state = ''found'' OR state = ''range'' OR state = ''budget_spent'' OR state = ''inconclusive'' OR state = ''no_good'' OR state = ''cancelled'' OR state = ''failed''')
+ WHERE type = 'table' AND name = 'bisections';
+UPDATE sqlite_schema SET sql = replace(sql,
+    'kind IN (''bisect'',''bisect_step'',''audit'')',
+    'kind = ''bisect'' OR kind = ''bisect_step'' OR kind = ''audit''')
+ WHERE type = 'table' AND name = 'followups';
+PRAGMA writable_schema = RESET;
+
+-- The follow-ups of a finished run, each its own trigger with its condition, inserting VALUES:
+-- an INSERT ... SELECT into a table with a trigger (followups has the events' one) first fills
+-- a temporary table, three of them at every run that finished.
+DROP TRIGGER runs_followups;
+CREATE TRIGGER runs_followups_bisect AFTER UPDATE OF state ON runs
+WHEN NEW.state = 'completed' AND OLD.state IN ('queued','running') AND NEW.conclusion = 'regression'
+ AND NEW.event IN ('push','schedule')
+BEGIN INSERT OR IGNORE INTO followups (run_id, kind) VALUES (NEW.id, 'bisect'); END;
+CREATE TRIGGER runs_followups_audit AFTER UPDATE OF state ON runs
+WHEN NEW.state = 'completed' AND OLD.state IN ('queued','running') AND NEW.conclusion = 'regression'
+ AND NEW.event = 'schedule'
+BEGIN INSERT OR IGNORE INTO followups (run_id, kind) VALUES (NEW.id, 'audit'); END;
+CREATE TRIGGER runs_followups_bisect_step AFTER UPDATE OF state ON runs
+WHEN NEW.state IN ('completed','cancelled') AND OLD.state IN ('queued','running') AND NEW.event = 'bisect'
+BEGIN INSERT OR IGNORE INTO followups (run_id, kind) VALUES (NEW.id, 'bisect_step'); END;
+)sql",
 };
 
 int current_version(Db& db) {
@@ -300,7 +361,18 @@ Status migrate(Db& db) {
         }
         for (; v < schema_version(); ++v) {
             Transaction tx(db);
-            db.exec(k_migrations[static_cast<std::size_t>(v)]);
+            const std::string_view sql = k_migrations[static_cast<std::size_t>(v)];
+            db.exec(sql);
+            if (sql.find("writable_schema") != std::string_view::npos) {
+                // A schema rewritten in place changes no version by itself: the other
+                // connections (readers opened before) would go on with the old text.
+                auto& sv = db.cached("PRAGMA schema_version");
+                sv.step();
+                const auto next = sv.int64(0) + 1;
+                sv.reset();
+                db.exec("PRAGMA schema_version = " + std::to_string(next));
+                db.exec("PRAGMA writable_schema = RESET");  // and this one takes the new version
+            }
             db.exec("PRAGMA user_version = " + std::to_string(v + 1));
             tx.commit();
         }

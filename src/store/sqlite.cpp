@@ -112,6 +112,10 @@ std::optional<std::string> Stmt::opt_text(int col) const {
 Result<std::unique_ptr<Db>> Db::open(const std::filesystem::path& path, OpenOptions opts) {
     static const bool k_log_installed = [] {
         sqlite3_config(SQLITE_CONFIG_LOG, sqlite_log, nullptr);
+        // No allocation statistics: with them every sqlite3_malloc and sqlite3_free takes one
+        // process-wide mutex, which the writer and the readers of every thread contend for
+        // (issue 16). Nothing reads sqlite3_memory_used().
+        sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0);
         return true;
     }();
     (void)k_log_installed;

@@ -5,6 +5,7 @@
 
 #include "crcrd/store/sqlite.hpp"
 #include "crcrd/store/deliveries.hpp"
+#include "crcrd/store/events.hpp"
 #include "crcrd/store/schema.hpp"
 #include "crcrd/store/writer.hpp"
 #include "support/process.hpp"
@@ -57,6 +58,97 @@ TEST(Store, MigrationSetsVersionAndRefusesNewerDatabase) {
     auto r = migrate(*db);
     ASSERT_FALSE(r);
     EXPECT_EQ(r.error().code, "storage_version");
+}
+
+// Migration 13 (issue 16): the vocabulary CHECKs are comparisons, which SQLite evaluates inline,
+// not IN lists of constants, for which it builds a temporary B-tree at every insert and update,
+// and a run's end fills no temporary table for its follow-ups; the CHECKs allow and refuse what
+// they did, in a new database and in one migrated from version 12.
+TEST(Store, VocabularyChecksNeedNoTemporaryTableAndStillRefuseUnknownValues) {
+    TempDir dir;
+    auto fresh = open_db(dir.path() / "fresh.db");
+    auto upgraded = open_db(dir.path() / "upgraded.db");
+    // Back to version 12's text, as a database created by an older crcrd has it.
+    upgraded->exec("PRAGMA writable_schema = ON");
+    upgraded->exec(
+        "UPDATE sqlite_schema SET sql = replace(sql, 'state = ''queued'' OR state = ''running'' OR state = "
+        "''completed'' OR state = ''cancelled''', 'state IN (''queued'',''running'',''completed'',''cancelled'')') "
+        "WHERE name = 'runs'");
+    upgraded->exec(
+        "UPDATE sqlite_schema SET sql = replace(sql, 'verdict = ''queued'' OR verdict = ''duplicate'' OR verdict = "
+        "''ignored'' OR verdict = ''cancelled'' OR verdict = ''pong'' OR verdict = ''rejected''', "
+        "'verdict IN (''queued'',''duplicate'',''ignored'',''cancelled'',''pong'',''rejected'')') WHERE name = 'deliveries'");
+    upgraded->exec("PRAGMA writable_schema = RESET");
+    upgraded->exec(
+        "DROP TRIGGER runs_followups_bisect; DROP TRIGGER runs_followups_audit; DROP TRIGGER runs_followups_bisect_step;"
+        "CREATE TRIGGER runs_followups AFTER UPDATE OF state ON runs "
+        "WHEN NEW.state IN ('completed','cancelled') AND OLD.state IN ('queued','running') BEGIN "
+        "INSERT OR IGNORE INTO followups (run_id, kind) SELECT NEW.id, 'bisect' WHERE NEW.state = 'completed' "
+        "AND NEW.conclusion = 'regression' AND NEW.event IN ('push','schedule'); "
+        "INSERT OR IGNORE INTO followups (run_id, kind) SELECT NEW.id, 'audit' WHERE NEW.state = 'completed' "
+        "AND NEW.conclusion = 'regression' AND NEW.event = 'schedule'; "
+        "INSERT OR IGNORE INTO followups (run_id, kind) SELECT NEW.id, 'bisect_step' WHERE NEW.event = 'bisect'; END");
+    upgraded->exec("PRAGMA user_version = 12");
+    // The writer's connection has the events' temporary triggers (one on followups).
+    install_event_triggers(*fresh);
+    install_event_triggers(*upgraded);
+    ASSERT_EQ(count(*upgraded, "SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND sql LIKE '%state IN (''queued'',%'"), 1);
+    auto ephemeral = [](Db& db, const std::string& sql) {
+        auto st = db.prepare("EXPLAIN " + sql);
+        int n = 0;
+        while (st.step())
+            if (st.text(1) == "OpenEphemeral") ++n;
+        return n;
+    };
+    const std::string insert_delivery = "INSERT INTO deliveries (received_at, verdict, http_status) VALUES (?, ?, ?)";
+    // Another connection that read the schema before the migration rereads it after. (Only a
+    // connection that may write has CHECKs: SQLite leaves them out of a read-only one's schema.)
+    auto other = Db::open(dir.path() / "upgraded.db");
+    ASSERT_TRUE(other);
+    ASSERT_EQ(ephemeral(**other, insert_delivery), 1);
+    // Version 12's: the state's CHECK, and the three follow-ups' INSERT ... SELECT.
+    ASSERT_EQ(ephemeral(*upgraded, "UPDATE runs SET state = ?, conclusion = ? WHERE id = ?"), 4);
+    ASSERT_TRUE(migrate(*upgraded));
+    EXPECT_EQ(count(**other, "SELECT count(*) FROM deliveries"), 0);  // its next statement
+    EXPECT_EQ(ephemeral(**other, insert_delivery), 0);
+
+    for (Db* db : {fresh.get(), upgraded.get()}) {
+        SCOPED_TRACE(db == fresh.get() ? "new database" : "migrated from version 12");
+        EXPECT_EQ(count(*db, "SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND sql LIKE '% IN (''%'"), 0);
+        EXPECT_EQ(ephemeral(*db, "INSERT INTO runs (event, sha, state, created_at) VALUES (?, ?, 'queued', ?)"), 0);
+        EXPECT_EQ(ephemeral(*db, insert_delivery), 0);
+        EXPECT_EQ(ephemeral(*db, "INSERT INTO jobs (run_id, tier, position, state, timeout_ms, created_at) "
+                            "VALUES (?, ?, ?, 'queued', ?, ?)"),
+                  0);
+        EXPECT_EQ(ephemeral(*db, "INSERT INTO outbox (sink, run_id, sha, context, state, created_at) VALUES (?, ?, ?, ?, ?, ?)"), 0);
+        EXPECT_EQ(ephemeral(*db, "UPDATE slots SET state = ? WHERE name = ?"), 0);
+        // A run's end: its follow-ups' triggers insert VALUES, not SELECT into a temporary table.
+        EXPECT_EQ(ephemeral(*db, "UPDATE runs SET state = ?, conclusion = ? WHERE id = ?"), 0);
+
+        db->exec("INSERT INTO runs (event, sha, state, created_at) VALUES "
+                 "('bisect', 'ec26c3e57ca3a959ca5aad62de7213c562f8c821', 'queued', 'now')");
+        db->exec("INSERT INTO deliveries (received_at, verdict, http_status) VALUES ('now', 'pong', 200)");
+        EXPECT_THROW(db->exec("INSERT INTO runs (event, sha, state, created_at) VALUES "
+                              "('bisect', 'ec26c3e57ca3a959ca5aad62de7213c562f8c821', 'queue', 'now')"),
+                     SqlError);
+        EXPECT_THROW(db->exec("INSERT INTO runs (event, sha, state, created_at) VALUES "
+                              "('tag', 'ec26c3e57ca3a959ca5aad62de7213c562f8c821', 'queued', 'now')"),
+                     SqlError);
+        EXPECT_THROW(db->exec("INSERT INTO deliveries (received_at, verdict, http_status) VALUES ('now', 'accepted', 202)"),
+                     SqlError);
+        EXPECT_THROW(db->exec("INSERT INTO outbox (sink, run_id, sha, context, state, delivery, created_at) "
+                              "VALUES ('github', 1, 'x', 'c', 'pending', 'lost', 'now')"),
+                     SqlError);
+        EXPECT_THROW(db->exec("INSERT INTO outbox (sink, run_id, sha, context, state, created_at) "
+                              "VALUES ('gitlab', 1, 'x', 'c', 'pending', 'now')"),
+                     SqlError);
+        EXPECT_THROW(db->exec("INSERT INTO jobs (run_id, tier, position, state, timeout_ms, created_at) "
+                              "VALUES (1, 't', 0, 'done', 1, 'now')"),
+                     SqlError);
+        auto check = db->prepare("PRAGMA integrity_check");
+        ASSERT_TRUE(check.step());
+        EXPECT_EQ(check.text(0), "ok");
+    }
 }
 
 TEST(Store, DeliveryIdempotencyOnTransportAndCrcrIds) {
