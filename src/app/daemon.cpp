@@ -140,9 +140,25 @@ public:
     /// Starts everything, serves until SIGTERM/SIGINT, stops everything; the exit code.
     int run() {
         if (int rc = start_metrics(); rc != 0) return rc;
-        // Reporting: every state change marks its run; the writer turns marks into outbox rows
-        // inside the same commit, and the sender is woken once it is durable.
-        m_writer.set_commit_hooks([this](store::Db& db) { m_outbox(db); }, [this] { m_sender.notify(); });
+        // A new run whose changed paths need no look-up is planned inside the commit that
+        // stores it (its jobs queued with it). Reporting: every state change marks its run; the
+        // writer turns marks into outbox rows inside the same commit (the new jobs' statuses
+        // too), and the sender is woken once it is durable.
+        m_writer.set_commit_hooks(
+            [this](store::Db& db) {
+                m_planner.plan_with_commit(db);  // never throws: a run it cannot plan is left
+                try {
+                    // Undone alone when it fails, not with the plans; its marks stay for the
+                    // next commit.
+                    store::within_savepoint(db, [&] { m_outbox(db); });
+                } catch (const std::exception& e) {
+                    spdlog::error("storage commit hook failed: {}", e.what());
+                }
+            },
+            [this] {
+                m_sender.notify();
+                m_planner.committed();
+            });
         m_sender.start();
         m_pruner.start();
         if (int rc = create_execution(); rc != 0) return rc;

@@ -74,6 +74,19 @@ private:
 
 namespace {
 
+select::RunRef run_ref(store::UnplannedRun&& row) {
+    select::RunRef r;
+    r.event = std::move(row.event);
+    r.sha = std::move(row.sha);
+    r.pr = row.pr;
+    r.ref = std::move(row.ref);
+    r.base_ref = std::move(row.base_ref);
+    r.base_sha = std::move(row.base_sha);
+    r.inputs = json::parse(row.inputs_json, nullptr, false);
+    if (!r.inputs.is_object()) r.inputs = json::object();
+    return r;
+}
+
 std::vector<select::RunRef> unplanned(store::UnplannedReader& reader, int limit, std::vector<std::int64_t>& ids) {
     std::vector<select::RunRef> out;
     auto rows = reader.next(limit);
@@ -82,17 +95,8 @@ std::vector<select::RunRef> unplanned(store::UnplannedReader& reader, int limit,
         return out;
     }
     for (auto& row : *rows) {
-        select::RunRef r;
         ids.push_back(row.id);
-        r.event = std::move(row.event);
-        r.sha = std::move(row.sha);
-        r.pr = row.pr;
-        r.ref = std::move(row.ref);
-        r.base_ref = std::move(row.base_ref);
-        r.base_sha = std::move(row.base_sha);
-        r.inputs = json::parse(row.inputs_json, nullptr, false);
-        if (!r.inputs.is_object()) r.inputs = json::object();
-        out.push_back(std::move(r));
+        out.push_back(run_ref(std::move(row)));
     }
     return out;
 }
@@ -128,6 +132,11 @@ Planner::Planner(store::Writer& writer, std::filesystem::path db_path, std::shar
 Planner::~Planner() { stop(); }
 
 void Planner::start() {
+    // The runs stored so far are the planner thread's; those stored from now on whose paths
+    // need no look-up are planned with their commit (plan_with_commit(), writer thread).
+    auto seen = m_writer.run_sync([this](store::Db& db) { m_seen_run = store::RunsRepo(db).last_id(); });
+    if (!seen) spdlog::warn("planner: every run is planned on its thread: {}", seen.error().message);
+    else m_started.store(true, std::memory_order_release);
     m_thread = std::thread([this] { loop(); });
 }
 
@@ -159,6 +168,7 @@ std::shared_ptr<const PlannerConfig> Planner::config() const {
 }
 
 void Planner::stop() {
+    m_started.store(false, std::memory_order_release);  // the commits after plan nothing more
     {
         std::lock_guard lk(m_mu);
         m_stopping = true;
@@ -230,7 +240,78 @@ void bisect_tests(select::Selection& sel, const json& inputs) {
     for (auto& tier : sel.tiers) tier.tests = tests;
 }
 
+/// A run's plan, decided from its changed paths, as RunsRepo::store_plan() takes it.
+struct Plan {
+    std::string explained;
+    std::vector<store::PlannedJob> jobs;
+    std::string nothing;
+    std::string summary;  // for the log
+};
+
+Plan decide_plan(const select::RunRef& run, const select::ChangedPaths& changed, const select::Rules& rules) {
+    std::vector<std::string> requested;
+    if (auto t = run.inputs.find("tiers"); t != run.inputs.end() && t->is_array()) {
+        for (const auto& name : *t)
+            if (name.is_string()) requested.push_back(name);
+    }
+    auto sel = select::decide(rules, changed, run.event, requested);
+    if (run.event == "bisect") bisect_tests(sel, run.inputs);
+    std::string tiers;
+    for (const auto& t : sel.tiers) tiers += (tiers.empty() ? "" : ",") + t.name;
+    Plan plan;
+    plan.summary = "sha=" + run.sha + " source=" + std::string(select::to_string(sel.source)) +
+                   " changed_paths=" + std::to_string(sel.changed_paths) + " tiers=" + (tiers.empty() ? "-" : tiers);
+    plan.explained = sel.to_json_text();
+    plan.jobs = plan_jobs(sel, rules);
+    plan.nothing = "nothing to run: " + sel.reason;
+    return plan;
+}
+
 }  // namespace
+
+void Planner::plan_with_commit(store::Db& db) {
+    m_planned_with_commit.clear();
+    m_seen_pending.reset();
+    try {
+        store::RunsRepo runs(db);
+        // The runs above m_seen_run are this transaction's. Before start() the dispatcher may
+        // not be there to hear of the jobs: the planner's thread plans those runs.
+        m_seen_pending = runs.last_id();
+        if (!m_seen_run || !m_started.load(std::memory_order_acquire)) return;
+        auto rows = runs.unplanned_after(*m_seen_run);
+        if (rows.empty()) return;
+        auto cfg = config();
+        if (!cfg || !cfg->rules) return;
+        for (auto& row : rows) {
+            const std::int64_t id = row.id;
+            try {
+                auto run = run_ref(std::move(row));
+                if (select::needs_lookup(run, cfg->sources)) continue;  // git or HTTPS: the planner's thread
+                auto plan = decide_plan(run, select::resolve_changed_paths(run, cfg->sources), *cfg->rules);
+                store::within_savepoint(db, [&] {
+                    if (runs.store_plan(id, plan.explained, plan.jobs, plan.nothing, now_rfc3339())) {
+                        m_planned_with_commit.push_back("run_id=" + std::to_string(id) + " " + plan.summary);
+                    }
+                });
+            } catch (const std::exception& e) {
+                // This run only, and not lost: the planner's thread plans it after the commit.
+                spdlog::warn("planner: run_id={} left to the planner's thread: {}", id, e.what());
+            }
+        }
+    } catch (const std::exception& e) {
+        // What was planned stays in the transaction; the rest is the planner's thread's.
+        spdlog::warn("planner: new runs left to the planner's thread: {}", e.what());
+    }
+}
+
+void Planner::committed() {
+    // Only now: had the commit failed, the ids it held would be given to the next runs.
+    if (m_seen_pending) m_seen_run = m_seen_pending;
+    if (m_planned_with_commit.empty()) return;
+    for (const auto& p : m_planned_with_commit) spdlog::info("planned {} (with its run)", p);
+    m_planned_with_commit.clear();
+    if (m_on_planned) m_on_planned();
+}
 
 std::size_t Planner::submit_pending() {
     auto cfg = config();
@@ -279,19 +360,10 @@ std::size_t Planner::submit_pending() {
         auto stored = std::make_shared<bool>(false);
         try {
             auto changed = lookups[i].valid() ? lookups[i].get() : select::resolve_changed_paths(runs[i], cfg->sources);
-            std::vector<std::string> requested;
-            if (auto t = runs[i].inputs.find("tiers"); t != runs[i].inputs.end() && t->is_array()) {
-                for (const auto& name : *t)
-                    if (name.is_string()) requested.push_back(name);
-            }
-            auto sel = select::decide(*cfg->rules, changed, runs[i].event, requested);
-            if (runs[i].event == "bisect") bisect_tests(sel, runs[i].inputs);
-            std::string tiers;
-            for (const auto& t : sel.tiers) tiers += (tiers.empty() ? "" : ",") + t.name;
-            summary = "sha=" + runs[i].sha + " source=" + std::string(select::to_string(sel.source)) +
-                      " changed_paths=" + std::to_string(sel.changed_paths) + " tiers=" + (tiers.empty() ? "-" : tiers);
-            work = [id, stored, explained = sel.to_json_text(), jobs = plan_jobs(sel, *cfg->rules),
-                    nothing = "nothing to run: " + sel.reason](store::Db& db) {
+            auto plan = decide_plan(runs[i], changed, *cfg->rules);
+            summary = std::move(plan.summary);
+            work = [id, stored, explained = std::move(plan.explained), jobs = std::move(plan.jobs),
+                    nothing = std::move(plan.nothing)](store::Db& db) {
                 *stored = store::RunsRepo(db).store_plan(id, explained, jobs, nothing, now_rfc3339());
             };
         } catch (const std::exception& e) {

@@ -102,6 +102,11 @@ bool needs_github_lookup(const RunRef& run, const SourceSettings& settings) {
     return !from_the_run(run, [](const std::string&) {});
 }
 
+bool needs_lookup(const RunRef& run, const SourceSettings& settings) {
+    if (settings.upstream.mirror.empty() && !(run.pr && settings.github)) return false;
+    return !from_the_run(run, [](const std::string&) {});
+}
+
 ChangedPaths resolve_changed_paths(const RunRef& run, const SourceSettings& settings) {
     ChangedPaths out;
     std::string notes;

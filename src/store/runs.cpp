@@ -95,24 +95,44 @@ void RunsRepo::complete(std::int64_t run_id, Conclusion conclusion, const std::s
 
 namespace {
 
+#define CRCRD_UNPLANNED_COLUMNS \
+    "SELECT id, event, sha, pr, coalesce(ref,''), coalesce(base_ref,''), coalesce(base_sha,''), inputs " \
+    "FROM runs INDEXED BY runs_unplanned WHERE state = 'queued' AND selection IS NULL "
+
+UnplannedRun unplanned_row(const Stmt& st) {
+    return UnplannedRun{st.int64(0), st.text(1), st.text(2), st.opt_int64(3), st.text(4), st.text(5), st.text(6),
+                        st.text(7)};
+}
+
 Result<std::vector<UnplannedRun>> unplanned_on(Db& reader, int limit) {
     return guarded([&] {
-        auto& st = reader.cached(
-            "SELECT id, event, sha, pr, coalesce(ref,''), coalesce(base_ref,''), coalesce(base_sha,''), inputs "
-            "FROM runs INDEXED BY runs_unplanned WHERE state = 'queued' AND selection IS NULL ORDER BY id LIMIT ?");
+        auto& st = reader.cached(CRCRD_UNPLANNED_COLUMNS "ORDER BY id LIMIT ?");
         st.reset();
         st.bind(1, std::int64_t{limit});
         std::vector<UnplannedRun> out;
-        while (st.step()) {
-            out.push_back(UnplannedRun{st.int64(0), st.text(1), st.text(2), st.opt_int64(3), st.text(4), st.text(5),
-                                       st.text(6), st.text(7)});
-        }
+        while (st.step()) out.push_back(unplanned_row(st));
         st.reset();  // no read transaction left open between passes
         return out;
     });
 }
 
 }  // namespace
+
+std::vector<UnplannedRun> RunsRepo::unplanned_after(std::int64_t after) {
+    Scoped st(m_db, CRCRD_UNPLANNED_COLUMNS "AND id > ? ORDER BY id");
+    st->bind(1, after);
+    std::vector<UnplannedRun> out;
+    while (st->step()) out.push_back(unplanned_row(*st));
+    return out;
+}
+
+#undef CRCRD_UNPLANNED_COLUMNS
+
+std::int64_t RunsRepo::last_id() {
+    Scoped st(m_db, "SELECT coalesce(max(id), 0) FROM runs");
+    st->step();
+    return st->int64(0);
+}
 
 UnplannedReader::UnplannedReader(std::filesystem::path db) : m_path(std::move(db)) {}
 

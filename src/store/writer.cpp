@@ -88,6 +88,18 @@ void Writer::checkpoint_loop(std::unique_ptr<Db> db) {
     }
 }
 
+void within_savepoint(Db& db, const std::function<void()>& fn) {
+    db.cached("SAVEPOINT part").run();
+    try {
+        fn();
+    } catch (...) {
+        db.cached("ROLLBACK TO part").run();
+        db.cached("RELEASE part").run();
+        throw;
+    }
+    db.cached("RELEASE part").run();
+}
+
 void Writer::set_commit_hooks(Work before, std::function<void()> after) {
     std::lock_guard lk(m_mu);
     m_before_commit = std::move(before);

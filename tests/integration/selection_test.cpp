@@ -178,6 +178,39 @@ TEST_F(SelectionTest, PayloadChangedFilesWinAndClosedPrCancelsJobs) {
               3);
 }
 
+// Issue 16: a run whose changed paths need no look-up (here the payload's) is stored with its
+// plan and its jobs in one commit, so the 202 comes with its jobs queued; a run whose paths
+// are in the mirror is planned after that commit, on the planner's thread (git may take
+// seconds, the writer never waits for it).
+TEST_F(SelectionTest, ARunWithItsPathsInThePayloadIsAcceptedWithItsJobsAlreadyQueued) {
+    // The log line that says a run was planned.
+    auto planned_line = [&](const std::string& run) {
+        std::string line;
+        EXPECT_TRUE(eventually([&] {
+            const auto log = daemon->log();
+            const auto at = log.find("planned run_id=" + run + " sha=");
+            if (at == std::string::npos) return false;
+            line = log.substr(at, log.find('\n', at) - at);
+            return true;
+        })) << daemon->log();
+        return line;
+    };
+    json j = json::parse(fixture_text("crcr/direct-pytorch-crcr.json"));
+    j["client_payload"]["changed_files"] = json::array({"torch/_inductor/ir.py"});
+    auto r = daemon->post_standard(j.dump(), "msg-with-paths");
+    ASSERT_TRUE(r && r->status == 202) << (r ? r->body : r.error().message);
+    const auto run = std::to_string(json::parse(r->body)["run_id"].get<std::int64_t>());
+    // Read at once, not eventually: the answer came after the commit.
+    EXPECT_EQ(daemon->text("SELECT coalesce(json_extract(selection, '$.source'), '') FROM runs WHERE id=" + run),
+              "payload");
+    EXPECT_EQ(daemon->scalar("SELECT count(*) FROM jobs WHERE state='queued' AND run_id=" + run), 3);
+    EXPECT_NE(planned_line(run).find("(with its run)"), std::string::npos);
+
+    const auto mirrored = post(pr_delivery("sel-late", upstream->sha("pr"), upstream->sha("main"), 11), "d-late");
+    EXPECT_EQ(planned(mirrored)["source"], "git");
+    EXPECT_EQ(planned_line(std::to_string(mirrored)).find("(with its run)"), std::string::npos);
+}
+
 TEST_F(SelectionTest, ANewerShaSupersedesThePrsQueuedWork) {
     auto first = post(pr_delivery("sup-1", upstream->sha("pr"), upstream->sha("main"), 9), "s-1");
     planned(first);

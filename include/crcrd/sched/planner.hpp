@@ -4,14 +4,17 @@
 // job per selected tier. A run with nothing selected completes at once as passed.
 // It works on its own thread (git and HTTPS block) and writes through the Writer.
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <filesystem>
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <thread>
+#include <vector>
 
 #include "crcrd/sched/followups.hpp"
 #include "crcrd/sched/full_matrix.hpp"
@@ -55,6 +58,14 @@ public:
     /// slots at once: on the writer's thread, once per committed plan. Set before start().
     void on_planned(std::function<void()> fn) { m_on_planned = std::move(fn); }
     void set_config(std::shared_ptr<const PlannerConfig> cfg);
+    /// The writer's before-commit hook: plans, inside the writer's transaction, the runs that
+    /// transaction stored whose changed paths need no look-up (select::needs_lookup()), so
+    /// that a run and its jobs are one commit, not two (issue 16: webhook to first job). The
+    /// others are left to the planner's thread. Writer thread only.
+    void plan_with_commit(store::Db& db);
+    /// The writer's after-commit hook: logs what plan_with_commit() planned and wakes the
+    /// dispatcher for its jobs. Writer thread only.
+    void committed();
     /// Finishes the run in hand, waits for the plans submitted to be committed, and stops.
     /// Idempotent.
     void stop();
@@ -95,6 +106,12 @@ private:
     std::set<std::int64_t> m_in_flight;
     std::condition_variable m_drained;
     std::set<std::int64_t> m_failed;   // not retried before the next wake-up
+    // The writer thread's: the highest run id committed before the transaction in hand (set
+    // by start()), the one that transaction will have committed, and its plans.
+    std::optional<std::int64_t> m_seen_run;
+    std::optional<std::int64_t> m_seen_pending;
+    std::atomic<bool> m_started{false};  // plan_with_commit() plans nothing before start()
+    std::vector<std::string> m_planned_with_commit;
     std::thread m_thread;
 };
 

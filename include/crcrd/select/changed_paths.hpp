@@ -53,6 +53,12 @@ ChangedPaths resolve_changed_paths(const RunRef& run, const SourceSettings& sett
 /// one repository on disk.
 bool needs_github_lookup(const RunRef& run, const SourceSettings& settings);
 
+/// Whether resolve_changed_paths() would look `run`'s paths up anywhere (the mirror or the
+/// GitHub API). False when the run itself has them (payload, push commits), needs none
+/// (schedule, manual, bisect) or no source is configured: then it answers at once, without
+/// blocking, and the run can be planned inside the writer's transaction that stores it.
+bool needs_lookup(const RunRef& run, const SourceSettings& settings);
+
 /// The mirror source alone: the run's base SHA, else its base branch, compared with its SHA
 /// by vcs::changed_paths (the mirror at `upstream.mirror` is created on first use).
 Result<std::vector<std::string>> git_changed_paths(const RunRef& run, const config::UpstreamConfig& upstream);

@@ -58,6 +58,11 @@ public:
                     const std::string& nothing_reason, const std::string& now);
     /// A queued run starts running (its first job was leased).
     void mark_running(std::int64_t run_id);
+    /// The queued runs without a selection whose id is above `after`, oldest first (in the
+    /// writer's transaction: the runs it stored since it saw `after`).
+    std::vector<UnplannedRun> unplanned_after(std::int64_t after);
+    /// The highest run id (0 without runs).
+    std::int64_t last_id();
     /// A queued or running run completes with `conclusion` and `reason`.
     void complete(std::int64_t run_id, Conclusion conclusion, const std::string& reason, const std::string& now);
 

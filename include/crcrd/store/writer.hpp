@@ -34,6 +34,11 @@ struct WriterOptions {
 
 class Writer;
 
+/// Runs `fn` in a savepoint of `db`'s open transaction (in writer work or a commit hook): when
+/// it throws, what it wrote is undone and the exception goes on; the rest of the transaction
+/// stays.
+void within_savepoint(Db& db, const std::function<void()>& fn);
+
 /// Opens (creating it 0600 when missing) and migrates the database at `path` with the given busy
 /// timeout, and starts its writer. Codes: "storage" (cannot open), "storage_version" (written by
 /// a newer crcrd), other storage codes from the migration.
