@@ -23,7 +23,12 @@ Writer::Writer(std::unique_ptr<Db> db, WriterOptions opts) : m_db(std::move(db))
     if (!m_opts.checkpoint_path.empty()) {
         auto cp = Db::open(m_opts.checkpoint_path);
         if (cp) {
-            m_db->exec("PRAGMA wal_autocheckpoint=0");
+            // The WAL is restarted, and trimmed to this size, by the writer's connection, not
+            // the checkpointer's: without it a burst's WAL (hundreds of MiB: under sustained
+            // writes no checkpoint catches up, so it only grows) kept its size until the
+            // daemon stopped.
+            m_db->exec("PRAGMA wal_autocheckpoint=0; PRAGMA journal_size_limit=" +
+                       std::to_string(m_opts.wal_size_limit));
             m_checkpointer = std::thread([this, c = std::move(*cp)]() mutable { checkpoint_loop(std::move(c)); });
         } else {
             spdlog::warn("storage: checkpoints stay in the writer: {}", cp.error().message);
@@ -66,8 +71,8 @@ void Writer::stop() {
 
 void Writer::checkpoint_loop(std::unique_ptr<Db> db) {
     // PASSIVE never blocks the writer; the WAL file is reused from its start once a
-    // checkpoint has caught up, and journal_size_limit trims it after a burst.
-    db->exec("PRAGMA journal_size_limit=67108864");
+    // checkpoint has caught up (when writes pause), and the writer's journal_size_limit then
+    // trims it.
     auto& st = db->cached("PRAGMA wal_checkpoint(PASSIVE)");
     for (;;) {
         {

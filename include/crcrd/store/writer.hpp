@@ -5,6 +5,7 @@
 
 #include <condition_variable>
 #include <cstddef>
+#include <cstdint>
 #include <deque>
 #include <functional>
 #include <memory>
@@ -30,6 +31,9 @@ struct WriterOptions {
     /// the writer's commits, so a commit never waits for the database file to be synced.
     std::filesystem::path checkpoint_path;
     std::chrono::milliseconds checkpoint_interval{500};
+    /// With checkpoint_path: the size the WAL file is trimmed to when it is restarted (once a
+    /// checkpoint has caught up, after a burst).
+    std::int64_t wal_size_limit = std::int64_t{64} << 20;
 };
 
 class Writer;

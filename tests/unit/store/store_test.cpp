@@ -273,6 +273,47 @@ TEST(Writer, CheckpointsRunOnTheSide) {
     EXPECT_EQ(count(*db, "SELECT count(*) FROM runs"), 300);
 }
 
+// Under writes that never pause no checkpoint catches up and the WAL only grows (254 MiB
+// after 4 s of wrk); once one catches up it is restarted and trimmed to wal_size_limit, by the
+// writer's connection (the limit was set on the checkpointer's, where it does nothing, and the
+// file kept its size until the daemon stopped).
+TEST(Writer, AWalGrownUnderABurstIsTrimmedOnceACheckpointCatchesUp) {
+    TempDir dir;
+    auto path = dir.path() / "a.db";
+    const auto wal = std::filesystem::path(path.string() + "-wal");
+    WriterOptions opts;
+    opts.checkpoint_path = path;
+    opts.checkpoint_interval = std::chrono::milliseconds(5);
+    opts.wal_size_limit = 256 << 10;
+    Writer writer(open_db(path), opts);
+    auto write = [&](const std::string& id) {
+        std::promise<Status> done;
+        EXPECT_TRUE(writer.submit(
+            [id](Db& db) {
+                auto d = queued(id);
+                d.body = std::string(2000, 'b');
+                record_delivery(db, d);
+            },
+            [&done](Status s) { done.set_value(s); }));
+        return done.get_future().get();
+    };
+    // A reader's snapshot holds the checkpoints back, as a burst's constant writes do.
+    auto reader = Db::open(path, {.read_only = true});
+    ASSERT_TRUE(reader);
+    (*reader)->exec("BEGIN");
+    EXPECT_EQ(count(**reader, "SELECT count(*) FROM runs"), 0);
+    for (int i = 0; i < 300; ++i) ASSERT_TRUE(write("burst-" + std::to_string(i)));
+    ASSERT_GT(std::filesystem::file_size(wal), 1u << 20);
+    (*reader)->exec("COMMIT");
+    int n = 0;
+    EXPECT_TRUE(eventually([&] {
+        EXPECT_TRUE(write("after-" + std::to_string(n++)));
+        return std::filesystem::file_size(wal) <= static_cast<std::uintmax_t>(opts.wal_size_limit);
+    })) << std::filesystem::file_size(wal);
+    writer.stop();
+    EXPECT_EQ(count(*open_db(path), "SELECT count(*) FROM runs"), 300 + n);
+}
+
 TEST(Writer, RefusesBeyondCapacityAndAfterStop) {
     TempDir dir;
     WriterOptions opts;
