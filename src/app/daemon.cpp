@@ -144,17 +144,9 @@ public:
         // stores it (its jobs queued with it). Reporting: every state change marks its run; the
         // writer turns marks into outbox rows inside the same commit (the new jobs' statuses
         // too), and the sender is woken once it is durable.
+        // Each hook has a savepoint of its own: the outbox's failure does not undo the plans.
         m_writer.set_commit_hooks(
-            [this](store::Db& db) {
-                m_planner.plan_with_commit(db);  // never throws: a run it cannot plan is left
-                try {
-                    // Undone alone when it fails, not with the plans; its marks stay for the
-                    // next commit.
-                    store::within_savepoint(db, [&] { m_outbox(db); });
-                } catch (const std::exception& e) {
-                    spdlog::error("storage commit hook failed: {}", e.what());
-                }
-            },
+            {[this](store::Db& db) { m_planner.plan_with_commit(db); }, [this](store::Db& db) { m_outbox(db); }},
             [this] {
                 m_sender.notify();
                 m_planner.committed();

@@ -95,16 +95,16 @@ std::optional<ChangedPaths> from_the_run(const RunRef& run, const std::function<
 
 }  // namespace
 
-bool needs_github_lookup(const RunRef& run, const SourceSettings& settings) {
-    // The settings first: without the API, or with a mirror, the run's own paths (a copy of
-    // every changed file) are not read twice.
-    if (!settings.upstream.mirror.empty() || !run.pr || !settings.github) return false;
+bool needs_lookup(const RunRef& run, const SourceSettings& settings) {
+    // The settings first: with no source to look in, the run's own paths (a copy of every
+    // changed file) are not read for nothing.
+    if (settings.upstream.mirror.empty() && !(run.pr && settings.github)) return false;
     return !from_the_run(run, [](const std::string&) {});
 }
 
-bool needs_lookup(const RunRef& run, const SourceSettings& settings) {
-    if (settings.upstream.mirror.empty() && !(run.pr && settings.github)) return false;
-    return !from_the_run(run, [](const std::string&) {});
+bool needs_github_lookup(const RunRef& run, const SourceSettings& settings) {
+    // The mirror comes before the API: with one, the API is never the next source.
+    return settings.upstream.mirror.empty() && needs_lookup(run, settings);
 }
 
 ChangedPaths resolve_changed_paths(const RunRef& run, const SourceSettings& settings) {

@@ -105,7 +105,7 @@ void within_savepoint(Db& db, const std::function<void()>& fn) {
     db.cached("RELEASE part").run();
 }
 
-void Writer::set_commit_hooks(Work before, std::function<void()> after) {
+void Writer::set_commit_hooks(std::vector<Work> before, std::function<void()> after) {
     std::lock_guard lk(m_mu);
     m_before_commit = std::move(before);
     m_after_commit = std::move(after);
@@ -180,15 +180,11 @@ void Writer::commit_batch(std::deque<Item>& batch) {
                 again(release);
             }
         }
-        if (m_before_commit) {
-            m_db->exec("SAVEPOINT hook");
+        for (const auto& hook : m_before_commit) {
             try {
-                m_before_commit(*m_db);
-                m_db->exec("RELEASE hook");
+                within_savepoint(*m_db, [&] { hook(*m_db); });
             } catch (const std::exception& e) {
                 spdlog::error("storage commit hook failed: {}", e.what());
-                m_db->exec("ROLLBACK TO hook");
-                m_db->exec("RELEASE hook");
             }
         }
         if (m_event_sink) {

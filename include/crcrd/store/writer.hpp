@@ -74,10 +74,11 @@ public:
     /// Stops accepting work, finishes what was queued, joins the thread. Idempotent.
     void stop();
 
-    /// `before` runs at the end of every batch, inside its transaction (in a savepoint of its
-    /// own: when it throws, the batch still commits and the hook's work waits for the next
-    /// one); `after` runs once a batch committed. Set before submitting work.
-    void set_commit_hooks(Work before, std::function<void()> after);
+    /// Each of `before` runs at the end of every batch, in order, inside its transaction (each
+    /// in a savepoint of its own: when one throws, its work alone is undone, the batch still
+    /// commits and that hook's work waits for the next one); `after` runs once a batch
+    /// committed. Set before submitting work.
+    void set_commit_hooks(std::vector<Work> before, std::function<void()> after);
 
     /// Receives, on the writer thread after each durable commit, the events that batch
     /// recorded (store/events.hpp; none before install_event_triggers() ran as writer work).
@@ -107,7 +108,7 @@ private:
 
     std::unique_ptr<Db> m_db;
     WriterOptions m_opts;
-    Work m_before_commit;
+    std::vector<Work> m_before_commit;
     std::function<void()> m_after_commit;
     EventSink m_event_sink;
     mutable std::mutex m_mu;
