@@ -72,6 +72,15 @@ private:
     sqlite3_stmt* m_stmt = nullptr;
 };
 
+/// Writes to the WAL files of this process's writable connections since it started: those
+/// SQLite made (two a page) and those that reached the file system (a commit's frames go out
+/// together, src/store/wal_vfs.hpp). For tests and diagnostics.
+struct WalWriteCounts {
+    std::uint64_t by_sqlite = 0;
+    std::uint64_t to_file = 0;
+};
+WalWriteCounts wal_write_counts();
+
 struct OpenOptions {
     bool read_only = false;
     int busy_timeout_ms = 5000;
