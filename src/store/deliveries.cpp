@@ -82,8 +82,27 @@ std::int64_t insert_run_row(Db& db, const NewRun& r, const std::string& now) {
     return db.last_insert_rowid();
 }
 
-void cancel_jobs(Db& db, const std::vector<std::int64_t>& ids, const std::string& reason, const std::string& now) {
+// Cancels the open runs `ids` (found by the caller in this transaction) and their jobs. One
+// UPDATE per run by its id: an UPDATE of several rows of a table with triggers collects them in
+// a temporary table first, and one through an index on the state it changes too (issue 16).
+void cancel_runs(Db& db, const std::vector<std::int64_t>& ids, const std::string& reason, const std::string& now) {
+    if (ids.empty()) return;
+    auto& st = db.cached(
+        "UPDATE runs SET state = 'cancelled', conclusion = 'cancelled', reason = ?, finished_at = ? "
+        "WHERE id = ? AND (state = 'queued' OR state = 'running')");
+    for (auto id : ids) {
+        st.reset();
+        st.bind(1, reason).bind(2, now).bind(3, id);
+        st.run();
+    }
     JobsRepo(db).cancel_open(ids, reason, now);
+}
+
+std::vector<std::int64_t> ids_of(Stmt& st) {
+    std::vector<std::int64_t> ids;
+    while (st.step()) ids.push_back(st.int64(0));
+    st.reset();
+    return ids;
 }
 
 std::vector<std::int64_t> cancel_pr_runs(Db& db, std::int64_t pr, const std::optional<std::string>& head_sha,
@@ -95,13 +114,13 @@ std::vector<std::int64_t> cancel_pr_runs(Db& db, std::int64_t pr, const std::opt
         if (last.step()) upto = last.opt_int64(0);
         last.reset();
     }
-    auto& st = db.cached(
-        "UPDATE runs SET state = 'cancelled', conclusion = 'cancelled', reason = ?, finished_at = ? "
-        "WHERE pr = ? AND event = 'pull_request' AND state IN ('queued','running') AND (? IS NULL OR id <= ?) RETURNING id");
-    st.bind(1, reason).bind(2, now).bind(3, pr).bind(4, upto).bind(5, upto);
-    std::vector<std::int64_t> ids;
-    while (st.step()) ids.push_back(st.int64(0));
-    cancel_jobs(db, ids, reason, now);
+    auto& open = db.cached(
+        "SELECT id FROM runs WHERE pr = ?1 AND state = 'queued' AND event = 'pull_request' AND (?2 IS NULL OR id <= ?2) "
+        "UNION ALL "
+        "SELECT id FROM runs WHERE pr = ?1 AND state = 'running' AND event = 'pull_request' AND (?2 IS NULL OR id <= ?2)");
+    open.bind(1, pr).bind(2, upto);
+    auto ids = ids_of(open);
+    cancel_runs(db, ids, reason, now);
     return ids;
 }
 
@@ -118,13 +137,13 @@ std::vector<std::int64_t> supersede(Db& db, const NewRun& r, std::int64_t new_id
     seen.reset();
     if (known) return {};
     const std::string reason = "superseded by " + r.sha;
-    auto& st = db.cached(
-        "UPDATE runs SET state = 'cancelled', conclusion = 'cancelled', reason = ?, finished_at = ? "
-        "WHERE concurrency_group = ? AND state IN ('queued','running') AND sha <> ? AND id <> ? RETURNING id");
-    st.bind(1, reason).bind(2, now).bind(3, r.concurrency_group).bind(4, r.sha).bind(5, new_id);
-    std::vector<std::int64_t> ids;
-    while (st.step()) ids.push_back(st.int64(0));
-    cancel_jobs(db, ids, reason, now);
+    auto& open = db.cached(
+        "SELECT id FROM runs WHERE concurrency_group = ?1 AND state = 'queued' AND sha <> ?2 AND id <> ?3 "
+        "UNION ALL "
+        "SELECT id FROM runs WHERE concurrency_group = ?1 AND state = 'running' AND sha <> ?2 AND id <> ?3");
+    open.bind(1, r.concurrency_group).bind(2, r.sha).bind(3, new_id);
+    auto ids = ids_of(open);
+    cancel_runs(db, ids, reason, now);
     return ids;
 }
 

@@ -91,10 +91,22 @@ void JobsRepo::cancel_queued(std::int64_t run_id, const std::string& reason, con
 }
 
 void JobsRepo::cancel_open(const std::vector<std::int64_t>& run_ids, const std::string& reason, const std::string& now) {
+    // The open jobs are found first and changed by id: an UPDATE of several rows of a table with
+    // triggers collects them in a temporary table first, even when there is none (issue 16).
+    std::vector<std::int64_t> open;
+    {
+        Scoped find(m_db, "SELECT id FROM jobs WHERE run_id = ? AND (state = 'queued' OR state = 'leased' OR state = 'running')");
+        for (auto run_id : run_ids) {
+            find->reset();
+            find->bind(1, run_id);
+            while (find->step()) open.push_back(find->int64(0));
+        }
+    }
+    if (open.empty()) return;
     Scoped st(m_db,
         "UPDATE jobs SET state = 'cancelled', conclusion = 'cancelled', reason = ?, finished_at = ? "
-        "WHERE run_id = ? AND (state = 'queued' OR state = 'leased' OR state = 'running')");
-    for (auto id : run_ids) {
+        "WHERE id = ? AND (state = 'queued' OR state = 'leased' OR state = 'running')");
+    for (auto id : open) {
         st->reset();
         st->bind(1, reason).bind(2, now).bind(3, id);
         st->run();
