@@ -4,9 +4,11 @@
 
 #include <sqlite3.h>
 
-#include <atomic>
 #include <algorithm>
+#include <atomic>
 #include <cstddef>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <stdexcept>
 #include <string>
@@ -21,6 +23,10 @@ constexpr std::size_t k_max_buffer = 4u << 20;
 // The unix VFS writes at most 128 KiB - 1 bytes a call (it masks the length with 0x1ffff), so
 // the collected bytes go out in pieces of 31 pages.
 constexpr std::size_t k_max_write = 31u * 4096u;
+// A buffer grown past this by a large commit is given back after it.
+constexpr std::size_t k_keep_buffer = 1u << 20;
+// SQLite's WAL write lock: the wal-index lock at offset 0 (WAL_WRITE_LOCK in wal.c).
+constexpr int k_wal_write_lock = 0;
 
 std::atomic<std::uint64_t> g_wal_writes{0};
 std::atomic<std::uint64_t> g_file_writes{0};
@@ -56,6 +62,7 @@ int flush(File* f) {
     // flushed: the sync of its commit at the latest), and frames past the last commit mean
     // nothing, so the bytes are dropped either way.
     f->pending->clear();
+    if (f->pending->capacity() > k_keep_buffer) std::string().swap(*f->pending);
     return rc;
 }
 
@@ -93,7 +100,7 @@ int x_write(sqlite3_file* file, const void* data, int amount, sqlite3_int64 offs
     try {
         pending.append(static_cast<const char*>(data), n);
     } catch (const std::bad_alloc&) {
-        return SQLITE_NOMEM;
+        return SQLITE_IOERR_NOMEM;
     }
     return SQLITE_OK;
 }
@@ -137,16 +144,31 @@ int x_shm_map(sqlite3_file* file, int region, int size, int extend, void volatil
     return real_methods(as_file(file))->xShmMap(as_file(file)->real, region, size, extend, out);
 }
 int x_shm_lock(sqlite3_file* file, int offset, int n, int flags) {
-    return real_methods(as_file(file))->xShmLock(as_file(file)->real, offset, n, flags);
+    File* f = as_file(file);
+    if (f->wal_file && (flags & SQLITE_SHM_UNLOCK) && offset <= k_wal_write_lock && offset + n > k_wal_write_lock) {
+        // Whatever was written under the write lock is in the file before another connection
+        // can take it, as without this VFS: frames a rolled-back transaction spilled would
+        // otherwise reach the file later, over frames another writer committed at the same
+        // offsets meanwhile. (After a synchronous=FULL commit there is nothing left to write.)
+        if (int rc = flush(f->wal_file); rc != SQLITE_OK) {
+            sqlite3_log(rc, "crcrd-wal: frames of a transaction that did not commit not written");
+        }
+    }
+    return real_methods(f)->xShmLock(f->real, offset, n, flags);
 }
 void x_shm_barrier(sqlite3_file* file) {
     // SQLite calls the barrier between the two copies of the wal-index header that make new
-    // frames visible to other connections: they must be in the file by then. (A
-    // synchronous=FULL commit has flushed them at its sync already; this covers any other mode.
-    // A failure here cannot be returned, and the next read, sync or close reports it.)
+    // frames visible to other connections: they must be in the file by then. A
+    // synchronous=FULL commit (Db::open sets no other mode) has written them at its sync, so
+    // there is nothing left here; in any other mode they are written now, and since the
+    // barrier cannot fail, a failure to write them ends the process before the frames are
+    // published without their bytes (readers and the checkpoint would read zeros).
     File* f = as_file(file);
     if (f->wal_file) {
-        if (flush(f->wal_file) != SQLITE_OK) sqlite3_log(SQLITE_IOERR_WRITE, "WAL frames not written before the barrier");
+        if (int rc = flush(f->wal_file); rc != SQLITE_OK) {
+            std::fprintf(stderr, "crcrd-wal: WAL frames could not be written before their commit was published (SQLite code %d)\n", rc);
+            std::abort();
+        }
     }
     real_methods(f)->xShmBarrier(f->real);
 }

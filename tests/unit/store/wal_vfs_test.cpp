@@ -97,6 +97,35 @@ TEST(WalVfs, FramesSpilledRewrittenAndRolledBackLeaveTheRightRows) {
     EXPECT_EQ(integrity(*again), "ok");
 }
 
+// Frames a rolled-back transaction spilled to the WAL are garbage past the last commit; if they
+// reached the file only later, they would land on the frames another connection committed at
+// the same offsets in between (a second writer: an operator's sqlite3 shell, another tool).
+TEST(WalVfs, ARolledBackTransactionsFramesNeverOverwriteAnotherWritersCommit) {
+    TempDir dir;
+    auto path = dir.path() / "a.db";
+    auto a = open_rw(path);
+    a->exec("CREATE TABLE t (id INTEGER PRIMARY KEY, payload BLOB)");
+    fill(*a, 0, 10);
+    auto b = open_rw(path);
+    // An empty log: the rollback then reads nothing from it (a read would write the frames
+    // out at once, before b's commit).
+    a->exec("PRAGMA wal_checkpoint(TRUNCATE)");
+    a->exec("PRAGMA cache_size = 8");
+    a->exec("BEGIN IMMEDIATE");
+    fill(*a, 1000, 200);  // spills frames to the WAL
+    a->exec("ROLLBACK");
+    b->exec("BEGIN IMMEDIATE");
+    fill(*b, 5000, 100);
+    b->exec("COMMIT");
+    EXPECT_EQ(count(*a, "SELECT count(*) FROM t"), 110);  // a's next read
+    EXPECT_EQ(count(*b, "SELECT count(*) FROM t WHERE id >= 5000"), 100);
+    a.reset();
+    b.reset();
+    auto again = open_rw(path);
+    EXPECT_EQ(count(*again, "SELECT count(*) FROM t"), 110);
+    EXPECT_EQ(integrity(*again), "ok");
+}
+
 TEST(WalVfs, AProcessKilledRightAfterItsCommitsLosesNone) {
     TempDir dir;
     auto path = dir.path() / "a.db";
