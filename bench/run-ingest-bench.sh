@@ -13,6 +13,10 @@
 # usage: bench/run-ingest-bench.sh [BUILD_DIR]
 #   env: CONNECTION_LIST ("16 64 256"), TOTAL (bench_ingest requests, 20000), DURATION (wrk, 5s),
 #        ROUNDS (2), THREADS (crcrd's and nginx's, 2), PROFILE (production | minimal), JOB_SECONDS (2)
+# A/B mode: BASE_BUILD=OTHER_BUILD_DIR compares that build's crcrd with BUILD_DIR's under the
+# same load, alternated ROUNDS times (this VM's speed drifts by about 20% over minutes, so only
+# alternated runs compare): wrk's rate and crcrd's CPU per stored delivery (utime + stime from
+# /proc) at the first of CONNECTION_LIST, and bench_ingest's p50/p99 at HALF_RATE (1400/s).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=$(cd "${1:-$root/build}" && pwd)
@@ -118,7 +122,7 @@ fi
 crcrd_pid=
 start_crcrd() {
   rm -rf "$work/state"
-  ${CRCRD_WRAP:-} "$build/crcrd" --config "$work/crcrd.yaml" 2>> "$work/crcrd.log" &
+  ${CRCRD_WRAP:-} "${crcrd_bin:-$build/crcrd}" --config "$work/crcrd.yaml" 2>> "$work/crcrd.log" &
   crcrd_pid=$!
   for _ in $(seq 100); do (echo > /dev/tcp/127.0.0.1/$cport) 2>/dev/null && break; sleep 0.05; done
 }
@@ -134,6 +138,43 @@ start_crcrd
 rss_idle=$(awk '/VmRSS/ {print $2}' /proc/$crcrd_pid/status)
 stop_crcrd
 queued() { sqlite3 "$work/state/crcrd.db" "SELECT count(*) FROM deliveries WHERE verdict = 'queued'"; }
+# wrk against crcrd at $1 connections: its summary line, then "stored=N missing=N".
+wrk_crcrd() {
+  local before out accepted stored
+  before=$(queued)
+  out=$(wrk -t "$threads" -c "$1" -d "$duration" -s "$root/bench/wrk-webhook.lua" "https://127.0.0.1:$cport/webhook" \
+        -- "$work/wrk-body.json" "$wrk_sig" "$(openssl rand -hex 4)")
+  grep 'not 202' <<<"$out" >&2 || true
+  out=$(tail -1 <<<"$out")
+  accepted=$(sed -E 's/.*accepted=([0-9]+).*/\1/' <<<"$out")
+  stored=$(( $(queued) - before ))
+  echo "$out stored=$stored missing=$(( accepted > stored ? accepted - stored : 0 ))"
+}
+
+if [[ -n ${BASE_BUILD:-} ]]; then
+  base_bin=$(cd "$BASE_BUILD" && pwd)/crcrd
+  [[ -x $base_bin && -x $(dirname "$base_bin")/crcrd-job-init ]] || { echo "no crcrd and crcrd-job-init in $BASE_BUILD" >&2; exit 2; }
+  c=${connection_list%% *}
+  half=${HALF_RATE:-1400}
+  tick=$(getconf CLK_TCK)
+  for round in $(seq "$rounds"); do
+    for which in base new; do
+      crcrd_bin=$([[ $which == base ]] && echo "$base_bin" || echo "$build/crcrd")
+      start_crcrd
+      out=$(wrk_crcrd "$c")
+      cpu_ms=$(awk -v t="$tick" '{printf "%.0f", ($14 + $15) * 1000 / t}' "/proc/$crcrd_pid/stat")
+      stop_crcrd
+      stored=$(sed -E 's/.*stored=([0-9]+).*/\1/' <<<"$out")
+      echo "ab round $round $which c=$c wrk: $out cpu/delivery=$(awk -v m="$cpu_ms" -v n="$stored" 'BEGIN {printf "%.3f", m / n}') ms" | tee -a "$work/results"
+      start_crcrd
+      "$build/bench/bench_ingest" --label "ab round $round $which c=$c half rate ($half/s)" --port "$cport" --ca "$work/tls.crt" \
+        --fixture "$fixture" --connections "$c" --total "$(( half * 4 ))" --rate "$half" --db "$work/state/crcrd.db" \
+        --run "ab$round-$which" | tee -a "$work/results"
+      stop_crcrd
+    done
+  done
+  exit 0
+fi
 
 # The machine is shared with the load generator and noisy: alternate the two, several rounds.
 for c in $connection_list; do
@@ -163,15 +204,9 @@ for c in $connection_list; do
     out=$(tail -1 <<<"$out")
     echo "c=$c wrk nginx          $out" | tee -a "$work/results"
     start_crcrd
-    before=$(queued)
-    out=$(wrk -t "$threads" -c "$c" -d "$duration" -s "$root/bench/wrk-webhook.lua" "https://127.0.0.1:$cport/webhook" \
-          -- "$work/wrk-body.json" "$wrk_sig" "$(openssl rand -hex 4)")
-    grep 'not 202' <<<"$out" || true
-    out=$(tail -1 <<<"$out")
-    accepted=$(sed -E 's/.*accepted=([0-9]+).*/\1/' <<<"$out")
-    stored=$(( $(queued) - before ))
+    out=$(wrk_crcrd "$c")
     stop_crcrd
-    echo "c=$c wrk crcrd          $out stored=$stored missing=$(( accepted > stored ? accepted - stored : 0 )) peak_rss=${peak}KiB" | tee -a "$work/results"
+    echo "c=$c wrk crcrd          $out peak_rss=${peak}KiB" | tee -a "$work/results"
   done
 done
 echo "crcrd rss: ${rss_idle} KiB idle after start (peaks per measurement above)"
