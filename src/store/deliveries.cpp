@@ -4,7 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include "crcrd/core/time.hpp"
-#include "crcrd/store/jobs.hpp"
+#include "crcrd/store/runs.hpp"
 #include "store/delivery_keys.hpp"
 
 namespace crcrd::store {
@@ -82,20 +82,12 @@ std::int64_t insert_run_row(Db& db, const NewRun& r, const std::string& now) {
     return db.last_insert_rowid();
 }
 
-// Cancels the open runs `ids` (found by the caller in this transaction) and their jobs. One
-// UPDATE per run by its id: an UPDATE of several rows of a table with triggers collects them in
-// a temporary table first, and one through an index on the state it changes too (issue 16).
+// Cancels the open runs `ids` (found by the caller in this transaction) and their jobs, each
+// by its id: an UPDATE of several rows of a table with triggers collects them in a temporary
+// table first, and one through an index on the state it changes too (issue 16).
 void cancel_runs(Db& db, const std::vector<std::int64_t>& ids, const std::string& reason, const std::string& now) {
-    if (ids.empty()) return;
-    auto& st = db.cached(
-        "UPDATE runs SET state = 'cancelled', conclusion = 'cancelled', reason = ?, finished_at = ? "
-        "WHERE id = ? AND (state = 'queued' OR state = 'running')");
-    for (auto id : ids) {
-        st.reset();
-        st.bind(1, reason).bind(2, now).bind(3, id);
-        st.run();
-    }
-    JobsRepo(db).cancel_open(ids, reason, now);
+    RunsRepo runs(db);
+    for (auto id : ids) runs.cancel(id, reason, now);
 }
 
 std::vector<std::int64_t> ids_of(Stmt& st) {

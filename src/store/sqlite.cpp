@@ -130,8 +130,8 @@ Result<std::unique_ptr<Db>> Db::open(const std::filesystem::path& path, OpenOpti
         int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
         if (fd >= 0) ::close(fd);
     }
-    // A writable connection hands each commit's WAL frames to the file system in one write
-    // (wal_vfs.hpp).
+    // A writable connection hands each commit's WAL frames to the file system in a few writes,
+    // not two per page (wal_vfs.hpp).
     int rc = sqlite3_open_v2(path.c_str(), &raw, flags, opts.read_only ? nullptr : wal_vfs::name());
     if (rc != SQLITE_OK) {
         std::string msg = raw ? sqlite3_errmsg(raw) : sqlite3_errstr(rc);

@@ -285,15 +285,11 @@ TEST(Writer, AWalGrownUnderABurstIsTrimmedOnceACheckpointCatchesUp) {
     opts.wal_size_limit = 256 << 10;
     Writer writer(open_db(path), opts);
     auto write = [&](const std::string& id) {
-        std::promise<Status> done;
-        EXPECT_TRUE(writer.submit(
-            [id](Db& db) {
-                auto d = queued(id);
-                d.body = std::string(2000, 'b');
-                record_delivery(db, d);
-            },
-            [&done](Status s) { done.set_value(s); }));
-        return done.get_future().get();
+        return writer.run_sync([id](Db& db) {
+            auto d = queued(id);
+            d.body = std::string(2000, 'b');
+            record_delivery(db, d);
+        });
     };
     // A reader's snapshot holds the checkpoints back, as a burst's constant writes do.
     auto reader = Db::open(path, {.read_only = true});
