@@ -16,7 +16,8 @@
 # A/B mode: BASE_BUILD=OTHER_BUILD_DIR compares that build's crcrd with BUILD_DIR's under the
 # same load, alternated ROUNDS times (this VM's speed drifts by about 20% over minutes, so only
 # alternated runs compare): wrk's rate and crcrd's CPU per stored delivery (utime + stime from
-# /proc) at the first of CONNECTION_LIST, and bench_ingest's p50/p99 at HALF_RATE (1400/s).
+# /proc) at the first of CONNECTION_LIST, and bench_ingest's p50/p99 at HALF_RATE (1400/s);
+# with each, the largest size of the WAL file seen (sampled every 100 ms).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=$(cd "${1:-$root/build}" && pwd)
@@ -151,6 +152,26 @@ wrk_crcrd() {
   echo "$out stored=$stored missing=$(( accepted > stored ? accepted - stored : 0 ))"
 }
 
+# The largest size of crcrd's WAL file while it runs, sampled every 100 ms: wal_watch_start,
+# the load, then wal_watch_stop prints "wal_max=N MiB".
+wal_watch_start() {
+  echo 0 > "$work/wal.max"
+  (
+    max=0
+    while :; do
+      s=$(stat -c %s "$work/state/crcrd.db-wal" 2>/dev/null || echo 0)
+      if (( s > max )); then max=$s; echo "$max" > "$work/wal.max.new" && mv "$work/wal.max.new" "$work/wal.max"; fi
+      sleep 0.1
+    done
+  ) &
+  wal_watch_pid=$!
+}
+wal_watch_stop() {
+  kill "$wal_watch_pid"
+  wait "$wal_watch_pid" 2>/dev/null || true
+  echo "wal_max=$(( $(cat "$work/wal.max") >> 20 ))MiB"
+}
+
 if [[ -n ${BASE_BUILD:-} ]]; then
   base_bin=$(cd "$BASE_BUILD" && pwd)/crcrd
   [[ -x $base_bin && -x $(dirname "$base_bin")/crcrd-job-init ]] || { echo "no crcrd and crcrd-job-init in $BASE_BUILD" >&2; exit 2; }
@@ -161,15 +182,19 @@ if [[ -n ${BASE_BUILD:-} ]]; then
     for which in base new; do
       crcrd_bin=$([[ $which == base ]] && echo "$base_bin" || echo "$build/crcrd")
       start_crcrd
+      wal_watch_start
       out=$(wrk_crcrd "$c")
       cpu_ms=$(awk -v t="$tick" '{printf "%.0f", ($14 + $15) * 1000 / t}' "/proc/$crcrd_pid/stat")
+      wal=$(wal_watch_stop)
       stop_crcrd
       stored=$(sed -E 's/.*stored=([0-9]+).*/\1/' <<<"$out")
-      echo "ab round $round $which c=$c wrk: $out cpu/delivery=$(awk -v m="$cpu_ms" -v n="$stored" 'BEGIN {printf "%.3f", m / n}') ms" | tee -a "$work/results"
+      echo "ab round $round $which c=$c wrk: $out cpu/delivery=$(awk -v m="$cpu_ms" -v n="$stored" 'BEGIN {printf "%.3f", m / n}') ms $wal" | tee -a "$work/results"
       start_crcrd
-      "$build/bench/bench_ingest" --label "ab round $round $which c=$c half rate ($half/s)" --port "$cport" --ca "$work/tls.crt" \
+      wal_watch_start
+      out=$("$build/bench/bench_ingest" --label "ab round $round $which c=$c half rate ($half/s)" --port "$cport" --ca "$work/tls.crt" \
         --fixture "$fixture" --connections "$c" --total "$(( half * 4 ))" --rate "$half" --db "$work/state/crcrd.db" \
-        --run "ab$round-$which" | tee -a "$work/results"
+        --run "ab$round-$which")
+      echo "$out $(wal_watch_stop)" | tee -a "$work/results"
       stop_crcrd
     done
   done
