@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <limits>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -28,7 +29,8 @@ struct WriterOptions {
     std::size_t max_pending = 10000;  // submit() refuses beyond this ("overloaded")
     std::size_t max_batch = 1024;
     /// When set, WAL checkpoints run on a second connection and thread instead of inside
-    /// the writer's commits, so a commit never waits for the database file to be synced.
+    /// the writer's commits, so a commit never waits for the database file to be synced
+    /// (but for one short pass per catch-up, below).
     std::filesystem::path checkpoint_path;
     std::chrono::milliseconds checkpoint_interval{500};
     /// With checkpoint_path: the size the WAL file is trimmed to when it is restarted (once a
@@ -119,8 +121,8 @@ private:
     std::condition_variable m_cv;       // the writer waits for work
     std::condition_variable m_stop_cv;  // the checkpointer waits for its interval or stop
     std::condition_variable m_gate_cv;  // the checkpointer waits for the writer's batch to end
-    // The catch-up's passes go on until one copied at most this many frames (1 MiB): the
-    // pass that holds the writer back copies about as many (1-12 ms on the bench machine).
+    // The catch-up's passes go on until one copied at most this many frames (1 MiB; fewer
+    // for a small limit): the pass that holds the writer back copies about as many.
     static constexpr std::int64_t kCatchUpFrames = 256;
     std::deque<Item> m_queue;
     std::optional<std::string> m_last_commit;  // the last commit's error
@@ -128,7 +130,7 @@ private:
     bool m_in_batch = false;  // the writer is in a batch (taken from the queue, not yet done)
     bool m_hold = false;      // the checkpointer's catch-up pass: take no batch now
     bool m_catch_up = false;  // a commit found the log at m_catch_up_frames or more
-    std::int64_t m_catch_up_frames = 0;
+    std::int64_t m_catch_up_frames = std::numeric_limits<std::int64_t>::max();
     std::thread m_thread;
     std::thread m_checkpointer;
 };

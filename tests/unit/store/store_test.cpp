@@ -323,12 +323,13 @@ TEST(Writer, AWalUnderWritesThatNeverPauseStaysNearItsSizeLimit) {
     opts.checkpoint_interval = std::chrono::milliseconds(5);
     opts.wal_size_limit = 256 << 10;
     opts.max_batch = 4;
-    Writer writer(open_db(path), opts);
-    const auto frames_before = wal_write_counts().by_sqlite / 2;  // two writes a frame
-    // 16 items are always queued: the writer never waits for work.
+    // 16 items are always queued: the writer never waits for work. (Declared before the
+    // writer, whose callbacks use them until it stops.)
     std::counting_semaphore<16> slots(16);
     std::atomic<std::uintmax_t> largest{0};
     std::atomic<int> failed{0};
+    Writer writer(open_db(path), opts);
+    const auto frames_before = wal_write_counts().by_sqlite / 2;  // two writes a frame
     constexpr int k_items = 3000;
     for (int i = 0; i < k_items; ++i) {
         slots.acquire();
