@@ -36,7 +36,7 @@ Writer::Writer(std::unique_ptr<Db> db, WriterOptions opts) : m_db(std::move(db))
             std::int64_t page_size = 4096;
             if (auto ps = m_db->prepare("PRAGMA page_size"); ps.step()) page_size = ps.int64(0);
             // After each commit, with the log's length in frames since it was last restarted
-            // (none with no limit: the log is never trimmed).
+            // (none when the limit is not a size: 0 trims to the minimum, -1 never).
             if (m_opts.wal_size_limit > 0) {
                 m_catch_up_frames = std::max<std::int64_t>(1, m_opts.wal_size_limit * 3 / 4 / (page_size + 24));
                 sqlite3_wal_hook(
@@ -144,8 +144,9 @@ void Writer::checkpoint_loop(std::unique_ptr<Db> db) {
             catch_up = std::exchange(m_catch_up, false);
         }
         auto p = pass();
-        tried = catch_up && p && p->log >= m_catch_up_frames;
-        if (!tried) continue;
+        // A busy pass (another connection checkpointing) counts as a try too.
+        tried = catch_up && (!p || p->log >= m_catch_up_frames);
+        if (!tried || !p) continue;
         // The writer's commit found the log at three quarters of its size limit (restarted
         // before the file outgrows the limit, which the writer would truncate back in a commit
         // of 10-17 ms on the bench machine). Under writes that never pause for a whole pass
@@ -154,12 +155,17 @@ void Writer::checkpoint_loop(std::unique_ptr<Db> db) {
         // that begins once every frame is in the database: it grew without bound
         // (docs/operations.md). Passes back to back shrink what is left to what one short
         // pass copies; then one pass holds the writer's next batch back, so that the batch
-        // finds every frame in the database and writes the log from its start. When a
-        // reader's snapshot keeps frames out, nothing is held.
+        // finds every frame in the database and writes the log from its start. When writes
+        // come as fast as the passes copy, that pass copies as much as the last one did (the
+        // price of a bounded log). When a reader's snapshot keeps frames out, or another
+        // connection is checkpointing, nothing is held.
         std::int64_t last = p->log;
         for (int i = 0; i < 8; ++i) {
             auto q = pass();
-            if (!q) break;
+            if (!q) {
+                p.reset();
+                break;
+            }
             const auto copied = q->log - p->done;
             p = q;
             // Short enough, or no longer shrinking (writes as fast as the passes copy).
