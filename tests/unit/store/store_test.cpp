@@ -272,18 +272,27 @@ TEST(Writer, CheckpointsRunOnTheSide) {
     EXPECT_EQ(count(*db, "SELECT count(*) FROM runs"), 300);
 }
 
-// Under writes that never pause no checkpoint catches up and the WAL only grows (254 MiB
-// after 4 s of wrk); once one catches up it is restarted and trimmed to wal_size_limit, by the
-// writer's connection (the limit was set on the checkpointer's, where it does nothing, and the
-// file kept its size until the daemon stopped).
-TEST(Writer, AWalGrownUnderABurstIsTrimmedOnceACheckpointCatchesUp) {
+// A database whose checkpoints run on the side every 5 ms, with a WAL limit of 256 KiB.
+struct SmallWal {
     TempDir dir;
-    auto path = dir.path() / "a.db";
-    const auto wal = std::filesystem::path(path.string() + "-wal");
-    WriterOptions opts;
-    opts.checkpoint_path = path;
-    opts.checkpoint_interval = std::chrono::milliseconds(5);
-    opts.wal_size_limit = 256 << 10;
+    std::filesystem::path path = dir.path() / "a.db";
+    std::filesystem::path wal = path.string() + "-wal";
+    WriterOptions opts = [this] {
+        WriterOptions o;
+        o.checkpoint_path = path;
+        o.checkpoint_interval = std::chrono::milliseconds(5);
+        o.wal_size_limit = 256 << 10;
+        return o;
+    }();
+};
+
+// While a reader's snapshot holds the checkpoints back the WAL only grows; once one catches up
+// it is restarted and trimmed to wal_size_limit, by the writer's connection (the limit was set
+// on the checkpointer's, where it does nothing, and the file kept its size until the daemon
+// stopped).
+TEST(Writer, AWalGrownUnderABurstIsTrimmedOnceACheckpointCatchesUp) {
+    SmallWal db;
+    const auto& [dir, path, wal, opts] = db;
     Writer writer(open_db(path), opts);
     auto write = [&](const std::string& id) {
         return writer.run_sync([id](Db& db) {
@@ -315,13 +324,9 @@ TEST(Writer, AWalGrownUnderABurstIsTrimmedOnceACheckpointCatchesUp) {
 // bound (595 MB in 8 s at half the bench's peak rate). Once a commit finds the log at three
 // quarters of the limit, a pass that holds the writer's next batch back now ends in time.
 TEST(Writer, AWalUnderWritesThatNeverPauseStaysNearItsSizeLimit) {
-    TempDir dir;
-    auto path = dir.path() / "a.db";
-    const auto wal = std::filesystem::path(path.string() + "-wal");
-    WriterOptions opts;
-    opts.checkpoint_path = path;
-    opts.checkpoint_interval = std::chrono::milliseconds(5);
-    opts.wal_size_limit = 256 << 10;
+    SmallWal db;
+    const auto& [dir, path, wal, base] = db;
+    auto opts = base;
     opts.max_batch = 4;
     // 16 items are always queued: the writer never waits for work. (Declared before the
     // writer, whose callbacks use them until it stops.)
