@@ -153,7 +153,8 @@ wrk_crcrd() {
 }
 
 # The largest size of crcrd's WAL file while it runs, sampled every 100 ms: wal_watch_start,
-# the load, then wal_watch_stop prints "wal_max=N MiB".
+# the load, then wal_watch_stop sets wal_max to "wal_max=N MiB" (in this shell, not in a $(...),
+# where the sampler could not be waited for).
 wal_watch_start() {
   echo 0 > "$work/wal.max"
   (
@@ -169,7 +170,7 @@ wal_watch_start() {
 wal_watch_stop() {
   kill "$wal_watch_pid"
   wait "$wal_watch_pid" 2>/dev/null || true
-  echo "wal_max=$(( $(cat "$work/wal.max") >> 20 ))MiB"
+  wal_max="wal_max=$(( $(cat "$work/wal.max") >> 20 ))MiB"
 }
 
 if [[ -n ${BASE_BUILD:-} ]]; then
@@ -185,16 +186,17 @@ if [[ -n ${BASE_BUILD:-} ]]; then
       wal_watch_start
       out=$(wrk_crcrd "$c")
       cpu_ms=$(awk -v t="$tick" '{printf "%.0f", ($14 + $15) * 1000 / t}' "/proc/$crcrd_pid/stat")
-      wal=$(wal_watch_stop)
+      wal_watch_stop
       stop_crcrd
       stored=$(sed -E 's/.*stored=([0-9]+).*/\1/' <<<"$out")
-      echo "ab round $round $which c=$c wrk: $out cpu/delivery=$(awk -v m="$cpu_ms" -v n="$stored" 'BEGIN {printf "%.3f", m / n}') ms $wal" | tee -a "$work/results"
+      echo "ab round $round $which c=$c wrk: $out cpu/delivery=$(awk -v m="$cpu_ms" -v n="$stored" 'BEGIN {printf "%.3f", m / n}') ms $wal_max" | tee -a "$work/results"
       start_crcrd
       wal_watch_start
       out=$("$build/bench/bench_ingest" --label "ab round $round $which c=$c half rate ($half/s)" --port "$cport" --ca "$work/tls.crt" \
         --fixture "$fixture" --connections "$c" --total "$(( half * 4 ))" --rate "$half" --db "$work/state/crcrd.db" \
         --run "ab$round-$which")
-      echo "$out $(wal_watch_stop)" | tee -a "$work/results"
+      wal_watch_stop
+      echo "$out $wal_max" | tee -a "$work/results"
       stop_crcrd
     done
   done
