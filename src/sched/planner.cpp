@@ -2,6 +2,7 @@
 
 #include <deque>
 #include <future>
+#include <map>
 #include <system_error>
 #include <utility>
 
@@ -85,6 +86,16 @@ select::RunRef run_ref(store::UnplannedRun&& row) {
     r.inputs = json::parse(row.inputs_json, nullptr, false);
     if (!r.inputs.is_object()) r.inputs = json::object();
     return r;
+}
+
+/// Everything resolve_changed_paths() reads of a run: runs with the same key get the same answer
+/// when they are looked up at the same time.
+std::string lookup_key(const select::RunRef& r) {
+    std::string key = r.event;
+    for (const std::string* part : {&r.sha, &r.ref, &r.base_ref, &r.base_sha}) key.append(1, '\0').append(*part);
+    key.append(1, '\0').append(r.pr ? std::to_string(*r.pr) : "-");
+    key.append(1, '\0').append(r.inputs.dump());
+    return key;
 }
 
 std::vector<select::RunRef> unplanned(store::UnplannedReader& reader, int limit, std::vector<std::int64_t>& ids) {
@@ -332,9 +343,14 @@ std::size_t Planner::submit_pending() {
     // origin). The mirror's stay on this thread, in run order: it is one repository on disk.
     // The look-ups use `runs` and `cfg`: every one still running is waited for before this
     // returns, however it returns.
-    std::vector<std::future<select::ChangedPaths>> lookups(runs.size());
+    // Runs that would ask the same question (the same PR, SHA and inputs: a label added to a
+    // PR, a redelivery under a new id, a relay retry) share one look-up in a pass: the API
+    // answers with the PR's files at the time it is asked, the same for each of them, and
+    // GitHub's rate limit is spent once.
+    std::vector<std::shared_future<select::ChangedPaths>> lookups(runs.size());
+    std::map<std::string, std::size_t> asked;  // lookup_key -> the run whose look-up answers it
     struct WaitForLookups {
-        std::vector<std::future<select::ChangedPaths>>& lookups;
+        std::vector<std::shared_future<select::ChangedPaths>>& lookups;
         ~WaitForLookups() {
             for (auto& f : lookups)
                 if (f.valid()) f.wait();
@@ -344,10 +360,15 @@ std::size_t Planner::submit_pending() {
     for (std::size_t i = 0; i < runs.size(); ++i) {
         for (; ahead < runs.size() && ahead < i + k_lookups; ++ahead) {
             if (skip.count(ids[ahead]) || !select::needs_github_lookup(runs[ahead], cfg->sources)) continue;
+            auto [same, first] = asked.try_emplace(lookup_key(runs[ahead]), ahead);
+            if (!first) {
+                lookups[ahead] = lookups[same->second];  // invalid if that run is looked up in turn
+                continue;
+            }
             try {
                 lookups[ahead] = m_lookups->submit([&run = runs[ahead], &sources = cfg->sources] {
                     return select::resolve_changed_paths(run, sources);
-                });
+                }).share();
             } catch (const std::system_error& e) {
                 // No thread to spare: this run is looked up in turn, below.
                 spdlog::warn("planner: run_id={} looked up on the planner's thread: {}", ids[ahead], e.what());
@@ -359,7 +380,8 @@ std::size_t Planner::submit_pending() {
         std::string summary;
         auto stored = std::make_shared<bool>(false);
         try {
-            auto changed = lookups[i].valid() ? lookups[i].get() : select::resolve_changed_paths(runs[i], cfg->sources);
+            select::ChangedPaths changed =
+                lookups[i].valid() ? lookups[i].get() : select::resolve_changed_paths(runs[i], cfg->sources);
             auto plan = decide_plan(runs[i], changed, *cfg->rules);
             summary = std::move(plan.summary);
             work = [id, stored, explained = std::move(plan.explained), jobs = std::move(plan.jobs),

@@ -5,6 +5,8 @@
 #include <sqlite3.h>
 
 #include <atomic>
+#include <condition_variable>
+#include <mutex>
 #include <set>
 
 #include "crcrd/core/time.hpp"
@@ -365,6 +367,70 @@ TEST(SelectionGithub, ALinkToAnotherHostIsNotFollowedWithTheToken) {
     EXPECT_EQ(sel["source"], "unknown") << sel.dump();  // fails safe: every rule's tests
     EXPECT_NE(sel.dump().find("not followed with the token"), std::string::npos) << sel.dump();
     EXPECT_TRUE(elsewhere.requests().empty()) << "the token went to " << other;
+}
+
+// Runs of one PR head stored while a look-up is under way (a label added, a redelivery under a
+// new id, a relay retry) are planned in one pass and share one look-up: GitHub is asked once
+// for them, not once each, and each run gets the answer.
+TEST(SelectionGithubApi, RunsOfOnePrHeadStoredTogetherShareOneLookUp) {
+    TempDir dir;
+    struct Gate {
+        std::mutex mu;
+        std::condition_variable cv;
+        bool open = false;
+        int asked = 0;
+        void release() {
+            {
+                std::lock_guard lk(mu);
+                open = true;
+            }
+            cv.notify_all();
+        }
+    };
+    auto gate = std::make_shared<Gate>();
+    FakeGithub gh([gate](const http::Request& req) {
+        if (req.path != "/repos/pytorch/pytorch/pulls/31/files") return http::Response::json(201, {{"id", 1}});
+        std::unique_lock lk(gate->mu);
+        ++gate->asked;
+        // The first look-up is answered once the other runs are stored.
+        gate->cv.wait_for(lk, std::chrono::seconds(60), [&] { return gate->open; });
+        return http::Response::json(200, json::array({{{"filename", "c10/core/A.h"}}, {{"filename", "docs/x.md"}}}));
+    });
+    write_file(dir.path() / "secrets" / "gh.token", "ghs_test_token\n", 0600);
+    write_file(dir.path() / "selection.yaml", k_rules);
+    TestDaemon d(dir.path(), "selection: {rules: selection.yaml}\nreport:\n  github: {api_url: \"" + gh.url() +
+                                 "\", repo: pytorch/pytorch, token_file: secrets/gh.token, ca_file: " +
+                                 test_certs().ca.string() + "}\n");
+    // Declared after the daemon: a held look-up is answered before the daemon stops.
+    struct ReleaseOnExit {
+        std::shared_ptr<Gate> gate;
+        ~ReleaseOnExit() { gate->release(); }
+    } release_on_exit{gate};
+    d.start();
+    auto post = [&](const std::string& id) -> std::int64_t {
+        auto r = d.post_github(pr_delivery(id, "ec26c3e57ca3a959ca5aad62de7213c562f8c821",
+                                           "f95f852bd8fca8fcc58a9a2d6c842781e32a215e", 31),
+                               id);
+        EXPECT_EQ(r->status, 202) << r->body;
+        return r->status == 202 ? json::parse(r->body)["run_id"].get<std::int64_t>() : 0;
+    };
+    std::vector<std::int64_t> runs{post("head-1")};
+    ASSERT_TRUE(eventually([&] {
+        std::lock_guard lk(gate->mu);
+        return gate->asked == 1;
+    })) << d.log();
+    for (const char* id : {"head-2", "head-3", "head-4"}) runs.push_back(post(id));
+    gate->release();
+    for (auto run : runs) {
+        std::string sql = "SELECT coalesce(selection, '') FROM runs WHERE id=" + std::to_string(run);
+        ASSERT_TRUE(eventually([&] { return !d.text(sql).empty(); }, std::chrono::seconds(60))) << d.log();
+        auto sel = json::parse(d.text(sql));
+        EXPECT_EQ(sel["source"], "github_api") << sel.dump();
+        EXPECT_EQ(sel["changed_paths"], 2) << sel.dump();
+        EXPECT_EQ(sel["rules"][0]["name"], "dispatch") << sel.dump();
+    }
+    std::lock_guard lk(gate->mu);
+    EXPECT_EQ(gate->asked, 2) << "the first run's look-up, then one for the three stored while it ran";
 }
 
 // A GitHub App's installation token is exchanged once and serves the look-ups of every run
