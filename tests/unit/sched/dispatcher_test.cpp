@@ -2,6 +2,7 @@
 // plays scripted outcomes instead of running processes.
 #include <gtest/gtest.h>
 
+#include <functional>
 #include <map>
 #include <mutex>
 #include <thread>
@@ -226,6 +227,52 @@ TEST_F(DispatcherTest, NoSlotWithTheTiersLabelsEndsDeviceUnavailableAfterTheWait
     ASSERT_TRUE(eventually([&] { return run_finished(run); }));
     EXPECT_TRUE(fake.ran().empty());
     EXPECT_EQ(run_state(run), R"(completed/device_unavailable: gpu: no healthy runner slot with labels ["gpu"] within 0s)");
+}
+
+/// A script whose attempt runs until `released` is set (or it is cancelled), then passes.
+struct HeldAttempt {
+    std::atomic<bool> released{false};
+    exec::RawOutcome operator()(const exec::JobToRun&, const std::atomic<bool>& cancel) const {
+        while (!released.load() && !cancel.load()) std::this_thread::yield();
+        return exited(0, {{"t", "passed", 0.1, ""}});
+    }
+};
+
+// A running job's lease is written when its slot is leased and renewed once a quarter of
+// lease_ttl has gone by, not at every pass of the dispatcher: under a burst of runs each such
+// write was a commit of its own.
+TEST_F(DispatcherTest, ARunningJobsLeaseIsNotRewrittenAtEveryPass) {
+    settings.lease_ttl = std::chrono::hours(1);
+    HeldAttempt held;
+    fake.script = std::ref(held);
+    auto first = queue_run({{"long", {"cpu"}}});
+    start();
+    ASSERT_TRUE(eventually([&] { return text("SELECT state FROM jobs WHERE run_id = " + std::to_string(first)) == "running"; }));
+    const std::string lease = text("SELECT lease_expires_at FROM slots WHERE name = 'a'");
+    // A pass starts the second run's job on the other slot.
+    auto second = queue_run({{"other", {"spyre"}}});
+    dispatcher->notify();
+    ASSERT_TRUE(eventually([&] { return text("SELECT state FROM slots WHERE name = 'b'") == "busy"; }));
+    EXPECT_EQ(text("SELECT lease_expires_at FROM slots WHERE name = 'a'"), lease);
+    held.released = true;
+    ASSERT_TRUE(eventually([&] { return run_finished(first) && run_finished(second); }));
+    EXPECT_EQ(run_state(first), "completed/passed: every selected tier passed");
+    EXPECT_EQ(run_state(second), "completed/passed: every selected tier passed");
+}
+
+TEST_F(DispatcherTest, ARunningJobsLeaseIsRenewedBeforeItLapses) {
+    settings.lease_ttl = std::chrono::milliseconds(400);
+    HeldAttempt held;
+    fake.script = std::ref(held);
+    auto run = queue_run({{"long", {"cpu"}}});
+    start();
+    ASSERT_TRUE(eventually([&] { return text("SELECT state FROM jobs WHERE run_id = " + std::to_string(run)) == "running"; }));
+    const std::string lease = text("SELECT lease_expires_at FROM slots WHERE name = 'a'");
+    ASSERT_TRUE(eventually([&] { return text("SELECT lease_expires_at FROM slots WHERE name = 'a'") > lease; }));
+    held.released = true;
+    ASSERT_TRUE(eventually([&] { return run_finished(run); }));
+    EXPECT_EQ(run_state(run), "completed/passed: every selected tier passed");
+    EXPECT_EQ(attempts(run), (std::vector<std::string>{"long#1 passed"}));
 }
 
 TEST_F(DispatcherTest, ASlotFailingItsHealthCheckGoesOfflineAndTheJobWaitsForIt) {
