@@ -371,22 +371,13 @@ void Dispatcher::dispatch_once() {
     }
     const auto cfg = settings();
     const auto offers = m_executor.slots();
-    // A lease is renewed once a quarter of it has gone by, not at every pass: under a burst of
-    // runs the dispatcher passes hundreds of times a second, and each renewal made its pass a
-    // commit with its own fsync.
-    const auto pass_at = std::chrono::steady_clock::now();
-    std::vector<std::int64_t> renew;
-    for (auto id : running) {
-        auto it = m_renewed.find(id);
-        if (it == m_renewed.end() || pass_at - it->second >= cfg.lease_ttl / 4) renew.push_back(id);
-    }
     auto s = m_writer.run_sync([&](store::Db& db) {
         const auto now = system_clock::now();
         store::SlotsRepo slots(db);
         store::JobsRepo jobs(db);
         // A lease lives while its job runs in this process; one whose job is not running here
         // (a worker lost to a bug, a row edited by hand) expires and its job is ended.
-        for (auto id : renew) slots.renew_lease(id, rfc3339(now + cfg.lease_ttl));
+        for (auto id : running) slots.renew_lease(id, rfc3339(now + cfg.lease_ttl));
         for (const auto& [slot, job_id] : slots.lapsed(rfc3339(now))) {
             if (job_id && running.count(*job_id)) continue;
             slots.free_busy(slot);
@@ -451,9 +442,6 @@ void Dispatcher::dispatch_once() {
         spdlog::warn("dispatcher: {}", s.error().message);
         return;
     }
-    std::erase_if(m_renewed, [&](const auto& r) { return !running.count(r.first); });
-    for (auto id : renew) m_renewed[id] = pass_at;
-    for (const auto& job : started) m_renewed[job.job_id] = pass_at;  // leased for lease_ttl just now
     std::lock_guard lk(m_mu);
     if (reused) m_pending = true;
     m_next_recheck = std::chrono::steady_clock::time_point::max();

@@ -94,8 +94,6 @@ private:
     bool m_pending = true;
     std::map<std::int64_t, std::shared_ptr<std::atomic<bool>>> m_running;  // job id -> cancel flag
     std::map<std::string, bool> m_rechecking;
-    // When each running job's lease was last written (the dispatcher's thread only).
-    std::map<std::int64_t, std::chrono::steady_clock::time_point> m_renewed;
     std::chrono::steady_clock::time_point m_next_recheck = std::chrono::steady_clock::time_point::max();
     std::list<Worker> m_workers;
     std::vector<std::pair<exec::JobToRun, std::string>> m_adopted;  // from recover(), for start()
