@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <condition_variable>
 #include <map>
 #include <mutex>
 #include <thread>
@@ -46,6 +47,15 @@ public:
         std::lock_guard lk(m_mu);
         m_bodies[guid] = body;
         m_log.insert(m_log.begin(), Attempt{m_next_id++, guid, rfc3339(at).substr(0, 19) + "Z", status_code, false});
+    }
+    /// The daemon's start() has returned, so its port is known: redeliveries asked for before
+    /// (the daemon's first recovery pass runs as soon as it listens) are sent from now on.
+    void daemon_started() {
+        {
+            std::lock_guard lk(m_mu);
+            m_started = true;
+        }
+        m_started_cv.notify_all();
     }
     std::vector<std::string> redelivery_requests() const {
         std::lock_guard lk(m_mu);
@@ -94,6 +104,10 @@ private:
                 // same X-GitHub-Delivery, and logs that attempt too.
                 const std::string guid = a.guid, body = m_bodies[a.guid];
                 m_threads.emplace_back([this, guid, body] {
+                    {
+                        std::unique_lock lk2(m_mu);
+                        m_started_cv.wait_for(lk2, std::chrono::seconds(60), [&] { return m_started; });
+                    }
                     auto r = m_daemon->post_github(body, guid);
                     std::lock_guard lk2(m_mu);
                     m_log.insert(m_log.begin(), Attempt{m_next_id++, guid, rfc3339(system_clock::now()).substr(0, 19) + "Z",
@@ -109,6 +123,8 @@ private:
 
     TestDaemon*& m_daemon;
     mutable std::mutex m_mu;
+    std::condition_variable m_started_cv;
+    bool m_started = false;
     std::vector<Attempt> m_log;  // newest first
     std::map<std::string, std::string> m_bodies;
     std::vector<std::string> m_redelivered;
@@ -150,6 +166,7 @@ TEST(Recovery, AfterOnePassEveryMissedDeliveryHasExactlyOneRun) {
     daemon.write_config(report + "recovery:\n  github_hook: {repo: torch-spyre/torch-spyre, hook_id: 77}\n  interval: 1h\n"
                         "admin: {tokens: [{name: ops, role: admin, sha256: " + crypto::sha256_hex("ops-token") + "}]}\n");
     daemon.start();
+    hook.daemon_started();
     ASSERT_TRUE(eventually([&] { return daemon.scalar("SELECT count(*) FROM recovery_passes") == 1; }, std::chrono::seconds(30)))
         << daemon.log();
     hook.wait_for_redeliveries();
