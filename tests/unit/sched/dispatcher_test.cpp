@@ -2,8 +2,8 @@
 // plays scripted outcomes instead of running processes.
 #include <gtest/gtest.h>
 
-#include <functional>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <thread>
 
@@ -229,27 +229,22 @@ TEST_F(DispatcherTest, NoSlotWithTheTiersLabelsEndsDeviceUnavailableAfterTheWait
     EXPECT_EQ(run_state(run), R"(completed/device_unavailable: gpu: no healthy runner slot with labels ["gpu"] within 0s)");
 }
 
-/// A script whose attempt runs until `released` is set (or it is cancelled), then passes.
-struct HeldAttempt {
-    std::atomic<bool> released{false};
-    exec::RawOutcome operator()(const exec::JobToRun&, const std::atomic<bool>& cancel) const {
-        while (!released.load() && !cancel.load()) std::this_thread::yield();
-        return exited(0, {{"t", "passed", 0.1, ""}});
-    }
-};
-
 // A running job's lease is renewed while it runs: a job longer than lease_ttl keeps its slot
 // and ends as its script says, not "lease expired".
 TEST_F(DispatcherTest, ARunningJobsLeaseIsRenewedBeforeItLapses) {
     settings.lease_ttl = std::chrono::milliseconds(400);
-    HeldAttempt held;
-    fake.script = std::ref(held);
+    // Shared with the script: on a failed ASSERT the attempt runs on until TearDown stops it.
+    auto released = std::make_shared<std::atomic<bool>>(false);
+    fake.script = [released](const exec::JobToRun&, const std::atomic<bool>& cancel) {
+        while (!released->load() && !cancel.load()) std::this_thread::yield();  // runs until released
+        return exited(0, {{"t", "passed", 0.1, ""}});
+    };
     auto run = queue_run({{"long", {"cpu"}}});
     start();
     ASSERT_TRUE(eventually([&] { return text("SELECT state FROM jobs WHERE run_id = " + std::to_string(run)) == "running"; }));
     const std::string lease = text("SELECT lease_expires_at FROM slots WHERE name = 'a'");
     ASSERT_TRUE(eventually([&] { return text("SELECT lease_expires_at FROM slots WHERE name = 'a'") > lease; }));
-    held.released = true;
+    *released = true;
     ASSERT_TRUE(eventually([&] { return run_finished(run); }));
     EXPECT_EQ(run_state(run), "completed/passed: every selected tier passed");
     EXPECT_EQ(attempts(run), (std::vector<std::string>{"long#1 passed"}));
