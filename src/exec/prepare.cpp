@@ -9,6 +9,7 @@
 #include "crcrd/core/files.hpp"
 #include "crcrd/core/subprocess.hpp"
 #include "crcrd/core/time.hpp"
+#include "crcrd/vcs/mirror.hpp"
 
 namespace crcrd::exec {
 
@@ -149,8 +150,7 @@ Result<PreparedAttempt> prepare_attempt(const ExecutorSettings& s, const JobToRu
 
     const auto& x = s.execution;
     a.metadata = {{"pytorch_sha", job.sha},
-                  {"backend_sha", x.backend_dir ? json(first_line_of({"git", "-C", x.backend_dir->string(), "rev-parse", "HEAD"}))
-                                                : json(nullptr)},
+                  {"backend_sha", x.backend_dir ? json(vcs::head_of(*x.backend_dir).value_or("")) : json(nullptr)},
                   {"driver_version", x.driver_version_command.empty() ? json(nullptr) : json(first_line_of(x.driver_version_command))},
                   {"device_model", slot.device_model ? json(*slot.device_model) : json(nullptr)},
                   {"slot", slot.name},

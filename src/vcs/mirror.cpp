@@ -1,6 +1,7 @@
 #include "crcrd/vcs/mirror.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <sstream>
 
 #include "crcrd/core/files.hpp"
@@ -22,25 +23,65 @@ std::vector<std::string> lines_z(const std::string& out) {
     return v;
 }
 
-}  // namespace
+/// The first `[include]` or `[includeIf ...]` section of a git config text (section names
+/// are case-insensitive), or "" when it has none.
+std::string include_section(const std::string& text) {
+    std::size_t start = 0;
+    while (start < text.size()) {
+        std::size_t end = text.find('\n', start);
+        if (end == std::string::npos) end = text.size();
+        std::string line = trim(text.substr(start, end - start));
+        start = end + 1;
+        if (line.size() < 8 || line.front() != '[') continue;
+        std::string name = line.substr(1, 7);
+        std::transform(name.begin(), name.end(), name.begin(), [](unsigned char c) { return std::tolower(c); });
+        if (name == "include") return line;
+    }
+    return {};
+}
 
-Result<SubprocessResult> git(const config::UpstreamConfig& up, std::vector<std::string> args) {
-    std::vector<std::string> argv = {"git", "--git-dir=" + up.mirror.string()};
+/// Every git command crcrd runs, `git WHERE... ARGS...` (args[0] the subcommand).
+Result<SubprocessResult> run_git(const std::vector<std::string>& where, const std::vector<std::string>& args,
+                                 std::chrono::milliseconds timeout) {
+    // Whatever a repository's config says, no hook and no fsmonitor runs: hooksPath names a
+    // file, so no hook is ever found under it. No system or user configuration, no prompts.
+    std::vector<std::string> argv = {"git", "-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false"};
+    argv.insert(argv.end(), where.begin(), where.end());
     argv.insert(argv.end(), args.begin(), args.end());
     SubprocessOptions o;
-    o.timeout = up.git_timeout;
-    // No prompts, no user configuration: the mirror behaves the same under systemd and in tests.
-    o.env = std::vector<std::string>{"PATH=/usr/local/bin:/usr/bin:/bin", "GIT_TERMINAL_PROMPT=0",
-                                     "GIT_CONFIG_NOSYSTEM=1", "HOME=/nonexistent", "LANG=C"};
+    o.timeout = timeout;
+    o.env = std::vector<std::string>{"PATH=/usr/local/bin:/usr/bin:/bin", "GIT_TERMINAL_PROMPT=0", "GIT_CONFIG_NOSYSTEM=1",
+                                     "GIT_CONFIG_GLOBAL=/dev/null", "HOME=/nonexistent", "LANG=C"};
     auto r = run_subprocess(argv, o);
     if (!r) return r.error();
-    if (r->timed_out) return make_error("git", "git " + args.front() + " timed out");
+    const std::string& what = args.front();
+    if (r->timed_out) return make_error("git", "git " + what + " timed out");
     if (r->exit_code != 0) {
         std::string msg = trim(r->err);
         if (msg.size() > 300) msg.resize(300);
-        return make_error("git", "git " + args.front() + ": " + msg);
+        return make_error("git", "git " + what + ": " + msg);
     }
     return r;
+}
+
+}  // namespace
+
+Result<SubprocessResult> git(const config::UpstreamConfig& up, std::vector<std::string> args) {
+    // A config include could bring settings from a file the daemon does not own; the mirror's
+    // own config is the daemon's alone (docs/security.md).
+    if (auto text = read_file(up.mirror / "config", 1 << 20)) {
+        if (auto section = include_section(*text); !section.empty()) {
+            return make_error("git", "the mirror's config " + (up.mirror / "config").string() + " has " + section +
+                                         ": crcrd uses no config includes in its mirror; remove it");
+        }
+    }
+    return run_git({"--git-dir=" + up.mirror.string()}, args, up.git_timeout);
+}
+
+Result<std::string> head_of(const std::filesystem::path& dir) {
+    auto r = run_git({"-C", dir.string()}, {"rev-parse", "HEAD"}, std::chrono::seconds(30));
+    if (!r) return r.error();
+    return trim(r->out);
 }
 
 bool has_commit(const config::UpstreamConfig& up, const std::string& rev) {
@@ -51,8 +92,9 @@ Status ensure_mirror(const config::UpstreamConfig& up) {
     if (std::filesystem::exists(up.mirror / "HEAD")) return Ok{};
     std::error_code ec;
     std::filesystem::create_directories(up.mirror, ec);
-    auto r = run_subprocess({"git", "init", "--bare", "--quiet", up.mirror.string()});
-    if (!r || r->exit_code != 0) return make_error("git", "cannot create mirror " + up.mirror.string());
+    if (!run_git({}, {"init", "--bare", "--quiet", up.mirror.string()}, up.git_timeout)) {
+        return make_error("git", "cannot create mirror " + up.mirror.string());
+    }
     return Ok{};
 }
 
@@ -78,8 +120,8 @@ Status add_checkout(const config::UpstreamConfig& up, const std::filesystem::pat
     std::filesystem::create_directories(dest.parent_path(), ec);
     auto added = git(up, {"worktree", "add", "--quiet", "--detach", "--force", dest.string(), sha});
     if (!added) return added.error();
-    auto head = run_subprocess({"git", "-C", dest.string(), "rev-parse", "HEAD"});
-    if (!head || head->exit_code != 0 || trim(head->out) != sha) {
+    auto head = head_of(dest);
+    if (!head || *head != sha) {
         remove_checkout(up, dest);
         return make_error("git", "checkout " + dest.string() + " is not at " + sha);
     }

@@ -1,8 +1,10 @@
 #pragma once
 // The local upstream mirror: a bare repository crcrd keeps up to date, used for changed
 // paths (select), the newest SHA of a branch (the full matrix, sched) and pinned checkouts
-// (exec). git runs by execve with `upstream.git_timeout`, no prompts and a clean environment.
-// Blocking: call from worker threads. Every error has the code "git" and git's message.
+// (exec). git runs by execve with `upstream.git_timeout`, no prompts and a clean environment,
+// and never runs a hook or an fsmonitor, whatever a repository's config says; a mirror whose
+// config includes other files is refused. Blocking: call from worker threads. Every error has
+// the code "git" and git's message.
 
 #include <filesystem>
 #include <string>
@@ -15,8 +17,11 @@
 namespace crcrd::vcs {
 
 /// Runs `git --git-dir=<mirror> ARGS`; a non-zero exit is an error (code "git") carrying
-/// git's message.
+/// git's message, and so is a mirror config with an [include] or [includeIf] section.
 Result<SubprocessResult> git(const config::UpstreamConfig& up, std::vector<std::string> args);
+
+/// The commit checked out in the repository or worktree `dir` (`git rev-parse HEAD`).
+Result<std::string> head_of(const std::filesystem::path& dir);
 
 /// Whether the mirror has `rev` as a commit.
 bool has_commit(const config::UpstreamConfig& up, const std::string& rev);

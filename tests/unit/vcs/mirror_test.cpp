@@ -109,5 +109,35 @@ TEST_F(MirrorTest, FirstParentCommitsWithTheirMessagesAndPaths) {
     EXPECT_EQ(commit_paths(upstream, base, "").value(), (std::vector<std::string>{"docs/b.md", "torch/a.py"}));
 }
 
+TEST_F(MirrorTest, HooksAndFsmonitorInTheMirrorNeverRun) {
+    // What a process that could write into the mirror would leave for the daemon to run.
+    ASSERT_TRUE(add_checkout(upstream, dir.path() / "first", base));
+    const auto mark = dir.path() / "ran";
+    for (const char* hook : {"post-checkout", "reference-transaction", "post-index-change", "fsmonitor-watchman"}) {
+        write_file(upstream.mirror / "hooks" / hook, "#!/bin/sh\necho " + std::string(hook) + " >> " + mark.string() + "\n", 0755);
+    }
+    write_file(dir.path() / "fsmonitor.sh", "#!/bin/sh\necho fsmonitor >> " + mark.string() + "\n", 0755);
+    run_git({"--git-dir=" + upstream.mirror.string(), "config", "core.fsmonitor", (dir.path() / "fsmonitor.sh").string()});
+
+    ASSERT_TRUE(add_checkout(upstream, dir.path() / "second", head));
+    ASSERT_TRUE(changed_paths(upstream, "refs/heads/main", head));
+    ASSERT_TRUE(newest_sha(upstream, "pr"));
+    remove_checkout(upstream, dir.path() / "second");
+    EXPECT_FALSE(std::filesystem::exists(mark)) << read_file(mark).value_or("");
+}
+
+TEST_F(MirrorTest, AMirrorWhoseConfigIncludesAnotherFileIsRefused) {
+    ASSERT_TRUE(ensure_mirror(upstream));
+    // An include could bring in settings (hooks, filters, an fsmonitor) from a file the daemon
+    // does not own.
+    run_git({"--git-dir=" + upstream.mirror.string(), "config", "include.path", (dir.path() / "elsewhere").string()});
+    auto s = add_checkout(upstream, dir.path() / "co", base);
+    ASSERT_FALSE(s);
+    EXPECT_NE(s.error().message.find("include"), std::string::npos) << s.error().message;
+    run_git({"--git-dir=" + upstream.mirror.string(), "config", "--unset", "include.path"});
+    run_git({"--git-dir=" + upstream.mirror.string(), "config", "includeIf.onbranch:main.path", "x"});
+    EXPECT_FALSE(changed_paths(upstream, base, head));
+}
+
 }  // namespace
 }  // namespace crcrd::vcs
