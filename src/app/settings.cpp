@@ -3,6 +3,7 @@
 #include <pwd.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -16,11 +17,18 @@
 
 namespace crcrd::app {
 
-/// The folders the sandbox hides: the configuration's, the database's, the work root.
+/// The folders the sandbox hides: the configuration's, the database's, the work root, and the
+/// sockets that lead back to the daemon's user: the sandbox launcher's folder (the configured
+/// one, and the package's, which a Slurm node on a packaged host has) and the D-Bus system
+/// bus's. Those a host lacks are dropped where the command runs (exec::drop_absent_masks).
 std::vector<std::filesystem::path> hidden_dirs(const config::Config& c) {
     std::vector<std::filesystem::path> dirs = {c.source.parent_path(), c.storage.path.parent_path()};
     if (!c.execution.work_root.empty()) dirs.push_back(c.execution.work_root);
     if (c.execution.executor == "slurm" && c.execution.slurm) dirs.push_back(c.execution.slurm->shared_root);
+    if (c.execution.sandbox_socket) dirs.push_back(c.execution.sandbox_socket->parent_path());
+    for (const char* d : {"/run/crcrd", "/run/dbus"}) {
+        if (std::find(dirs.begin(), dirs.end(), d) == dirs.end()) dirs.emplace_back(d);
+    }
     return dirs;
 }
 

@@ -226,6 +226,10 @@ void parse_execution(YamlMap m, ExecutionConfig& c) {
     if (c.sandbox_socket && (c.isolation != "bwrap" || c.executor != "local")) {
         m.error("sandbox_socket", "only with isolation: bwrap and executor: local");
     }
+    // Every job's sandbox hides the socket's folder: it cannot be the root folder.
+    if (c.sandbox_socket && c.sandbox_socket->parent_path() == c.sandbox_socket->root_path()) {
+        m.error("sandbox_socket", "must lie in a folder of its own (the jobs' sandbox hides that folder), not in /");
+    }
 }
 
 void parse_patterns(YamlMap& m, const std::string& key, Strings& out) {

@@ -1,5 +1,6 @@
 #include "crcrd/exec/job_env.hpp"
 
+#include <algorithm>
 #include <fstream>
 
 namespace crcrd::exec {
@@ -82,6 +83,35 @@ std::vector<std::string> bwrap_prefix(const SandboxSpec& spec) {
                            "--inh-caps=-all", "--ambient-caps=-all", "--bounding-set=-all", "--"});
     }
     return a;
+}
+
+void drop_absent_masks(std::vector<std::string>& argv) {
+    // bubblewrap's own arguments, up to its "--": it is argv[0], or follows the launcher's
+    // client (`crcrd --sandbox-connect SOCKET -- bwrap ...`).
+    auto names_bwrap = [&](std::size_t at) { return at < argv.size() && std::filesystem::path(argv[at]).filename() == "bwrap"; };
+    std::size_t i = 0;
+    if (!names_bwrap(0)) {
+        i = static_cast<std::size_t>(std::find(argv.begin(), argv.end(), "--") - argv.begin()) + 1;
+        if (!names_bwrap(i)) return;
+    }
+    std::vector<std::string> out(argv.begin(), argv.begin() + static_cast<std::ptrdiff_t>(i));
+    for (; i < argv.size() && argv[i] != "--"; ++i) {
+        std::error_code ec;
+        // --tmpfs <dir> (not /tmp) and --ro-bind-try /dev/null <file> hide what the daemon's host has.
+        if (argv[i] == "--tmpfs" && i + 1 < argv.size() && argv[i + 1] != "/tmp" &&
+            !std::filesystem::exists(argv[i + 1], ec)) {
+            ++i;
+            continue;
+        }
+        if (argv[i] == "--ro-bind-try" && i + 2 < argv.size() && argv[i + 1] == "/dev/null" &&
+            !std::filesystem::exists(argv[i + 2], ec)) {
+            i += 2;
+            continue;
+        }
+        out.push_back(argv[i]);
+    }
+    out.insert(out.end(), argv.begin() + static_cast<std::ptrdiff_t>(i), argv.end());
+    argv = std::move(out);
 }
 
 bool is_within(const std::filesystem::path& path, const std::filesystem::path& dir) {

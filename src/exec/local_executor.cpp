@@ -108,6 +108,7 @@ RawOutcome LocalExecutor::run(const JobToRun& job, const std::atomic<bool>& canc
         out.not_run = a.error().message;
         return out;
     }
+    drop_absent_masks(a->process.argv);  // this host's: the command runs here
     a->process.on_start = [&](pid_t pgid) { on_running(Started{pgid, {}}); };
     out.log_path = a->process.log_path.string();
     out.metadata = a->metadata;

@@ -3,6 +3,10 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+// glibc 2.36's <sys/pidfd.h> declares its functions without C linkage for C++.
+extern "C" {
+#include <sys/pidfd.h>
+}
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/un.h>
@@ -13,15 +17,18 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <fstream>
+#include <sstream>
 #include <string_view>
 
 namespace crcrd::exec::sandbox {
 
 namespace {
 
-constexpr std::string_view k_version = "crcrd-sandbox/1";
+constexpr std::string_view k_version = "crcrd-sandbox/2";
 constexpr std::size_t k_max_request = 1 << 20;
-constexpr std::size_t k_fds = 3;
+// stdin, stdout, stderr, and a pid descriptor of the client itself.
+constexpr std::size_t k_fds = 4;
 
 void put(std::string& out, std::string_view field) {
     out.append(field);
@@ -109,7 +116,7 @@ bool decode(const std::string& bytes, Request& out, std::string& why) {
     std::size_t pos = 0, n = 0;
     std::string field;
     if (!take(bytes, pos, field) || field != k_version) {
-        why = "not a crcrd-sandbox/1 request";
+        why = "not a " + std::string(k_version) + " request";
         return false;
     }
     if (!take_count(bytes, pos, n) || n == 0) {
@@ -185,7 +192,11 @@ int run_client(const std::string& socket, const std::vector<std::string>& argv, 
     c->cmsg_level = SOL_SOCKET;
     c->cmsg_type = SCM_RIGHTS;
     c->cmsg_len = CMSG_LEN(sizeof(int) * k_fds);
-    const int mine[k_fds] = {0, 1, 2};
+    // Who is asking: a pid descriptor of this process, which the launcher checks against the
+    // connection's credentials (peer_refusal).
+    const int self = ::pidfd_open(::getpid(), 0);
+    if (self < 0) return fail(std::string("pidfd_open: ") + std::strerror(errno));
+    const int mine[k_fds] = {0, 1, 2, self};
     std::memcpy(CMSG_DATA(c), mine, sizeof mine);
     if (::sendmsg(fd, &msg, MSG_NOSIGNAL) != static_cast<ssize_t>(bytes.size())) {
         return fail(std::string("cannot send the request: ") + std::strerror(errno));
@@ -213,41 +224,123 @@ int run_client(const std::string& socket, const std::vector<std::string>& argv, 
     }
 }
 
-int serve(int fd, const std::string& bwrap) {
+std::optional<std::string> peer_refusal(const PeerFacts& f, const PeerPolicy& p) {
+    if (f.uid != p.uid && f.uid != 0) return "peer uid " + std::to_string(f.uid) + " is not this user's";
+    if (!f.pidfd_pid) return "the request carries no pid descriptor of its sender";
+    if (*f.pidfd_pid != f.pid) {
+        return "the pid descriptor names process " + std::to_string(*f.pidfd_pid) + ", not the peer " + std::to_string(f.pid);
+    }
+    if (!f.alive) return "the peer " + std::to_string(f.pid) + " exited while it was checked";
+    if (f.pid_ns.empty() || f.pid_ns != p.pid_ns) {
+        return "the peer " + std::to_string(f.pid) + " runs in another pid namespace (" +
+               (f.pid_ns.empty() ? std::string("unreadable") : f.pid_ns) + ", not " + p.pid_ns +
+               "): a job's sandbox, not the daemon";
+    }
+    if (p.cgroup) {
+        const std::string& want = *p.cgroup;
+        const bool inside = f.cgroup == want || (f.cgroup.size() > want.size() && f.cgroup.compare(0, want.size(), want) == 0 &&
+                                                 f.cgroup[want.size()] == '/');
+        if (!inside) {
+            return "the peer " + std::to_string(f.pid) + " is in cgroup " + (f.cgroup.empty() ? "(unknown)" : f.cgroup) +
+                   ", not " + want;
+        }
+    }
+    return std::nullopt;
+}
+
+namespace {
+
+/// The pid a pid descriptor names in this process's pid namespace (its fdinfo's "Pid:": -1
+/// once the process ended, 0 outside this namespace), or nullopt when `fd` is not one.
+std::optional<pid_t> pidfd_pid(int fd) {
+    char link[64] = {};
+    const std::string self_fd = "/proc/self/fd/" + std::to_string(fd);
+    if (::readlink(self_fd.c_str(), link, sizeof link - 1) < 0 || !std::strstr(link, "pidfd")) return std::nullopt;
+    std::ifstream info("/proc/self/fdinfo/" + std::to_string(fd));
+    for (std::string line; std::getline(info, line);) {
+        if (line.rfind("Pid:", 0) == 0) return static_cast<pid_t>(std::stol(line.substr(4)));
+    }
+    return std::nullopt;
+}
+
+std::string pid_namespace_at(int dirfd, const char* rel) {
+    char buf[64] = {};
+    const ssize_t n = ::readlinkat(dirfd, rel, buf, sizeof buf - 1);
+    return n > 0 ? std::string(buf, static_cast<std::size_t>(n)) : std::string();
+}
+
+/// The cgroup v2 path in a /proc/PID/cgroup text ("0::PATH"), or "" without one.
+std::string unified_cgroup(int dirfd) {
+    const int fd = ::openat(dirfd, "cgroup", O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return {};
+    char buf[4096];
+    const ssize_t n = ::read(fd, buf, sizeof buf);
+    ::close(fd);
+    if (n <= 0) return {};
+    std::istringstream in(std::string(buf, static_cast<std::size_t>(n)));
+    for (std::string line; std::getline(in, line);) {
+        if (line.rfind("0::", 0) == 0) return line.substr(3);
+    }
+    return {};
+}
+
+}  // namespace
+
+PeerFacts read_peer(int sock, int pidfd) {
+    PeerFacts f;
+    ucred cred{};
+    socklen_t len = sizeof cred;
+    if (::getsockopt(sock, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0) return f;
+    f.uid = cred.uid;
+    f.pid = cred.pid;
+    if (pidfd >= 0) f.pidfd_pid = pidfd_pid(pidfd);
+    if (!f.pidfd_pid || *f.pidfd_pid != f.pid || f.pid <= 0) return f;
+    // The process the descriptor names held this pid before /proc/PID was opened; if it is
+    // still alive after the reads, they were of it and not of a process that reused the pid.
+    const std::string dir = "/proc/" + std::to_string(f.pid);
+    const int dirfd = ::open(dir.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
+    if (dirfd < 0) return f;
+    f.pid_ns = pid_namespace_at(dirfd, "ns/pid");
+    f.cgroup = unified_cgroup(dirfd);
+    ::close(dirfd);
+    f.alive = ::pidfd_send_signal(pidfd, 0, nullptr, 0) == 0;
+    return f;
+}
+
+PeerPolicy own_policy(std::optional<std::string> cgroup) {
+    PeerPolicy p;
+    p.uid = ::getuid();
+    p.pid_ns = pid_namespace_at(AT_FDCWD, "/proc/self/ns/pid");
+    p.cgroup = std::move(cgroup);
+    return p;
+}
+
+int serve(int fd, const std::string& bwrap, const PeerPolicy& policy) {
     auto refuse = [&](const std::string& why) {
         std::fprintf(stderr, "crcrd --sandbox-serve: refused: %s\n", why.c_str());
         send_text(fd, "error " + why);
         return 1;
     };
-    ucred peer{};
-    socklen_t len = sizeof peer;
-    if (::getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &peer, &len) != 0) return refuse("no peer credentials");
-    if (peer.uid != ::getuid() && peer.uid != 0) return refuse("peer uid " + std::to_string(peer.uid) + " is not this user's");
-
     std::string bytes;
     std::vector<int> fds;
     ssize_t n = receive(fd, bytes, k_max_request, &fds);
-    auto close_fds = [&] {
-        for (int f : fds) ::close(f);
-    };
-    if (n <= 0) {
-        close_fds();
-        return refuse(n == 0 ? "no request" : "a request over 1 MiB, or unreadable");
+    struct CloseAll {
+        std::vector<int>& fds;
+        ~CloseAll() {
+            for (int f : fds) ::close(f);
+        }
+    } close_all{fds};
+    // Whoever can reach the socket is not yet the daemon: a job's process runs as the same
+    // user, so only the peer's pid namespace and cgroup tell them apart (docs/security.md).
+    if (auto why = peer_refusal(read_peer(fd, fds.size() == k_fds ? fds.back() : -1), policy)) return refuse(*why);
+    if (n <= 0) return refuse(n == 0 ? "no request" : "a request over 1 MiB, or unreadable");
+    if (fds.size() != k_fds) {
+        return refuse("a request needs exactly " + std::to_string(k_fds) + " descriptors, got " + std::to_string(fds.size()));
     }
     Request r;
     std::string why;
-    if (fds.size() != k_fds) {
-        close_fds();
-        return refuse("a request needs exactly 3 descriptors, got " + std::to_string(fds.size()));
-    }
-    if (!decode(bytes, r, why)) {
-        close_fds();
-        return refuse(why);
-    }
-    if (r.argv[0] != "bwrap" && r.argv[0] != bwrap) {
-        close_fds();
-        return refuse("this launcher starts only bubblewrap, not " + r.argv[0]);
-    }
+    if (!decode(bytes, r, why)) return refuse(why);
+    if (r.argv[0] != "bwrap" && r.argv[0] != bwrap) return refuse("this launcher starts only bubblewrap, not " + r.argv[0]);
 
     std::vector<char*> argv, envp;
     for (auto& a : r.argv) argv.push_back(a.data());
@@ -259,15 +352,9 @@ int serve(int fd, const std::string& bwrap) {
     sigaddset(&chld, SIGCHLD);
     ::sigprocmask(SIG_BLOCK, &chld, &before);
     int sfd = ::signalfd(-1, &chld, SFD_CLOEXEC);
-    if (sfd < 0) {
-        close_fds();
-        return refuse(std::string("signalfd: ") + std::strerror(errno));
-    }
+    if (sfd < 0) return refuse(std::string("signalfd: ") + std::strerror(errno));
     pid_t child = ::fork();
-    if (child < 0) {
-        close_fds();
-        return refuse(std::string("fork: ") + std::strerror(errno));
-    }
+    if (child < 0) return refuse(std::string("fork: ") + std::strerror(errno));
     if (child == 0) {
         ::sigprocmask(SIG_SETMASK, &before, nullptr);
         ::setpgid(0, 0);
@@ -280,7 +367,9 @@ int serve(int fd, const std::string& bwrap) {
         ::_exit(127);
     }
     ::setpgid(child, child);
-    close_fds();
+    // The command holds the client's descriptors now; the launcher keeps none of them.
+    for (int f : fds) ::close(f);
+    fds.clear();
     send_text(fd, "started " + std::to_string(child));
 
     bool peer_gone = false;
@@ -336,8 +425,17 @@ int client_main(int argc, char** argv, char** envp) {
 }
 
 int serve_main(int argc, char** argv) {
-    if (argc > 3) {
-        std::fprintf(stderr, "usage: crcrd --sandbox-serve [BWRAP]\n");
+    // crcrd --sandbox-serve [--peer-cgroup PATH] [BWRAP]
+    std::optional<std::string> cgroup;
+    std::string bwrap = "/usr/bin/bwrap";
+    int i = 2;
+    if (i + 1 < argc && std::strcmp(argv[i], "--peer-cgroup") == 0) {
+        cgroup = argv[i + 1];
+        i += 2;
+    }
+    if (i < argc) bwrap = argv[i++];
+    if (i != argc || (cgroup && (cgroup->empty() || cgroup->front() != '/'))) {
+        std::fprintf(stderr, "usage: crcrd --sandbox-serve [--peer-cgroup /CGROUP/PATH] [BWRAP]\n");
         return 2;
     }
     if (::sd_listen_fds(1) != 1) {
@@ -345,7 +443,7 @@ int serve_main(int argc, char** argv) {
                              "(crcrd-sandbox.socket, Accept=yes)\n");
         return 2;
     }
-    return serve(SD_LISTEN_FDS_START, argc == 3 ? argv[2] : "/usr/bin/bwrap");
+    return serve(SD_LISTEN_FDS_START, bwrap, own_policy(std::move(cgroup)));
 }
 
 }  // namespace crcrd::exec::sandbox

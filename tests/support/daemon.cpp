@@ -61,7 +61,9 @@ std::string TestDaemon::log() const {
 
 void TestDaemon::start(const std::vector<std::string>& env) {
     std::size_t offset = log().size();
-    m_proc = std::make_unique<Process>(std::vector<std::string>{CRCRD_BIN, "--config", config_path().string()}, log_path(), env);
+    std::vector<std::string> argv = m_prefix;
+    argv.insert(argv.end(), {CRCRD_BIN, "--config", config_path().string()});
+    m_proc = std::make_unique<Process>(argv, log_path(), env);
     static const std::regex k_listening(R"(listening on https?://127\.0\.0\.1:([0-9]+))");
     std::smatch m;
     bool up = eventually([&] {

@@ -72,6 +72,8 @@ public:
     void set_tls_files(std::filesystem::path cert, std::filesystem::path key) {
         m_tls_files = std::make_pair(std::move(cert), std::move(key));
     }
+    /// Starts crcrd behind `prefix` (e.g. setpriv to another user) from the next start().
+    void set_launch_prefix(std::vector<std::string> prefix) { m_prefix = std::move(prefix); }
 
 private:
     std::filesystem::path m_dir;
@@ -80,6 +82,7 @@ private:
     std::uint16_t m_port = 0;
     bool m_exit_reported = false;
     std::optional<std::pair<std::filesystem::path, std::filesystem::path>> m_tls_files;
+    std::vector<std::string> m_prefix;
 };
 
 }  // namespace crcrd

@@ -9,10 +9,18 @@
 
 namespace crcrd {
 
-TempDir::TempDir() {
+namespace {
+const char* tmpdir() {
     const char* base = std::getenv("TMPDIR");
-    std::string templ = std::string(base && *base ? base : "/tmp") + "/crcrd-test-XXXXXX";
-    if (!mkdtemp(templ.data())) throw std::runtime_error("mkdtemp failed");
+    return base && *base ? base : "/tmp";
+}
+}  // namespace
+
+TempDir::TempDir() : TempDir(tmpdir()) {}
+
+TempDir::TempDir(const std::filesystem::path& base) {
+    std::string templ = (base / "crcrd-test-XXXXXX").string();
+    if (!mkdtemp(templ.data())) throw std::runtime_error("mkdtemp failed in " + base.string());
     m_path = templ;
 }
 

@@ -9,6 +9,8 @@ namespace crcrd {
 class TempDir {
 public:
     TempDir();
+    /// A fresh directory under `base` instead.
+    explicit TempDir(const std::filesystem::path& base);
     ~TempDir();
     TempDir(const TempDir&) = delete;
     TempDir& operator=(const TempDir&) = delete;

@@ -69,6 +69,13 @@ struct SandboxSpec {
 /// without nested user namespaces when it is not. Append the command after it.
 std::vector<std::string> bwrap_prefix(const SandboxSpec& spec);
 
+/// Removes from a sandboxed argv (bwrap_prefix's, or behind the launcher's client) the masks
+/// over paths this host does not have (`--tmpfs D` other than /tmp, `--ro-bind-try /dev/null
+/// F`): bubblewrap cannot mount over a path that does not exist, and what is absent needs no
+/// hiding. Run where the command runs (a Slurm node's host may differ from the daemon's).
+/// Anything else stays as it is.
+void drop_absent_masks(std::vector<std::string>& argv);
+
 /// Whether `path` is `dir` or lies inside it (lexically, both absolute and normal).
 bool is_within(const std::filesystem::path& path, const std::filesystem::path& dir);
 

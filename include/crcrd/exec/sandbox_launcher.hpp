@@ -11,11 +11,20 @@
 // bubblewrap with those descriptors, in a process group of its own, and kills that group when
 // the client goes away. The supervisor (supervisor.hpp) sees no difference.
 //
-// The protocol, one message per datagram: the client's request ("crcrd-sandbox/1", then
+// The protocol, one message per datagram: the client's request ("crcrd-sandbox/2", then
 // argc, the arguments, envc, the variables and the folder, each NUL-terminated, with exactly
-// three descriptors as SCM_RIGHTS); the launcher's "started PID", "exit STATUS" (a wait
-// status) or "error MESSAGE"; the client's "signal N".
+// four descriptors as SCM_RIGHTS: stdin, stdout, stderr and a pid descriptor of the client
+// itself); the launcher's "started PID", "exit STATUS" (a wait status) or "error MESSAGE";
+// the client's "signal N".
+//
+// Reaching the socket is not enough: a job's own processes run as the daemon's user. The
+// launcher serves only a peer in its own pid namespace (a job's sandbox has its own) and,
+// with --peer-cgroup, in crcrd.service's cgroup; the pid descriptor ties what it reads of the
+// peer to the connection, so a pid reused meanwhile is refused (docs/security.md).
 
+#include <sys/types.h>
+
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -36,26 +45,59 @@ std::string encode(const Request& r);
 bool decode(const std::string& bytes, Request& out, std::string& why);
 
 /// The client: connects to the SOCK_SEQPACKET socket `socket`, sends `argv` (argv[0] names
-/// bubblewrap), `envp` and the current folder with descriptors 0, 1 and 2, forwards SIGTERM,
+/// bubblewrap), `envp` and the current folder with descriptors 0, 1, 2 and a pid descriptor
+/// of this process, forwards SIGTERM,
 /// SIGINT and SIGHUP, and returns the wait status the launcher reported. A launcher that cannot
 /// be reached or that refuses is an error on stderr and exit status 125 (<< 8). Blocks.
 int run_client(const std::string& socket, const std::vector<std::string>& argv, char** envp);
 
-/// The launcher, for one connection `fd` (a connected SOCK_SEQPACKET socket): checks that the
-/// peer is the same user (or root), reads one request, runs `bwrap` (an absolute path; the
-/// request's argv[0] must be "bwrap" or this path: the launcher starts nothing else) with its
-/// descriptors, forwards "signal" messages to the command's process group, reports "exit", and
-/// SIGKILLs the group when the peer goes away first. Returns the process exit code: 0 when the
+/// What the launcher knows of the process at the other end of a connection.
+struct PeerFacts {
+    uid_t uid = static_cast<uid_t>(-1);  // SO_PEERCRED
+    pid_t pid = 0;                       // SO_PEERCRED, in the launcher's pid namespace
+    std::optional<pid_t> pidfd_pid;      // the pid the request's pid descriptor names; nullopt: none sent
+    bool alive = false;                  // that process outlived the reads below (its pid was not reused)
+    std::string pid_ns;                  // its /proc/PID/ns/pid ("pid:[N]"), "" when unreadable
+    std::string cgroup;                  // its cgroup v2 path, "" when unknown
+};
+
+/// Whom the launcher serves: its own user (or root), in its own pid namespace, and in
+/// `cgroup` or below when set.
+struct PeerPolicy {
+    uid_t uid = static_cast<uid_t>(-1);
+    std::string pid_ns;
+    std::optional<std::string> cgroup;
+};
+
+/// Why the peer described by `f` is refused, or nullopt when it is the daemon's own client.
+/// Pure: the one place the rule lives.
+std::optional<std::string> peer_refusal(const PeerFacts& f, const PeerPolicy& p);
+
+/// Reads the facts of the peer of the connected socket `sock`, given the pid descriptor
+/// `pidfd` its request carried (-1: none). Never fails: what cannot be read stays empty, which
+/// peer_refusal refuses.
+PeerFacts read_peer(int sock, int pidfd);
+
+/// This process's own uid and pid namespace, with `cgroup` as the peers' required cgroup.
+PeerPolicy own_policy(std::optional<std::string> cgroup);
+
+/// The launcher, for one connection `fd` (a connected SOCK_SEQPACKET socket): reads one
+/// request, refuses a peer that `policy` refuses (peer_refusal), runs `bwrap` (an absolute
+/// path; the request's argv[0] must be "bwrap" or this path: the launcher starts nothing
+/// else) with its descriptors, forwards "signal" messages to the command's process group,
+/// reports "exit", and SIGKILLs the group when the peer goes away first. A refusal is an
+/// "error" message to the peer and a line on stderr. Returns the process exit code: 0 when the
 /// command ran (whatever its status), 1 when the request was refused.
-int serve(int fd, const std::string& bwrap);
+int serve(int fd, const std::string& bwrap, const PeerPolicy& policy);
 
 /// `crcrd --sandbox-connect SOCKET -- ARGV...`: run_client, then exits as the command did
 /// (its code, or the same signal). Returns 2 on a malformed command line.
 int client_main(int argc, char** argv, char** envp);
 
-/// `crcrd --sandbox-serve [BWRAP]` started by socket activation (Accept=yes: one connected
-/// socket, LISTEN_FDS=1): serve on it with BWRAP (default /usr/bin/bwrap). Returns 2 when not
-/// socket-activated.
+/// `crcrd --sandbox-serve [--peer-cgroup PATH] [BWRAP]` started by socket activation
+/// (Accept=yes: one connected socket, LISTEN_FDS=1): serve on it with BWRAP (default
+/// /usr/bin/bwrap), to peers of this user and pid namespace (and cgroup PATH, when given).
+/// Returns 2 on a malformed command line or when not socket-activated.
 int serve_main(int argc, char** argv);
 
 }  // namespace crcrd::exec::sandbox

@@ -5,6 +5,7 @@
 #include <iostream>
 
 #include "crcrd/core/files.hpp"
+#include "crcrd/exec/job_env.hpp"
 
 namespace crcrd::exec::slurm {
 
@@ -69,29 +70,6 @@ ProcessResult result_from_json(const json& j) {
 }
 
 std::filesystem::path result_path_for(const std::filesystem::path& spec) { return spec.parent_path() / "result.json"; }
-
-void drop_absent_masks(std::vector<std::string>& argv) {
-    if (argv.empty() || std::filesystem::path(argv[0]).filename() != "bwrap") return;
-    std::vector<std::string> out;
-    std::size_t i = 0;
-    for (; i < argv.size() && argv[i] != "--"; ++i) {
-        std::error_code ec;
-        // --tmpfs <dir> (not /tmp) and --ro-bind-try /dev/null <file> hide what the daemon's host has.
-        if (argv[i] == "--tmpfs" && i + 1 < argv.size() && argv[i + 1] != "/tmp" &&
-            !std::filesystem::exists(argv[i + 1], ec)) {
-            ++i;
-            continue;
-        }
-        if (argv[i] == "--ro-bind-try" && i + 2 < argv.size() && argv[i + 1] == "/dev/null" &&
-            !std::filesystem::exists(argv[i + 2], ec)) {
-            i += 2;
-            continue;
-        }
-        out.push_back(argv[i]);
-    }
-    out.insert(out.end(), argv.begin() + static_cast<std::ptrdiff_t>(i), argv.end());
-    argv = std::move(out);
-}
 
 int run_node_job(const std::filesystem::path& spec_path) {
     auto text = read_file(spec_path, 16 << 20);

@@ -125,6 +125,8 @@ TEST(Config, ErrorsNameTheKeyPath) {
         {"execution: {isolation: none, network: none}\n", "execution.network: none needs isolation: bwrap"},
         {"execution: {isolation: none, sandbox_socket: /run/crcrd/sandbox.sock}\n",
          "execution.sandbox_socket: only with isolation: bwrap and executor: local"},
+        {"execution: {sandbox_socket: /sandbox.sock}\n",
+         "execution.sandbox_socket: must lie in a folder of its own (the jobs' sandbox hides that folder), not in /"},
         {"execution: {network: off}\n", "execution.network: 'off' is not one of host | none"},
         {"report: {github: {api_url: \"http://api.github.com\", repo: a/b, token_file: t}}\n",
          "report.github.api_url: 'http://api.github.com' must be an absolute https:// URL (it carries credentials)"},

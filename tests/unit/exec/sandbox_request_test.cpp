@@ -26,16 +26,16 @@ TEST(SandboxRequest, RefusesWhatIsNotAWholeRequest) {
         const char* why;
     };
     std::string no_args = good;
-    no_args.replace(no_args.find('2'), 1, "0");
+    no_args.replace(no_args.find('2', 16), 1, "0");  // argc, after the version
     const Case cases[] = {
-        {"", "not a crcrd-sandbox/1 request"},
-        {std::string("crcrd-sandbox/2\0", 16) + good.substr(16), "not a crcrd-sandbox/1 request"},
+        {"", "not a crcrd-sandbox/2 request"},
+        {std::string("crcrd-sandbox/1\0", 16) + good.substr(16), "not a crcrd-sandbox/2 request"},
         {no_args, "no command"},
         {good.substr(0, good.find("true")), "the arguments end early"},
         {good.substr(0, good.find("A=1")), "the environment ends early"},
         {good.substr(0, good.find("/tmp")) + std::string("tmp\0", 4), "no absolute folder"},
         {good + "x", "bytes after the folder"},
-        {std::string("crcrd-sandbox/1\0" "99999999\0", 25), "no command"},
+        {std::string("crcrd-sandbox/2\0" "99999999\0", 25), "no command"},
     };
     for (const auto& c : cases) {
         Request r;

@@ -2,6 +2,7 @@
 // printed (tests/integration/slurm_cluster_test.cpp's cluster).
 #include <gtest/gtest.h>
 
+#include "crcrd/exec/job_env.hpp"
 #include "crcrd/exec/slurm/node_job.hpp"
 #include "crcrd/exec/slurm/slurm_cli.hpp"
 
@@ -137,6 +138,12 @@ TEST(SlurmNodeJob, MasksOverPathsTheNodeDoesNotHaveAreDropped) {
     std::vector<std::string> plain = {"/opt/ci.sh", "--tmpfs", "/no/such"};
     drop_absent_masks(plain);
     EXPECT_EQ(plain.size(), 3u);
+    // Behind the launcher's client, bubblewrap's masks are found all the same.
+    std::vector<std::string> launched = {"/usr/bin/crcrd", "--sandbox-connect", "/run/crcrd/sandbox.sock", "--", "bwrap",
+                                         "--tmpfs", "/no/such/state", "--tmpfs", "/etc", "--", "/opt/ci.sh"};
+    drop_absent_masks(launched);
+    EXPECT_EQ(launched, (std::vector<std::string>{"/usr/bin/crcrd", "--sandbox-connect", "/run/crcrd/sandbox.sock", "--",
+                                                  "bwrap", "--tmpfs", "/etc", "--", "/opt/ci.sh"}));
 }
 
 TEST(SlurmNodeJob, ASpecAndAResultSurviveTheirFiles) {

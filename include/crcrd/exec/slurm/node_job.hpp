@@ -25,11 +25,6 @@ Result<ProcessSpec> spec_from_json(const nlohmann::json& j);
 nlohmann::json result_json(const ProcessResult& r);
 ProcessResult result_from_json(const nlohmann::json& j);
 
-/// Removes from a bubblewrap argv the masks over paths this node does not have (`--tmpfs D`
-/// other than /tmp, `--ro-bind-try /dev/null F`): the daemon's host chose them, and bubblewrap
-/// cannot mount over a path that does not exist. Anything else stays as it is.
-void drop_absent_masks(std::vector<std::string>& argv);
-
 /// `<control>/result.json` for `<control>/spec.json`.
 std::filesystem::path result_path_for(const std::filesystem::path& spec);
 

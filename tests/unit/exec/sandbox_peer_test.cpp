@@ -1,0 +1,111 @@
+// Whom the sandbox launcher serves (sandbox_launcher.hpp, peer_refusal): the rule as a table,
+// then the facts read_peer gathers of real processes on both ends of a socket pair.
+#include <gtest/gtest.h>
+// glibc 2.36's <sys/pidfd.h> declares its functions without C linkage for C++.
+extern "C" {
+#include <sys/pidfd.h>
+}
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <functional>
+
+#include "crcrd/exec/sandbox_launcher.hpp"
+
+namespace crcrd::exec::sandbox {
+namespace {
+
+PeerFacts daemon_client() {
+    PeerFacts f;
+    f.uid = 990;
+    f.pid = 4242;
+    f.pidfd_pid = 4242;
+    f.alive = true;
+    f.pid_ns = "pid:[4026531836]";
+    f.cgroup = "/system.slice/crcrd.service";
+    return f;
+}
+
+TEST(SandboxPeer, OnlyTheDaemonsOwnClientIsServed) {
+    const PeerPolicy policy{990, "pid:[4026531836]", std::string("/system.slice/crcrd.service")};
+    PeerPolicy no_cgroup = policy;
+    no_cgroup.cgroup.reset();
+    struct Case {
+        const char* name;
+        std::function<void(PeerFacts&)> change;
+        const PeerPolicy& policy;
+        const char* refusal;  // a part of the reason; nullptr: served
+    };
+    const Case cases[] = {
+        {"the daemon's client", [](PeerFacts&) {}, policy, nullptr},
+        {"in a child cgroup of crcrd.service", [](PeerFacts& f) { f.cgroup += "/jobs"; }, policy, nullptr},
+        {"root", [](PeerFacts& f) { f.uid = 0; }, policy, nullptr},
+        {"no cgroup asked for", [](PeerFacts& f) { f.cgroup = "/anything"; }, no_cgroup, nullptr},
+        {"another user", [](PeerFacts& f) { f.uid = 1000; }, policy, "peer uid 1000 is not this user's"},
+        {"no pid descriptor", [](PeerFacts& f) { f.pidfd_pid.reset(); }, policy, "no pid descriptor"},
+        {"a descriptor of another process", [](PeerFacts& f) { f.pidfd_pid = 17; }, policy,
+         "names process 17, not the peer 4242"},
+        {"a descriptor of a process outside this namespace", [](PeerFacts& f) { f.pidfd_pid = 0; }, policy,
+         "names process 0"},
+        {"a descriptor of a process that ended", [](PeerFacts& f) { f.pidfd_pid = -1; }, policy, "names process -1"},
+        {"exited during the check (its pid may be reused)", [](PeerFacts& f) { f.alive = false; }, policy,
+         "exited while it was checked"},
+        {"a job's sandbox", [](PeerFacts& f) { f.pid_ns = "pid:[4026532999]"; }, policy,
+         "runs in another pid namespace (pid:[4026532999], not pid:[4026531836]): a job's sandbox"},
+        {"a job's sandbox, no cgroup asked for", [](PeerFacts& f) { f.pid_ns = "pid:[4026532999]"; }, no_cgroup,
+         "another pid namespace"},
+        {"an unreadable namespace", [](PeerFacts& f) { f.pid_ns.clear(); }, no_cgroup, "(unreadable,"},
+        {"the sandbox unit's cgroup", [](PeerFacts& f) { f.cgroup = "/system.slice/system-crcrd\\x2dsandbox.slice/x.service"; },
+         policy, "is in cgroup /system.slice/system-crcrd\\x2dsandbox.slice/x.service, not /system.slice/crcrd.service"},
+        {"a cgroup that only starts like it", [](PeerFacts& f) { f.cgroup = "/system.slice/crcrd.service2"; }, policy,
+         "not /system.slice/crcrd.service"},
+        {"an unknown cgroup", [](PeerFacts& f) { f.cgroup.clear(); }, policy, "is in cgroup (unknown)"},
+    };
+    for (const auto& c : cases) {
+        PeerFacts f = daemon_client();
+        c.change(f);
+        const auto why = peer_refusal(f, c.policy);
+        if (!c.refusal) {
+            EXPECT_FALSE(why) << c.name << ": " << why.value_or("");
+        } else {
+            ASSERT_TRUE(why) << c.name;
+            EXPECT_NE(why->find(c.refusal), std::string::npos) << c.name << ": " << *why;
+        }
+    }
+}
+
+TEST(SandboxPeer, ReadPeerTiesTheFactsToTheConnectedProcess) {
+    int sv[2];
+    ASSERT_EQ(::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv), 0);
+    const int self = ::pidfd_open(::getpid(), 0);
+    ASSERT_GE(self, 0);
+    const auto policy = own_policy(std::nullopt);
+    // The peer of sv[0] is this process: served with its own pid descriptor.
+    auto facts = read_peer(sv[0], self);
+    EXPECT_EQ(facts.pid, ::getpid());
+    EXPECT_EQ(facts.pidfd_pid, ::getpid());
+    EXPECT_TRUE(facts.alive);
+    EXPECT_EQ(facts.pid_ns, policy.pid_ns);
+    EXPECT_FALSE(peer_refusal(facts, policy)) << peer_refusal(facts, policy).value_or("");
+
+    // A pid descriptor of another process (a child), or a descriptor that is none, is refused.
+    const pid_t child = ::fork();
+    if (child == 0) {
+        ::pause();
+        ::_exit(0);
+    }
+    const int other = ::pidfd_open(child, 0);
+    ASSERT_GE(other, 0);
+    EXPECT_TRUE(peer_refusal(read_peer(sv[0], other), policy));
+    EXPECT_FALSE(read_peer(sv[0], sv[1]).pidfd_pid);
+    EXPECT_TRUE(peer_refusal(read_peer(sv[0], -1), policy));
+    ::kill(child, SIGKILL);
+    ::waitpid(child, nullptr, 0);
+    // Once reaped, its descriptor names no process.
+    EXPECT_EQ(read_peer(sv[0], other).pidfd_pid, -1);
+    for (int fd : {sv[0], sv[1], self, other}) ::close(fd);
+}
+
+}  // namespace
+}  // namespace crcrd::exec::sandbox
