@@ -40,7 +40,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         auto parsed = http::parse_request(bytes, limits);
         if (parsed.consumed == 0 || parsed.consumed > bytes.size()) break;
         bytes.remove_prefix(parsed.consumed);
-        if (parsed.refusal == http::ParseRefusal::bad_request) break;
+        // As the server: an unframeable request is answered and the connection closed.
+        if (parsed.refusal == http::ParseRefusal::bad_request || parsed.refusal == http::ParseRefusal::not_implemented) break;
         auto& req = parsed.request;
         if (parsed.refusal != http::ParseRefusal::none) req.refused_status = parsed.refusal == http::ParseRefusal::headers_too_large ? 431 : 413;
         if (mode & 4) {

@@ -1,9 +1,11 @@
 #include "http/request_parser.hpp"
 
 #include <boost/asio/buffer.hpp>
+#include <boost/beast/core/string.hpp>
 #include <boost/beast/http/error.hpp>
 
 #include <algorithm>
+#include <vector>
 
 namespace crcrd::http {
 
@@ -14,8 +16,28 @@ RequestParser::RequestParser(Request& out, ParserLimits limits) : m_out(out), m_
     header_limit(static_cast<std::uint32_t>(std::min<std::uint64_t>(limits.max_header_bytes, UINT32_MAX)));
 }
 
-ParseRefusal RequestParser::refusal_for(const error_code& ec) {
+ParseRefusal transfer_coding_refusal(std::string_view value) {
+    // The codings, comma-separated, each trimmed of spaces and tabs (parameters included: a
+    // coding with parameters is not chunked).
+    std::vector<std::string_view> codings;
+    while (true) {
+        const auto comma = value.find(',');
+        auto item = value.substr(0, comma);
+        while (!item.empty() && (item.front() == ' ' || item.front() == '\t')) item.remove_prefix(1);
+        while (!item.empty() && (item.back() == ' ' || item.back() == '\t')) item.remove_suffix(1);
+        if (!item.empty()) codings.push_back(item);
+        if (comma == std::string_view::npos) break;
+        value.remove_prefix(comma + 1);
+    }
+    auto chunked = [](std::string_view c) { return boost::beast::iequals(c, "chunked"); };
+    const auto count = std::count_if(codings.begin(), codings.end(), chunked);
+    if (codings.empty() || !chunked(codings.back()) || count != 1) return ParseRefusal::bad_request;
+    return codings.size() == 1 ? ParseRefusal::none : ParseRefusal::not_implemented;
+}
+
+ParseRefusal RequestParser::refusal_for(const error_code& ec) const {
     if (!ec) return ParseRefusal::none;
+    if (m_refusal != ParseRefusal::none) return m_refusal;
     if (ec == bhttp::error::header_limit || ec == bhttp::error::buffer_overflow) return ParseRefusal::headers_too_large;
     if (ec == bhttp::error::body_limit) return ParseRefusal::payload_too_large;
     // end_of_stream, partial_message and transport errors: the client went away or stalled.
@@ -39,10 +61,13 @@ void RequestParser::on_request_impl(bhttp::verb, boost::beast::string_view metho
 
 void RequestParser::on_response_impl(int, boost::beast::string_view, int, error_code& ec) { ec = bhttp::error::bad_version; }
 
-void RequestParser::on_field_impl(bhttp::field, boost::beast::string_view name, boost::beast::string_view value, error_code& ec) {
+void RequestParser::on_field_impl(bhttp::field field, boost::beast::string_view name, boost::beast::string_view value, error_code& ec) {
     if (!m_header_done) {
         // The header section as a whole is bounded by header_limit, so one field is too.
         m_out.headers.emplace_back(std::string(name), std::string(value));
+        if (field == bhttp::field::transfer_encoding) {
+            m_transfer_encoding = m_transfer_encoding ? *m_transfer_encoding + ", " + std::string(value) : std::string(value);
+        }
         return;
     }
     // A trailer field: counted, never kept (nothing in crcrd reads trailers).
@@ -50,7 +75,15 @@ void RequestParser::on_field_impl(bhttp::field, boost::beast::string_view name, 
     if (m_framing_bytes > m_limits.max_header_bytes) ec = bhttp::error::header_limit;
 }
 
-void RequestParser::on_header_impl(error_code&) { m_header_done = true; }
+void RequestParser::on_header_impl(error_code& ec) {
+    m_header_done = true;
+    // Beast reads a body as chunked only when chunked is the last coding, and as empty
+    // otherwise: a coding it would ignore is refused before the body is read.
+    if (m_transfer_encoding) {
+        m_refusal = transfer_coding_refusal(*m_transfer_encoding);
+        if (m_refusal != ParseRefusal::none) ec = bhttp::error::bad_transfer_encoding;
+    }
+}
 
 void RequestParser::on_body_init_impl(const boost::optional<std::uint64_t>& content_length, error_code&) {
     if (content_length) m_out.body.reserve(static_cast<std::size_t>(std::min(*content_length, m_limits.max_body_bytes)));
@@ -106,7 +139,7 @@ ParsedRequest parse_request(std::string_view bytes, ParserLimits limits) {
             break;
         }
         if (ec) {
-            auto r = RequestParser::refusal_for(ec);
+            auto r = parser.refusal_for(ec);
             out.refusal = r == ParseRefusal::none ? ParseRefusal::bad_request : r;
             break;
         }

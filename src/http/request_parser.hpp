@@ -10,6 +10,8 @@
 #include <boost/beast/http/basic_parser.hpp>
 
 #include <cstdint>
+#include <optional>
+#include <string>
 #include <string_view>
 
 #include "crcrd/http/message.hpp"
@@ -22,7 +24,14 @@ enum class ParseRefusal {
     bad_request,        // 400: not HTTP
     payload_too_large,  // 413: body over max_body_bytes
     headers_too_large,  // 431: request line, header section, one field, chunk extensions or trailer too long
+    not_implemented,    // 501: a transfer coding other than chunked
 };
+
+/// What a request's Transfer-Encoding (its lines joined with ", ") calls for (RFC 9112 6.1,
+/// 6.3): none for "chunked" alone (any case); bad_request when chunked is not the last
+/// coding, is missing or comes twice (the body's length is unknown); not_implemented when
+/// chunked is last but another coding comes before it (only chunked is implemented).
+ParseRefusal transfer_coding_refusal(std::string_view value);
 
 struct ParserLimits {
     std::uint64_t max_header_bytes = 16 * 1024;
@@ -41,7 +50,7 @@ public:
 
     /// The answer an error of this parser (or of reading into it) calls for; `none` for an
     /// error that is only a closed or stalled connection.
-    static ParseRefusal refusal_for(const boost::system::error_code& ec);
+    ParseRefusal refusal_for(const boost::system::error_code& ec) const;
 
 private:
     void on_request_impl(boost::beast::http::verb method, boost::beast::string_view method_str, boost::beast::string_view target,
@@ -62,6 +71,8 @@ private:
     bool m_has_request_line = false;
     bool m_header_done = false;
     std::uint64_t m_framing_bytes = 0;  // chunk extensions and trailer fields, together
+    std::optional<std::string> m_transfer_encoding;  // every Transfer-Encoding line, joined
+    ParseRefusal m_refusal = ParseRefusal::none;     // decided by this parser, not Beast
 };
 
 /// Parses one complete request from `bytes` as the server would read it from a connection

@@ -96,6 +96,7 @@ const char* refusal_code(int status) {
     switch (status) {
         case 413: return "payload_too_large";
         case 431: return "headers_too_large";
+        case 501: return "not_implemented";
         default: return "bad_request";
     }
 }
@@ -105,6 +106,7 @@ int refusal_status(ParseRefusal r) {
         case ParseRefusal::payload_too_large: return 413;
         case ParseRefusal::headers_too_large: return 431;
         case ParseRefusal::bad_request: return 400;
+        case ParseRefusal::not_implemented: return 501;
         case ParseRefusal::none: break;
     }
     return 0;
@@ -138,9 +140,10 @@ awaitable<void> serve_requests(Server::Impl& self, Stream& stream, beast::tcp_st
         auto [hec, hn] = co_await bhttp::async_read_header(stream, buffer, parser, k_tuple);
         std::optional<std::uint64_t> length;
         if (hec) {
-            const int status = refusal_status(RequestParser::refusal_for(hec));
+            const int status = refusal_status(parser.refusal_for(hec));
             if (status == 0) co_return;
-            if (!parser.has_request_line() || status == 400) {
+            // Unframeable (400, or a transfer coding it cannot undo, 501): answered and closed.
+            if (!parser.has_request_line() || status == 400 || status == 501) {
                 const Response refused = error_response(status, refusal_code(status));
                 co_await write_response(self, stream, lowest, refused, parser.version(), false);
                 co_return;
@@ -162,7 +165,7 @@ awaitable<void> serve_requests(Server::Impl& self, Stream& stream, beast::tcp_st
                 lowest.expires_after(self.cfg.body_timeout);
                 auto [bec, bn] = co_await bhttp::async_read(stream, buffer, parser, k_tuple);
                 if (bec) {
-                    const int status = refusal_status(RequestParser::refusal_for(bec));
+                    const int status = refusal_status(parser.refusal_for(bec));
                     if (status == 0) co_return;
                     if (status == 400) {
                         const Response bad = error_response(400, "bad_request");

@@ -108,6 +108,35 @@ TEST_F(HostileHttpTest, PipelinedAndMalformedRequestsAreAnsweredOrClosed) {
     expect_alive();
 }
 
+TEST_F(HostileHttpTest, AnUnknownTransferCodingIs501AndTheConnectionCloses) {
+    start();
+    // The body after the header cannot be framed, so the connection closes after the answer:
+    // the request pipelined behind it is never read as one.
+    const std::string chunked_body = "\r\n\r\n5\r\nhello\r\n0\r\n\r\n";
+    auto answer = [&](const std::string& coding) {
+        auto c = connect();
+        EXPECT_TRUE(c);
+        if (!c || !c->send("GET /healthz HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: " + coding + chunked_body +
+                           "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")) {
+            return 0;
+        }
+        const int status = status_of(c->read_response());
+        EXPECT_TRUE(c->wait_closed()) << coding;
+        return status;
+    };
+    // A coding the server does not implement, before chunked (RFC 9112 6.1: 501).
+    for (const std::string coding : {"gzip, chunked", "deflate,chunked", "x-custom , chunked", "gzip, identity, chunked"}) {
+        EXPECT_EQ(answer(coding), 501) << coding;
+    }
+    // chunked not last, or not there, or twice: the body's length is unknown (6.3: 400).
+    for (const std::string coding : {"xchunked", "identity", "chunked, gzip", "chunked, chunked", ""}) {
+        EXPECT_EQ(answer(coding), 400) << coding;
+    }
+    // chunked alone, in any case, is read as before.
+    EXPECT_EQ(exchange("GET /healthz HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: Chunked" + chunked_body), 200);
+    expect_alive();
+}
+
 TEST_F(HostileHttpTest, AHandshakeThatNeverHappensIsClosedAfterHandshakeTimeout) {
     start("  handshake_timeout: 1s\n");
     RawOptions o = raw();
