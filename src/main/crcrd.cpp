@@ -14,7 +14,8 @@ void usage(std::ostream& os) {
           "  --check-config   validate the configuration and its secret files, then exit (0 ok, 2 errors)\n"
           "  --version        print the version\n"
           "  --slurm-job SPEC (on a Slurm node, started by crcrd's batch job) run one test command\n"
-          "  --sandbox-serve [BWRAP]  (crcrd-sandbox@.service) start one job's bubblewrap for the daemon\n"
+          "  --sandbox-serve [--peer-cgroup PATH] [BWRAP]  (crcrd-sandbox@.service) start one job's bubblewrap\n"
+          "                   for the daemon's own client (its pid namespace, and cgroup PATH)\n"
           "  --sandbox-connect SOCKET -- bwrap ARGS...  (the daemon, in a job) have the launcher run it\n";
 }
 }  // namespace

@@ -4,6 +4,12 @@
 # signed push delivered with crcrctl, and its job run to the end: bubblewrap inside the unit's
 # hardening, pytest inside bubblewrap checking the sandbox from the inside. Then reload, the
 # watchdog, stop, and the unit's exposure as that systemd computes it.
+# The job is also the attacker of issue 30: it asks the sandbox launcher for `bwrap --bind / /`
+# with crcrd's own client and with a minimal client of the wire protocol, through a second
+# path to the launcher's socket (the hidden one it cannot see), and looks for the mirror; the
+# run passes only when every attempt is refused. While it runs, the launcher's unit is checked
+# to have no write access to the daemon's state but the job's folder; a second run checks
+# that a hook planted in the mirror never runs.
 # Usage: systemd_test.sh DEB SOURCE_DIR. Exits 77 (ctest: skipped) when DEB does not exist or
 # this host cannot boot a container (not root, no systemd-nspawn or debootstrap).
 # CRCRD_TEST_ROOTFS: where the cached root lives (default /var/cache/crcrd-test).
@@ -111,12 +117,12 @@ cat > "$stage/ci/run-tests.sh" <<'SH'
 #!/bin/sh
 set -eu
 cd "$(dirname "$0")"
-exec /usr/bin/python3 -m pytest -q -p no:cacheprovider --junitxml="$CRCR_JUNIT_DIR/results.xml" test_sandbox.py
+exec /usr/bin/python3 -m pytest -q -rA -p no:cacheprovider --junitxml="$CRCR_JUNIT_DIR/results.xml" test_sandbox.py
 SH
 chmod +x "$stage/ci/run-tests.sh"
 # The job checks its own sandbox: what a test could otherwise reach of the daemon and the host.
 cat > "$stage/ci/test_sandbox.py" <<'PY'
-import os, socket
+import os, socket, subprocess, time
 
 def test_the_daemons_secrets_are_out_of_reach():
     for path in ("/etc/crcrd/webhook.secret", "/etc/crcrd/tls.key", "/var/lib/crcrd/crcrd.db"):
@@ -162,6 +168,65 @@ def test_the_job_folder_is_writable():
 def test_no_capabilities():
     caps = [l for l in open("/proc/self/status") if l.startswith("CapEff:")]
     assert caps == ["CapEff:\t0000000000000000\n"], caps
+
+# The escape of issue 30: what the launcher would start for the job, with the host's view.
+REACHABLE = "/opt/systest-ci/launcher.sock"  # the launcher's socket, bound here by the test
+PAYLOAD = ("cat /etc/crcrd/webhook.secret > /var/lib/crcrd/stolen; "
+           "printf '#!/bin/sh\\ntouch /var/lib/crcrd/hook-ran\\n' > /var/lib/crcrd/pytorch.git/hooks/post-checkout; "
+           "chmod +x /var/lib/crcrd/pytorch.git/hooks/post-checkout; echo ESCAPED")
+BWRAP = ["bwrap", "--bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--", "/bin/sh", "-c", PAYLOAD]
+
+def test_the_launchers_own_socket_is_hidden():
+    assert not os.path.exists("/run/crcrd/sandbox.sock")
+    assert os.path.exists(REACHABLE), "the test did not bind the socket where the job can reach it"
+
+def test_the_launcher_refuses_crcrds_own_client():
+    r = subprocess.run(["/usr/bin/crcrd", "--sandbox-connect", REACHABLE, "--", *BWRAP],
+                       capture_output=True, text=True, timeout=60)
+    print("crcrd --sandbox-connect:", r.returncode, r.stdout, r.stderr)
+    assert "ESCAPED" not in r.stdout
+    assert r.returncode == 125 and "the sandbox launcher refused" in r.stderr, r.stderr
+
+def test_the_launcher_refuses_a_minimal_client_of_its_protocol():
+    replies = []
+    for version, fds in (("crcrd-sandbox/2", [0, 1, 2, os.pidfd_open(os.getpid())]), ("crcrd-sandbox/1", [0, 1, 2])):
+        env = [k + "=" + v for k, v in os.environ.items()]
+        fields = [version, str(len(BWRAP)), *BWRAP, str(len(env)), *env, os.getcwd()]
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        s.settimeout(60)
+        s.connect(REACHABLE)
+        socket.send_fds(s, [b"".join(f.encode() + b"\0" for f in fields)], fds)
+        replies.append(s.recv(4096).decode())
+        s.close()
+    print("launcher replies:", replies)
+    assert all(r.startswith("error ") for r in replies), replies
+
+def test_the_mirror_is_out_of_reach():
+    assert not os.path.exists("/var/lib/crcrd/pytorch.git/HEAD")
+
+def test_the_system_bus_is_hidden():
+    assert os.listdir("/run/dbus") == [], os.listdir("/run/dbus")
+
+def test_a_journal_entry_from_the_job_is_the_jobs_own():
+    # The journal's socket stays reachable (a read-only mount still connects); journald takes
+    # the sender's unit from the kernel, so the fields a client may set cannot make this line
+    # crcrd.service's. The test script looks for it outside.
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+    s.sendto(b"MESSAGE=forged by the job\nSYSLOG_IDENTIFIER=crcrd\nUNIT=crcrd.service\n_SYSTEMD_UNIT=crcrd.service\n",
+             "/run/systemd/journal/socket")
+    s.close()
+
+def test_zz_hold_while_the_launchers_unit_is_checked():
+    # Last: the job waits (when asked to) until the test script has looked at the launcher's
+    # mount namespace from outside.
+    if not os.path.exists("/opt/systest-ci/hold"):
+        return
+    job = os.path.dirname(os.environ["CRCR_JUNIT_DIR"])
+    open(os.path.join(job, "waiting"), "w").close()
+    deadline = time.monotonic() + 120
+    while not os.path.exists(os.path.join(job, "go")):
+        assert time.monotonic() < deadline, "the test script never said go"
+        time.sleep(0.05)
 PY
 # The upstream: a commit the push names.
 git init -q -b main "$stage/upstream"
@@ -170,6 +235,13 @@ git -C "$stage/upstream" add -A
 git -C "$stage/upstream" -c user.name=t -c user.email=t@example.org commit -qm "systest: one commit"
 sha=$(git -C "$stage/upstream" rev-parse HEAD)
 sed "s/6113728f27ae82c7b1a177c8d03f9e96e0adf246/$sha/g" "$src/tests/fixtures/crcr/push.dispatch.json" > "$stage/push.json"
+# A second commit, for the run after a hook was planted in the mirror.
+echo 'int sub(int a, int b);' >> "$stage/upstream/ops.cpp"
+git -C "$stage/upstream" -c user.name=t -c user.email=t@example.org commit -qam "systest: a second commit"
+sha2=$(git -C "$stage/upstream" rev-parse HEAD)
+sed -e "s/6113728f27ae82c7b1a177c8d03f9e96e0adf246/$sha2/g" -e "s/0000000000000000000000000000000000000000/$sha/" \
+  -e "s/6d1c2a70-5a1b-11f0-8d4e-2f1c9a1b7e03/6d1c2a70-5a1b-11f0-8d4e-2f1c9a1b7e04/" \
+  "$src/tests/fixtures/crcr/push.dispatch.json" > "$stage/push2.json"
 if [[ -n ${CRCRD_TEST_DROPIN:-} ]]; then cp "$CRCRD_TEST_DROPIN" "$stage/dropin.conf"; fi
 
 # What runs inside, as root of the container, through nsenter.
@@ -234,29 +306,95 @@ cx systemctl show crcrd -p ActiveState -p SubState -p User -p WatchdogUSec -p NR
 [[ $(cx systemctl show crcrd -p ActiveState --value) == active ]] || problem "crcrd is not active"
 
 ctl() { cx crcrctl --url https://127.0.0.1:8443 --cacert /etc/crcrd/tls.crt --token-file /srv/systest/admin.token "$@"; }
-step "a signed push, then its run"
-cx crcrctl --url https://127.0.0.1:8443 --cacert /etc/crcrd/tls.crt send --scheme github \
-  --secret-file /srv/systest/etc/webhook.secret /srv/systest/push.json || problem "the push was refused"
-# Until the run has ended (the deadline is the tier's timeout, not a guess of its duration).
-conclusion=
-for _ in $(seq 3000); do
-  conclusion=$(ctl runs list --json 2>/dev/null | python3 -c '
+# push FILE: sends the signed push FILE; run_end: waits until the newest run, newer than
+# $run, has ended (the deadline is the tier's timeout, not a guess of its duration), sets $run
+# and $conclusion, and says what went wrong when it did not pass.
+push() {
+  cx crcrctl --url https://127.0.0.1:8443 --cacert /etc/crcrd/tls.crt send --scheme github \
+    --secret-file /srv/systest/etc/webhook.secret "$1" || problem "the push $1 was refused"
+}
+run=0
+run_end() {
+  local newest=
+  conclusion=
+  for _ in $(seq 3000); do
+    newest=$(ctl runs list --json 2>/dev/null | python3 -c '
 import json, sys
 items = json.load(sys.stdin)["items"]
-print(items[0].get("conclusion") or "" if items and items[0]["state"] in ("completed", "cancelled") else "")' || true)
-  [[ -n $conclusion ]] && break
+if items and items[0]["id"] > int(sys.argv[1]):
+    i = items[0]
+    print(i["id"], (i.get("conclusion") or "none") if i["state"] in ("completed", "cancelled") else "")' "$run" || true)
+    [[ $newest == *" "?* ]] && break
+    sleep 0.1
+  done
+  ctl runs list || true
+  run=${newest%% *}
+  conclusion=${newest#* }
+  [[ -n $run ]] && ctl runs show "$run" > "$tmp/run.txt" 2>&1 || true
+  if [[ $conclusion != passed ]]; then
+    cat "$tmp/run.txt" >&2 || true
+    job=$(ctl runs show "$run" --json 2>/dev/null | python3 -c 'import json,sys; print(json.load(sys.stdin)["jobs"][0]["id"])' 2>/dev/null || true)
+    [[ -n $job ]] && ctl jobs log "$job" >&2 || true
+    cx journalctl -u crcrd -u 'crcrd-sandbox@*' --no-pager -n 80 >&2 || true
+    problem "run ${run:-none} ended '${conclusion:-not at all}', not passed"
+  fi
+}
+
+step "a signed push, then its run: the job attacks the launcher, which refuses it"
+# The launcher's socket at a second path the job's sandbox shows (the command's folder): the
+# launcher must refuse a job that reaches it, not only hide it. The job holds at its end.
+cx sh -c 'touch /opt/systest-ci/launcher.sock /opt/systest-ci/hold && mount --bind /run/crcrd/sandbox.sock /opt/systest-ci/launcher.sock' ||
+  problem "cannot bind the launcher's socket into the command's folder"
+push /srv/systest/push.json
+# While the job holds: the launcher instance's mount namespace may write the job's folder and
+# nothing else of the daemon's state.
+waiting=
+for _ in $(seq 1200); do
+  waiting=$(cx sh -c 'ls /var/lib/crcrd/work/jobs/*/waiting 2>/dev/null' | head -1 || true)
+  [[ -n $waiting ]] && break
   sleep 0.1
 done
-ctl runs list || true
-run=$(ctl runs list --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["items"][0]["id"])' 2>/dev/null || true)
-[[ -n $run ]] && ctl runs show "$run" > "$tmp/run.txt" 2>&1 || true
-if [[ $conclusion != passed ]]; then
-  cat "$tmp/run.txt" >&2 || true
-  job=$(ctl runs show "$run" --json 2>/dev/null | python3 -c 'import json,sys; print(json.load(sys.stdin)["jobs"][0]["id"])' 2>/dev/null || true)
-  [[ -n $job ]] && ctl jobs log "$job" >&2 || true
-  cx journalctl -u crcrd --no-pager -n 80 >&2 || true
-  problem "the run ended '${conclusion:-not at all}', not passed"
+if [[ -z $waiting ]]; then
+  problem "the job never reached its hold"
+else
+  unit=$(cx systemctl list-units --plain --no-legend --state=running 'crcrd-sandbox@*.service' | awk '{print $1}' | head -1)
+  lpid=$(cx systemctl show -p MainPID --value "$unit")
+  echo "the job's launcher: $unit, pid $lpid"
+  jobdir=$(dirname "$waiting")
+  for f in /var/lib/crcrd/launcher-wrote /var/lib/crcrd/pytorch.git/launcher-wrote /var/lib/crcrd/work/launcher-wrote \
+           /var/cache/crcrd/launcher-wrote /etc/crcrd/launcher-wrote; do
+    if cx nsenter -t "$lpid" -m touch "$f" 2>/dev/null; then problem "the launcher's unit can write $f"; fi
+  done
+  cx nsenter -t "$lpid" -m touch "$jobdir/launcher-wrote" || problem "the launcher's unit cannot write the job's folder $jobdir"
+  cx touch "$jobdir/go"
 fi
+run_end
+cx rm -f /opt/systest-ci/hold
+for f in /var/lib/crcrd/stolen /var/lib/crcrd/hook-ran; do
+  if cx test -e "$f"; then problem "$f exists: the job escaped through the launcher"; fi
+done
+hooks=$(cx find /var/lib/crcrd/pytorch.git/hooks -type f ! -name '*.sample' 2>/dev/null || true)
+[[ -z $hooks ]] || problem "a hook was written into the mirror: $hooks"
+ctl jobs log "$(ctl runs show "$run" --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["jobs"][0]["id"])')" \
+  > "$tmp/job.log" 2>&1 || true
+for said in "the sandbox launcher refused: the peer" "launcher replies: ['error the peer"; do
+  grep -qF "$said" "$tmp/job.log" || problem "the job's log does not say '$said': $(head -c 3000 "$tmp/job.log")"
+done
+# The job's journal entry is there, and it is its own unit's, not crcrd.service's.
+forged=$(cx journalctl --no-pager -o verbose MESSAGE="forged by the job" | grep -E '^ *_SYSTEMD_UNIT=' | head -1 || true)
+echo "the job's journal entry: ${forged:-none}"
+[[ $forged == *"_SYSTEMD_UNIT=crcrd-sandbox@"* ]] || problem "the job's journal entry is not attributed to its crcrd-sandbox@ unit: '${forged:-none}'"
+if cx journalctl --no-pager -u crcrd | grep -q "forged by the job"; then problem "a job wrote a line into crcrd.service's journal"; fi
+refusals=$(cx journalctl --no-pager -u 'crcrd-sandbox@*' | grep -c 'refused: the peer .* runs in another pid namespace' || true)
+echo "launcher refusals in the journal: $refusals"
+[[ $refusals -ge 2 ]] || problem "the journal does not show the launcher refusing the job's two clients"
+
+step "a hook planted in the mirror never runs in the next job's checkout"
+cx sh -c 'printf "#!/bin/sh\ntouch /var/lib/crcrd/hook-ran\n" > /var/lib/crcrd/pytorch.git/hooks/post-checkout &&
+  chmod 0755 /var/lib/crcrd/pytorch.git/hooks/post-checkout && chown crcrd:crcrd /var/lib/crcrd/pytorch.git/hooks/post-checkout'
+push /srv/systest/push2.json
+run_end
+if cx test -e /var/lib/crcrd/hook-ran; then problem "the daemon's checkout ran a hook planted in its mirror"; fi
 cx cat /var/lib/crcrd/statuses.jsonl | grep -q '"state":"success"' || problem "no success status in the file sink"
 [[ $(cx systemctl is-active crcrd-sandbox.socket) == active ]] || problem "crcrd-sandbox.socket is not active"
 cx journalctl --no-pager -u 'crcrd-sandbox@*' | grep -q 'Started crcrd-sandbox@' ||

@@ -46,6 +46,17 @@ grep -q 'sandbox_socket: /run/crcrd/sandbox.sock' "$src/config/crcrd.yaml.exampl
 has "$sandbox" User=crcrd
 has "$sandbox" KillMode=control-group
 value "$sandbox" ExecStart | grep -q '^/usr/bin/crcrd --sandbox-serve ' || problem "crcrd-sandbox@.service does not run crcrd --sandbox-serve"
+# It serves only the daemon's own client: a peer in crcrd.service's cgroup (docs/security.md).
+value "$sandbox" ExecStart | grep -q -- '--peer-cgroup /system.slice/crcrd.service ' ||
+  problem "crcrd-sandbox@.service does not require its peers to be in crcrd.service's cgroup"
+# No write access to the daemon's state beyond the jobs' folders that bubblewrap binds.
+for d in StateDirectory CacheDirectory LogsDirectory RuntimeDirectory; do
+  [[ -z $(value "$sandbox" $d) ]] || problem "crcrd-sandbox@.service has $d= (write access to the daemon's state)"
+done
+[[ $(value "$sandbox" ReadWritePaths) == -/var/lib/crcrd/work/jobs ]] ||
+  problem "crcrd-sandbox@.service may write '$(value "$sandbox" ReadWritePaths)', not only -/var/lib/crcrd/work/jobs"
+grep -qE '^  work_root: /var/lib/crcrd/work( |$)' "$src/config/crcrd.yaml.example" ||
+  problem "config/crcrd.yaml.example's work_root is not /var/lib/crcrd/work, whose jobs/ the launcher's unit may write"
 ns=" $(value "$sandbox" RestrictNamespaces | tr '\n' ' ') "
 for t in user mnt pid ipc uts net; do
   [[ $ns == *" $t "* ]] || problem "crcrd-sandbox@.service forbids the '$t' namespace, which bubblewrap unshares"

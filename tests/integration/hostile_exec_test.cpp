@@ -4,7 +4,12 @@
 // the daemon's sockets; health rechecks that would pile up threads.
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <unistd.h>
+
+#include <cstddef>
+#include <cstring>
 
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -112,23 +117,64 @@ TEST_F(HostileExecTest, ATestRunningUnderARootDaemonCannotUndoItsSandbox) {
     EXPECT_EQ(log.find("probe: daemon env"), std::string::npos) << log;
 }
 
+/// A listening abstract unix socket of this process (in the host's network namespace).
+class AbstractSocket {
+public:
+    explicit AbstractSocket(const std::string& name) : m_name(name) {
+        m_fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        sockaddr_un a{};
+        a.sun_family = AF_UNIX;
+        std::memcpy(a.sun_path + 1, name.data(), name.size());
+        const auto len = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + 1 + name.size());
+        if (::bind(m_fd, reinterpret_cast<sockaddr*>(&a), len) != 0 || ::listen(m_fd, 4) != 0) {
+            throw std::runtime_error("cannot listen on @" + name);
+        }
+    }
+    ~AbstractSocket() { ::close(m_fd); }
+    /// Whether a client in this process's network namespace reaches it.
+    bool reachable() const {
+        const int c = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        sockaddr_un a{};
+        a.sun_family = AF_UNIX;
+        std::memcpy(a.sun_path + 1, m_name.data(), m_name.size());
+        const auto len = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + 1 + m_name.size());
+        const bool ok = ::connect(c, reinterpret_cast<sockaddr*>(&a), len) == 0;
+        ::close(c);
+        return ok;
+    }
+
+private:
+    std::string m_name;
+    int m_fd = -1;
+};
+
 TEST_F(HostileExecTest, NetworkNoneLeavesTheTestOnlyAnUnconnectedLoopback) {
     if (!bwrap_works()) GTEST_SKIP() << "bubblewrap cannot create namespaces here";
-    // The daemon's own port, reachable from the host, is not reachable from the test.
+    // The daemon's own port, reachable from the host, is not reachable from the test; nor is
+    // an abstract unix socket of the host's network namespace (abstract names belong to a
+    // network namespace, and --unshare-net gives the test its own).
+    const std::string abstract_name = "crcrd-test-abstract-" + std::to_string(::getpid());
+    AbstractSocket abstract(abstract_name);
+    ASSERT_TRUE(abstract.reachable());
+    const std::string env = "  network: none\n  env: {DAEMON_PORT: \"PORT\", ABSTRACT: " + abstract_name + "}\n";
     start("python3 -c \"import socket,sys; socket.create_connection(('127.0.0.1', int(sys.argv[1])), 2)\" $DAEMON_PORT "
           ">/dev/null 2>&1 && echo 'probe: CONNECTED' || echo 'probe: no route'\n"
+          "python3 -c \"import socket,sys; socket.socket(socket.AF_UNIX).connect('\\0' + sys.argv[1])\" \"$ABSTRACT\" "
+          ">/dev/null 2>&1 && echo 'probe: ABSTRACT SOCKET REACHED' || echo 'probe: no abstract socket'\n"
           "tail -n +3 /proc/net/dev | cut -d: -f1 | tr -d ' ' | tr '\\n' ' ' | sed 's/^/interfaces: /'; echo\n"
           "echo '<testsuite><testcase classname=\"c\" name=\"t1\"/></testsuite>' > \"$CRCR_JUNIT_DIR/r.xml\"\n",
-          "  network: none\n  env: {DAEMON_PORT: \"PORT\"}\n");
+          env);
     // The port is known once the daemon runs: write it into the config and reload.
-    daemon->write_config(config("  network: none\n  env: {DAEMON_PORT: \"" + std::to_string(daemon->port()) + "\"}\n",
-                                "[/bin/true]"));
+    std::string with_port = env;
+    with_port.replace(with_port.find("PORT\""), 4, std::to_string(daemon->port()));
+    daemon->write_config(config(with_port, "[/bin/true]"));
     daemon->process().signal(SIGHUP);
     ASSERT_TRUE(eventually([&] { return daemon->log().find("reloaded") != std::string::npos; }));
     auto run = post("net-1");
     EXPECT_EQ(finished(run), "completed/passed") << job_reason(run);
     auto log = job_log(run);
     EXPECT_NE(log.find("probe: no route"), std::string::npos) << log;
+    EXPECT_NE(log.find("probe: no abstract socket"), std::string::npos) << log;
     EXPECT_NE(log.find("interfaces: lo \n"), std::string::npos) << log;
 }
 

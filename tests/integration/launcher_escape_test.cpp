@@ -45,6 +45,11 @@ if [ -e "$MIRROR/HEAD" ]; then
 else
   echo "attack(c): the mirror is out of reach"
 fi
+# The same class of hole, elsewhere: the host's shared memory, the system bus's socket, and
+# links in the job's folder that the daemon's clean-up could follow.
+if [ -e "$SHM_MARK" ]; then echo "attack(shm): SEES the host's /dev/shm"; else echo "attack(shm): a /dev/shm of its own"; fi
+if [ -n "$(ls -A /run/dbus 2>/dev/null)" ]; then echo "attack(dbus): SEES $(ls -A /run/dbus)"; else echo "attack(dbus): nothing"; fi
+ln -s "$OUTSIDE/precious" "$HOME/precious-link"; ln -s "$OUTSIDE" "$HOME/outside-link"; mkdir -p "$HOME/d" && ln -s "$OUTSIDE" "$HOME/d/up"
 echo '<testsuite><testcase classname="c" name="t1"/></testsuite>' > "$CRCR_JUNIT_DIR/r.xml"
 echo "attack: done"
 )SH";
@@ -78,6 +83,7 @@ constexpr const char* k_rules =
 
 void chown_tree(const std::filesystem::path& root, uid_t uid) {
     ASSERT_EQ(::lchown(root.c_str(), uid, uid), 0) << root;
+    if (!std::filesystem::is_directory(root)) return;
     for (const auto& e : std::filesystem::recursive_directory_iterator(root)) {
         ASSERT_EQ(::lchown(e.path().c_str(), uid, uid), 0) << e.path();
     }
@@ -127,14 +133,19 @@ protected:
         // A second path to the same socket, in a folder every job's sandbox shows.
         ASSERT_EQ(::link(socket().c_str(), (bin.path() / "launcher.sock").c_str()), 0) << std::strerror(errno);
 
+        write_file(shm_mark(), "the host's\n");
+        write_file(dir.path() / "precious", "the daemon's\n");
+        chown_tree(dir.path() / "precious", k_nobody);
         daemon->set_launch_prefix(as_nobody());
         daemon->start();
     }
+    void TearDown() override { std::filesystem::remove(shm_mark()); }
 
     std::filesystem::path upstream() const { return dir.path() / "upstream"; }
     std::filesystem::path socket() const { return run.path() / "sandbox.sock"; }
     std::filesystem::path mirror() const { return dir.path() / "state" / "pytorch.git"; }
     std::filesystem::path hook_mark() const { return dir.path() / "a-hook-ran"; }
+    std::filesystem::path shm_mark() const { return "/dev/shm/crcrd-test-" + dir.path().filename().string(); }
     std::string launcher_log() const { return read_file(bin.path() / "launcher.log").value_or(""); }
 
     std::string config() const {
@@ -159,6 +170,7 @@ protected:
                "    MIRROR: " + p(mirror()) + "\n"
                "    OUTSIDE: " + p(dir.path()) + "\n"
                "    HOOK_MARK: " + p(hook_mark()) + "\n"
+               "    SHM_MARK: " + p(shm_mark()) + "\n"
                "    PAYLOAD: " + json(k_payload).dump() + "\n";
     }
 
@@ -219,6 +231,11 @@ TEST_F(LauncherEscapeTest, AJobCannotHaveTheLauncherStartAnythingForIt) {
     EXPECT_EQ(stolen(), std::vector<std::string>{}) << log;
     EXPECT_EQ(planted_hooks(), std::vector<std::string>{}) << log;
     EXPECT_NE(launcher_log().find("refused: "), std::string::npos) << launcher_log();
+    EXPECT_NE(log.find("attack(shm): a /dev/shm of its own"), std::string::npos) << log;
+    EXPECT_NE(log.find("attack(dbus): nothing"), std::string::npos) << log;
+    // The job's folder, with its links, is gone; what they pointed at is not.
+    EXPECT_EQ(read_file(dir.path() / "precious").value_or(""), "the daemon's\n");
+    EXPECT_TRUE(std::filesystem::exists(dir.path() / "secrets" / "webhook.secret"));
 
     // The next job's checkout runs no hook.
     const auto next = post("escape-2");

@@ -19,11 +19,13 @@ using nlohmann::json;
 // A backend script in miniature: each test names what to do. `hold` writes `started` into its
 // job directory and waits for the test to put `release` beside it; `once_hold` holds on the
 // first attempt only.
-constexpr const char* k_script = R"(#!/bin/sh
+constexpr const char* k_script = R"SH(#!/bin/sh
 out="$CRCR_JUNIT_DIR/results.xml"
 echo '<testsuite name="ci">' > "$out.part"
 status=0
 env | sort | sed 's/^/env: /'
+# The shared root's control folders (spec and result files the daemon reads) are hidden.
+echo "probe: control folders seen: $(ls -A "$HOME/../../control" 2>/dev/null | wc -l)"
 while IFS= read -r t; do
   case "$t" in
     ok_*) echo "<testcase classname=\"ci\" name=\"$t\"/>" >> "$out.part" ;;
@@ -40,7 +42,7 @@ done < "$CRCR_TESTS_FILE"
 echo '</testsuite>' >> "$out.part"
 mv "$out.part" "$out"
 exit $status
-)";
+)SH";
 
 class SlurmExecutorTest : public ::testing::Test {
 protected:
@@ -195,6 +197,7 @@ TEST_F(SlurmExecutorTest, APassingTierRunsAsASlurmJobWithExactlyTheContractEnvir
                                                "HOME", "LANG", "PATH", "PWD"}))
         << log;
     EXPECT_NE(log.find("env: CRCR_SLOT=slurm-"), std::string::npos) << log;
+    EXPECT_NE(log.find("probe: control folders seen: 0\n"), std::string::npos) << log;
 }
 
 TEST_F(SlurmExecutorTest, AFailingTestIsARegressionWithSlurmsVerdictInTheEvidence) {
