@@ -17,6 +17,7 @@ extern "C" {
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string_view>
@@ -225,92 +226,100 @@ int run_client(const std::string& socket, const std::vector<std::string>& argv, 
 }
 
 std::optional<std::string> peer_refusal(const PeerFacts& f, const PeerPolicy& p) {
+    const std::string peer = "the peer " + std::to_string(f.pid);
     if (f.uid != p.uid && f.uid != 0) return "peer uid " + std::to_string(f.uid) + " is not this user's";
     if (!f.pidfd_pid) return "the request carries no pid descriptor of its sender";
     if (*f.pidfd_pid != f.pid) {
-        return "the pid descriptor names process " + std::to_string(*f.pidfd_pid) + ", not the peer " + std::to_string(f.pid);
+        return "the pid descriptor names process " + std::to_string(*f.pidfd_pid) + ", not " + peer;
     }
-    if (!f.alive) return "the peer " + std::to_string(f.pid) + " exited while it was checked";
-    if (f.pid_ns.empty() || f.pid_ns != p.pid_ns) {
-        return "the peer " + std::to_string(f.pid) + " runs in another pid namespace (" +
-               (f.pid_ns.empty() ? std::string("unreadable") : f.pid_ns) + ", not " + p.pid_ns +
-               "): a job's sandbox, not the daemon";
-    }
+    if (!f.alive) return peer + " exited while it was checked";
+    if (f.pid_ns_depth < 0) return "cannot tell the pid namespace of " + peer;
+    if (f.pid_ns_depth > 0) return peer + " runs in a pid namespace of its own (a job's sandbox), not the launcher's";
     if (p.cgroup) {
-        const std::string& want = *p.cgroup;
-        const bool inside = f.cgroup == want || (f.cgroup.size() > want.size() && f.cgroup.compare(0, want.size(), want) == 0 &&
-                                                 f.cgroup[want.size()] == '/');
-        if (!inside) {
-            return "the peer " + std::to_string(f.pid) + " is in cgroup " + (f.cgroup.empty() ? "(unknown)" : f.cgroup) +
-                   ", not " + want;
-        }
+        if (!f.in_cgroup) return "cannot read cgroup " + *p.cgroup + " to look for " + peer;
+        if (!*f.in_cgroup) return peer + " is not in cgroup " + *p.cgroup;
     }
     return std::nullopt;
 }
 
 namespace {
 
-/// The pid a pid descriptor names in this process's pid namespace (its fdinfo's "Pid:": -1
-/// once the process ended, 0 outside this namespace), or nullopt when `fd` is not one.
-std::optional<pid_t> pidfd_pid(int fd) {
+/// What a pid descriptor's fdinfo says: its "Pid:" (-1 once the process ended, 0 outside
+/// this process's pid namespace) and how many pids its "NSpid:" lists (1: the process is in
+/// this pid namespace; more: in one nested in it). nullopt when `fd` is not a pid descriptor.
+struct PidfdInfo {
+    pid_t pid = 0;
+    int nspids = 0;
+};
+std::optional<PidfdInfo> pidfd_info(int fd) {
     char link[64] = {};
     const std::string self_fd = "/proc/self/fd/" + std::to_string(fd);
     if (::readlink(self_fd.c_str(), link, sizeof link - 1) < 0 || !std::strstr(link, "pidfd")) return std::nullopt;
-    std::ifstream info("/proc/self/fdinfo/" + std::to_string(fd));
-    for (std::string line; std::getline(info, line);) {
-        if (line.rfind("Pid:", 0) == 0) return static_cast<pid_t>(std::stol(line.substr(4)));
-    }
-    return std::nullopt;
-}
-
-std::string pid_namespace_at(int dirfd, const char* rel) {
-    char buf[64] = {};
-    const ssize_t n = ::readlinkat(dirfd, rel, buf, sizeof buf - 1);
-    return n > 0 ? std::string(buf, static_cast<std::size_t>(n)) : std::string();
-}
-
-/// The cgroup v2 path in a /proc/PID/cgroup text ("0::PATH"), or "" without one.
-std::string unified_cgroup(int dirfd) {
-    const int fd = ::openat(dirfd, "cgroup", O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return {};
-    char buf[4096];
-    const ssize_t n = ::read(fd, buf, sizeof buf);
-    ::close(fd);
-    if (n <= 0) return {};
-    std::istringstream in(std::string(buf, static_cast<std::size_t>(n)));
+    std::ifstream in("/proc/self/fdinfo/" + std::to_string(fd));
+    std::optional<PidfdInfo> info;
     for (std::string line; std::getline(in, line);) {
-        if (line.rfind("0::", 0) == 0) return line.substr(3);
+        if (line.rfind("Pid:", 0) == 0) {
+            info = info.value_or(PidfdInfo{});
+            info->pid = static_cast<pid_t>(std::stol(line.substr(4)));
+        } else if (line.rfind("NSpid:", 0) == 0) {
+            info = info.value_or(PidfdInfo{});
+            std::istringstream pids(line.substr(6));
+            for (long n; pids >> n;) ++info->nspids;
+        }
     }
-    return {};
+    return info;
+}
+
+/// Whether `pid` is listed in the cgroup.procs of `dir` or of a cgroup below it; nullopt
+/// when `dir` cannot be read.
+std::optional<bool> cgroup_lists(const std::filesystem::path& dir, pid_t pid) {
+    std::error_code ec;
+    if (!std::filesystem::is_directory(dir, ec)) return std::nullopt;
+    std::vector<std::filesystem::path> dirs = {dir};
+    for (auto it = std::filesystem::recursive_directory_iterator(dir, ec); !ec && it != std::filesystem::recursive_directory_iterator();
+         it.increment(ec)) {
+        if (it->is_directory(ec)) dirs.push_back(it->path());
+    }
+    if (ec) return std::nullopt;
+    for (const auto& d : dirs) {
+        std::ifstream procs(d / "cgroup.procs");
+        if (!procs) return std::nullopt;
+        for (long n; procs >> n;) {
+            if (n == pid) return true;
+        }
+    }
+    return false;
 }
 
 }  // namespace
 
-PeerFacts read_peer(int sock, int pidfd) {
+PeerFacts read_peer(int sock, int pidfd, const std::optional<std::string>& cgroup) {
     PeerFacts f;
     ucred cred{};
     socklen_t len = sizeof cred;
     if (::getsockopt(sock, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0) return f;
     f.uid = cred.uid;
     f.pid = cred.pid;
-    if (pidfd >= 0) f.pidfd_pid = pidfd_pid(pidfd);
-    if (!f.pidfd_pid || *f.pidfd_pid != f.pid || f.pid <= 0) return f;
-    // The process the descriptor names held this pid before /proc/PID was opened; if it is
-    // still alive after the reads, they were of it and not of a process that reused the pid.
-    const std::string dir = "/proc/" + std::to_string(f.pid);
-    const int dirfd = ::open(dir.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
-    if (dirfd < 0) return f;
-    f.pid_ns = pid_namespace_at(dirfd, "ns/pid");
-    f.cgroup = unified_cgroup(dirfd);
-    ::close(dirfd);
-    f.alive = ::pidfd_send_signal(pidfd, 0, nullptr, 0) == 0;
+    if (pidfd < 0) return f;
+    // Everything is read through the descriptor or from files any process may read: the
+    // peer may be in another user namespace (crcrd.service has PrivateUsers=), where its
+    // /proc/PID is closed to the launcher.
+    const auto before = pidfd_info(pidfd);
+    if (!before) return f;
+    f.pidfd_pid = before->pid;
+    if (before->pid != f.pid || f.pid <= 0) return f;
+    f.pid_ns_depth = before->nspids - 1;
+    if (cgroup) f.in_cgroup = cgroup_lists(std::filesystem::path("/sys/fs/cgroup") / cgroup->substr(1), f.pid);
+    // The process the descriptor names held this pid before the reads; if it still does after
+    // them, they were of it and not of a process that reused the pid.
+    const auto after = pidfd_info(pidfd);
+    f.alive = after && after->pid == f.pid;
     return f;
 }
 
 PeerPolicy own_policy(std::optional<std::string> cgroup) {
     PeerPolicy p;
     p.uid = ::getuid();
-    p.pid_ns = pid_namespace_at(AT_FDCWD, "/proc/self/ns/pid");
     p.cgroup = std::move(cgroup);
     return p;
 }
@@ -332,7 +341,9 @@ int serve(int fd, const std::string& bwrap, const PeerPolicy& policy) {
     } close_all{fds};
     // Whoever can reach the socket is not yet the daemon: a job's process runs as the same
     // user, so only the peer's pid namespace and cgroup tell them apart (docs/security.md).
-    if (auto why = peer_refusal(read_peer(fd, fds.size() == k_fds ? fds.back() : -1), policy)) return refuse(*why);
+    if (auto why = peer_refusal(read_peer(fd, fds.size() == k_fds ? fds.back() : -1, policy.cgroup), policy)) {
+        return refuse(*why);
+    }
     if (n <= 0) return refuse(n == 0 ? "no request" : "a request over 1 MiB, or unreadable");
     if (fds.size() != k_fds) {
         return refuse("a request needs exactly " + std::to_string(k_fds) + " descriptors, got " + std::to_string(fds.size()));

@@ -385,7 +385,7 @@ forged=$(cx journalctl --no-pager -o verbose MESSAGE="forged by the job" | grep 
 echo "the job's journal entry: ${forged:-none}"
 [[ $forged == *"_SYSTEMD_UNIT=crcrd-sandbox@"* ]] || problem "the job's journal entry is not attributed to its crcrd-sandbox@ unit: '${forged:-none}'"
 if cx journalctl --no-pager -u crcrd | grep -q "forged by the job"; then problem "a job wrote a line into crcrd.service's journal"; fi
-refusals=$(cx journalctl --no-pager -u 'crcrd-sandbox@*' | grep -c 'refused: the peer .* runs in another pid namespace' || true)
+refusals=$(cx journalctl --no-pager -u 'crcrd-sandbox@*' | grep -c 'refused: the peer .* runs in a pid namespace of its own' || true)
 echo "launcher refusals in the journal: $refusals"
 [[ $refusals -ge 2 ]] || problem "the journal does not show the launcher refusing the job's two clients"
 

@@ -57,15 +57,14 @@ struct PeerFacts {
     pid_t pid = 0;                       // SO_PEERCRED, in the launcher's pid namespace
     std::optional<pid_t> pidfd_pid;      // the pid the request's pid descriptor names; nullopt: none sent
     bool alive = false;                  // that process outlived the reads below (its pid was not reused)
-    std::string pid_ns;                  // its /proc/PID/ns/pid ("pid:[N]"), "" when unreadable
-    std::string cgroup;                  // its cgroup v2 path, "" when unknown
+    int pid_ns_depth = -1;               // 0: the launcher's pid namespace; n: nested n deep; -1: unknown
+    std::optional<bool> in_cgroup;       // in the policy's cgroup or below; nullopt: not asked, or unreadable
 };
 
 /// Whom the launcher serves: its own user (or root), in its own pid namespace, and in
-/// `cgroup` or below when set.
+/// `cgroup` (a cgroup v2 path such as /system.slice/crcrd.service) or below when set.
 struct PeerPolicy {
     uid_t uid = static_cast<uid_t>(-1);
-    std::string pid_ns;
     std::optional<std::string> cgroup;
 };
 
@@ -74,11 +73,13 @@ struct PeerPolicy {
 std::optional<std::string> peer_refusal(const PeerFacts& f, const PeerPolicy& p);
 
 /// Reads the facts of the peer of the connected socket `sock`, given the pid descriptor
-/// `pidfd` its request carried (-1: none). Never fails: what cannot be read stays empty, which
-/// peer_refusal refuses.
-PeerFacts read_peer(int sock, int pidfd);
+/// `pidfd` its request carried (-1: none), looking it up in `cgroup` when set. Reads only the
+/// descriptor's fdinfo and the cgroup file system, never the peer's /proc entry (closed to
+/// the launcher when the peer is in another user namespace). Never fails: what cannot be read
+/// stays unknown, which peer_refusal refuses.
+PeerFacts read_peer(int sock, int pidfd, const std::optional<std::string>& cgroup);
 
-/// This process's own uid and pid namespace, with `cgroup` as the peers' required cgroup.
+/// This process's own uid, with `cgroup` as the peers' required cgroup.
 PeerPolicy own_policy(std::optional<std::string> cgroup);
 
 /// The launcher, for one connection `fd` (a connected SOCK_SEQPACKET socket): reads one

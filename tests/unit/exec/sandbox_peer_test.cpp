@@ -9,6 +9,8 @@ extern "C" {
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <filesystem>
+#include <fstream>
 #include <functional>
 
 #include "crcrd/exec/sandbox_launcher.hpp"
@@ -22,13 +24,13 @@ PeerFacts daemon_client() {
     f.pid = 4242;
     f.pidfd_pid = 4242;
     f.alive = true;
-    f.pid_ns = "pid:[4026531836]";
-    f.cgroup = "/system.slice/crcrd.service";
+    f.pid_ns_depth = 0;
+    f.in_cgroup = true;
     return f;
 }
 
 TEST(SandboxPeer, OnlyTheDaemonsOwnClientIsServed) {
-    const PeerPolicy policy{990, "pid:[4026531836]", std::string("/system.slice/crcrd.service")};
+    const PeerPolicy policy{990, std::string("/system.slice/crcrd.service")};
     PeerPolicy no_cgroup = policy;
     no_cgroup.cgroup.reset();
     struct Case {
@@ -39,9 +41,8 @@ TEST(SandboxPeer, OnlyTheDaemonsOwnClientIsServed) {
     };
     const Case cases[] = {
         {"the daemon's client", [](PeerFacts&) {}, policy, nullptr},
-        {"in a child cgroup of crcrd.service", [](PeerFacts& f) { f.cgroup += "/jobs"; }, policy, nullptr},
         {"root", [](PeerFacts& f) { f.uid = 0; }, policy, nullptr},
-        {"no cgroup asked for", [](PeerFacts& f) { f.cgroup = "/anything"; }, no_cgroup, nullptr},
+        {"no cgroup asked for", [](PeerFacts& f) { f.in_cgroup.reset(); }, no_cgroup, nullptr},
         {"another user", [](PeerFacts& f) { f.uid = 1000; }, policy, "peer uid 1000 is not this user's"},
         {"no pid descriptor", [](PeerFacts& f) { f.pidfd_pid.reset(); }, policy, "no pid descriptor"},
         {"a descriptor of another process", [](PeerFacts& f) { f.pidfd_pid = 17; }, policy,
@@ -50,17 +51,17 @@ TEST(SandboxPeer, OnlyTheDaemonsOwnClientIsServed) {
          "names process 0"},
         {"a descriptor of a process that ended", [](PeerFacts& f) { f.pidfd_pid = -1; }, policy, "names process -1"},
         {"exited during the check (its pid may be reused)", [](PeerFacts& f) { f.alive = false; }, policy,
-         "exited while it was checked"},
-        {"a job's sandbox", [](PeerFacts& f) { f.pid_ns = "pid:[4026532999]"; }, policy,
-         "runs in another pid namespace (pid:[4026532999], not pid:[4026531836]): a job's sandbox"},
-        {"a job's sandbox, no cgroup asked for", [](PeerFacts& f) { f.pid_ns = "pid:[4026532999]"; }, no_cgroup,
-         "another pid namespace"},
-        {"an unreadable namespace", [](PeerFacts& f) { f.pid_ns.clear(); }, no_cgroup, "(unreadable,"},
-        {"the sandbox unit's cgroup", [](PeerFacts& f) { f.cgroup = "/system.slice/system-crcrd\\x2dsandbox.slice/x.service"; },
-         policy, "is in cgroup /system.slice/system-crcrd\\x2dsandbox.slice/x.service, not /system.slice/crcrd.service"},
-        {"a cgroup that only starts like it", [](PeerFacts& f) { f.cgroup = "/system.slice/crcrd.service2"; }, policy,
-         "not /system.slice/crcrd.service"},
-        {"an unknown cgroup", [](PeerFacts& f) { f.cgroup.clear(); }, policy, "is in cgroup (unknown)"},
+         "the peer 4242 exited while it was checked"},
+        {"a job's sandbox", [](PeerFacts& f) { f.pid_ns_depth = 1; }, policy,
+         "the peer 4242 runs in a pid namespace of its own (a job's sandbox), not the launcher's"},
+        {"a sandbox in a sandbox, no cgroup asked for", [](PeerFacts& f) { f.pid_ns_depth = 2; }, no_cgroup,
+         "a pid namespace of its own"},
+        {"an unknown namespace", [](PeerFacts& f) { f.pid_ns_depth = -1; }, no_cgroup,
+         "cannot tell the pid namespace of the peer 4242"},
+        {"another cgroup (the sandbox unit's)", [](PeerFacts& f) { f.in_cgroup = false; }, policy,
+         "the peer 4242 is not in cgroup /system.slice/crcrd.service"},
+        {"an unreadable cgroup", [](PeerFacts& f) { f.in_cgroup.reset(); }, policy,
+         "cannot read cgroup /system.slice/crcrd.service to look for the peer 4242"},
     };
     for (const auto& c : cases) {
         PeerFacts f = daemon_client();
@@ -75,6 +76,15 @@ TEST(SandboxPeer, OnlyTheDaemonsOwnClientIsServed) {
     }
 }
 
+/// This process's cgroup v2 path ("0::PATH" in /proc/self/cgroup).
+std::string own_cgroup() {
+    std::ifstream in("/proc/self/cgroup");
+    for (std::string line; std::getline(in, line);) {
+        if (line.rfind("0::", 0) == 0) return line.substr(3);
+    }
+    return {};
+}
+
 TEST(SandboxPeer, ReadPeerTiesTheFactsToTheConnectedProcess) {
     int sv[2];
     ASSERT_EQ(::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv), 0);
@@ -82,12 +92,22 @@ TEST(SandboxPeer, ReadPeerTiesTheFactsToTheConnectedProcess) {
     ASSERT_GE(self, 0);
     const auto policy = own_policy(std::nullopt);
     // The peer of sv[0] is this process: served with its own pid descriptor.
-    auto facts = read_peer(sv[0], self);
+    auto facts = read_peer(sv[0], self, std::nullopt);
     EXPECT_EQ(facts.pid, ::getpid());
     EXPECT_EQ(facts.pidfd_pid, ::getpid());
     EXPECT_TRUE(facts.alive);
-    EXPECT_EQ(facts.pid_ns, policy.pid_ns);
+    EXPECT_EQ(facts.pid_ns_depth, 0);
+    EXPECT_FALSE(facts.in_cgroup);
     EXPECT_FALSE(peer_refusal(facts, policy)) << peer_refusal(facts, policy).value_or("");
+    // In its own cgroup (where the cgroup file system is the unified one), not in another.
+    if (const auto mine = own_cgroup(); !mine.empty() && std::filesystem::exists("/sys/fs/cgroup" + mine + "/cgroup.procs")) {
+        EXPECT_EQ(read_peer(sv[0], self, mine).in_cgroup, true);
+        EXPECT_EQ(read_peer(sv[0], self, std::string("/no-such-cgroup")).in_cgroup, std::nullopt);
+        if (mine != "/") {
+            const auto parent = std::filesystem::path(mine).parent_path().string();
+            EXPECT_EQ(read_peer(sv[0], self, parent).in_cgroup, true);  // "or below"
+        }
+    }
 
     // A pid descriptor of another process (a child), or a descriptor that is none, is refused.
     const pid_t child = ::fork();
@@ -97,13 +117,13 @@ TEST(SandboxPeer, ReadPeerTiesTheFactsToTheConnectedProcess) {
     }
     const int other = ::pidfd_open(child, 0);
     ASSERT_GE(other, 0);
-    EXPECT_TRUE(peer_refusal(read_peer(sv[0], other), policy));
-    EXPECT_FALSE(read_peer(sv[0], sv[1]).pidfd_pid);
-    EXPECT_TRUE(peer_refusal(read_peer(sv[0], -1), policy));
+    EXPECT_TRUE(peer_refusal(read_peer(sv[0], other, std::nullopt), policy));
+    EXPECT_FALSE(read_peer(sv[0], sv[1], std::nullopt).pidfd_pid);
+    EXPECT_TRUE(peer_refusal(read_peer(sv[0], -1, std::nullopt), policy));
     ::kill(child, SIGKILL);
     ::waitpid(child, nullptr, 0);
     // Once reaped, its descriptor names no process.
-    EXPECT_EQ(read_peer(sv[0], other).pidfd_pid, -1);
+    EXPECT_EQ(read_peer(sv[0], other, std::nullopt).pidfd_pid, -1);
     for (int fd : {sv[0], sv[1], self, other}) ::close(fd);
 }
 
