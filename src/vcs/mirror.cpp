@@ -2,6 +2,9 @@
 
 #include <algorithm>
 #include <cctype>
+#include <map>
+#include <memory>
+#include <mutex>
 #include <sstream>
 
 #include "crcrd/core/files.hpp"
@@ -64,6 +67,17 @@ Result<SubprocessResult> run_git(const std::vector<std::string>& where, const st
     return r;
 }
 
+/// The lock over a mirror's worktree records: `git worktree add` of one job and `git worktree
+/// prune` of another, at once, let the prune remove the half-made record of the add.
+std::mutex& worktrees_lock(const std::filesystem::path& mirror) {
+    static std::mutex guard;
+    static std::map<std::string, std::unique_ptr<std::mutex>> locks;
+    std::lock_guard lk(guard);
+    auto& m = locks[mirror.lexically_normal().string()];
+    if (!m) m = std::make_unique<std::mutex>();
+    return *m;
+}
+
 }  // namespace
 
 Result<SubprocessResult> git(const config::UpstreamConfig& up, std::vector<std::string> args) {
@@ -118,7 +132,9 @@ Status add_checkout(const config::UpstreamConfig& up, const std::filesystem::pat
     if (auto s = fetch(up, {sha}); !s) return s;
     std::error_code ec;
     std::filesystem::create_directories(dest.parent_path(), ec);
+    std::unique_lock lk(worktrees_lock(up.mirror));
     auto added = git(up, {"worktree", "add", "--quiet", "--detach", "--force", dest.string(), sha});
+    lk.unlock();
     if (!added) return added.error();
     auto head = head_of(dest);
     if (!head || *head != sha) {
@@ -129,6 +145,7 @@ Status add_checkout(const config::UpstreamConfig& up, const std::filesystem::pat
 }
 
 void remove_checkout(const config::UpstreamConfig& up, const std::filesystem::path& dest) {
+    std::lock_guard lk(worktrees_lock(up.mirror));
     (void)git(up, {"worktree", "remove", "--force", dest.string()});
     std::error_code ec;
     std::filesystem::remove_all(dest, ec);

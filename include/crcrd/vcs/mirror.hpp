@@ -33,7 +33,8 @@ Status ensure_mirror(const config::UpstreamConfig& up);
 Status fetch(const config::UpstreamConfig& up, const std::vector<std::string>& revs);
 
 /// A detached worktree of the mirror at `sha` in `dest` (fetched first when missing),
-/// verified to have HEAD == sha. Errors name the step that failed.
+/// verified to have HEAD == sha. Errors name the step that failed. Safe to call from several
+/// threads: worktree records are changed under one lock per mirror (with remove_checkout).
 Status add_checkout(const config::UpstreamConfig& up, const std::filesystem::path& dest, const std::string& sha);
 
 /// Removes a checkout made by add_checkout (and git's record of it). Best effort.

@@ -1,6 +1,10 @@
 // The mirror against a real git repository as upstream.
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <mutex>
+#include <thread>
+
 #include "crcrd/core/files.hpp"
 #include "crcrd/vcs/mirror.hpp"
 #include "support/process.hpp"
@@ -137,6 +141,31 @@ TEST_F(MirrorTest, AMirrorWhoseConfigIncludesAnotherFileIsRefused) {
     run_git({"--git-dir=" + upstream.mirror.string(), "config", "--unset", "include.path"});
     run_git({"--git-dir=" + upstream.mirror.string(), "config", "includeIf.onbranch:main.path", "x"});
     EXPECT_FALSE(changed_paths(upstream, base, head));
+}
+
+TEST_F(MirrorTest, CheckoutsMadeAndRemovedAtOnceOnTwoSlotsAllSucceed) {
+    // Two slots' workers add and remove worktrees of the one mirror at the same time; git's
+    // `worktree prune` of one removed the half-made record of the other's `worktree add`
+    // ("could not open .../worktrees/N/gitdir"), an infra error of a job that did nothing.
+    ASSERT_TRUE(ensure_mirror(upstream));
+    ASSERT_TRUE(fetch(upstream, {base, head}));
+    std::atomic<int> failures{0};
+    std::string first_failure;
+    std::mutex mu;
+    auto slot = [&](int n) {
+        for (int i = 0; i < 60; ++i) {
+            const auto dest = dir.path() / ("co-" + std::to_string(n) + "-" + std::to_string(i));
+            if (auto s = add_checkout(upstream, dest, i % 2 ? base : head); !s) {
+                std::lock_guard lk(mu);
+                if (failures++ == 0) first_failure = s.error().message;
+            }
+            remove_checkout(upstream, dest);
+        }
+    };
+    std::vector<std::thread> slots;
+    for (int n = 0; n < 4; ++n) slots.emplace_back(slot, n);
+    for (auto& t : slots) t.join();
+    EXPECT_EQ(failures.load(), 0) << first_failure;
 }
 
 }  // namespace
