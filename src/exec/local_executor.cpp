@@ -87,8 +87,7 @@ std::vector<SlotOffer> LocalExecutor::slots() const {
     return out;
 }
 
-RawOutcome LocalExecutor::run(const JobToRun& job, const std::atomic<bool>& cancel,
-                              const std::function<void(const Started&)>& on_running) {
+RawOutcome LocalExecutor::run(const JobToRun& job, const std::atomic<bool>& cancel, const AttemptHooks& hooks) {
     auto s = settings();
     RawOutcome out;
     const auto* slot = runner(*s, job.slot);
@@ -109,7 +108,13 @@ RawOutcome LocalExecutor::run(const JobToRun& job, const std::atomic<bool>& canc
         return out;
     }
     drop_absent_masks(a->process.argv);  // this host's: the command runs here
-    a->process.on_start = [&](pid_t pgid) { on_running(Started{pgid, {}}); };
+    // The job was cancelled since its lease: nothing is spawned.
+    if (cancel.load() || !hooks.may_start()) {
+        out.not_started = true;
+        release_workspace(a->ws, s->execution, s->upstream, false);
+        return out;
+    }
+    a->process.on_start = [&](pid_t pgid) { hooks.on_running(Started{pgid, {}}); };
     out.log_path = a->process.log_path.string();
     out.metadata = a->metadata;
     auto proc = run_supervised(a->process, &cancel);

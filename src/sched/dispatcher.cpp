@@ -502,12 +502,33 @@ void Dispatcher::work(exec::JobToRun job, std::shared_ptr<std::atomic<bool>> can
     exec::RawOutcome raw;
     Judged outcome;
     try {
-        auto on_running = [this, id = job.job_id](const exec::Started& st) {
+        exec::AttemptHooks hooks;
+        // Leased -> running and the start are one decision: a job cancelled since its lease
+        // (superseded, closed, by an operator) is never started.
+        hooks.may_start = [this, id = job.job_id] {
+            bool claimed = false;
+            auto s = m_writer.run_sync([&](store::Db& db) { claimed = store::JobsRepo(db).claim_start(id, now_rfc3339()); });
+            return s && claimed;
+        };
+        hooks.on_running = [this, id = job.job_id](const exec::Started& st) {
             m_writer.submit(
                 [id, st](store::Db& db) { store::JobsRepo(db).mark_running(id, st.pgid, st.external_id, now_rfc3339()); },
                 [](Status) {});
         };
-        raw = adopt ? m_executor.adopt(job, *adopt, *cancel, on_running) : m_executor.run(job, *cancel, on_running);
+        raw = adopt ? m_executor.adopt(job, *adopt, *cancel, hooks) : m_executor.run(job, *cancel, hooks);
+        if (raw.not_started) {
+            // Whoever cancelled the job ended it; only the slot is given back.
+            spdlog::info("job_id={} run_id={} not started: cancelled since its lease", job.job_id, job.run_id);
+            const auto interval = cfg.health_interval;
+            auto s = m_writer.run_sync([&](store::Db& db) { release(db, job, false, raw.health, interval); });
+            if (!s) spdlog::error("job_id={} slot {} not given back: {}", job.job_id, job.slot, s.error().message);
+            {
+                std::lock_guard lk(m_mu);
+                m_running.erase(job.job_id);
+            }
+            notify();
+            return;
+        }
         if (raw.detached) {
             // The daemon stops and the attempt goes on outside it: nothing to record; the next
             // start adopts it (its slot stays busy until then).

@@ -375,6 +375,13 @@ void JobsRepo::requeue_leased(std::int64_t job_id) {
     st->run();
 }
 
+bool JobsRepo::claim_start(std::int64_t job_id, const std::string& now) {
+    Scoped st(m_db, "UPDATE jobs SET state = 'running', started_at = coalesce(started_at, ?) WHERE id = ? AND state = 'leased'");
+    st->bind(1, now).bind(2, job_id);
+    st->run();
+    return m_db.changes() == 1;
+}
+
 void JobsRepo::mark_running(std::int64_t job_id, std::int64_t pgid, const std::string& external_id, const std::string& now) {
     Scoped st(m_db,
               "UPDATE jobs SET state = 'running', pgid = nullif(?, 0), external_id = nullif(?, ''), "

@@ -49,8 +49,21 @@ struct Started {
     std::string external_id;
 };
 
+/// The dispatcher's side of an attempt, called by the executor on its worker thread.
+struct AttemptHooks {
+    /// Asked right before anything starts (the command, a Slurm submission): whether the job
+    /// is still to run, moving it from leased to running in the same decision. False (it was
+    /// cancelled since its lease): the executor starts nothing and returns `not_started`.
+    std::function<bool()> may_start;
+    /// Called once the command started (again if it moves, as a Slurm job resubmitted after
+    /// a preemption does), with where it runs.
+    std::function<void(const Started&)> on_running;
+};
+
 /// What one attempt left behind, before any classification.
 struct RawOutcome {
+    /// may_start said no: nothing ran and nothing is to be recorded of this attempt.
+    bool not_started = false;
     /// The slot failed its health check before the command started: the job did not run and
     /// goes back to the queue; the slot goes offline. `health` holds the check.
     bool slot_unhealthy = false;
@@ -89,11 +102,11 @@ public:
     virtual ~Executor() = default;
     /// The slots this executor offers now (they change on reload). Never blocks.
     virtual std::vector<SlotOffer> slots() const = 0;
-    /// Runs `job` on `job.slot` to its end on the calling (worker) thread. `cancel` asks it to
-    /// stop; `on_running` is called once the command started (again if it moves, as a Slurm
-    /// job resubmitted after a preemption does). Never throws for anything a test does.
-    virtual RawOutcome run(const JobToRun& job, const std::atomic<bool>& cancel,
-                           const std::function<void(const Started&)>& on_running) = 0;
+    /// Runs `job` on `job.slot` to its end on the calling (worker) thread: the slot's health
+    /// check and the workspace first, then `hooks.may_start()` right before the command (or
+    /// its submission) starts, then `hooks.on_running`. `cancel` asks it to stop (a command
+    /// already started is stopped at the next look). Never throws for anything a test does.
+    virtual RawOutcome run(const JobToRun& job, const std::atomic<bool>& cancel, const AttemptHooks& hooks) = 0;
     /// Blocking: the slot's health check now, as {"ok": bool, "at", "exit_status", "output"}.
     virtual nlohmann::json check_health(const std::string& slot) = 0;
     /// Ends whatever attempt `job_id` of a previous daemon left running; how many processes.
@@ -109,13 +122,13 @@ public:
         return std::nullopt;
     }
     /// Watches an attempt a previous daemon started (an id adoptable() returned) to its end,
-    /// like run() without starting anything.
+    /// like run() without starting anything (`hooks.may_start` is not asked).
     virtual RawOutcome adopt(const JobToRun& job, const std::string& external_id, const std::atomic<bool>& cancel,
-                             const std::function<void(const Started&)>& on_running) {
+                             const AttemptHooks& hooks) {
         (void)job;
         (void)external_id;
         (void)cancel;
-        (void)on_running;
+        (void)hooks;
         RawOutcome o;
         o.not_run = "this executor cannot adopt an attempt";
         return o;

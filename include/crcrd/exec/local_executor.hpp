@@ -23,8 +23,7 @@ public:
     void set_settings(std::shared_ptr<const LocalSettings> settings);
 
     std::vector<SlotOffer> slots() const override;
-    RawOutcome run(const JobToRun& job, const std::atomic<bool>& cancel,
-                   const std::function<void(const Started&)>& on_running) override;
+    RawOutcome run(const JobToRun& job, const std::atomic<bool>& cancel, const AttemptHooks& hooks) override;
     nlohmann::json check_health(const std::string& slot) override;
     /// Kills every process whose environment names CRCR_JOB_ID=<job_id>: the command, bubblewrap
     /// and whatever they detached, even in a session of their own.

@@ -134,6 +134,9 @@ public:
     std::optional<JobState> state(std::int64_t job_id);
     /// A leased job goes back to the queue (no thread to run it).
     void requeue_leased(std::int64_t job_id);
+    /// A leased job is about to start: leased -> running (started_at = `now`), in one
+    /// statement. False, and nothing changes, when it is no longer leased (cancelled since).
+    bool claim_start(std::int64_t job_id, const std::string& now);
     /// A leased job's command started in process group `pgid` (0: none here) or as
     /// `external_id` elsewhere (a Slurm job); again when it moves (resubmitted, adopted).
     void mark_running(std::int64_t job_id, std::int64_t pgid, const std::string& external_id, const std::string& now);

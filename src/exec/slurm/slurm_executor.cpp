@@ -224,8 +224,7 @@ void SlurmExecutor::wait_a_little(std::chrono::milliseconds poll, const std::ato
     pause(poll, cancel);
 }
 
-RawOutcome SlurmExecutor::run(const JobToRun& job, const std::atomic<bool>& cancel,
-                              const std::function<void(const Started&)>& on_running) {
+RawOutcome SlurmExecutor::run(const JobToRun& job, const std::atomic<bool>& cancel, const AttemptHooks& hooks) {
     auto base = settings();
     RawOutcome out;
     if (!base->execution.slurm) {
@@ -250,6 +249,13 @@ RawOutcome SlurmExecutor::run(const JobToRun& job, const std::atomic<bool>& canc
     auto written = ec ? Status(make_error("io", "cannot create " + p.control.string() + ": " + ec.message()))
                       : write_file_atomic(p.spec, slurm::spec_json(a->process).dump());
     if (written) written = write_file_atomic(p.metadata, a->metadata.dump());
+    // The job was cancelled since its lease: nothing is submitted.
+    if (written && (cancel.load() || !hooks.may_start())) {
+        out.not_started = true;
+        release_workspace(a->ws, s.execution, s.upstream, false);
+        std::filesystem::remove_all(p.control, ec);
+        return out;
+    }
     auto id = written ? submit(s, job, p, true) : Result<std::string>(written.error());
     if (!id) {
         out.not_run = id.error().message;
@@ -258,8 +264,8 @@ RawOutcome SlurmExecutor::run(const JobToRun& job, const std::atomic<bool>& canc
         return out;
     }
     spdlog::info("job_id={} submitted to Slurm as job {} (partition {})", job.job_id, *id, sl.partition);
-    on_running(Started{0, *id});
-    return watch(s, job, *a, *id, cancel, on_running);
+    hooks.on_running(Started{0, *id});
+    return watch(s, job, *a, *id, cancel, hooks.on_running);
 }
 
 std::optional<std::string> SlurmExecutor::adoptable(std::int64_t job_id, const std::optional<std::string>& external_id) {
@@ -282,7 +288,7 @@ std::optional<std::string> SlurmExecutor::adoptable(std::int64_t job_id, const s
 }
 
 RawOutcome SlurmExecutor::adopt(const JobToRun& job, const std::string& external_id, const std::atomic<bool>& cancel,
-                                const std::function<void(const Started&)>& on_running) {
+                                const AttemptHooks& hooks) {
     auto base = settings();
     if (!base->execution.slurm) {
         RawOutcome out;
@@ -304,7 +310,7 @@ RawOutcome SlurmExecutor::adopt(const JobToRun& job, const std::string& external
     if (!a.metadata.is_object()) a.metadata = json::object();
     a.metadata["adopted"] = true;
     spdlog::info("job_id={} adopted Slurm job {} from the previous daemon", job.job_id, external_id);
-    return watch(s, job, a, external_id, cancel, on_running);
+    return watch(s, job, a, external_id, cancel, hooks.on_running);
 }
 
 RawOutcome SlurmExecutor::watch(const ExecutorSettings& s, const JobToRun& job, const PreparedAttempt& a, std::string id,

@@ -32,9 +32,17 @@ public:
         std::lock_guard lk(m_mu);
         return offers;
     }
-    exec::RawOutcome run(const exec::JobToRun& job, const std::atomic<bool>& cancel,
-                         const std::function<void(const exec::Started&)>& on_running) override {
-        on_running(exec::Started{4242, {}});
+    /// Called on the worker right before the executor asks may_start (a test's interleaving).
+    std::function<void(const exec::JobToRun&)> before_start;
+
+    exec::RawOutcome run(const exec::JobToRun& job, const std::atomic<bool>& cancel, const exec::AttemptHooks& hooks) override {
+        if (before_start) before_start(job);
+        if (!hooks.may_start()) {
+            exec::RawOutcome o;
+            o.not_started = true;
+            return o;
+        }
+        hooks.on_running(exec::Started{4242, {}});
         {
             std::lock_guard lk(m_mu);
             m_ran.push_back(job);
@@ -59,7 +67,7 @@ public:
         return it->second;
     }
     exec::RawOutcome adopt(const exec::JobToRun& job, const std::string& external_id, const std::atomic<bool>& cancel,
-                           const std::function<void(const exec::Started&)>&) override {
+                           const exec::AttemptHooks&) override {
         {
             std::lock_guard lk(m_mu);
             m_adopted.push_back(external_id);
@@ -184,6 +192,26 @@ TEST_F(DispatcherTest, TiersRunInOrderOnASlotWhoseLabelsCoverTheirs) {
     EXPECT_EQ(ran[1].tier, "smoke");
     EXPECT_EQ(ran[1].slot, "b");  // the only one with the label
     EXPECT_EQ(text("SELECT group_concat(state) FROM slots"), "idle,idle");
+}
+
+TEST_F(DispatcherTest, AJobCancelledBetweenItsLeaseAndItsStartIsNeverStarted) {
+    // The interleaving of the chaos soak: the run is superseded after the job was leased,
+    // before its command starts; the dispatcher has not looked since.
+    fake.script = [](const exec::JobToRun&, const std::atomic<bool>&) { return exited(0, {{"t", "passed", 0.1, ""}}); };
+    auto run = queue_run({{"import", {}}});
+    fake.before_start = [&](const exec::JobToRun& job) {
+        auto s = writer->run_sync([&](store::Db& db) {
+            EXPECT_EQ(store::RunsRepo(db).cancel(job.run_id, "superseded by run 99", now_rfc3339()),
+                      store::CancelOutcome::cancelled);
+        });
+        EXPECT_TRUE(s);
+    };
+    start();
+    ASSERT_TRUE(eventually([&] { return text("SELECT group_concat(state) FROM slots") == "idle,idle" && run_finished(run); }));
+    EXPECT_TRUE(fake.ran().empty());  // the command never started
+    EXPECT_EQ(run_state(run).rfind("cancelled/", 0), 0u) << run_state(run);
+    EXPECT_EQ(attempts(run), (std::vector<std::string>{"import#1 cancelled"}));
+    EXPECT_EQ(text("SELECT coalesce(started_at, 'never') || ' ' || coalesce(reason, '') FROM jobs"), "never superseded by run 99");
 }
 
 TEST_F(DispatcherTest, AnInfraFailureIsRetriedAndTheRetryDecides) {

@@ -27,15 +27,14 @@ public:
     /// `max_submitted` slots, slurm-1 … slurm-N, each offering every label of gres_per_label:
     /// the dispatcher never has more jobs in Slurm than that.
     std::vector<SlotOffer> slots() const override;
-    RawOutcome run(const JobToRun& job, const std::atomic<bool>& cancel,
-                   const std::function<void(const Started&)>& on_running) override;
+    RawOutcome run(const JobToRun& job, const std::atomic<bool>& cancel, const AttemptHooks& hooks) override;
     /// Slurm owns its nodes' health: always ok.
     nlohmann::json check_health(const std::string& slot) override;
     /// Nothing to do: a job comes here only when adoptable() found nothing of it in Slurm.
     int abandon(std::int64_t job_id) override;
     std::optional<std::string> adoptable(std::int64_t job_id, const std::optional<std::string>& external_id) override;
     RawOutcome adopt(const JobToRun& job, const std::string& external_id, const std::atomic<bool>& cancel,
-                     const std::function<void(const Started&)>& on_running) override;
+                     const AttemptHooks& hooks) override;
     bool detach_on_stop() override;
     /// {"partition", "nodes": [{name, state, reason, gres, gres_used}], "error"}.
     nlohmann::json cluster() override;
