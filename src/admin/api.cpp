@@ -231,7 +231,7 @@ asio::awaitable<http::Response> Api::handle(http::Request& req) {
         log_refused(req, 403, caller->name);
         co_return error_response(make_error("forbidden", "this route needs an admin token"));
     }
-    // A filter this route does not know is refused, never ignored (CONTRACT.md §8).
+    // A filter this route does not know is refused, never ignored (docs/operations.md).
     if (auto s = known_params(req, found->query); !s) co_return error_response(s.error());
     Context ctx = context();
     Call call{req, *caller, {}};

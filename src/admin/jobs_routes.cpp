@@ -1,4 +1,4 @@
-// /api/v1/jobs/{id}[/tests|/log] and /api/v1/runners[/{name}/drain|undrain] (CONTRACT.md §7).
+// /api/v1/jobs/{id}[/tests|/log] and /api/v1/runners[/{name}/drain|undrain] (docs/operations.md).
 #include <spdlog/spdlog.h>
 
 #include <fstream>

@@ -55,7 +55,7 @@ Metrics::Metrics()
       m_selection_misses("crcrd_selection_misses_total",
                          "Failures of a scheduled run that no PR or push run of the commits since "
                          "the previous one "
-                         "selected (CONTRACT.md §5.3).",
+                         "selected (docs/verdicts.md).",
                          {}),
       m_job_duration("crcrd_job_duration_seconds",
                      "Time from a job attempt's start to its end, by tier.", {"tier"},

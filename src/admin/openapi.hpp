@@ -1,5 +1,5 @@
 #pragma once
-// GET /api/v1/openapi.yaml (CONTRACT.md §7): docs/openapi.yaml, compiled into the binary
+// GET /api/v1/openapi.yaml (docs/operations.md): docs/openapi.yaml, compiled into the binary
 // (CMakeLists.txt generates its bytes as openapi_yaml.cpp), served without a token.
 
 #include <string>

@@ -1,5 +1,5 @@
 // /api/v1/deliveries, /api/v1/outbox[/{id}/retry], /api/v1/recovery[/run], /api/v1/selection-misses
-// (CONTRACT.md §7, §1.6, §5.3).
+// (docs/operations.md, docs/ingest.md, docs/verdicts.md).
 #include <spdlog/spdlog.h>
 
 #include <limits>

@@ -54,7 +54,7 @@ json job_json(const store::JobRow& j) {
             {"evidence", !j.evidence_json ? json(nullptr) : json::parse(*j.evidence_json, nullptr, false)}};
 }
 
-/// §5.2: {good, bad, commits, culprit, runs}, with the state and why.
+/// docs/verdicts.md: {good, bad, commits, culprit, runs}, with the state and why.
 json bisect_json(const store::Bisection& b, const std::vector<store::BisectRun>& runs) {
     json rl = json::array();
     for (const auto& r : runs) {

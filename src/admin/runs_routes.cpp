@@ -1,4 +1,4 @@
-// /api/v1/runs: list, one run, a manual run, a retry, a cancellation (CONTRACT.md §7).
+// /api/v1/runs: list, one run, a manual run, a retry, a cancellation (docs/operations.md).
 #include <spdlog/spdlog.h>
 
 #include <limits>
@@ -17,7 +17,7 @@ using nlohmann::json;
 
 namespace {
 
-/// The classes a run's filter accepts: every §5 class.
+/// The classes a run's filter accepts: every class (docs/verdicts.md).
 constexpr auto k_filter_conclusions = std::span(names<Conclusion>());
 
 }  // namespace

@@ -1,5 +1,5 @@
 #pragma once
-// Admin-internal: the dashboard under /ui/ (CONTRACT.md §7, docs/dashboard.md). Server-rendered
+// Admin-internal: the dashboard under /ui/ (docs/operations.md, docs/dashboard.md). Server-rendered
 // HTML over the admin API's own handlers: a page asks the same handler a JSON client would,
 // then renders its answer (ui_pages.cpp). Reading needs a signed-in session (the login form
 // turns a valid token into an HttpOnly, Secure, SameSite=Strict cookie), a bearer token, or

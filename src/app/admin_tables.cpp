@@ -114,7 +114,7 @@ void print_passes(std::ostream& o, const json& page) {
     o << "watermark: " << text(page, "watermark") << "\n";
 }
 
-/// Selection misses (CONTRACT.md §5.3): the test, and of the commits in between how many, the
+/// Selection misses (docs/verdicts.md): the test, and of the commits in between how many, the
 /// rules their paths matched and the first few SHAs.
 void print_misses(std::ostream& o, const json& page) {
     std::vector<std::vector<std::string>> rows;

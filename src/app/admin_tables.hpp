@@ -1,6 +1,6 @@
 #pragma once
 // App-internal: the tables crcrctl's admin commands print for people, one function per
-// listing, each taking the admin API's JSON answer (CONTRACT.md §7). Listings end with a
+// listing, each taking the admin API's JSON answer (docs/operations.md). Listings end with a
 // "(more: --cursor X)" line when the API has a next page.
 
 #include <nlohmann/json.hpp>

@@ -470,7 +470,7 @@ int run(const std::filesystem::path& config_path) {
     tune_malloc();
     std::error_code fs_ec;
     std::filesystem::create_directories(cfg.storage.path.parent_path(), fs_ec);
-    // One daemon per database, before anything touches a job, a slot or a process (§4.1).
+    // One daemon per database, before anything touches a job, a slot or a process (docs/execution.md).
     auto instance = store::InstanceLock::acquire(cfg.storage.path);
     if (!instance) {
         spdlog::critical("{}", instance.error().message);

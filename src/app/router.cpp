@@ -54,7 +54,7 @@ boost::asio::awaitable<http::Response> Router::dispatch(http::Request& req) {
 }
 
 boost::asio::awaitable<http::Response> Router::ready() {
-    // The writer's real state, without writing anything (§7): the last commit failing (a
+    // The writer's real state, without writing anything (docs/operations.md): the last commit failing (a
     // full disk, an I/O error) or a full queue make the daemon not ready.
     if (auto err = m_writer.last_commit_error()) {
         auto r = http::Response::json(503, {{"status", "unavailable"}, {"detail", "the last commit failed: " + *err}});

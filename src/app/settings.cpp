@@ -34,7 +34,7 @@ std::vector<std::filesystem::path> hidden_dirs(const config::Config& c) {
 
 namespace {
 
-/// A command inside a folder the sandbox hides would need that folder unhidden (§4.1).
+/// A command inside a folder the sandbox hides would need that folder unhidden (docs/execution.md).
 void check_command_visible(const config::Config& c, std::vector<std::string>& errors) {
     if (c.execution.isolation != "bwrap" || c.execution.command.empty()) return;
     const std::filesystem::path prog = c.execution.command.front();
@@ -52,7 +52,7 @@ void check_command_visible(const config::Config& c, std::vector<std::string>& er
 
 namespace {
 
-/// The account tests run as must exist where one is needed (§4.1): isolation user, or
+/// The account tests run as must exist where one is needed (docs/execution.md): isolation user, or
 /// bubblewrap under a daemon running as root.
 void check_test_account(const config::Config& c, std::vector<std::string>& errors) {
     const auto& x = c.execution;
@@ -98,7 +98,7 @@ void check_bwrap_here(const config::Config& c, std::vector<std::string>& errors)
                      "(docs/operations.md, \"The sandbox launcher\")");
 }
 
-/// `executor: slurm` (§4.3): Slurm's commands on PATH, the partition known to the controller,
+/// `executor: slurm` (docs/execution.md): Slurm's commands on PATH, the partition known to the controller,
 /// the shared root a folder.
 void check_slurm(const config::Config& c, std::vector<std::string>& errors) {
     if (c.execution.executor != "slurm" || !c.execution.slurm) return;

@@ -46,7 +46,7 @@ void parse_listen(YamlMap& m, const std::string& key, std::string& host, std::ui
     port = static_cast<std::uint16_t>(std::stoul(sm[2].str()));
 }
 
-/// URLs that carry credentials (a token, a JWT) go over TLS only (CONTRACT.md §2).
+/// URLs that carry credentials (a token, a JWT) go over TLS only (docs/configuration.md).
 void check_https(YamlMap& m, const std::string& key, const std::string& url) {
     if (url.empty()) return;
     static const std::regex k_https(R"(^https://[^/\s?#]+(/[^\s]*)?$)", std::regex::icase);

@@ -91,7 +91,7 @@ Result<std::vector<TestResult>> parse_junit(const std::string& xml, const std::s
 
 Result<std::vector<TestResult>> read_junit_dir(const std::filesystem::path& dir) {
     // Everything here was written by the test: links, fifos, huge or countless files are an
-    // answer (a JUnit error, so an infra_error), never a crash or a hang (CONTRACT.md §1.7).
+    // answer (a JUnit error, so an infra_error), never a crash or a hang (docs/security.md).
     std::vector<std::filesystem::path> files;
     std::error_code ec;
     std::filesystem::directory_iterator it(dir, ec), end;

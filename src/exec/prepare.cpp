@@ -109,7 +109,7 @@ Result<PreparedAttempt> prepare_attempt(const ExecutorSettings& s, const JobToRu
     p.max_log_bytes = s.execution.max_log_bytes;
     p.timeout = job.timeout;
     p.stall_timeout = s.execution.stall_timeout;
-    // The account the command runs as when it must not be the daemon's (§4.1): isolation
+    // The account the command runs as when it must not be the daemon's (docs/execution.md): isolation
     // user, or bubblewrap under a daemon running as root.
     const bool root = ::geteuid() == 0;
     std::optional<Account> account;

@@ -1,5 +1,5 @@
 #pragma once
-// The request parser of the server (CONTRACT.md §1.5, §1.7): Beast's HTTP/1 grammar, but
+// The request parser of the server (docs/ingest.md, docs/security.md): Beast's HTTP/1 grammar, but
 // every field, the body and the chunked framing go straight into an http::Request under
 // crcrd's own limits. Nothing in it throws: an oversized field, chunk extension or trailer is
 // an error code (Beast's own fields container throws std::length_error for a field over

@@ -117,7 +117,7 @@ awaitable<void> serve_requests(Server::Impl& self, Stream& stream, beast::tcp_st
                                const std::string& remote) {
     const ParserLimits limits{self.cfg.max_header_bytes, self.cfg.max_body_bytes};
     // Capped: what a client can make a connection hold is one header section (or one chunk
-    // header, or one trailer) and one read, never more (CONTRACT.md §1.7).
+    // header, or one trailer) and one read, never more (docs/security.md).
     beast::flat_buffer buffer(read_buffer_limit(limits));
     for (;;) {
         if (self.draining) co_return;
@@ -324,7 +324,7 @@ awaitable<void> accept_loop(std::shared_ptr<Server::Impl> self) {
     }
 }
 
-/// A TLS context as CONTRACT.md §1.7 asks: TLS 1.2 or newer, and in TLS 1.2 only AEAD suites
+/// A TLS context as docs/security.md asks: TLS 1.2 or newer, and in TLS 1.2 only AEAD suites
 /// with forward secrecy (TLS 1.3's suites are all AEAD).
 Result<std::shared_ptr<ssl::context>> make_tls_context(const config::TlsConfig& cfg) {
     auto ctx = std::make_shared<ssl::context>(ssl::context::tls_server);

@@ -1,4 +1,4 @@
-// The pure part of the webhook (CONTRACT.md §1.3–§1.5): what a request is, decided without
+// The pure part of the webhook (docs/ingest.md): what a request is, decided without
 // storing anything. The fuzz target fuzz/fuzz_http_request.cpp calls it with arbitrary bytes.
 #include <nlohmann/json.hpp>
 
@@ -27,7 +27,7 @@ bool is_json_content_type(std::string_view ct) {
                                            lower.compare(lower.size() - 5, 5, "+json") == 0);
 }
 
-/// The run's concurrency group under the configured key for its event (CONTRACT.md §4).
+/// The run's concurrency group under the configured key for its event (docs/execution.md).
 std::string group_of(const Event& e, const std::map<std::string, std::string>& keys) {
     auto it = keys.find(e.event);
     std::string key = it == keys.end() ? "none" : it->second;
@@ -96,7 +96,7 @@ Evaluation evaluate(const http::Request& req, const Policy& policy, std::int64_t
         d->reason = detail.empty() ? code : detail;
     };
     if (req.refused_status != 0) {
-        // Refused by the server before the request was complete (§1.5): 413, 431.
+        // Refused by the server before the request was complete (docs/ingest.md): 413, 431.
         reject(req.refused_status, req.refused_status == 413 ? "payload_too_large" : "headers_too_large");
         res.close = true;
     } else if (req.method != "POST") {
@@ -158,7 +158,7 @@ Evaluation evaluate(const http::Request& req, const Policy& policy, std::int64_t
                 d->http_status = 200;
                 d->cancel_pr = event->pr;
                 // A form without a signed id may be a replay: it cancels nothing pushed after
-                // its head (§1.3). A CRCR delivery is deduplicated by its signed id instead.
+                // its head (docs/ingest.md). A CRCR delivery is deduplicated by its signed id instead.
                 if (!event->crcr_delivery_id && !event->sha.empty()) d->cancel_sha = event->sha;
                 d->reason = "PR closed";
                 if (pol->post_merge && event->merge_commit_sha) {

@@ -156,7 +156,7 @@ Result<Event> pull_request(const Fields& p, Event e) {
     CRCRD_TRY(pr, p.object("pull_request"));
     if (action == "closed") {
         e.intent = Intent::cancel_pr;
-        // The head it was closed at, when the payload has a valid one (for replays, §1.3).
+        // The head it was closed at, when the payload has a valid one (for replays, docs/ingest.md).
         if (auto head = pr.opt_object("head")) {
             CRCRD_TRY(head_sha, head->opt_str("sha"));
             if (head_sha && valid_sha(*head_sha)) e.sha = lower(*head_sha);

@@ -1,4 +1,4 @@
-// crcrctl: the operator CLI (CONTRACT.md §8). Parses the command line with CLI11 and hands
+// crcrctl: the operator CLI (docs/operations.md). Parses the command line with CLI11 and hands
 // over to crcrd::app; nothing else.
 #include <CLI/CLI.hpp>
 

@@ -1,4 +1,4 @@
-// crcrd-job-init: the init process of one job (CONTRACT.md §4.1), started by the daemon's
+// crcrd-job-init: the init process of one job (docs/execution.md), started by the daemon's
 // supervisor (src/exec/supervisor.cpp) with posix_spawn. It leads a new session, is the
 // subreaper of everything the command starts, runs the command in a process group of its own,
 // forwards the supervisor's signals to it (SIGTERM as SIGTERM, SIGUSR1 as SIGKILL), and once

@@ -25,7 +25,7 @@ StatusText final_status(Conclusion conclusion, const std::string& reason) {
     std::string state = "error";
     if (is_pass(conclusion)) state = "success";
     if (conclusion == Conclusion::regression) state = "failure";
-    // passed and pre_existing say only why ("N tests fail on <base7> too", §5.1).
+    // passed and pre_existing say only why ("N tests fail on <base7> too", docs/verdicts.md).
     const bool plain = conclusion == Conclusion::passed || conclusion == Conclusion::pre_existing;
     return {state, shorten(plain ? reason : std::string(to_string(conclusion)) + ": " + reason)};
 }
@@ -128,7 +128,7 @@ void sync_run(store::OutboxRepo& repo, const OutboxSettings& s, std::int64_t run
     const store::StatusRun& run = *found;
     const std::vector<store::StatusJob> jobs = repo.latest_attempts(run_id);
     if (jobs.empty() && run.state == RunState::queued) return;  // not planned yet
-    if (run.event == RunEvent::bisect) return;  // a bisection's runs report nothing of their own (§5.2)
+    if (run.event == RunEvent::bisect) return;  // a bisection's runs report nothing of their own (docs/verdicts.md)
 
     std::vector<Wanted> wanted;
     const std::string& prefix = s.context_prefix;
@@ -154,7 +154,7 @@ void sync_run(store::OutboxRepo& repo, const OutboxSettings& s, std::int64_t run
     for (const auto& j : jobs) {
         StatusText t;
         if (j.base_check) {
-            // §5.1: the base check has its own context; the tier's says what it waits for,
+            // docs/verdicts.md: the base check has its own context; the tier's says what it waits for,
             // then the tier's class.
             StatusText base;
             const std::string base7 = j.sha.substr(0, 7);
@@ -188,7 +188,7 @@ void sync_run(store::OutboxRepo& repo, const OutboxSettings& s, std::int64_t run
     if (s.callback) {
         // One `in_progress` and one `completed` per tier attempt that started, each its own
         // row (context "job/<id>/<status>"), so that nothing is ever coalesced; a scheduled run
-        // self-reports `completed` only (§6.2).
+        // self-reports `completed` only (docs/reporting.md).
         // The dispatch record (the delivery's body, decompressed and parsed) only when an
         // attempt started: most syncs of a run (planned, superseded, cancelled) have none.
         const auto started = started_jobs(repo, run_id);

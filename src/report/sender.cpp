@@ -217,7 +217,7 @@ SystemTime Sender::send_due(store::OutboxQueue& queue) {
 
 Sender::Outcome Sender::deliver_callback(store::OutboxQueue& queue, const Row& row, const SenderSettings& s, http::ClientOptions opts) {
     if (!s.callback) return {Outcome::dead, std::nullopt, "report.crcr_callback is no longer configured", std::nullopt};
-    // The relay accepts a `completed` only after its `in_progress` (§6.2): it waits for it.
+    // The relay accepts a `completed` only after its `in_progress` (docs/reporting.md): it waits for it.
     if (row.state == "completed") {
         const std::string pair = row.context.substr(0, row.context.rfind('/')) + "/in_progress";
         const std::optional<OutboxDelivery> state = or_throw(queue.first_callback_delivery(row.run_id, pair));
@@ -353,7 +353,7 @@ Sender::Outcome Sender::deliver(store::OutboxQueue& queue, const Row& row, const
     }
     if (code == 401 || code == 403) {
         // A revoked, expired or rotated credential (403 here is not a rate limit): never a
-        // dead letter, or GitHub would show `pending` forever (§6.1). Retried with the 5xx
+        // dead letter, or GitHub would show `pending` forever (docs/reporting.md). Retried with the 5xx
         // backoff; the token file is read again, an App's installation token fetched again.
         if (s.github->app_id) auth->invalidate();
         return {Outcome::retry, code, msg + " (credentials rejected; read again before the next attempt)", std::nullopt};

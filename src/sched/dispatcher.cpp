@@ -76,7 +76,7 @@ json evidence_of(const std::vector<store::BaseFailure>& found) {
     return where;
 }
 
-/// A PR's tier that ends a regression: its failed tests looked up on the base (§5.1). The ones
+/// A PR's tier that ends a regression: its failed tests looked up on the base (docs/verdicts.md). The ones
 /// found go into the evidence; when all are, the tier ends pre_existing. With `base_check: run`,
 /// the tests no run answered for are run on the base SHA first: the tier's next attempt is that
 /// base check. False: the tier ends a regression.
@@ -104,7 +104,7 @@ bool ended_pre_existing(store::Db& db, const exec::JobToRun& job, Conclusion con
     return true;
 }
 
-/// A base check ended (§5.1): when every test it checked failed on the base too, the tier is
+/// A base check ended (docs/verdicts.md): when every test it checked failed on the base too, the tier is
 /// pre_existing (the evidence names each test and where it failed: an earlier run, or this
 /// run on the base SHA); otherwise it is the regression it was. Without a verdict (infra,
 /// device, timeout, cancelled) the failures stand: regression.
@@ -395,7 +395,7 @@ void Dispatcher::dispatch_once() {
             return now - parse_rfc3339(jobs.waiting_since(id)).value_or(now) > cfg.device_wait;
         };
         for (auto id : startable_jobs(db)) {
-            // A tier that already passed on this SHA with these tests (§5.4): no device time.
+            // A tier that already passed on this SHA with these tests (docs/verdicts.md): no device time.
             // (Never for the rerun of a failed tier: that is the failure's own check.)
             if (cfg.reuse_window.count() > 0 && jobs.failed_in_rerun_source(id).empty()) {
                 if (auto from = jobs.reusable(id, rfc3339(now - cfg.reuse_window))) {
@@ -409,8 +409,8 @@ void Dispatcher::dispatch_once() {
             if (!any_free && !waited_too_long(id)) continue;
             auto job = load_job(db, id);
             if (cfg.rerun_failed_tests) job.rerun_tests = jobs.failed_in_rerun_source(id);
-            // A bisect run runs only the failing tests it bisects (§5.2), a base check only those
-            // it checks (§5.1), whatever `rerun` says.
+            // A bisect run runs only the failing tests it bisects (docs/verdicts.md), a base check only those
+            // it checks (docs/verdicts.md), whatever `rerun` says.
             if (job.rerun_tests.empty()) job.rerun_tests = store::BisectionsRepo(db).tests_for_job(id);
             if (auto checked = jobs.base_check_tests(id); !checked.empty()) job.rerun_tests = std::move(checked);
             if (auto slot = lease(db, offers, job, cfg.lease_ttl)) {
@@ -552,7 +552,7 @@ void Dispatcher::work(exec::JobToRun job, std::shared_ptr<std::atomic<bool>> can
     json health = raw.health;
     if (requeue) outcome.reason = "health check of " + job.slot + " failed";
     if (!requeue && !raw.health_after.is_null()) {
-        // After a stall or timeout (§4.2): the devices were released and the slot checked, or not.
+        // After a stall or timeout (docs/execution.md): the devices were released and the slot checked, or not.
         health = raw.health_after;
         unhealthy = !health.value("ok", false);
         outcome.evidence["health_after"] = health;

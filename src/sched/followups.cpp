@@ -114,7 +114,7 @@ void advance(store::BisectionsRepo& repo, const store::Bisection& b, const std::
     spdlog::info("bisection {} of run {}: run_id={} on {} ({} suspects)", b.id, b.bad_run_id, id, sha, range.suspects());
 }
 
-/// A trunk run that ended a regression: its range, then the first bisect run (§5.2). A git
+/// A trunk run that ended a regression: its range, then the first bisect run (docs/verdicts.md). A git
 /// failure is retried (an error) until `last_try`, when the bisection ends `failed`. While
 /// another bisection of the tier on the ref runs, only the range is reported: a branch that
 /// stays broken over many pushes is bisected once, not once per push.

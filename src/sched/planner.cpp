@@ -240,7 +240,7 @@ std::size_t Planner::follow_up() {
 namespace {
 
 /// A bisect run's one tier runs the bad run's tests (`tier_tests` of its inputs), so a tier
-/// that passed on that SHA with them may be reused (§5.4); its job reruns only the failing
+/// that passed on that SHA with them may be reused (docs/verdicts.md); its job reruns only the failing
 /// ones (the dispatcher gives them as CRCR_RERUN_FILE).
 void bisect_tests(select::Selection& sel, const json& inputs) {
     auto t = inputs.find("tier_tests");

@@ -119,7 +119,7 @@ std::vector<std::int64_t> cancel_pr_runs(Db& db, std::int64_t pr, const std::opt
 std::vector<std::int64_t> supersede(Db& db, const NewRun& r, std::int64_t new_id, const std::string& now) {
     if (r.concurrency_group.empty()) return {};
     // A SHA the group has seen before (a replay, or a push of an older commit again) never
-    // cancels the group's work: only a SHA new to the group supersedes (§1.3). Looked up by
+    // cancels the group's work: only a SHA new to the group supersedes (docs/ingest.md). Looked up by
     // SHA (a few runs), never by group: SQLite would otherwise walk every run a long-lived
     // group (a branch's pushes) ever had, on every delivery (issue 16: half of ingest's CPU).
     auto& seen = db.cached(

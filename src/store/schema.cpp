@@ -161,7 +161,7 @@ BEGIN INSERT OR IGNORE INTO status_dirty (run_id) VALUES (NEW.run_id); END;
 CREATE TRIGGER jobs_update_mark_status AFTER UPDATE OF state ON jobs
 BEGIN INSERT OR IGNORE INTO status_dirty (run_id) VALUES (NEW.run_id); END;
 )sql",
-    // 5: missed-delivery recovery (CONTRACT.md §1.6).
+    // 5: missed-delivery recovery (docs/ingest.md).
     R"sql(
 CREATE TABLE recovery_passes (
   id           INTEGER PRIMARY KEY,
@@ -180,15 +180,15 @@ CREATE TABLE recovery_redelivered (
   at          TEXT NOT NULL
 ) WITHOUT ROWID;
 )sql",
-    // 6: executors that run a job elsewhere (CONTRACT.md §4.3): the id it runs under there.
+    // 6: executors that run a job elsewhere (docs/execution.md): the id it runs under there.
     R"sql(
 ALTER TABLE jobs ADD COLUMN external_id TEXT;  -- Slurm's job id; adopted after a restart
 )sql",
-    // 7: pre-existing failures (CONTRACT.md §5.1): the base branch's recent runs.
+    // 7: pre-existing failures (docs/verdicts.md): the base branch's recent runs.
     R"sql(
 CREATE INDEX runs_by_ref ON runs (ref, finished_at);
 )sql",
-    // 8: bisection of trunk regressions (CONTRACT.md §5.2) and the selection-miss audit (§5.3).
+    // 8: bisection of trunk regressions (docs/verdicts.md) and the selection-miss audit (docs/verdicts.md).
     // runs.event gains 'bisect': the CHECK is widened in place (SQLite's documented way for a
     // constraint that only loosens; every stored row still satisfies it), and the connection
     // rereads the schema (RESET) before anything else runs.
@@ -229,7 +229,7 @@ CREATE TABLE selection_misses (
   UNIQUE (run_id, test)
 );
 
--- A base check (classify.base_check: run, §5.1): an attempt of a PR's tier on its base SHA
+-- A base check (classify.base_check: run, docs/verdicts.md): an attempt of a PR's tier on its base SHA
 -- that runs only the failing tests no earlier run answered for.
 ALTER TABLE jobs ADD COLUMN sha TEXT;         -- the SHA this attempt runs on, when not its run's
 ALTER TABLE jobs ADD COLUMN base_check TEXT;  -- JSON: the PR's failing tests it checks; NULL otherwise

@@ -1,5 +1,5 @@
 #pragma once
-// The admin REST API under /api/v1 (CONTRACT.md §7): bearer tokens, a route table (method,
+// The admin REST API under /api/v1 (docs/operations.md): bearer tokens, a route table (method,
 // path, admin-only, handler; src/admin/api.cpp) with one handler per resource and action
 // (src/admin/*_routes.cpp) and one error mapper. Reads run on a worker pool, never on the
 // network threads; writes go through the Writer.
@@ -71,7 +71,7 @@ public:
     boost::asio::awaitable<http::Response> handle(http::Request& req);
 
     /// The summary lines of refused requests (401, 403) that were counted rather than logged
-    /// one by one, once their minute ended (CONTRACT.md §8). Called by a timer.
+    /// one by one, once their minute ended (docs/operations.md). Called by a timer.
     void flush_refused_log();
 
 private:

@@ -1,5 +1,5 @@
 #pragma once
-// Bearer tokens of the admin API (CONTRACT.md §7): stored as SHA-256, roles read and admin.
+// Bearer tokens of the admin API (docs/operations.md): stored as SHA-256, roles read and admin.
 
 #include <optional>
 #include <string>

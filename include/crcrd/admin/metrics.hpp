@@ -1,5 +1,5 @@
 #pragma once
-// GET /metrics (CONTRACT.md §7, docs/operations.md "Metrics"): Prometheus' text format (0.0.4).
+// GET /metrics (docs/operations.md "Metrics"): Prometheus' text format (0.0.4).
 // Counters and histograms live in memory and move as events happen: the writer's committed
 // events (store/events.hpp) and each HTTP request. They start from one read of the database
 // at start-up. A scrape adds gauges of what is open now (indexed reads, never the history)

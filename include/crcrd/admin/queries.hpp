@@ -1,6 +1,6 @@
 #pragma once
 // The read side of the admin API: runs, jobs and deliveries as the JSON shapes of
-// CONTRACT.md §7. Blocking SQLite reads on a read-only connection: call from a worker.
+// docs/operations.md. Blocking SQLite reads on a read-only connection: call from a worker.
 
 #include <cstdint>
 #include <filesystem>
@@ -54,14 +54,14 @@ Result<nlohmann::json> list_slots(const std::filesystem::path& db);
 using SelectionMissFilter = store::SelectionMissQuery;
 
 /// {"items":[{id, run_id, previous_run_id, tier, test, commits, created_at}],"next_cursor":...},
-/// newest first (CONTRACT.md §5.3).
+/// newest first (docs/verdicts.md).
 Result<nlohmann::json> list_selection_misses(const std::filesystem::path& db, const SelectionMissFilter& f);
 
 /// Opaque cursors: the id to continue below.
 std::string make_cursor(std::int64_t last_id);
 std::optional<std::int64_t> parse_cursor(const std::string& cursor);
 
-/// The newest missed-delivery recovery passes (CONTRACT.md §1.6) and the watermark:
+/// The newest missed-delivery recovery passes (docs/ingest.md) and the watermark:
 /// {"items": [{id, started_at, finished_at, since, listed, failed, redelivered, errors}],
 ///  "watermark": "...|null"}.
 Result<nlohmann::json> list_recovery(const std::filesystem::path& path, int limit = 20);

@@ -1,5 +1,5 @@
 #pragma once
-// The admin API's run actions that create runs (CONTRACT.md §7): a manual run of chosen
+// The admin API's run actions that create runs (docs/operations.md): a manual run of chosen
 // tiers on a SHA, and the retry of a finished run. Both run inside the writer's transaction.
 
 #include <cstdint>

@@ -1,5 +1,5 @@
 #pragma once
-// The admin commands of crcrctl (CONTRACT.md §8): each one request (recover: a few) to the
+// The admin commands of crcrctl (docs/operations.md): each one request (recover: a few) to the
 // admin API, printed as a table for people or, with --json, as the API's JSON. The command line
 // is parsed in main/crcrctl.cpp; these take what it parsed.
 
@@ -13,7 +13,7 @@
 
 namespace crcrd::app {
 
-/// crcrctl's exit codes (CONTRACT.md §8).
+/// crcrctl's exit codes (docs/operations.md).
 inline constexpr int k_exit_ok = 0;
 inline constexpr int k_exit_failure = 1;      // anything below not covered (409, 5xx, a failed pass)
 inline constexpr int k_exit_usage = 2;        // bad arguments, found locally or answered 400

@@ -8,7 +8,7 @@
 namespace crcrd::app {
 
 /// Validates the config at `path` (including that every secret file can be read) and prints
-/// every error to `err`. Returns 0 when valid, 2 otherwise (CONTRACT.md §8).
+/// every error to `err`. Returns 0 when valid, 2 otherwise (docs/operations.md).
 int check_config(const std::filesystem::path& path, std::ostream& err);
 
 /// Runs the daemon until SIGTERM/SIGINT. Returns 0 after a clean stop, 1 on a runtime

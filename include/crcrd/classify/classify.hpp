@@ -1,5 +1,5 @@
 #pragma once
-// The class of a finished job (CONTRACT.md §5) from what the test command left behind: its
+// The class of a finished job (docs/verdicts.md) from what the test command left behind: its
 // exit, timeouts, its JUnit results and its log. Flaky reruns and run aggregation live in
 // the scheduler; this decides one attempt.
 

@@ -1,5 +1,5 @@
 #pragma once
-// The daemon's configuration (CONTRACT.md §2), as loaded and validated from YAML.
+// The daemon's configuration (docs/configuration.md), as loaded and validated from YAML.
 
 #include <cstdint>
 #include <filesystem>
@@ -81,7 +81,7 @@ struct SelectionConfig {
     Path rules;
     std::map<std::string, std::string> concurrency = {{"pull_request", "pr"}, {"push", "branch"}};
     bool post_merge = false;  // a merged PR's `closed` also queues a run on merge_commit_sha
-    Duration reuse_window = std::chrono::seconds(0);  // §5.4: a tier passed on the same SHA within it is not run again
+    Duration reuse_window = std::chrono::seconds(0);  // docs/verdicts.md: a tier passed on the same SHA within it is not run again
 };
 
 struct RunnerConfig {
@@ -93,7 +93,7 @@ struct RunnerConfig {
     std::optional<std::string> device_model;
 };
 
-/// `execution.slurm` (CONTRACT.md §4.3): jobs handed to an existing Slurm cluster.
+/// `execution.slurm` (docs/execution.md): jobs handed to an existing Slurm cluster.
 struct SlurmConfig {
     std::string partition;
     std::map<std::string, std::string> gres_per_label;  // a job's label -> --gres, e.g. "aiu:1"
@@ -111,7 +111,7 @@ struct SlurmConfig {
 
 struct ExecutionConfig {
     std::string executor = "local";  // local | slurm
-    std::string rerun = "failed_tests";  // failed_tests | tier (§4.2)
+    std::string rerun = "failed_tests";  // failed_tests | tier (docs/execution.md)
     std::optional<SlurmConfig> slurm;
     Strings command;
     Path work_root;
@@ -127,7 +127,7 @@ struct ExecutionConfig {
     Duration stall_timeout = std::chrono::seconds(300);
     Duration device_wait = std::chrono::minutes(30);
     Duration health_interval = std::chrono::seconds(30);
-    /// After a stall or timeout, how long a slot's devices may stay held before it goes offline (§4.2).
+    /// After a stall or timeout, how long a slot's devices may stay held before it goes offline (docs/execution.md).
     Duration card_release_timeout = std::chrono::seconds(60);
     Duration lease_ttl = std::chrono::seconds(60);
     std::uint64_t max_log_bytes = 64ULL * 1024 * 1024;
@@ -140,10 +140,10 @@ struct ExecutionConfig {
 };
 
 struct ClassifyConfig {
-    std::string base_check = "lookup";  // lookup | run | off (§5.1)
+    std::string base_check = "lookup";  // lookup | run | off (docs/verdicts.md)
     Duration base_window = std::chrono::hours(24);
     // Defaults for a PyTorch accelerator backend (docs/reporting.md); RE2 regexes.
-    // The hardware signatures of CONTRACT.md §4.2 first (torch-spyre's CI maps them so): the
+    // The hardware signatures docs/execution.md lists first (torch-spyre's CI maps them so): the
     // matched signature is kept in the evidence.
     Strings device_patterns = {"RAS::VFIO::DeviceOpenFail", "RAS::CBRB::ResponseTimeout", "RAS::PCI::BusFence",
                                "RAS::[A-Za-z0-9_]+::[A-Za-z0-9_]+", "[Ff]ailed to open (the )?(VFIO )?device",
@@ -156,7 +156,7 @@ struct ClassifyConfig {
                               "ModuleNotFoundError: No module named 'torch'"};
 };
 
-/// §5.2: trunk regressions on these branches (and in scheduled runs) are placed in a range of
+/// docs/verdicts.md: trunk regressions on these branches (and in scheduled runs) are placed in a range of
 /// commits; with max_runs > 0 crcrd bisects it with runs of only the failing tests.
 struct BisectConfig {
     std::uint32_t max_runs = 0;     // 0: report the range only
@@ -175,7 +175,7 @@ struct GithubReportConfig {
     std::string mode = "advisory";
 };
 
-/// report.crcr_callback (CONTRACT.md §6.2): the relay's callback endpoint, or a file that
+/// report.crcr_callback (docs/reporting.md): the relay's callback endpoint, or a file that
 /// receives the same bodies (the demo, or a dry run before the relay is set up).
 struct CrcrCallbackConfig {
     std::string url;                  // https://.../github/callback; or empty with `file`
@@ -218,7 +218,7 @@ struct AdminConfig {
     bool ui_public = false;       // the dashboard readable without a token (writes still need an admin session)
 };
 
-/// recovery: (CONTRACT.md §1.6) finding the deliveries GitHub failed to make while crcrd was
+/// recovery: (docs/ingest.md) finding the deliveries GitHub failed to make while crcrd was
 /// down, through the hook's delivery log, and asking GitHub to redeliver them.
 struct RecoveryConfig {
     std::string repo;                  // the repository hook: {repo, hook_id}

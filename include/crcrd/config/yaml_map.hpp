@@ -1,6 +1,6 @@
 #pragma once
 // A checked view of one YAML mapping: typed getters that record errors under the key path,
-// and a report of every key nobody asked for (unknown keys are errors, CONTRACT.md §2).
+// and a report of every key nobody asked for (unknown keys are errors, docs/configuration.md).
 // Public because the rules file (select/rules.cpp) is read the same way as crcrd.yaml.
 
 #include <yaml-cpp/yaml.h>

@@ -13,7 +13,7 @@ namespace crcrd {
 Result<std::string> read_file(const std::filesystem::path& path,
                               std::size_t max_bytes = 16 * 1024 * 1024);
 
-/// Reads a file that an untrusted process may have placed (a test's JUnit, CONTRACT.md §1.7):
+/// Reads a file that an untrusted process may have placed (a test's JUnit, docs/security.md):
 /// only a regular file, never through a symbolic link, never blocking on a fifo or device,
 /// refused when larger than `max_bytes`. Never throws.
 Result<std::string> read_untrusted_file(const std::filesystem::path& path, std::size_t max_bytes);

@@ -2,7 +2,7 @@
 // Logging: one line per event on stderr (journald picks it up), UTC timestamps.
 // Callers pass delivery/run/job ids as key=value fields; secrets and payloads are never logged.
 // Under systemd (stderr is the journal stream) every line starts with its sd-daemon priority
-// ("<3>" for an error), so journald's priorities match the levels (CONTRACT.md §8).
+// ("<3>" for an error), so journald's priorities match the levels (docs/operations.md).
 
 #include <spdlog/spdlog.h>
 

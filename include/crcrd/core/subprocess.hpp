@@ -45,7 +45,7 @@ struct SpawnOptions {
 /// Starts `path` with `argv` and `envp` through posix_spawn, never a fork of this process (a
 /// forked daemon shares its memory copy-on-write until the child execs: docs/performance.md).
 /// The child has every signal at its default action and no descriptor of this process but
-/// 0, 1 and 2 (§4.1), whether or not it was opened with O_CLOEXEC. Returns 0 and sets `pid`,
+/// 0, 1 and 2 (docs/execution.md), whether or not it was opened with O_CLOEXEC. Returns 0 and sets `pid`,
 /// or posix_spawn's error number.
 int spawn_process(pid_t& pid, const char* path, char* const argv[], char* const envp[], const SpawnOptions& opts);
 

@@ -1,6 +1,6 @@
 #pragma once
-// The words crcrd's states, classes and sinks are spelt with, in one place (CONTRACT.md §3-§7,
-// docs/execution.md, docs/reporting.md). Each enum's names are the exact texts the
+// The words crcrd's states, classes and sinks are spelt with, in one place (docs/selection.md,
+// docs/execution.md, docs/verdicts.md, docs/reporting.md). Each enum's names are the exact texts the
 // database's CHECK constraints, the admin API, the statuses, the callbacks and the logs use;
 // the enumerators are listed in the order the admin API's error messages list them. Header-only
 // and constexpr: classify, exec and select use it without storage.
@@ -16,8 +16,8 @@ namespace crcrd {
 enum class RunState { queued, running, completed, cancelled };
 /// A job's (one attempt of a tier) state (jobs.state).
 enum class JobState { queued, leased, running, completed, cancelled };
-/// A §5 class of a job or run (jobs.conclusion, runs.conclusion). `pre_existing`: a PR's
-/// failures that fail on its base too (§5.1, docs/verdicts.md).
+/// A class of a job or run (docs/verdicts.md) (jobs.conclusion, runs.conclusion). `pre_existing`: a PR's
+/// failures that fail on its base too (docs/verdicts.md).
 enum class Conclusion { passed, flaky, regression, infra_error, device_unavailable, timeout, cancelled, pre_existing };
 /// What queued a run (runs.event).
 enum class RunEvent { pull_request, push, schedule, manual, bisect };
@@ -102,7 +102,7 @@ constexpr bool is_open(RunState s) { return s == RunState::queued || s == RunSta
 constexpr bool is_open(JobState s) { return s == JobState::queued || s == JobState::leased || s == JobState::running; }
 
 /// A class that lets the next tier start and reports success: passed, flaky, or pre_existing
-/// (the failing tests fail on the base too: not this change's doing, §5.1).
+/// (the failing tests fail on the base too: not this change's doing, docs/verdicts.md).
 constexpr bool is_pass(Conclusion c) {
     return c == Conclusion::passed || c == Conclusion::flaky || c == Conclusion::pre_existing;
 }
@@ -110,7 +110,7 @@ constexpr bool is_pass(Conclusion c) {
 /// An infrastructure-class failure, retried while attempts remain: infra_error or device_unavailable.
 constexpr bool is_infra(Conclusion c) { return c == Conclusion::infra_error || c == Conclusion::device_unavailable; }
 
-/// A class's rank when a run takes its most severe tier's class; lower is more severe (§5):
+/// A class's rank when a run takes its most severe tier's class; lower is more severe (docs/verdicts.md):
 /// regression 0, infra_error 1, device_unavailable 2, timeout 3, pre_existing 4, flaky 5,
 /// passed 6, and cancelled 7 (it never outranks a tier that ended otherwise).
 constexpr int severity(Conclusion c) {

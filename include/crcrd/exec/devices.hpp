@@ -1,5 +1,5 @@
 #pragma once
-// Who holds a slot's devices (CONTRACT.md §4.2): after a stall or a timeout a slot is leased
+// Who holds a slot's devices (docs/execution.md): after a stall or a timeout a slot is leased
 // again only once no process has any of its devices open, found through /proc/*/fd.
 
 #include <sys/types.h>

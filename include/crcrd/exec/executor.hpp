@@ -37,7 +37,7 @@ struct JobToRun {
     std::vector<std::string> labels;
     std::chrono::milliseconds timeout{std::chrono::hours(1)};
     std::string slot;  // the leased slot
-    /// A rerun of a failed tier (§4.2): the tests that failed in the previous attempt, given to
+    /// A rerun of a failed tier (docs/execution.md): the tests that failed in the previous attempt, given to
     /// the command as CRCR_RERUN_FILE. Empty: not a rerun, or execution.rerun is `tier`.
     std::vector<std::string> rerun_tests;
 };
@@ -78,9 +78,9 @@ struct RawOutcome {
     std::optional<std::string> junit_error;  // malformed or refused JUnit output
     std::string log_path;
     std::string log_text;                    // the kept log (head and tail), for the classifier
-    nlohmann::json metadata = nlohmann::json::object();  // §4's metadata of the attempt
+    nlohmann::json metadata = nlohmann::json::object();  // the attempt's metadata (docs/execution.md)
     nlohmann::json health = nullptr;         // the health check that ran before, if any
-    /// After a stall or a timeout (§4.2): the slot's state once its devices were released (or
+    /// After a stall or a timeout (docs/execution.md): the slot's state once its devices were released (or
     /// not, within card_release_timeout), as a health record; not ok takes the slot offline.
     nlohmann::json health_after = nullptr;
     /// The cluster ended the attempt for a reason of its own (a node failed, out of memory, a

@@ -1,5 +1,5 @@
 #pragma once
-// What a test command gets (CONTRACT.md §4): exactly this environment and nothing of the
+// What a test command gets (docs/execution.md): exactly this environment and nothing of the
 // daemon's own, a tests file with ${PYTORCH_DIR} expanded, and (by default) a bubblewrap
 // sandbox that hides the daemon's configuration, secrets, database and /proc.
 
@@ -26,7 +26,7 @@ struct JobContext {
     std::filesystem::path job_dir;    // fresh, the command's cwd and HOME
     std::filesystem::path tests_file; // inside job_dir
     std::filesystem::path junit_dir;  // inside job_dir
-    /// The rerun of a failed tier (§4.2, execution.rerun: failed_tests): the failed test ids of
+    /// The rerun of a failed tier (docs/execution.md, execution.rerun: failed_tests): the failed test ids of
     /// the previous attempt, one per line, as CRCR_RERUN_FILE. Unset on a first attempt.
     std::optional<std::filesystem::path> rerun_file;
 };
@@ -60,7 +60,7 @@ struct SandboxSpec {
     std::optional<Account> run_as;
 };
 
-/// The argv prefix that runs a command in the sandbox (CONTRACT.md §4, §4.1): its own pid, IPC,
+/// The argv prefix that runs a command in the sandbox (docs/execution.md): its own pid, IPC,
 /// UTS (and, with no_network, network) namespaces, a new session, a fresh /proc and /dev, a
 /// read-only view of the host, tmpfs over /tmp and the hidden directories, the command's own
 /// folder bound read-only before the masks (so it can unhide nothing), the job directory

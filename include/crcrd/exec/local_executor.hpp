@@ -1,5 +1,5 @@
 #pragma once
-// Runner slots on this host (CONTRACT.md §4): slots from `runners:` with labels, env, devices
+// Runner slots on this host (docs/execution.md): slots from `runners:` with labels, env, devices
 // and a health check; the test command supervised in a pinned workspace, under bubblewrap by
 // default; JUnit results, metadata and the log kept per job.
 

@@ -1,7 +1,7 @@
 #pragma once
-// One attempt's files and process, the same for every executor (CONTRACT.md §4, §4.1): the
+// One attempt's files and process, the same for every executor (docs/execution.md): the
 // workspace and pinned checkout, the tests file, the exact environment, the account and the
-// bubblewrap sandbox around the command, §4's metadata; and, once it ended, its JUnit results
+// bubblewrap sandbox around the command, the attempt's metadata; and, once it ended, its JUnit results
 // and log. The local executor runs the ProcessSpec here; the Slurm executor has crcrd run it
 // on a node (exec/slurm/node_job.hpp).
 

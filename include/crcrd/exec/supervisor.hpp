@@ -1,5 +1,5 @@
 #pragma once
-// Supervising one test command (CONTRACT.md §4, §4.1): execve (never a shell) in its own
+// Supervising one test command (docs/execution.md): execve (never a shell) in its own
 // process group under a small init process of the job's (`crcrd-job-init`, spawned without
 // copying the daemon; a new session, the subreaper of
 // everything the command starts), in its job directory, with exactly the environment given;

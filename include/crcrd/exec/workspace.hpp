@@ -1,5 +1,5 @@
 #pragma once
-// A job's workspace (CONTRACT.md §4): a fresh job directory under `execution.work_root` and,
+// A job's workspace (docs/execution.md): a fresh job directory under `execution.work_root` and,
 // when a mirror is configured, an upstream checkout pinned to the run's SHA (a detached
 // worktree of the mirror, verified HEAD == SHA). A free-disk guard refuses to start a job
 // that could fill the disk.

@@ -1,5 +1,5 @@
 #pragma once
-// Log lines for rejected requests (CONTRACT.md §1.5, §8): the first rejection from an address in
+// Log lines for rejected requests (docs/ingest.md, docs/operations.md): the first rejection from an address in
 // a minute is logged in full, the rest are counted and logged as one summary line when the
 // minute ends, so a flood from one client cannot become a flood of log lines. The webhook's
 // rejections and the admin API's failed authentications each keep one.

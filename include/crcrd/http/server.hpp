@@ -1,5 +1,5 @@
 #pragma once
-// The HTTPS listener (CONTRACT.md §1, §1.7, STYLE.md "Async and networking"): one coroutine
+// The HTTPS listener (docs/ingest.md, docs/security.md, STYLE.md "Async and networking"): one coroutine
 // per connection, TLS 1.2+ with AEAD suites only, a handshake deadline, keep-alive, a deadline
 // on every read and write, header/trailer and body limits that never throw, a cap on
 // concurrent connections in total and per client address, and a bounded drain on shutdown.

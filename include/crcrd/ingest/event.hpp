@@ -1,5 +1,5 @@
 #pragma once
-// Normalisation of every accepted delivery form (CONTRACT.md §1.1, §1.2) into one Event.
+// Normalisation of every accepted delivery form (docs/ingest.md) into one Event.
 
 #include <cstdint>
 #include <optional>

@@ -1,5 +1,5 @@
 #pragma once
-// Missed-delivery recovery (CONTRACT.md §1.6). GitHub never redelivers a failed webhook by
+// Missed-delivery recovery (docs/ingest.md). GitHub never redelivers a failed webhook by
 // itself and keeps deliveries 3 days: at start-up and every `recovery.interval`, crcrd lists
 // the hook's deliveries back to its watermark (cursor paging), groups them by guid (the
 // X-GitHub-Delivery it would have seen), and asks GitHub once to redeliver each guid none of

@@ -1,5 +1,5 @@
 #pragma once
-// Webhook signatures (CONTRACT.md §1.3): GitHub's X-Hub-Signature-256 and Standard Webhooks v1.
+// Webhook signatures (docs/ingest.md): GitHub's X-Hub-Signature-256 and Standard Webhooks v1.
 // Verification works on the raw body, before any JSON parsing, in constant time per key.
 
 #include <chrono>

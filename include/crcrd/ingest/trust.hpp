@@ -1,5 +1,5 @@
 #pragma once
-// The trust policy (CONTRACT.md §1.4), applied to a verified and normalised Event.
+// The trust policy (docs/ingest.md), applied to a verified and normalised Event.
 
 #include <string>
 

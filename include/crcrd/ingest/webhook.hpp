@@ -1,5 +1,5 @@
 #pragma once
-// The webhook endpoint (CONTRACT.md §1): signature → JSON → normalise → trust → pin → a
+// The webhook endpoint (docs/ingest.md): signature → JSON → normalise → trust → pin → a
 // durable verdict. Every request leaves one row in the delivery log; a 2xx is answered only
 // after the writer committed it.
 
@@ -39,7 +39,7 @@ struct Evaluation {
     std::optional<Event> event;
 };
 
-/// Signature, body, normalisation and trust (CONTRACT.md §1.3–§1.5) as one pure function of
+/// Signature, body, normalisation and trust (docs/ingest.md) as one pure function of
 /// the request, the policy and the time (Unix seconds). Never throws for bad input; the
 /// fuzz target calls it with arbitrary bytes.
 Evaluation evaluate(const http::Request& req, const Policy& policy, std::int64_t now_unix);

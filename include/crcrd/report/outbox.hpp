@@ -25,14 +25,14 @@ struct OutboxSettings {
     bool callback = false;  // report.crcr_callback is configured
     /// report.target_url with "{run_id}" replaced; empty: no link.
     std::string target_url;
-    // The relay callback (CONTRACT.md §6.2):
+    // The relay callback (docs/reporting.md):
     std::string public_url;                        // server.public_url, for the run and log links
     std::string workflow_name = "crcrd";
     std::string scheduled_event_type = "nightly";
     std::string upstream_repo = "pytorch/pytorch";
 };
 
-/// The relay's `workflow.conclusion` for a §5 class: passed, flaky → success; regression →
+/// The relay's `workflow.conclusion` for a class (docs/verdicts.md): passed, flaky → success; regression →
 /// failure; timeout → timed_out; cancelled → cancelled; the rest → neutral.
 std::string relay_conclusion(Conclusion crcr_class);
 
@@ -55,12 +55,12 @@ struct CallbackJob {
     nlohmann::json counts;  // {"passed", "failed", "skipped", "flaky"} or null
 };
 
-/// The body of one callback (CONTRACT.md §6.2): `in_progress` when `completed` is false.
+/// The body of one callback (docs/reporting.md): `in_progress` when `completed` is false.
 /// The ids are strings as the relay's own reporter sends them; `check_run_id` is the job id,
 /// the same in both callbacks of an attempt (HUD keys its row on it).
 nlohmann::json callback_body(const CallbackRun& run, const CallbackJob& job, bool completed, const OutboxSettings& s);
 
-/// A GitHub status state and description for a §5 class (descriptions ≤ 140 characters).
+/// A GitHub status state and description for a class (docs/verdicts.md) (descriptions ≤ 140 characters).
 struct StatusText {
     std::string state;  // pending | success | failure | error
     std::string description;

@@ -10,7 +10,7 @@
 
 namespace crcrd::report {
 
-/// The relay's bearer token (CONTRACT.md §6.2): `token_file` read at every use, or the stdout
+/// The relay's bearer token (docs/reporting.md): `token_file` read at every use, or the stdout
 /// of `token_command` (an argv run without a shell, e.g. a helper that mints an OIDC token
 /// for the audience `pytorch-cross-repo-ci-relay`), cached for `token_ttl`.
 class RelayToken {

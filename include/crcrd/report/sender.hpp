@@ -54,7 +54,7 @@ private:
     /// Sends what is due; returns when to look again.
     SystemTime send_due(store::OutboxQueue& queue);
     Outcome deliver(store::OutboxQueue& queue, const Row& row, const SenderSettings& s);
-    /// A relay callback (CONTRACT.md §6.2): a `completed` waits for its `in_progress`.
+    /// A relay callback (docs/reporting.md): a `completed` waits for its `in_progress`.
     Outcome deliver_callback(store::OutboxQueue& queue, const Row& row, const SenderSettings& s, http::ClientOptions opts);
     /// Writes the report-file lines gathered in this pass (one fsync), then stores every
     /// outcome in one transaction.

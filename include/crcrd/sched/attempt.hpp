@@ -17,7 +17,7 @@
 
 namespace crcrd::sched {
 
-/// A raw outcome classified: the §5 class, why, the exit status to store (the exit code, or
+/// A raw outcome classified: the class (docs/verdicts.md), why, the exit status to store (the exit code, or
 /// 128 + signal), and the evidence served with the job.
 struct Judged {
     Conclusion conclusion = Conclusion::passed;
@@ -31,7 +31,7 @@ struct Judged {
 /// takes that class and reason; the executor's record goes into the evidence as "executor". Pure.
 Judged judge(const exec::RawOutcome& outcome, const classify::Patterns& patterns);
 
-/// §5.1: a tier whose failed tests all failed on the PR's base too is pre_existing, with the
+/// docs/verdicts.md: a tier whose failed tests all failed on the PR's base too is pre_existing, with the
 /// reason "N test(s) fail on <sha7> too" (the base SHA when one failed there, else the SHA
 /// where the first of them failed); nullopt
 /// when one of them fails only on the PR (it stays a regression). Pure.

@@ -1,5 +1,5 @@
 #pragma once
-// The selection-miss audit (CONTRACT.md §5.3, docs/verdicts.md "Selection-miss audit"): when a
+// The selection-miss audit (docs/verdicts.md "Selection-miss audit"): when a
 // scheduled run fails a test that passed in the previous scheduled run of its ref, and no PR or
 // push run of the first-parent commits in between ran that test's tier, path rules missed a
 // change. The audit records one selection miss per such test, with the commits, their changed

@@ -1,5 +1,5 @@
 #pragma once
-// Bisection of a trunk regression (CONTRACT.md §5.2, docs/verdicts.md), the pure part: which
+// Bisection of a trunk regression (docs/verdicts.md), the pure part: which
 // commit of a range to run next, and what the range says so far. The commits are the mirror's
 // first-parent commits after the good run's SHA up to the bad run's, oldest first; the last is
 // the bad commit itself. Each commit carries what its bisect run said: nothing yet, the failing

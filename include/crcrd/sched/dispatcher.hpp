@@ -33,8 +33,8 @@ struct DispatcherSettings {
     std::chrono::milliseconds lease_ttl{std::chrono::seconds(60)};
     RetryPolicy retry;
     bool rerun_failed_tests = true;  // execution.rerun: failed_tests (CRCR_RERUN_FILE)
-    std::chrono::milliseconds reuse_window{0};  // selection.reuse_window (§5.4); 0: never reuse
-    /// classify.base_check lookup (§5.1): how far back a base-branch run counts; unset: off.
+    std::chrono::milliseconds reuse_window{0};  // selection.reuse_window (docs/verdicts.md); 0: never reuse
+    /// classify.base_check lookup (docs/verdicts.md): how far back a base-branch run counts; unset: off.
     std::optional<std::chrono::milliseconds> base_window = std::chrono::hours(24);
     /// classify.base_check run: failing tests no earlier run answered for are run on the base.
     bool base_check_run = false;

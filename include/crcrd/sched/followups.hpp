@@ -1,8 +1,8 @@
 #pragma once
 // What a finished run leaves for the planner's thread (the `followups` table, filled by a
 // trigger when a run ends; docs/verdicts.md): a trunk regression to place in a range and
-// bisect (§5.2), a bisect run whose result moves its bisection on, a full-matrix failure to
-// audit for selection misses (§5.3). They need the mirror (git), so they run beside planning,
+// bisect (docs/verdicts.md), a bisect run whose result moves its bisection on, a full-matrix failure to
+// audit for selection misses (docs/verdicts.md). They need the mirror (git), so they run beside planning,
 // never on the writer's thread; each one's writes are one transaction, and a followup is
 // deleted in the transaction that does its work, so a crash redoes it, never half of it.
 
@@ -24,7 +24,7 @@ namespace crcrd::sched {
 struct FollowupContext {
     store::Writer& writer;
     std::filesystem::path db_path;     // read-only connections for the reads
-    const select::Rules& rules;        // the rules that would match a commit's paths (§5.3)
+    const select::Rules& rules;        // the rules that would match a commit's paths (docs/verdicts.md)
     const select::SourceSettings& sources;  // sources.upstream: the mirror
     const config::BisectConfig& bisect;
 };

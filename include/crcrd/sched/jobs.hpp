@@ -1,5 +1,5 @@
 #pragma once
-// The job state machine between tiers (CONTRACT.md §3.1, §4, §5): a tier starts only when
+// The job state machine between tiers (docs/selection.md, docs/execution.md, docs/verdicts.md): a tier starts only when
 // the tiers before it passed; a tier that ends otherwise cancels the later ones with the
 // reason; a run completes with the most severe class of its jobs. Functions run inside a
 // writer item (a storage failure fails the item).
@@ -35,7 +35,7 @@ RunClass run_class(const std::vector<store::TierResult>& tiers, const std::strin
 /// tier of that run completed as passed, flaky or pre_existing. At most one per run, oldest runs first.
 std::vector<std::int64_t> startable_jobs(store::Db& db, int limit = 64);
 
-/// Records that a job ended with `conclusion` (a §5 class). When that is not a pass (passed,
+/// Records that a job ended with `conclusion` (a class, docs/verdicts.md). When that is not a pass (passed,
 /// flaky, pre_existing), the run's later queued jobs end cancelled ("<tier> ended <class>"). When no job of
 /// the run is left queued, leased or running, the run completes with the most severe class
 /// of its completed jobs. Returns the run's conclusion when it completed.

@@ -1,6 +1,6 @@
 #pragma once
-// The planner turns a queued run into jobs: it resolves the run's changed paths (§3.2),
-// decides the tiers (§3.1), stores the explanation on the run (§3.3) and creates one queued
+// The planner turns a queued run into jobs: it resolves the run's changed paths (docs/selection.md),
+// decides the tiers (docs/selection.md), stores the explanation on the run (docs/selection.md) and creates one queued
 // job per selected tier. A run with nothing selected completes at once as passed.
 // It works on its own thread (git and HTTPS block) and writes through the Writer.
 

@@ -1,5 +1,5 @@
 #pragma once
-// Resolving a run's changed paths (CONTRACT.md §3.2): payload, complete push commits, the
+// Resolving a run's changed paths (docs/selection.md): payload, complete push commits, the
 // local upstream mirror, GitHub's PR files API, else unknown. Blocking (git, HTTPS): call it
 // from a worker thread.
 

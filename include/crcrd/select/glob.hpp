@@ -1,5 +1,5 @@
 #pragma once
-// Path globs of the rules file (CONTRACT.md §3.1): matched against repo-relative paths,
+// Path globs of the rules file (docs/selection.md): matched against repo-relative paths,
 // anchored at the repo root; `*` and `?` stay inside one path segment, `**` spans segments.
 // All the globs of a rules file are compiled once into one matcher, so that a changed path is
 // examined once, segment by segment, whatever the number of globs.

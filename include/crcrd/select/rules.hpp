@@ -1,5 +1,5 @@
 #pragma once
-// The rules file (CONTRACT.md §3.1): ordered tiers, path rules, policies, the full matrix.
+// The rules file (docs/selection.md): ordered tiers, path rules, policies, the full matrix.
 
 #include <filesystem>
 #include <optional>

@@ -1,6 +1,6 @@
 #pragma once
-// From changed paths to tiers and tests (CONTRACT.md §3), with the explanation every run
-// stores and `crcrctl explain` prints (§3.3).
+// From changed paths to tiers and tests (docs/selection.md), with the explanation every run
+// stores and `crcrctl explain` prints (docs/selection.md).
 
 #include <nlohmann/json.hpp>
 
@@ -11,7 +11,7 @@
 
 namespace crcrd::select {
 
-/// Where the changed paths came from (§3.2), as stored on the run.
+/// Where the changed paths came from (docs/selection.md), as stored on the run.
 enum class Source { payload, push_commits, git, github_api, unknown, schedule, manual };
 std::string to_string(Source s);
 

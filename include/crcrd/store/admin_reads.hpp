@@ -37,7 +37,7 @@ struct OutboxQuery {
     Page page;
 };
 
-/// Filters of the selection-miss list (CONTRACT.md §5.3).
+/// Filters of the selection-miss list (docs/verdicts.md).
 struct SelectionMissQuery {
     std::optional<std::int64_t> run_id;
     std::optional<std::string> test;
@@ -133,7 +133,7 @@ struct RunDetail {
     RunRow run;
     std::vector<JobRow> jobs;
     std::vector<OutboxRow> statuses;
-    std::optional<Bisection> bisection;      // of this run's regression (§5.2)
+    std::optional<Bisection> bisection;      // of this run's regression (docs/verdicts.md)
     std::vector<BisectRun> bisect_runs;      // its runs
     std::optional<Bisection> bisecting;      // the bisection this bisect run serves
 };

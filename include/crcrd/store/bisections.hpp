@@ -1,5 +1,5 @@
 #pragma once
-// Bisections of trunk regressions (CONTRACT.md §5.2) and the followups a finished run leaves
+// Bisections of trunk regressions (docs/verdicts.md) and the followups a finished run leaves
 // (the `followups` table a trigger fills). Every function runs on the writer's connection,
 // inside a writer item; the rules (which commit next, what a result means) are in `sched`.
 

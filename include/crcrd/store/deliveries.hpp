@@ -32,8 +32,8 @@ struct NewRun {
     std::string delivery_id;
     std::string inputs_json = "{}";  // what selection needs later: changed files, push commits
     /// Runs of the same group with another SHA that are still queued or running are
-    /// cancelled as "superseded by <sha>" (CONTRACT.md §4), but only when the group has never
-    /// seen this SHA: a replayed old delivery never moves a PR backwards (§1.3). Empty: no group.
+    /// cancelled as "superseded by <sha>" (docs/execution.md), but only when the group has never
+    /// seen this SHA: a replayed old delivery never moves a PR backwards (docs/ingest.md). Empty: no group.
     std::string concurrency_group;
 };
 

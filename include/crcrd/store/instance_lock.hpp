@@ -1,5 +1,5 @@
 #pragma once
-// One crcrd per database (CONTRACT.md §4.1): an exclusive flock on "<database>.lock", taken
+// One crcrd per database (docs/execution.md): an exclusive flock on "<database>.lock", taken
 // before the daemon touches a job, a slot or a process, held for the daemon's life.
 
 #include <filesystem>

@@ -42,7 +42,7 @@ struct OpenAttempt {
     std::optional<std::string> slot;
 };
 
-/// A test that also failed before on a PR's base (§5.1): where.
+/// A test that also failed before on a PR's base (docs/verdicts.md): where.
 struct BaseFailure {
     std::string test;
     std::int64_t run_id = 0;
@@ -97,7 +97,7 @@ public:
     /// Jobs left leased or running.
     std::vector<OpenAttempt> left_open();
     /// A job that ran and passed the same tier with the same test list on the same SHA as
-    /// `job_id`, finished at or after `since` (§5.4): {run id, job id}. A reused job never
+    /// `job_id`, finished at or after `since` (docs/verdicts.md): {run id, job id}. A reused job never
     /// counts (it points to the one that ran).
     std::optional<std::pair<std::int64_t, std::int64_t>> reusable(std::int64_t job_id, const std::string& since);
     /// Marks a job reused: its evidence names the job that ran.
@@ -106,9 +106,9 @@ public:
     std::vector<std::string> failed_tests(std::int64_t job_id);
     /// Of `tests` (failed by PR job `job_id`), those that failed in the last attempt of a tier
     /// that ended a regression, of another run on the PR's base SHA, or of a push or scheduled
-    /// run on its base branch that ended at or after `since` (§5.1 lookup); each with that run
+    /// run on its base branch that ended at or after `since` (docs/verdicts.md lookup); each with that run
     /// (one on the base SHA first, else the newest). Empty for a job of any other event.
-    /// Queues the base check of a PR tier's attempt (§5.1, base_check: run): the next attempt of
+    /// Queues the base check of a PR tier's attempt (docs/verdicts.md, base_check: run): the next attempt of
     /// the tier, on `base_sha`, of only `tests` (the failing tests no earlier run answered for).
     std::int64_t insert_base_check(std::int64_t job_id, const std::string& base_sha, const std::vector<std::string>& tests,
                                    const std::string& now);

@@ -26,7 +26,7 @@ struct StatusRun {
     std::string reason;
     RunEvent event = RunEvent::push;
     std::string delivery_id, created_at, finished_at;
-    std::string culprit;  // a bisection of this run found it (§5.2); "" otherwise
+    std::string culprit;  // a bisection of this run found it (docs/verdicts.md); "" otherwise
 };
 
 /// The latest attempt of one tier; NULL columns read as "" (counts as "null").
@@ -37,7 +37,7 @@ struct StatusJob {
     std::string reason, slot, started_at;
     std::int64_t attempt = 1;
     std::string counts_json;
-    /// A base check (§5.1): the SHA it runs on and how many failing tests it checks.
+    /// A base check (docs/verdicts.md): the SHA it runs on and how many failing tests it checks.
     bool base_check = false;
     std::string sha;
     std::int64_t checked = 0;

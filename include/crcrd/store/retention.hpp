@@ -2,7 +2,7 @@
 // Retention (docs/operations.md): what crcrd keeps forever (runs, jobs, test results, the
 // rows of accepted deliveries) and what it prunes: accepted delivery bodies, delivered outbox
 // rows and job logs older than `storage.retention`; rows of rejected requests older than
-// `storage.rejected_retention` (CONTRACT.md §1.5).
+// `storage.rejected_retention` (docs/ingest.md).
 
 #include <chrono>
 #include <condition_variable>

@@ -1,5 +1,5 @@
 #pragma once
-// The selection-miss audit's tables (CONTRACT.md §5.3, docs/verdicts.md): what the audit of a
+// The selection-miss audit's tables (docs/verdicts.md): what the audit of a
 // scheduled run reads (its failed tests, the scheduled run before it and that run's passes, the
 // PR and push runs of the commits in between), the misses it records, and the admin API's list
 // of them. Reads open a read-only connection of their own; `record_selection_misses` runs

@@ -1,5 +1,5 @@
 #pragma once
-// The node side of a Slurm job (CONTRACT.md §4.3): Slurm starts `crcrd --slurm-job <spec>` on
+// The node side of a Slurm job (docs/execution.md): Slurm starts `crcrd --slurm-job <spec>` on
 // the node it chose; crcrd reads the process it must run (argv inside the same sandbox as
 // locally, exact environment, job directory, log cap, stall timeout, account) and supervises
 // it there exactly as the local executor does, then writes what happened beside the spec for

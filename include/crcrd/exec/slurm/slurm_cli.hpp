@@ -1,5 +1,5 @@
 #pragma once
-// What crcrd says to Slurm's commands and reads back from them (CONTRACT.md §4.3), as pure
+// What crcrd says to Slurm's commands and reads back from them (docs/execution.md), as pure
 // functions: the sbatch argv, `scontrol show job -o` and job-completion records, the mapping
 // of Slurm's job states to what crcrd does next, and the partition's nodes for the runners view.
 
@@ -39,7 +39,7 @@ std::optional<JobInfo> find_completion(std::string_view jobcomp_text, const std:
 /// The last record of a job named `name` (JobName) in the text of a jobcomp/filetxt file.
 std::optional<JobInfo> find_completion_by_name(std::string_view jobcomp_text, const std::string& name);
 
-/// What crcrd does with a job in `state` (§4.3).
+/// What crcrd does with a job in `state` (docs/execution.md).
 enum class Phase {
     waiting,     // PENDING, CONFIGURING, REQUEUED, RESIZING, SUSPENDED, ...: look again later
     running,     // RUNNING, COMPLETING: look again later

@@ -1,5 +1,5 @@
 #pragma once
-// The `slurm` executor (CONTRACT.md §4.3): each job is one Slurm batch job. crcrd prepares the
+// The `slurm` executor (docs/execution.md): each job is one Slurm batch job. crcrd prepares the
 // workspace under `execution.slurm.shared_root`, submits `sbatch --parsable --export=NONE` with
 // an argv, and Slurm runs `crcrd --slurm-job` on a node, which supervises the command in the
 // same sandbox as locally (exec/slurm/node_job.hpp). crcrd follows the job with `scontrol show
