@@ -270,6 +270,21 @@ std::optional<PidfdInfo> pidfd_info(int fd) {
     return info;
 }
 
+/// Where the cgroup v2 hierarchy is mounted here: /sys/fs/cgroup on a unified host,
+/// /sys/fs/cgroup/unified on a hybrid one; nullopt without one.
+std::optional<std::filesystem::path> cgroup2_mount() {
+    std::ifstream in("/proc/self/mountinfo");
+    for (std::string line; std::getline(in, line);) {
+        // "ID PARENT MAJ:MIN ROOT MOUNTPOINT OPTIONS... - FSTYPE SOURCE SUPEROPTIONS"
+        const auto dash = line.find(" - ");
+        if (dash == std::string::npos || line.compare(dash + 3, 8, "cgroup2 ") != 0) continue;
+        std::istringstream fields(line.substr(0, dash));
+        std::string id, parent, dev, root, mount_point;
+        if (fields >> id >> parent >> dev >> root >> mount_point) return mount_point;
+    }
+    return std::nullopt;
+}
+
 /// Whether `pid` is listed in the cgroup.procs of `dir` or of a cgroup below it; nullopt
 /// when `dir` cannot be read.
 std::optional<bool> cgroup_lists(const std::filesystem::path& dir, pid_t pid) {
@@ -309,7 +324,9 @@ PeerFacts read_peer(int sock, int pidfd, const std::optional<std::string>& cgrou
     f.pidfd_pid = before->pid;
     if (before->pid != f.pid || f.pid <= 0) return f;
     f.pid_ns_depth = before->nspids - 1;
-    if (cgroup) f.in_cgroup = cgroup_lists(std::filesystem::path("/sys/fs/cgroup") / cgroup->substr(1), f.pid);
+    if (cgroup) {
+        if (const auto root = cgroup2_mount()) f.in_cgroup = cgroup_lists(*root / cgroup->substr(1), f.pid);
+    }
     // The process the descriptor names held this pid before the reads; if it still does after
     // them, they were of it and not of a process that reused the pid.
     const auto after = pidfd_info(pidfd);
