@@ -377,9 +377,10 @@ hooks=$(cx find /var/lib/crcrd/pytorch.git/hooks -type f ! -name '*.sample' 2>/d
 [[ -z $hooks ]] || problem "a hook was written into the mirror: $hooks"
 ctl jobs log "$(ctl runs show "$run" --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["jobs"][0]["id"])')" \
   > "$tmp/job.log" 2>&1 || true
-for said in "the sandbox launcher refused: the peer" "launcher replies: ['error the peer"; do
-  grep -qF "$said" "$tmp/job.log" || problem "the job's log does not say '$said': $(head -c 3000 "$tmp/job.log")"
-done
+grep -qF "crcrd --sandbox-connect: the sandbox launcher refused: the peer" "$tmp/job.log" ||
+  problem "the job's log does not show crcrd's client refused: $(head -c 3000 "$tmp/job.log")"
+grep -F "launcher replies:" "$tmp/job.log" | grep -qF "error the peer" ||
+  problem "the job's log does not show the minimal client refused: $(head -c 3000 "$tmp/job.log")"
 # The job's journal entry is there, and it is its own unit's, not crcrd.service's.
 forged=$(cx journalctl --no-pager -o verbose MESSAGE="forged by the job" | grep -E '^ *_SYSTEMD_UNIT=' | head -1 || true)
 echo "the job's journal entry: ${forged:-none}"
