@@ -29,6 +29,8 @@ Judged judge(const exec::RawOutcome& o, const classify::Patterns& patterns) {
     j.conclusion = verdict.conclusion;
     j.reason = verdict.reason;
     j.exit_status = o.exit_code ? o.exit_code : (o.signal ? std::optional<int>(128 + *o.signal) : std::nullopt);
+    j.tests_failed = static_cast<std::int64_t>(counts.failed);
+    j.tests_total = static_cast<std::int64_t>(o.results.size());
     json failed_tests = json::array();
     for (const auto& t : o.results) {
         if (t.outcome == "failed" && failed_tests.size() < 100) failed_tests.push_back(t.name);
@@ -84,6 +86,125 @@ NextStep next_step(Conclusion conclusion, const std::string& reason, std::int64_
 
 std::string flaky_reason(std::int64_t flaky_tests) {
     return std::to_string(flaky_tests) + (flaky_tests == 1 ? " test" : " tests") + " failed, then passed on rerun";
+}
+
+namespace {
+
+json evidence_of(const std::vector<store::BaseFailure>& found) {
+    json where = json::array();
+    for (const auto& f : found) where.push_back({{"test", f.test}, {"run_id", f.run_id}, {"sha", f.sha}});
+    return where;
+}
+
+bool contains(const std::vector<std::string>& v, const std::string& x) { return std::find(v.begin(), v.end(), x) != v.end(); }
+
+std::string tests_word(std::size_t n) { return n == 1 ? " test" : " tests"; }
+
+/// `p`, final with `conclusion` and `reason`.
+EndPlan finish(EndPlan p, Conclusion conclusion, std::string reason) {
+    p.next = EndPlan::Next::finish;
+    p.conclusion = conclusion;
+    p.reason = std::move(reason);
+    return p;
+}
+
+/// A base check with a verdict of its own: the tier's regression stands, or is pre_existing.
+EndPlan end_of_base_check(const AttemptFacts& f, EndPlan p) {
+    const std::string base7 = f.sha.substr(0, 7);
+    const Conclusion c = p.conclusion;
+    if (c != Conclusion::regression && c != Conclusion::passed && c != Conclusion::flaky) {
+        // No verdict (infra, device, timeout, cancelled): the PR's failures stand.
+        std::string why = "the base check on " + base7 + " ended " + std::string(to_string(c)) + ": " + p.reason;
+        return finish(std::move(p), Conclusion::regression, std::move(why));
+    }
+    std::vector<std::string> pass_on_base;
+    for (const auto& t : f.checked)
+        if (!contains(f.failed, t)) pass_on_base.push_back(t);
+    if (!pass_on_base.empty()) {
+        const auto n = pass_on_base.size();
+        p.evidence.emplace_back("passes_on_base", json(pass_on_base));
+        return finish(std::move(p), Conclusion::regression,
+                      std::to_string(n) + (n == 1 ? " failing test passes on " : " failing tests pass on ") + base7 +
+                          ": the change broke " + (n == 1 ? "it" : "them"));
+    }
+    // Every test failed on the base: those found earlier and the ones checked here.
+    std::vector<store::BaseFailure> all = f.found_before;
+    for (const auto& t : f.checked) all.push_back({t, f.run_id, f.sha, true});
+    std::vector<std::string> names;
+    for (const auto& b : all) names.push_back(b.test);
+    p.evidence.emplace_back("pre_existing", evidence_of(all));
+    auto why = pre_existing_reason(names, all);
+    return finish(std::move(p), Conclusion::pre_existing, why.value_or("the failing tests fail on " + base7 + " too"));
+}
+
+/// A final regression of a PR: its failing tests looked up on the base.
+EndPlan regression_of_a_pr(const AttemptFacts& f, EndPlan p) {
+    if (f.failed.empty()) return p;
+    if (!f.found_on_base.empty()) p.evidence.emplace_back("pre_existing", evidence_of(f.found_on_base));
+    if (auto why = pre_existing_reason(f.failed, f.found_on_base)) return finish(std::move(p), Conclusion::pre_existing, *why);
+    if (!f.run_on_base || !f.base_sha || f.base_sha->empty()) return p;
+    std::vector<std::string> unknown;
+    for (const auto& t : f.failed) {
+        if (std::none_of(f.found_on_base.begin(), f.found_on_base.end(), [&](const auto& b) { return b.test == t; })) {
+            unknown.push_back(t);
+        }
+    }
+    p.next = EndPlan::Next::check_on_base;
+    p.reason += "; checking " + std::to_string(unknown.size()) + tests_word(unknown.size()) + " on base " + f.base_sha->substr(0, 7);
+    p.check_tests = std::move(unknown);
+    p.base_sha = *f.base_sha;
+    return p;
+}
+
+}  // namespace
+
+EndPlan plan_end(const AttemptFacts& f) {
+    EndPlan p;
+    p.conclusion = f.judged.conclusion;
+    p.reason = f.judged.reason;
+    p.exit_status = f.judged.exit_status;
+    if (p.conclusion == Conclusion::cancelled && f.daemon_stopping) {
+        p.conclusion = Conclusion::infra_error;
+        p.reason = "daemon stopped while the job ran";
+    }
+    // A rerun of the failed tests counts the tests carried over from the attempts before.
+    if (p.conclusion == Conclusion::regression && f.carried > 0) {
+        p.reason = std::to_string(f.judged.tests_failed) + " of " + std::to_string(f.judged.tests_total + f.carried) +
+                   " tests failed";
+    }
+    const bool base_check = !f.checked.empty();
+    if (f.origin == AttemptOrigin::no_device) return base_check ? end_of_base_check(f, std::move(p)) : p;
+    // A base check looks for tests failing on the base: no flaky rerun; an infra failure is
+    // retried as any attempt is.
+    if (base_check && (!is_infra(p.conclusion) || f.infra_before >= static_cast<std::int64_t>(f.retry.infra_retries))) {
+        return end_of_base_check(f, std::move(p));
+    }
+    const auto step = next_step(p.conclusion, p.reason, f.infra_before, f.regressions_before, f.retry);
+    switch (step.kind) {
+        case NextStep::Kind::retry:
+            p.next = EndPlan::Next::retry;
+            p.conclusion = step.conclusion;
+            p.reason = step.reason + " (retried)";
+            return p;
+        case NextStep::Kind::finish_unless_flaky:
+            if (f.failed_in_last_regression) {
+                const auto& before = *f.failed_in_last_regression;
+                for (const auto& t : f.passed)
+                    if (contains(before, t)) p.flaky.push_back(t);
+                // Failures whose names do not appear in the rerun still count: the tier passed.
+                p.flaky_count = std::max(static_cast<std::int64_t>(p.flaky.size()), static_cast<std::int64_t>(before.size()));
+                if (p.flaky_count > 0) {
+                    std::string why = flaky_reason(p.flaky_count);
+                    return finish(std::move(p), Conclusion::flaky, std::move(why));
+                }
+            }
+            return finish(std::move(p), step.conclusion, step.reason);
+        case NextStep::Kind::finish:
+            break;
+    }
+    p = finish(std::move(p), step.conclusion, step.reason);
+    if (p.conclusion == Conclusion::regression && f.lookup_base && f.pr) return regression_of_a_pr(f, std::move(p));
+    return p;
 }
 
 }  // namespace crcrd::sched

@@ -7,6 +7,7 @@
 #include <set>
 
 #include "crcrd/core/time.hpp"
+#include "crcrd/sched/attempt_end.hpp"
 #include "crcrd/sched/jobs.hpp"
 #include "crcrd/store/bisections.hpp"
 #include "crcrd/store/jobs.hpp"
@@ -70,111 +71,17 @@ void release(store::Db& db, const exec::JobToRun& job, bool unhealthy, const jso
     slots.give_back(job.slot, job.job_id, health.is_null() ? std::optional<std::string>() : health.dump());
 }
 
-json evidence_of(const std::vector<store::BaseFailure>& found) {
-    json where = json::array();
-    for (const auto& f : found) where.push_back({{"test", f.test}, {"run_id", f.run_id}, {"sha", f.sha}});
-    return where;
+/// The policy attempts end under now.
+EndPolicy end_policy(const DispatcherSettings& cfg, bool stopping = false) {
+    return EndPolicy{cfg.retry, cfg.base_window, cfg.base_check_run, stopping};
 }
 
-/// A PR's tier that ends a regression: its failed tests looked up on the base (docs/verdicts.md). The ones
-/// found go into the evidence; when all are, the tier ends pre_existing. With `base_check: run`,
-/// the tests no run answered for are run on the base SHA first: the tier's next attempt is that
-/// base check. False: the tier ends a regression.
-bool ended_pre_existing(store::Db& db, const exec::JobToRun& job, Conclusion conclusion, const std::string& reason,
-                        std::optional<int> exit_status, std::chrono::milliseconds window, bool run_on_base) {
-    store::JobsRepo jobs(db);
-    const auto failed = jobs.failed_tests(job.job_id);
-    if (failed.empty()) return false;
-    const auto found = jobs.failed_on_base(job.job_id, failed, rfc3339(system_clock::now() - window));
-    if (!found.empty()) jobs.add_evidence(job.job_id, "pre_existing", evidence_of(found).dump());
-    if (auto why = pre_existing_reason(failed, found)) {
-        finish_job(db, job.job_id, Conclusion::pre_existing, *why, exit_status);
-        return true;
-    }
-    const auto base = jobs.base_sha(job.job_id);
-    if (!run_on_base || !base || base->empty()) return false;
-    std::vector<std::string> unknown;
-    for (const auto& t : failed)
-        if (std::none_of(found.begin(), found.end(), [&](const auto& f) { return f.test == t; })) unknown.push_back(t);
-    const std::string check = "; checking " + std::to_string(unknown.size()) + (unknown.size() == 1 ? " test" : " tests") +
-                              " on base " + base->substr(0, 7);
-    const auto now = now_rfc3339();
-    if (!jobs.complete(job.job_id, conclusion, reason + check, exit_status, now)) return false;
-    jobs.insert_base_check(job.job_id, *base, unknown, now);
-    return true;
-}
-
-/// A base check ended (docs/verdicts.md): when every test it checked failed on the base too, the tier is
-/// pre_existing (the evidence names each test and where it failed: an earlier run, or this
-/// run on the base SHA); otherwise it is the regression it was. Without a verdict (infra,
-/// device, timeout, cancelled) the failures stand: regression.
-void end_base_check(store::Db& db, const exec::JobToRun& job, Conclusion conclusion, const std::string& reason,
-                    std::optional<int> exit_status, const std::vector<std::string>& checked) {
-    store::JobsRepo jobs(db);
-    const std::string base7 = job.sha.substr(0, 7);
-    const auto failed_here = jobs.failed_tests(job.job_id);
-    std::vector<std::string> pass_on_base;
-    for (const auto& t : checked)
-        if (std::find(failed_here.begin(), failed_here.end(), t) == failed_here.end()) pass_on_base.push_back(t);
-    if (conclusion != Conclusion::regression && conclusion != Conclusion::passed && conclusion != Conclusion::flaky) {
-        finish_job(db, job.job_id, Conclusion::regression,
-                   "the base check on " + base7 + " ended " + std::string(to_string(conclusion)) + ": " + reason, exit_status);
-        return;
-    }
-    if (!pass_on_base.empty()) {
-        jobs.add_evidence(job.job_id, "passes_on_base", json(pass_on_base).dump());
-        finish_job(db, job.job_id, Conclusion::regression,
-                   std::to_string(pass_on_base.size()) + (pass_on_base.size() == 1 ? " failing test passes on " : " failing tests pass on ") +
-                       base7 + ": the change broke " + (pass_on_base.size() == 1 ? "it" : "them"),
-                   exit_status);
-        return;
-    }
-    // Every test failed on the base: those found earlier (the evidence of the attempt before)
-    // and the ones checked here.
-    std::vector<store::BaseFailure> all = jobs.pre_existing_evidence_before(job.job_id);
-    for (const auto& t : checked) all.push_back({t, job.run_id, job.sha, true});
-    std::vector<std::string> names;
-    for (const auto& f : all) names.push_back(f.test);
-    jobs.add_evidence(job.job_id, "pre_existing", evidence_of(all).dump());
-    auto why = pre_existing_reason(names, all);
-    finish_job(db, job.job_id, Conclusion::pre_existing, why.value_or("the failing tests fail on " + base7 + " too"), exit_status);
-}
-
-/// Ends an attempt by the rules of next_step(): retried, finished, or finished flaky; a final
-/// regression of a PR whose failures are all on its base too is pre_existing (with `base_window`).
-void end_attempt(store::Db& db, const exec::JobToRun& job, Conclusion conclusion, const std::string& reason,
-                 std::optional<int> exit_status, const RetryPolicy& policy,
-                 std::optional<std::chrono::milliseconds> base_window = std::nullopt, bool base_check_run = false) {
-    store::JobsRepo jobs(db);
-    // A base check is judged on its own (no flaky rerun: a test failing on the base is what it
-    // looks for); an infra failure is retried as any attempt is.
-    if (auto checked = jobs.base_check_tests(job.job_id); !checked.empty()) {
-        const bool retryable = conclusion == Conclusion::infra_error || conclusion == Conclusion::device_unavailable;
-        if (!retryable || jobs.earlier_attempts(job.job_id, store::EarlierOf::infra) >= policy.infra_retries) {
-            end_base_check(db, job, conclusion, reason, exit_status, checked);
-            return;
-        }
-    }
-    const auto step = next_step(conclusion, reason, jobs.earlier_attempts(job.job_id, store::EarlierOf::infra),
-                                jobs.earlier_attempts(job.job_id, store::EarlierOf::regression), policy);
-    switch (step.kind) {
-        case NextStep::Kind::retry:
-            retry_job(db, job.job_id, step.conclusion, step.reason, exit_status);
-            return;
-        case NextStep::Kind::finish_unless_flaky:
-            if (auto flaky = jobs.mark_flaky(job.job_id); flaky > 0) {
-                finish_job(db, job.job_id, Conclusion::flaky, flaky_reason(flaky), exit_status);
-                return;
-            }
-            break;
-        case NextStep::Kind::finish:
-            if (step.conclusion == Conclusion::regression && base_window && job.pr &&
-                ended_pre_existing(db, job, step.conclusion, step.reason, exit_status, *base_window, base_check_run)) {
-                return;
-            }
-            break;
-    }
-    finish_job(db, job.job_id, step.conclusion, step.reason, exit_status);
+/// An attempt that ended before anything of it was judged: how and why.
+Judged ended(Conclusion conclusion, std::string reason) {
+    Judged j;
+    j.conclusion = conclusion;
+    j.reason = std::move(reason);
+    return j;
 }
 
 }  // namespace
@@ -251,7 +158,7 @@ Status Dispatcher::recover() {
             if (int n = m_executor.abandon(open.id); n > 0) {
                 spdlog::warn("job_id={} killed {} stray process(es) of the previous daemon", open.id, n);
             }
-            end_attempt(db, job, Conclusion::infra_error, "daemon restarted", std::nullopt, cfg.retry);
+            end_attempt(db, job, AttemptOrigin::lost, ended(Conclusion::infra_error, "daemon restarted"), end_policy(cfg));
             spdlog::warn("job_id={} run_id={} ended infra_error: daemon restarted", open.id, job.run_id);
         }
     });
@@ -383,7 +290,8 @@ void Dispatcher::dispatch_once() {
             slots.free_busy(slot);
             if (job_id) {
                 auto job = load_job(db, *job_id);
-                end_attempt(db, job, Conclusion::infra_error, "the lease of slot " + slot + " expired", std::nullopt, cfg.retry);
+                end_attempt(db, job, AttemptOrigin::lost,
+                            ended(Conclusion::infra_error, "the lease of slot " + slot + " expired"), end_policy(cfg));
             }
             spdlog::warn("slot={} job_id={} lease expired: slot freed, job ended infra_error", slot,
                          job_id ? std::to_string(*job_id) : std::string("-"));
@@ -424,12 +332,7 @@ void Dispatcher::dispatch_once() {
                 const std::string why =
                     "no healthy runner slot with labels " + labels + " within " +
                     std::to_string(std::chrono::duration_cast<std::chrono::seconds>(cfg.device_wait).count()) + "s";
-                // A base check without a device gives no verdict: the PR's failures stand.
-                if (auto checked = jobs.base_check_tests(id); !checked.empty()) {
-                    end_base_check(db, job, Conclusion::device_unavailable, why, std::nullopt, checked);
-                } else {
-                    finish_job(db, id, Conclusion::device_unavailable, why);
-                }
+                end_attempt(db, job, AttemptOrigin::no_device, ended(Conclusion::device_unavailable, why), end_policy(cfg));
             }
         }
         // Jobs cancelled meanwhile (superseded, PR closed, operator) whose process still runs.
@@ -567,10 +470,7 @@ void Dispatcher::work(exec::JobToRun job, std::shared_ptr<std::atomic<bool>> can
         std::lock_guard lk(m_mu);
         stopping = m_stopping;
     }
-    if (stopping && outcome.conclusion == Conclusion::cancelled) {
-        outcome.conclusion = Conclusion::infra_error;
-        outcome.reason = "daemon stopped while the job ran";
-    }
+    EndPlan plan;
     auto store_outcome = [&](store::Db& db) {
         store::JobsRepo jobs(db);
         if (requeue) {
@@ -583,18 +483,11 @@ void Dispatcher::work(exec::JobToRun job, std::shared_ptr<std::atomic<bool>> can
             jobs.record_results(job.job_id, tests, raw.metadata.dump(), raw.log_path,
                                 json{{"passed", c.passed}, {"failed", c.failed}, {"skipped", c.skipped}, {"flaky", 0}}.dump(),
                                 outcome.evidence.dump());
-            // (A base check ran on another SHA: nothing of the PR's attempts is its result.)
-            if (job.attempt > 1 && jobs.base_check_tests(job.job_id).empty()) {
-                // The tier's count is the rerun's own tests and those carried over.
-                const auto carried = jobs.carry_earlier_results(job.job_id);
-                const auto total = static_cast<std::int64_t>(raw.results.size());
-                const auto counted = [&](std::int64_t n) {
-                    return std::to_string(c.failed) + " of " + std::to_string(n) + " tests failed";
-                };
-                if (carried > 0 && outcome.reason == counted(total)) outcome.reason = counted(total + carried);
-            }
-            end_attempt(db, job, outcome.conclusion, outcome.reason, outcome.exit_status, cfg.retry, cfg.base_window,
-                        cfg.base_check_run);
+            // A rerun's results are its own tests and those carried over from the attempts
+            // before. (A base check ran on another SHA: nothing of the PR's attempts is its result.)
+            std::int64_t carried = 0;
+            if (job.attempt > 1 && jobs.base_check_tests(job.job_id).empty()) carried = jobs.carry_earlier_results(job.job_id);
+            plan = end_attempt(db, job, AttemptOrigin::ran, outcome, end_policy(cfg, stopping), carried);
         }
         release(db, job, unhealthy, health, cfg.health_interval);
     };
@@ -610,9 +503,13 @@ void Dispatcher::work(exec::JobToRun job, std::shared_ptr<std::atomic<bool>> can
         }
         s = m_writer.run_sync(store_outcome);
     }
-    spdlog::log(outcome.conclusion == Conclusion::passed ? spdlog::level::info : spdlog::level::warn,
+    if (requeue) {
+        plan.conclusion = outcome.conclusion;
+        plan.reason = outcome.reason;
+    }
+    spdlog::log(plan.conclusion == Conclusion::passed ? spdlog::level::info : spdlog::level::warn,
                 "job_id={} run_id={} tier={} attempt={} slot={} ended {}: {}", job.job_id, job.run_id, job.tier,
-                job.attempt, job.slot, requeue ? std::string_view("requeued") : to_string(outcome.conclusion), outcome.reason);
+                job.attempt, job.slot, requeue ? std::string_view("requeued") : to_string(plan.conclusion), plan.reason);
     if (!s) spdlog::error("job_id={} outcome not stored before the stop: {}", job.job_id, s.error().message);
     {
         std::lock_guard lk(m_mu);

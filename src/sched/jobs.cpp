@@ -55,12 +55,4 @@ std::optional<Conclusion> finish_job(store::Db& db, std::int64_t job_id, Conclus
     return c.conclusion;
 }
 
-std::optional<std::int64_t> retry_job(store::Db& db, std::int64_t job_id, Conclusion conclusion,
-                                      const std::string& reason, std::optional<int> exit_status) {
-    const std::string now = now_rfc3339();
-    store::JobsRepo jobs(db);
-    if (!jobs.complete(job_id, conclusion, reason + " (retried)", exit_status, now)) return std::nullopt;
-    return jobs.insert_retry(job_id, now);
-}
-
 }  // namespace crcrd::sched

@@ -207,40 +207,33 @@ std::int64_t JobsRepo::earlier_attempts(std::int64_t job_id, EarlierOf which) {
     return count_of(st);
 }
 
-std::int64_t JobsRepo::mark_flaky(std::int64_t job_id) {
+void JobsRepo::mark_flaky(std::int64_t job_id, const std::vector<std::string>& tests, std::int64_t flaky_count) {
+    {
+        Scoped upd(m_db,
+            "UPDATE test_results SET outcome = 'flaky' WHERE job_id = ? AND outcome = 'passed' "
+            "AND name IN (SELECT value FROM json_each(?))");
+        upd->bind(1, job_id).bind(2, nlohmann::json(tests).dump());
+        upd->run();
+    }
+    Scoped counts(m_db,
+        "UPDATE jobs SET counts = json_set(coalesce(counts, '{}'), '$.flaky', ?, '$.passed', "
+        "(SELECT count(*) FROM test_results WHERE job_id = ? AND outcome = 'passed'), '$.skipped', "
+        "(SELECT count(*) FROM test_results WHERE job_id = ? AND outcome = 'skipped')) WHERE id = ?");
+    counts->bind(1, flaky_count).bind(2, job_id).bind(3, job_id).bind(4, job_id);
+    counts->run();
+}
+
+std::optional<std::vector<std::string>> JobsRepo::failed_in_latest_regression(std::int64_t job_id) {
     std::int64_t before = 0;
     {
         Scoped prev(m_db,
             "SELECT e.id FROM jobs e JOIN jobs j ON e.run_id = j.run_id AND e.position = j.position "
             "WHERE j.id = ? AND e.id <> j.id AND e.state = 'completed' AND e.conclusion = 'regression' ORDER BY e.id DESC LIMIT 1");
         prev->bind(1, job_id);
-        if (!prev->step()) return 0;
+        if (!prev->step()) return std::nullopt;
         before = prev->int64(0);
     }
-    std::int64_t flaky = 0;
-    {
-        Scoped upd(m_db,
-            "UPDATE test_results SET outcome = 'flaky' WHERE job_id = ? AND outcome = 'passed' AND name IN "
-            "(SELECT name FROM test_results WHERE job_id = ? AND outcome = 'failed')");
-        upd->bind(1, job_id).bind(2, before);
-        upd->run();
-        flaky = static_cast<std::int64_t>(m_db.changes());
-    }
-    std::int64_t n_before = 0;
-    {
-        Scoped failed_before(m_db, "SELECT count(*) FROM test_results WHERE job_id = ? AND outcome = 'failed'");
-        failed_before->bind(1, before);
-        n_before = count_of(failed_before);
-    }
-    // Failures whose names do not appear in the rerun still count as flaky: the tier passed.
-    flaky = std::max(flaky, n_before);
-    Scoped counts(m_db,
-        "UPDATE jobs SET counts = json_set(coalesce(counts, '{}'), '$.flaky', ?, '$.passed', "
-        "(SELECT count(*) FROM test_results WHERE job_id = ? AND outcome = 'passed'), '$.skipped', "
-        "(SELECT count(*) FROM test_results WHERE job_id = ? AND outcome = 'skipped')) WHERE id = ?");
-    counts->bind(1, flaky).bind(2, job_id).bind(3, job_id).bind(4, job_id);
-    counts->run();
-    return flaky;
+    return failed_tests(before);
 }
 
 std::optional<std::pair<std::int64_t, std::int64_t>> JobsRepo::reusable(std::int64_t job_id, const std::string& since) {
@@ -267,6 +260,14 @@ void JobsRepo::mark_reused(std::int64_t job_id, std::int64_t from_run, std::int6
 
 std::vector<std::string> JobsRepo::failed_tests(std::int64_t job_id) {
     Scoped st(m_db, "SELECT name FROM test_results WHERE job_id = ? AND outcome = 'failed' ORDER BY rowid");
+    st->bind(1, job_id);
+    std::vector<std::string> out;
+    while (st->step()) out.push_back(st->text(0));
+    return out;
+}
+
+std::vector<std::string> JobsRepo::passed_tests(std::int64_t job_id) {
+    Scoped st(m_db, "SELECT name FROM test_results WHERE job_id = ? AND outcome = 'passed' ORDER BY rowid");
     st->bind(1, job_id);
     std::vector<std::string> out;
     while (st->step()) out.push_back(st->text(0));

@@ -42,11 +42,4 @@ std::vector<std::int64_t> startable_jobs(store::Db& db, int limit = 64);
 std::optional<Conclusion> finish_job(store::Db& db, std::int64_t job_id, Conclusion conclusion,
                                       const std::string& reason, std::optional<int> exit_status = std::nullopt);
 
-/// Ends an attempt that may be retried (infra-class outcomes with attempts left): the job
-/// completes with `conclusion` and a new queued job of the same tier with attempt + 1
-/// replaces it; later tiers are not touched. Returns the new job, or nullopt when the job
-/// had already ended.
-std::optional<std::int64_t> retry_job(store::Db& db, std::int64_t job_id, Conclusion conclusion,
-                                      const std::string& reason, std::optional<int> exit_status = std::nullopt);
-
 }  // namespace crcrd::sched

@@ -91,9 +91,12 @@ public:
     std::string waiting_since(std::int64_t job_id);
     /// Completed earlier attempts of the job's tier in its run of the given kind.
     std::int64_t earlier_attempts(std::int64_t job_id, EarlierOf which);
-    /// After a pass that follows a regression of the same tier: the tests that failed before
-    /// and passed now become flaky (at least as many as failed before); how many (0: none).
-    std::int64_t mark_flaky(std::int64_t job_id);
+    /// Marks `tests` (passed in attempt `job_id`) flaky and sets the attempt's flaky count to
+    /// `flaky_count`, its passed and skipped counts to what is left.
+    void mark_flaky(std::int64_t job_id, const std::vector<std::string>& tests, std::int64_t flaky_count);
+    /// The tests that failed in the latest earlier attempt of the job's tier that ended
+    /// regression, by name; nullopt when no earlier attempt did.
+    std::optional<std::vector<std::string>> failed_in_latest_regression(std::int64_t job_id);
     /// Jobs left leased or running.
     std::vector<OpenAttempt> left_open();
     /// A job that ran and passed the same tier with the same test list on the same SHA as
@@ -104,10 +107,8 @@ public:
     void mark_reused(std::int64_t job_id, std::int64_t from_run, std::int64_t from_job);
     /// The tests attempt `job_id` failed, by name.
     std::vector<std::string> failed_tests(std::int64_t job_id);
-    /// Of `tests` (failed by PR job `job_id`), those that failed in the last attempt of a tier
-    /// that ended a regression, of another run on the PR's base SHA, or of a push or scheduled
-    /// run on its base branch that ended at or after `since` (docs/verdicts.md lookup); each with that run
-    /// (one on the base SHA first, else the newest). Empty for a job of any other event.
+    /// The tests attempt `job_id` passed, by name.
+    std::vector<std::string> passed_tests(std::int64_t job_id);
     /// Queues the base check of a PR tier's attempt (docs/verdicts.md, base_check: run): the next attempt of
     /// the tier, on `base_sha`, of only `tests` (the failing tests no earlier run answered for).
     std::int64_t insert_base_check(std::int64_t job_id, const std::string& base_sha, const std::vector<std::string>& tests,
@@ -119,6 +120,10 @@ public:
     std::vector<BaseFailure> pre_existing_evidence_before(std::int64_t job_id);
     /// The base SHA of the job's run (a PR's), if it has one.
     std::optional<std::string> base_sha(std::int64_t job_id);
+    /// Of `tests` (failed by PR job `job_id`), those that failed in the last attempt of a tier
+    /// that ended a regression, of another run on the PR's base SHA, or of a push or scheduled
+    /// run on its base branch that ended at or after `since` (docs/verdicts.md lookup); each with that run
+    /// (one on the base SHA first, else the newest). Empty for a job of any other event.
     std::vector<BaseFailure> failed_on_base(std::int64_t job_id, const std::vector<std::string>& tests, const std::string& since);
     /// After a rerun attempt's results are stored: the passed and skipped tests of the tier's
     /// earlier attempts that this one did not run are carried into its results and counts.

@@ -1,5 +1,7 @@
 #include <gtest/gtest.h>
 
+#include <functional>
+
 #include "crcrd/sched/attempt.hpp"
 #include "crcrd/sched/planner.hpp"
 
@@ -133,6 +135,157 @@ TEST(PlanJobs, OneJobPerSelectedTierAtItsPositionInTheRules) {
     EXPECT_EQ(jobs[1].timeout_ms, 3'600'000);
     EXPECT_EQ(jobs[1].labels_json, "[]");
     EXPECT_TRUE(plan_jobs(select::Selection{}, rules).empty());
+}
+
+// Every rule of an attempt's end (docs/verdicts.md), as a table over plain values: no SQLite.
+TEST(PlanEnd, EveryWayAnAttemptEnds) {
+    using C = Conclusion;
+    using N = EndPlan::Next;
+    const std::string base(40, 'b');  // a base check runs on the base SHA; a PR's base too
+    const std::string base7 = base.substr(0, 7);
+    const store::BaseFailure t1_on_base{"t1", 3, base, true};
+    auto judged = [](C c, std::string reason, std::int64_t failed = 0, std::int64_t total = 3) {
+        Judged j;
+        j.conclusion = c;
+        j.reason = std::move(reason);
+        j.exit_status = c == C::passed ? 0 : 1;
+        j.tests_failed = failed;
+        j.tests_total = total;
+        return j;
+    };
+    struct Case {
+        const char* name;
+        std::function<void(AttemptFacts&)> facts;
+        N next;
+        C conclusion;
+        std::string reason;
+        std::vector<std::string> flaky = {};
+        std::int64_t flaky_count = 0;
+        std::vector<std::string> evidence = {};  // the keys set
+        std::vector<std::string> check = {};
+    };
+    const std::string failed1 = "1 of 3 tests failed";
+    const std::vector<Case> cases = {
+        {"a pass", [&](AttemptFacts& f) { f.judged = judged(C::passed, "3 tests passed"); f.failed.clear(); },
+         N::finish, C::passed, "3 tests passed"},
+        {"an infra failure is retried", [&](AttemptFacts& f) { f.judged = judged(C::infra_error, "exit status 2"); },
+         N::retry, C::infra_error, "exit status 2 (retried)"},
+        {"a device failure is retried", [&](AttemptFacts& f) { f.judged = judged(C::device_unavailable, "RAS"); f.infra_before = 1; },
+         N::retry, C::device_unavailable, "RAS (retried)"},
+        {"no infra retry left", [&](AttemptFacts& f) { f.judged = judged(C::infra_error, "exit status 2"); f.infra_before = 2; },
+         N::finish, C::infra_error, "exit status 2"},
+        {"a lost worker is retried", [&](AttemptFacts& f) { f.origin = AttemptOrigin::lost; f.judged = judged(C::infra_error, "daemon restarted"); },
+         N::retry, C::infra_error, "daemon restarted (retried)"},
+        {"no device within the wait: final", [&](AttemptFacts& f) {
+             f.origin = AttemptOrigin::no_device;
+             f.judged = judged(C::device_unavailable, "no healthy runner slot");
+         }, N::finish, C::device_unavailable, "no healthy runner slot"},
+        {"a regression is rerun", [](AttemptFacts&) {}, N::retry, C::regression, failed1 + "; rerun to tell a flaky test (retried)"},
+        {"a regression again on rerun", [](AttemptFacts& f) { f.regressions_before = 1; },
+         N::finish, C::regression, failed1 + ", again on rerun"},
+        {"no rerun configured", [](AttemptFacts& f) { f.retry.flaky_reruns = 0; }, N::finish, C::regression, failed1},
+        {"a rerun counts the tests carried over", [](AttemptFacts& f) { f.carried = 5; f.regressions_before = 1; },
+         N::finish, C::regression, "1 of 8 tests failed, again on rerun"},
+        {"a pass after a regression is flaky", [&](AttemptFacts& f) {
+             f.judged = judged(C::passed, "2 tests passed");
+             f.regressions_before = 1;
+             f.failed_in_last_regression = std::vector<std::string>{"t1", "t4"};
+             f.failed.clear();
+             f.passed = {"t1", "t2"};
+         }, N::finish, C::flaky, "2 tests failed, then passed on rerun", {"t1"}, 2},
+        {"flaky even when no failed test ran again by name", [&](AttemptFacts& f) {
+             f.judged = judged(C::passed, "1 tests passed");
+             f.regressions_before = 1;
+             f.failed_in_last_regression = std::vector<std::string>{"x"};
+             f.failed.clear();
+         }, N::finish, C::flaky, "1 test failed, then passed on rerun", {}, 1},
+        {"a timeout is final", [&](AttemptFacts& f) { f.judged = judged(C::timeout, "tier timeout reached"); },
+         N::finish, C::timeout, "tier timeout reached"},
+        {"a cancellation is final", [&](AttemptFacts& f) { f.judged = judged(C::cancelled, "cancelled while running"); },
+         N::finish, C::cancelled, "cancelled while running"},
+        {"cancelled because the daemon stops: infra", [&](AttemptFacts& f) {
+             f.judged = judged(C::cancelled, "cancelled while running");
+             f.daemon_stopping = true;
+         }, N::retry, C::infra_error, "daemon stopped while the job ran (retried)"},
+        {"a PR's failures all on its base: pre_existing", [&](AttemptFacts& f) {
+             f.regressions_before = 1;
+             f.found_on_base = {t1_on_base};
+         }, N::finish, C::pre_existing, "1 test fails on " + base7 + " too", {}, 0, {"pre_existing"}},
+        {"one of a PR's failures only on the PR: regression", [&](AttemptFacts& f) {
+             f.regressions_before = 1;
+             f.failed = {"t1", "t2"};
+             f.found_on_base = {t1_on_base};
+         }, N::finish, C::regression, failed1 + ", again on rerun", {}, 0, {"pre_existing"}},
+        {"base_check run: the unknown ones are checked on the base", [&](AttemptFacts& f) {
+             f.regressions_before = 1;
+             f.failed = {"t1", "t2"};
+             f.found_on_base = {t1_on_base};
+             f.run_on_base = true;
+         }, N::check_on_base, C::regression, failed1 + ", again on rerun; checking 1 test on base " + base7, {}, 0,
+         {"pre_existing"}, {"t2"}},
+        {"lookup off: a PR's regression stays", [&](AttemptFacts& f) {
+             f.regressions_before = 1;
+             f.lookup_base = false;
+             f.found_on_base = {t1_on_base};
+         }, N::finish, C::regression, failed1 + ", again on rerun"},
+        {"a push is never pre_existing", [&](AttemptFacts& f) {
+             f.regressions_before = 1;
+             f.pr = false;
+             f.found_on_base = {t1_on_base};
+         }, N::finish, C::regression, failed1 + ", again on rerun"},
+        {"base check: a checked test passes on the base", [&](AttemptFacts& f) {
+             f.sha = base;
+             f.checked = {"t1", "t2"};
+         }, N::finish, C::regression, "1 failing test passes on " + base7 + ": the change broke it", {}, 0, {"passes_on_base"}},
+        {"base check: every checked test fails on the base too", [&](AttemptFacts& f) {
+             f.sha = base;
+             f.checked = {"t1"};
+             f.found_before = {{"t0", 2, base, true}};
+         }, N::finish, C::pre_existing, "2 tests fail on " + base7 + " too", {}, 0, {"pre_existing"}},
+        {"base check: an infra failure is retried", [&](AttemptFacts& f) {
+             f.sha = base;
+             f.checked = {"t1"};
+             f.judged = judged(C::infra_error, "exit status 2");
+         }, N::retry, C::infra_error, "exit status 2 (retried)"},
+        {"base check: no verdict, the regression stands", [&](AttemptFacts& f) {
+             f.sha = base;
+             f.checked = {"t1"};
+             f.judged = judged(C::timeout, "tier timeout reached");
+         }, N::finish, C::regression, "the base check on " + base7 + " ended timeout: tier timeout reached"},
+        {"base check: no device within the wait", [&](AttemptFacts& f) {
+             f.origin = AttemptOrigin::no_device;
+             f.sha = base;
+             f.checked = {"t1"};
+             f.judged = judged(C::device_unavailable, "no healthy runner slot");
+         }, N::finish, C::regression, "the base check on " + base7 + " ended device_unavailable: no healthy runner slot"},
+    };
+    for (const auto& c : cases) {
+        AttemptFacts f;
+        f.judged = judged(C::regression, failed1, 1, 3);
+        f.run_id = 7;
+        f.sha = std::string(40, 'a');
+        f.failed = {"t1"};
+        f.passed = {"t2", "t3"};
+        f.retry = RetryPolicy{2, 1};
+        f.pr = true;
+        f.base_sha = base;
+        f.lookup_base = true;
+        c.facts(f);
+        const auto p = plan_end(f);
+        EXPECT_EQ(p.next, c.next) << c.name;
+        EXPECT_EQ(p.conclusion, c.conclusion) << c.name;
+        EXPECT_EQ(p.reason, c.reason) << c.name;
+        EXPECT_EQ(p.flaky, c.flaky) << c.name;
+        EXPECT_EQ(p.flaky_count, c.flaky_count) << c.name;
+        std::vector<std::string> keys;
+        for (const auto& [k, v] : p.evidence) keys.push_back(k);
+        EXPECT_EQ(keys, c.evidence) << c.name;
+        EXPECT_EQ(p.check_tests, c.check) << c.name;
+        if (p.next == N::check_on_base) {
+            EXPECT_EQ(p.base_sha, base) << c.name;
+        }
+        EXPECT_EQ(p.exit_status, f.judged.exit_status) << c.name;
+    }
 }
 
 }  // namespace

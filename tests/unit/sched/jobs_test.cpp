@@ -1,6 +1,7 @@
 #include <gtest/gtest.h>
 
 #include "crcrd/store/sqlite.hpp"
+#include "crcrd/sched/attempt_end.hpp"
 #include "crcrd/sched/jobs.hpp"
 #include "crcrd/store/deliveries.hpp"
 #include "crcrd/store/schema.hpp"
@@ -76,8 +77,12 @@ TEST_F(JobsTest, AFailedTierCancelsTheLaterOnesWithTheReason) {
 TEST_F(JobsTest, ARetryRunsBeforeTheLaterTiersAndOnlyTheLastAttemptCounts) {
     std::int64_t run = 0;
     auto jobs = run_with({"import", "smoke"}, &run);
-    auto retry = retry_job(*db, jobs[0], Conclusion::infra_error, "runner crashed");
-    ASSERT_TRUE(retry);
+    EndPlan plan;
+    plan.next = EndPlan::Next::retry;
+    plan.conclusion = Conclusion::infra_error;
+    plan.reason = "runner crashed (retried)";
+    apply_end(*db, jobs[0], plan);
+    auto retry = std::optional<std::int64_t>(std::stoll(text("SELECT max(id) FROM jobs")));
     EXPECT_EQ(startable_jobs(*db), std::vector<std::int64_t>{*retry});
     EXPECT_EQ(text("SELECT attempt || ':' || tier FROM jobs WHERE id=" + std::to_string(*retry)), "2:import");
     EXPECT_FALSE(finish_job(*db, *retry, Conclusion::passed, "ok"));
