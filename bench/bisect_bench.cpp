@@ -1,8 +1,9 @@
-// Bisection over a range of 1,000 commits (CONTRACT.md §5.2): how many runs a bisection needs
-// (bound: ⌈log2 N⌉ + 1 with the bad run) and the planner's time per step, through the daemon's
-// own code (sched::Followups on a real SQLite file and a real git mirror); the bench plays the
-// test results (a commit at or after the culprit fails). Beside it, in the same run, the peer:
-// `git bisect run` on a clone of the same history with a test that asks the same question.
+// Bisection over a range of 1,000 commits (docs/verdicts.md, "Bisection of trunk regressions"):
+// how many runs a bisection needs (bound: ⌈log2 N⌉ + 1 with the bad run) and the planner's time
+// per step, through the daemon's own code (sched::Followups on a real SQLite file and a real git
+// mirror); the bench plays the test results (a commit at or after the culprit fails). Beside it,
+// in the same run, the peer: `git bisect run` on a clone of the same history with a test that
+// asks the same question.
 // Usage: bench_bisect [commits] [culprits] [filler_runs].
 #include <algorithm>
 #include <chrono>

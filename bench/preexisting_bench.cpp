@@ -1,7 +1,7 @@
-// The pre-existing lookup (CONTRACT.md §5.1) on a database of 100,000 runs: how long
-// JobsRepo::failed_on_base takes for a PR tier's failed tests, p50/p99, as the daemon runs it
-// (no ANALYZE), with a handful of chronically failing tests on trunk; and, as the peer in the
-// same run, the same database without the index runs_by_ref (schema 7).
+// The pre-existing lookup (docs/verdicts.md, "Pre-existing failures") on a database of 100,000
+// runs: how long JobsRepo::failed_on_base takes for a PR tier's failed tests, p50/p99, as the
+// daemon runs it (no ANALYZE), with a handful of chronically failing tests on trunk; and, as the
+// peer in the same run, the same database without the index runs_by_ref (schema 7).
 // Usage: bench_preexisting [runs] [lookups].
 #include <algorithm>
 #include <chrono>

@@ -1,4 +1,4 @@
-// The configuration loader (CONTRACT.md §2) on arbitrary YAML: every error is a message,
+// The configuration loader (docs/configuration.md) on arbitrary YAML: every error is a message,
 // never a crash, an abort or a stack overflow.
 #include <cstddef>
 #include <cstdint>

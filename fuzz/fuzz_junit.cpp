@@ -1,4 +1,5 @@
-// JUnit XML as a test may write it (CONTRACT.md §1.7): never a crash or a stack overflow.
+// JUnit XML as a test may write it (docs/security.md, "What a test process can reach"): never
+// a crash or a stack overflow.
 #include <cstddef>
 #include <cstdint>
 #include <string>

@@ -1,5 +1,6 @@
-// Normalisation of every accepted form (CONTRACT.md §1.1, §1.2) from arbitrary bodies: never
-// a crash, and an accepted event always has a valid, lower-case SHA when it is to run.
+// Normalisation of every accepted form (docs/ingest.md, "Forms and their fields") from arbitrary
+// bodies: never a crash, and an accepted event always has a valid, lower-case SHA when it is to
+// run.
 #include <cstddef>
 #include <cstdint>
 #include <string>

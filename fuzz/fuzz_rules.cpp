@@ -1,5 +1,5 @@
-// The selection rules file (CONTRACT.md §3.1) on arbitrary YAML, and a selection with what it
-// parsed: never a crash.
+// The selection rules file (docs/selection.md, "The rules file") on arbitrary YAML, and a
+// selection with what it parsed: never a crash.
 #include <cstddef>
 #include <cstdint>
 #include <string>

@@ -1,5 +1,5 @@
-// Both signature schemes (CONTRACT.md §1.3) on arbitrary headers and bodies: never a crash,
-// and never a match for a signature the target did not make with the key.
+// Both signature schemes (docs/ingest.md, "Signatures") on arbitrary headers and bodies: never
+// a crash, and never a match for a signature the target did not make with the key.
 #include <cstddef>
 #include <cstdint>
 #include <string>

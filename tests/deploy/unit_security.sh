@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# The shipped units (deploy/): what CONTRACT §8 asks of crcrd.service, that it may make no
-# namespace now that bubblewrap starts in crcrd-sandbox@.service, what that unit keeps open
-# for bubblewrap, and both units' `systemd-analyze security --offline=true` exposure
+# The shipped units (deploy/): what docs/operations.md asks of crcrd.service, that it may make no
+# namespace now that bubblewrap starts in crcrd-sandbox@.service, what that unit keeps open for
+# bubblewrap, and both units' `systemd-analyze security --offline=true` exposure
 # (docs/operations.md, "The unit's hardening").
 # Usage: unit_security.sh SOURCE_DIR
 set -euo pipefail
@@ -9,8 +9,8 @@ src=${1:?usage: unit_security.sh SOURCE_DIR}
 unit=$src/deploy/crcrd.service
 sandbox=$src/deploy/crcrd-sandbox@.service
 socket=$src/deploy/crcrd-sandbox.socket
-# The bounds: CONTRACT §8 for the daemon's unit; the launcher's unit keeps what bubblewrap
-# needs, which the kernel and systemd-analyze price at 2.7.
+# The bounds: at most 2.0 for the daemon's unit, as docs/operations.md promises; the launcher's
+# unit keeps what bubblewrap needs, which the kernel and systemd-analyze price at 2.7.
 max_daemon=2.0
 max_sandbox=2.7
 

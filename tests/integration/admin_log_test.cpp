@@ -1,6 +1,6 @@
-// Logs under systemd (CONTRACT.md §8), through the real daemon: with stderr as the journal
-// stream every line carries its journald priority, and a failed admin authentication is one
-// warn line with the client address and the route, never the token; a flood of them is one
+// Logs under systemd (docs/operations.md, "Logs"), through the real daemon: with stderr as the
+// journal stream every line carries its journald priority, and a failed admin authentication is
+// one warn line with the client address and the route, never the token; a flood of them is one
 // line, not a flood of lines.
 #include <gtest/gtest.h>
 #include <sys/stat.h>

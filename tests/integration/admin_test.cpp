@@ -1,5 +1,5 @@
-// The read side of the admin API (CONTRACT.md §7) and run cancellation, against the real
-// daemon: tokens, roles, filters, cursor paging, shapes.
+// The read side of the admin API (docs/operations.md, "Admin API") and run cancellation,
+// against the real daemon: tokens, roles, filters, cursor paging, shapes.
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
@@ -112,8 +112,9 @@ TEST_F(AdminTest, RunsAreListedNewestFirstWithFiltersAndCursors) {
     EXPECT_EQ(get_json("/api/v1/runs?state=queued&event=pull_request")["items"].size(), 5u);
     EXPECT_EQ(get_json("/api/v1/runs?since=2000-01-01T00:00:00Z&until=2100-01-01")["items"].size(), 5u);
     EXPECT_EQ(get_json("/api/v1/runs?until=2000-01-01")["items"].size(), 0u);
-    // Any RFC 3339 offset (CONTRACT.md §7): the same instant in another zone. A minute ago at
-    // +05:00 reads five hours ahead as UTC text, so ignoring the offset would find nothing.
+    // Any RFC 3339 offset (docs/operations.md, "Admin API"): the same instant in another zone. A
+    // minute ago at +05:00 reads five hours ahead as UTC text, so ignoring the offset would find
+    // nothing.
     auto at_offset = [](std::chrono::system_clock::time_point t, int minutes_east) {
         const std::time_t s = std::chrono::system_clock::to_time_t(t + std::chrono::minutes(minutes_east));
         std::tm tm{};

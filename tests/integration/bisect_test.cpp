@@ -1,4 +1,4 @@
-// Bisection of trunk regressions (CONTRACT.md §5.2) end to end: a real upstream repository of
+// Bisection of trunk regressions (docs/verdicts.md) end to end: a real upstream repository of
 // 24 commits on main, a mirror the daemon keeps, pushes that pass and fail, and a test command
 // whose outcome depends on the pinned SHA (present_regressed fails once the culprit added the
 // file `regressed`) and honours CRCR_RERUN_FILE.

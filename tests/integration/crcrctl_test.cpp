@@ -1,5 +1,6 @@
 // crcrctl against the real daemon: tables for people, --json for scripts, actions, --help on
-// every command, usage errors found before any request, and the exit codes of CONTRACT.md §8.
+// every command, usage errors found before any request, and the exit codes of docs/operations.md
+// ("crcrctl").
 #include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <nlohmann/json.hpp>

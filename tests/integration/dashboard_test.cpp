@@ -1,4 +1,4 @@
-// The dashboard (/ui/, CONTRACT.md §7) in a real headless Chromium with JavaScript off, driven
+// The dashboard (/ui/, docs/dashboard.md) in a real headless Chromium with JavaScript off, driven
 // through chromedriver: sign-in, the runs list and its filters, a run with a regression, its
 // job, the runners with drain, the deliveries, the write forms' CSRF and roles, ui_public,
 // and a list at 1,000 runs. Screenshots go to <build>/test-artifacts/dashboard/.

@@ -1,6 +1,7 @@
 // The demo's test command, examples/demo/run-tests.sh, run as crcrd runs it (the environment of
-// CONTRACT.md §4, real pytest): the tier's tests, and the rerun of only the failed tests from
-// CRCR_RERUN_FILE, whose JUnit ids name the test file when pytest wrote it.
+// docs/execution.md, "The test command's environment", real pytest): the tier's tests, and the
+// rerun of only the failed tests from CRCR_RERUN_FILE, whose JUnit ids name the test file when
+// pytest wrote it.
 #include <gtest/gtest.h>
 
 #include "crcrd/core/files.hpp"

@@ -1,7 +1,7 @@
-// Hostile tests against the real daemon (CONTRACT.md §1.7, §4.1): a test that tries to undo its
-// sandbox as root, fills its JUnit folder with links, fifos, huge and countless files, forks
-// away, or outlives its job; a second daemon on the same database; children that would keep
-// the daemon's sockets; health rechecks that would pile up threads.
+// Hostile tests against the real daemon (docs/security.md, "What a test process can reach"): a
+// test that tries to undo its sandbox as root, fills its JUnit folder with links, fifos, huge and
+// countless files, forks away, or outlives its job; a second daemon on the same database;
+// children that would keep the daemon's sockets; health rechecks that would pile up threads.
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/socket.h>

@@ -1,5 +1,5 @@
-// Hostile clients against the real daemon (CONTRACT.md §1.5, §1.7): oversized fields and
-// trailers, chunk extensions, pipelined and malformed requests, idle handshakes, too many
+// Hostile clients against the real daemon (docs/ingest.md, "Hostile clients"): oversized fields
+// and trailers, chunk extensions, pipelined and malformed requests, idle handshakes, too many
 // connections from one address, TLS 1.2 suites without AEAD, and a certificate replaced on
 // SIGHUP. Each must be answered or closed, and the daemon must go on serving.
 #include <gtest/gtest.h>
@@ -233,9 +233,9 @@ TEST_F(HostileHttpTest, AnUnauthenticatedFloodIsOneLogLineAndItsRowsArePruned) {
     std::size_t lines = 0;
     for (auto at = log.find("verdict=rejected"); at != std::string::npos; at = log.find("verdict=rejected", at + 1)) ++lines;
     EXPECT_EQ(lines, 1u) << log;
-    // Every request left its row (§1.5), and rejected rows go after storage.rejected_retention:
-    // the pruner's lines count all 200 (some may go while the flood still runs, on a slow
-    // machine or the sanitizer build); the accepted one stays.
+    // Every request left its row (docs/ingest.md, "The delivery log"), and rejected rows go after
+    // storage.rejected_retention: the pruner's lines count all 200 (some may go while the flood
+    // still runs, on a slow machine or the sanitizer build); the accepted one stays.
     const std::regex pruned_line("(\\d+) rows of rejected requests pruned");
     auto pruned = [&] {
         const auto text = daemon->log();

@@ -210,7 +210,7 @@ TEST(Lifecycle, PlainHttpOnLoopbackAndSlowClientsAreCutOff) {
     auto answer = read_until_closed(big);
     ::close(big);
     ASSERT_TRUE(answer);
-    EXPECT_EQ(answer->rfind("HTTP/1.1 431", 0), 0u) << *answer;  // CONTRACT.md §1.5
+    EXPECT_EQ(answer->rfind("HTTP/1.1 431", 0), 0u) << *answer;  // docs/ingest.md, "Answers"
 }
 
 TEST(Lifecycle, SigtermDrainsAndExitsCleanly) {

@@ -1,7 +1,8 @@
-// docs/openapi.yaml against the real daemon (CONTRACT.md §7): it is served byte for byte at
-// /api/v1/openapi.yaml, it documents exactly the routes the daemon has, and real responses of
-// every JSON route (after real runs) validate against its schemas. The validator is
-// tests/support/openapi_check.py on Debian's python3-jsonschema (JSON Schema 2020-12).
+// docs/openapi.yaml against the real daemon (docs/operations.md, "The API description"): it is
+// served byte for byte at /api/v1/openapi.yaml, it documents exactly the routes the daemon has,
+// and real responses of every JSON route (after real runs) validate against its schemas. The
+// validator is tests/support/openapi_check.py on Debian's python3-jsonschema (JSON Schema
+// 2020-12).
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 

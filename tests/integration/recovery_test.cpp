@@ -1,4 +1,4 @@
-// Missed-delivery recovery (CONTRACT.md §1.6) end to end: an in-test GitHub holds the hook's
+// Missed-delivery recovery (docs/ingest.md) end to end: an in-test GitHub holds the hook's
 // deliveries that crcrd missed while it was stopped (some failed, one redelivered already, one
 // that crcrd did accept although GitHub saw it fail, one too old), lists them with cursor
 // paging, and its redelivery endpoint really re-sends the stored request to crcrd.

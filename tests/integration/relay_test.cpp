@@ -1,4 +1,4 @@
-// The relay callback (CONTRACT.md §6.2) through the real daemon against a stand-in that
+// The relay callback (docs/reporting.md) through the real daemon against a stand-in that
 // enforces the real relay's and HUD's rules (tests/support/fake_relay.hpp): one in_progress
 // then one completed per tier attempt, accepted as sent; tokens from a command, renewed after
 // a 401; an answer lost after the relay stored the callback; rate limits; runs the relay did

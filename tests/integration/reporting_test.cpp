@@ -222,7 +222,7 @@ TEST_F(ReportingTest, EveryClassReachesGithubAsExactlyTheContractsRequests) {
         EXPECT_NE(last_description.find(cases[i].description_part), std::string::npos) << last_description;
         EXPECT_EQ(run_description.rfind(cases[i].run_description, 0), 0u) << run_description;
     }
-    // The requests themselves (§6).
+    // The requests themselves (docs/reporting.md, "The sender").
     for (const auto& s : gh.statuses()) {
         const auto& r = s.req;
         EXPECT_EQ(r.method, "POST");
@@ -434,9 +434,9 @@ TEST_F(ReportingTest, ATokenFileRotatedInPlaceIsUsedForTheNextStatuses) {
 }
 
 TEST_F(ReportingTest, ARevokedTokenIsRetriedUntilARotatedOneWorksAndNoStatusIsLeftPending) {
-    // GitHub answers 401 to the revoked token and 403 (not a rate limit) to a token without
-    // the scope: neither makes a dead letter (§6.1); the statuses wait, counted in /metrics,
-    // and arrive once the operator rotates the token file.
+    // GitHub answers 401 to the revoked token and 403 (not a rate limit) to a token without the
+    // scope: neither makes a dead letter (docs/reporting.md); the statuses wait, counted in
+    // /metrics, and arrive once the operator rotates the token file.
     Github gh;
     gh.set([](const http::Request& req) {
         const auto auth = req.header("Authorization").value_or("");

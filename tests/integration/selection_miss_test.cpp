@@ -1,4 +1,4 @@
-// Selection misses (CONTRACT.md §5.3) through the real daemon: GET /api/v1/selection-misses,
+// Selection misses (docs/verdicts.md) through the real daemon: GET /api/v1/selection-misses,
 // `crcrctl misses` and /metrics on recorded misses, and the whole audit: two scheduled runs of
 // the full matrix around a commit that only a push run tested, on a real git upstream.
 #include <gtest/gtest.h>

@@ -1,4 +1,4 @@
-// The slurm executor (CONTRACT.md §4.3) end to end: the real daemon hands its jobs to a real
+// The slurm executor (docs/execution.md) end to end: the real daemon hands its jobs to a real
 // single-node Slurm cluster (support/slurm_cluster.hpp) and Slurm runs `crcrd --slurm-job` on
 // the node, which runs the test command in the same bubblewrap sandbox as locally.
 #include <gtest/gtest.h>
@@ -185,7 +185,8 @@ TEST_F(SlurmExecutorTest, APassingTierRunsAsASlurmJobWithExactlyTheContractEnvir
     EXPECT_NE(out.find("Comment=crcrd:job=" + std::to_string(job) + ",run=" + std::to_string(run) + ",tier=unit,attempt=1"),
               std::string::npos) << out;
     EXPECT_NE(out.find("gres:aiu:1"), std::string::npos) << out;
-    // What the command saw: §4's environment and nothing else (no SLURM_*, no login shell's).
+    // What the command saw: the documented environment (docs/execution.md) and nothing else (no
+    // SLURM_*, no login shell's).
     auto log = read_file(daemon->text("SELECT log_path FROM jobs WHERE id=" + std::to_string(job))).value();
     std::vector<std::string> names;
     for (std::size_t p = log.find("env: "); p != std::string::npos; p = log.find("env: ", p + 1)) {

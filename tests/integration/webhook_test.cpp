@@ -1,4 +1,5 @@
-// Every row of CONTRACT.md §1.5 against the real crcrd over real TLS and a real SQLite file.
+// Every row of the answers table (docs/ingest.md, "Answers") against the real crcrd over real
+// TLS and a real SQLite file.
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 #include <sqlite3.h>

@@ -1,4 +1,5 @@
-// The class of one attempt from its evidence (CONTRACT.md §5), with the default patterns.
+// The class of one attempt from its evidence (docs/reporting.md, "One attempt's class"), with the
+// default patterns.
 #include <gtest/gtest.h>
 
 #include <random>

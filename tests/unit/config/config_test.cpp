@@ -42,7 +42,7 @@ TEST(Config, MinimalGetsDefaultsAndResolvesRelativePaths) {
 }
 
 TEST(Config, TheContractExampleIsValid) {
-    // CONTRACT.md §2, verbatim in content.
+    // The example of docs/configuration.md ("An example"), key for key.
     const char* text = R"(
 server:
   listen: "127.0.0.1:8443"

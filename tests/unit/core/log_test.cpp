@@ -1,5 +1,5 @@
-// Journald priorities (CONTRACT.md §8): with stderr as the journal stream every line starts
-// with the sd-daemon prefix of its level; anywhere else the lines are unchanged.
+// Journald priorities (docs/operations.md, "Logs"): with stderr as the journal stream every
+// line starts with the sd-daemon prefix of its level; anywhere else the lines are unchanged.
 #include <gtest/gtest.h>
 #include <fcntl.h>
 #include <sys/stat.h>

@@ -61,7 +61,7 @@ TEST(Vocab, AdminListsAreTheOldOnes) {
     EXPECT_EQ(joined(names<RunState>()), "queued, running, completed, cancelled");
     EXPECT_EQ(joined(std::span(names<Conclusion>()).first(names<Conclusion>().size() - 1)),
               "passed, flaky, regression, infra_error, device_unavailable, timeout, cancelled");
-    // bisect (§5.2) is new: it comes last.
+    // bisect (docs/verdicts.md) is new: it comes last.
     EXPECT_EQ(joined(names<RunEvent>()), "pull_request, push, schedule, manual, bisect");
     EXPECT_EQ(joined(names<Verdict>()), "queued, duplicate, ignored, cancelled, pong, rejected");
     EXPECT_EQ(joined(names<OutboxDelivery>()), "waiting, sent, dead, coalesced");
@@ -89,8 +89,8 @@ TEST(Vocab, Predicates) {
 }
 
 TEST(Vocab, SeverityIsTheContractsOrderWithCancelledLast) {
-    // §5: regression > infra_error > device_unavailable > timeout > pre_existing > flaky >
-    // passed; a class not in it (cancelled) ranks after.
+    // docs/verdicts.md: regression > infra_error > device_unavailable > timeout > pre_existing >
+    // flaky > passed; a class not in it (cancelled) ranks after.
     const std::vector<std::string_view> old = {"regression", "infra_error", "device_unavailable", "timeout",
                                                "pre_existing", "flaky", "passed"};
     for (std::size_t i = 0; i < names<Conclusion>().size(); ++i) {

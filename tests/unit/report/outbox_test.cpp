@@ -40,7 +40,7 @@ TEST(Shorten, KeepsShortTextAndCutsLongTextOnACharacterBoundary) {
     EXPECT_EQ(final_status(Conclusion::regression, std::string(200, 'x')).description.size(), 140u);
     EXPECT_EQ(final_status(Conclusion::flaky, "1 test failed, then passed on rerun").state, "success");
     EXPECT_EQ(final_status(Conclusion::device_unavailable, "no slot").state, "error");
-    // §5.1: not this change's fault: success, saying so.
+    // pre_existing (docs/verdicts.md): not this change's fault: success, saying so.
     EXPECT_EQ(final_status(Conclusion::pre_existing, "2 tests fail on abcdef0 too").state, "success");
     EXPECT_EQ(final_status(Conclusion::pre_existing, "2 tests fail on abcdef0 too").description, "2 tests fail on abcdef0 too");
 }

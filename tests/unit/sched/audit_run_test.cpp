@@ -1,4 +1,4 @@
-// The selection-miss audit end to end below the daemon (CONTRACT.md §5.3): a real git upstream
+// The selection-miss audit end to end below the daemon (docs/verdicts.md): a real git upstream
 // and mirror, a real SQLite file filled through the store's own functions, the real writer,
 // and audit_scheduled_run as the planner's followup calls it.
 #include <gtest/gtest.h>

@@ -1,4 +1,4 @@
-// The selection-miss audit's pure parts (CONTRACT.md §5.3): the PR a merged commit came from,
+// The selection-miss audit's pure parts (docs/verdicts.md): the PR a merged commit came from,
 // read from its message, and which failed tests are misses, case by case.
 #include <gtest/gtest.h>
 

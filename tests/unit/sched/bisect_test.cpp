@@ -1,4 +1,4 @@
-// The pure part of bisection (CONTRACT.md §5.2): the range the marks narrow to, and the next
+// The pure part of bisection (docs/verdicts.md): the range the marks narrow to, and the next
 // commit to run, as tables of cases.
 #include <gtest/gtest.h>
 

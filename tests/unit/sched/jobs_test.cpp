@@ -100,7 +100,7 @@ TEST_F(JobsTest, SeverityOrder) {
     EXPECT_EQ(more_severe(C::device_unavailable, C::infra_error), C::infra_error);
     EXPECT_EQ(more_severe(std::nullopt, C::passed), C::passed);
     EXPECT_EQ(more_severe(C::passed, C::cancelled), C::passed);  // cancelled never outranks a class
-    // §5: timeout > pre_existing > flaky.
+    // docs/verdicts.md: timeout > pre_existing > flaky.
     EXPECT_EQ(more_severe(C::pre_existing, C::timeout), C::timeout);
     EXPECT_EQ(more_severe(C::flaky, C::pre_existing), C::pre_existing);
     EXPECT_EQ(more_severe(C::cancelled, C::pre_existing), C::pre_existing);

@@ -8,7 +8,7 @@
 namespace crcrd::select {
 namespace {
 
-// CONTRACT.md §3.1's example.
+// The example of docs/selection.md ("The rules file").
 const char* k_rules = R"(
 tiers:
   - {name: import,   always: true, tests: [tests/test_import.py, tests/test_device_registration.py], timeout: 10m}

@@ -1,4 +1,4 @@
-// Pre-existing failures (CONTRACT.md §5.1), the store's part: which of a PR tier's failed tests
+// Pre-existing failures (docs/verdicts.md), the store's part: which of a PR tier's failed tests
 // failed before on its base, on a real, migrated SQLite file, case by case.
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-// The selection-miss audit (CONTRACT.md §5.3), the store's part: what the audit reads and
+// The selection-miss audit (docs/verdicts.md), the store's part: what the audit reads and
 // records, and the admin list, on a real, migrated SQLite file.
 #include <gtest/gtest.h>
 
