@@ -251,7 +251,7 @@ BEGIN
   INSERT OR IGNORE INTO followups (run_id, kind) SELECT NEW.id, 'bisect_step' WHERE NEW.event = 'bisect';
 END;
 )sql",
-    // 9: the runs list's filters at a million runs (docs/performance.md, "History"): a class, an
+    // 9: the runs list's filters at a million runs (docs/performance-history.md): a class, an
     // event or a time window is found through its index, newest first (an index entry carries
     // the rowid, so "conclusion = ? AND id < ? ORDER BY id DESC" walks it backwards), never by
     // walking the whole history for a class that is rare.
