@@ -30,7 +30,9 @@ using Clock = std::chrono::steady_clock;
 
 namespace {
 
-double ms_since(Clock::time_point t0) { return std::chrono::duration<double, std::milli>(Clock::now() - t0).count(); }
+double ms_since(Clock::time_point t0) {
+    return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+}
 
 std::string sh(const std::string& cmd) {
     auto r = run_subprocess({"/bin/sh", "-c", cmd});
@@ -47,13 +49,15 @@ std::vector<std::string> make_history(const std::filesystem::path& repo, std::si
     std::ofstream in(repo / "import.txt");
     for (std::size_t i = 0; i < n; ++i) {
         const std::string body = std::to_string(i) + "\n";
-        in << "commit refs/heads/main\nmark :" << i + 1 << "\ncommitter bench <bench@example.org> " << 1'700'000'000 + i
-           << " +0000\ndata " << ("commit " + std::to_string(i)).size() << "\ncommit " << i << "\n";
+        in << "commit refs/heads/main\nmark :" << i + 1 << "\ncommitter bench <bench@example.org> "
+           << 1'700'000'000 + i << " +0000\ndata " << ("commit " + std::to_string(i)).size()
+           << "\ncommit " << i << "\n";
         if (i > 0) in << "from :" << i << "\n";
         in << "M 100644 inline c" << i << ".txt\ndata " << body.size() << "\n" << body << "\n";
     }
     in.close();
-    sh("cd " + repo.string() + " && git fast-import --quiet < import.txt && git checkout --quiet main");
+    sh("cd " + repo.string() +
+       " && git fast-import --quiet < import.txt && git checkout --quiet main");
     std::vector<std::string> shas;
     std::string out = sh("git -C " + repo.string() + " rev-list --reverse main");
     for (std::size_t s = 0; s + 40 <= out.size(); s += 41) shas.push_back(out.substr(s, 40));
@@ -63,8 +67,8 @@ std::vector<std::string> make_history(const std::filesystem::path& repo, std::si
 struct Result1 {
     std::size_t runs = 0;
     bool found = false;
-    double first_ms = 0;               // the range from the mirror and the first run queued
-    std::vector<double> step_ms;       // every later step: a result in, the next run queued
+    double first_ms = 0;          // the range from the mirror and the first run queued
+    std::vector<double> step_ms;  // every later step: a result in, the next run queued
 };
 
 }  // namespace
@@ -74,7 +78,8 @@ int main(int argc, char** argv) {
     const std::size_t culprits = argc > 2 ? std::strtoul(argv[2], nullptr, 10) : 20;
     const int filler = argc > 3 ? std::atoi(argv[3]) : 10'000;
     spdlog::set_level(spdlog::level::warn);  // one line per bisect run otherwise
-    const auto dir = std::filesystem::temp_directory_path() / ("crcrd-bench-bisect-" + std::to_string(::getpid()));
+    const auto dir = std::filesystem::temp_directory_path() /
+                     ("crcrd-bench-bisect-" + std::to_string(::getpid()));
     std::filesystem::create_directories(dir);
     // commits + 1: the good commit, then `commits` commits up to the bad one.
     const auto shas = make_history(dir / "upstream", commits + 1);
@@ -85,9 +90,11 @@ int main(int argc, char** argv) {
     auto& w = **writer;
     // Filler: push runs of other branches, so the queries walk a database that is not empty.
     (void)w.run_sync([&](store::Db& db) {
-        auto& st = db.cached("INSERT INTO runs (event, sha, ref, state, conclusion, created_at, finished_at) "
-                             "VALUES ('push', ?, 'refs/heads/other', 'completed', 'passed', '2026-11-30T00:00:00.000Z', "
-                             "'2026-11-30T00:00:00.000Z')");
+        auto& st = db.cached(
+            "INSERT INTO runs (event, sha, ref, state, conclusion, created_at, finished_at) "
+            "VALUES ('push', ?, 'refs/heads/other', 'completed', 'passed', "
+            "'2026-11-30T00:00:00.000Z', "
+            "'2026-11-30T00:00:00.000Z')");
         for (int i = 0; i < filler; ++i) {
             char sha[41];
             std::snprintf(sha, sizeof sha, "%040x", i + 1);
@@ -107,7 +114,8 @@ int main(int argc, char** argv) {
 
     std::mt19937 rng(13);
     std::vector<std::size_t> positions;
-    for (std::size_t i = 0; i < culprits; ++i) positions.push_back(1 + rng() % commits);  // index in shas
+    for (std::size_t i = 0; i < culprits; ++i)
+        positions.push_back(1 + rng() % commits);  // index in shas
     positions.front() = 1;
     positions.back() = commits;
 
@@ -118,25 +126,30 @@ int main(int argc, char** argv) {
         std::int64_t bad_run = 0;
         (void)w.run_sync([&](store::Db& db) {
             auto run = [&](const std::string& sha, const char* conclusion) {
-                auto& st = db.cached("INSERT INTO runs (event, sha, ref, state, created_at) "
-                                     "VALUES ('push', ?, 'refs/heads/main', 'running', '2026-12-01T00:00:00.000Z')");
+                auto& st = db.cached(
+                    "INSERT INTO runs (event, sha, ref, state, created_at) "
+                    "VALUES ('push', ?, 'refs/heads/main', 'running', '2026-12-01T00:00:00.000Z')");
                 st.bind(1, sha);
                 st.run();
                 st.reset();
                 auto id = db.last_insert_rowid();
-                auto& job = db.cached("INSERT INTO jobs (run_id, tier, position, state, conclusion, timeout_ms, tests, "
-                                      "created_at) VALUES (?, 't', 0, 'completed', ?, 60000, '[\"x\"]', "
-                                      "'2026-12-01T00:00:00.000Z')");
+                auto& job = db.cached(
+                    "INSERT INTO jobs (run_id, tier, position, state, conclusion, timeout_ms, "
+                    "tests, "
+                    "created_at) VALUES (?, 't', 0, 'completed', ?, 60000, '[\"x\"]', "
+                    "'2026-12-01T00:00:00.000Z')");
                 job.bind(1, id).bind(2, std::string(conclusion));
                 job.run();
                 job.reset();
                 auto jid = db.last_insert_rowid();
-                auto& t = db.cached("INSERT INTO test_results (job_id, name, outcome) VALUES (?, 'ci::x', ?)");
+                auto& t = db.cached(
+                    "INSERT INTO test_results (job_id, name, outcome) VALUES (?, 'ci::x', ?)");
                 t.bind(1, jid).bind(2, std::string(conclusion) == "passed" ? "passed" : "failed");
                 t.run();
                 t.reset();
-                auto& done = db.cached("UPDATE runs SET state = 'completed', conclusion = ?, "
-                                       "finished_at = '2026-12-01T00:00:00.000Z' WHERE id = ?");
+                auto& done = db.cached(
+                    "UPDATE runs SET state = 'completed', conclusion = ?, "
+                    "finished_at = '2026-12-01T00:00:00.000Z' WHERE id = ?");
                 done.bind(1, std::string(conclusion)).bind(2, id);
                 done.run();
                 done.reset();
@@ -153,8 +166,9 @@ int main(int argc, char** argv) {
             std::int64_t run = 0;
             std::string sha;
             (void)w.run_sync([&](store::Db& db) {
-                auto& st = db.cached("SELECT r.id, r.sha FROM runs r JOIN bisections b ON b.id = r.bisection_id "
-                                     "WHERE b.bad_run_id = ? AND r.state = 'queued'");
+                auto& st = db.cached(
+                    "SELECT r.id, r.sha FROM runs r JOIN bisections b ON b.id = r.bisection_id "
+                    "WHERE b.bad_run_id = ? AND r.state = 'queued'");
                 st.bind(1, bad_run);
                 if (st.step()) {
                     run = st.int64(0);
@@ -162,9 +176,11 @@ int main(int argc, char** argv) {
                 }
                 st.reset();
                 if (!run) return;
-                const auto index = static_cast<std::size_t>(std::find(shas.begin(), shas.end(), sha) - shas.begin());
-                auto& done = db.cached("UPDATE runs SET state = 'completed', conclusion = ?, "
-                                       "finished_at = '2026-12-01T00:00:00.000Z' WHERE id = ?");
+                const auto index = static_cast<std::size_t>(
+                    std::find(shas.begin(), shas.end(), sha) - shas.begin());
+                auto& done = db.cached(
+                    "UPDATE runs SET state = 'completed', conclusion = ?, "
+                    "finished_at = '2026-12-01T00:00:00.000Z' WHERE id = ?");
                 done.bind(1, std::string(index >= culprit ? "regression" : "passed")).bind(2, run);
                 done.run();
                 done.reset();
@@ -191,13 +207,17 @@ int main(int argc, char** argv) {
         const auto clone = dir / "peer";
         std::filesystem::remove_all(clone);
         sh("git clone --quiet " + (dir / "upstream").string() + " " + clone.string());
-        const std::string test = "n=$(git rev-list --count HEAD); [ \"$n\" -le " + std::to_string(culprit) + " ]";
+        const std::string test =
+            "n=$(git rev-list --count HEAD); [ \"$n\" -le " + std::to_string(culprit) + " ]";
         auto t0 = Clock::now();
-        std::string out = sh("cd " + clone.string() + " && git bisect start --first-parent " + bad + " " + good +
-                             " >/dev/null && git bisect run sh -c '" + test + "' 2>&1; git bisect reset >/dev/null 2>&1");
+        std::string out = sh("cd " + clone.string() + " && git bisect start --first-parent " + bad +
+                             " " + good + " >/dev/null && git bisect run sh -c '" + test +
+                             "' 2>&1; git bisect reset >/dev/null 2>&1");
         const double ms = ms_since(t0);
         std::size_t steps = 0;
-        for (std::size_t p = out.find("running"); p != std::string::npos; p = out.find("running", p + 1)) ++steps;
+        for (std::size_t p = out.find("running"); p != std::string::npos;
+             p = out.find("running", p + 1))
+            ++steps;
         git_steps_max = std::max(git_steps_max, steps);
         if (steps) git_per_step.push_back(ms / static_cast<double>(steps));
     }
@@ -213,17 +233,26 @@ int main(int argc, char** argv) {
     std::sort(steps.begin(), steps.end());
     std::sort(firsts.begin(), firsts.end());
     std::sort(git_per_step.begin(), git_per_step.end());
-    auto pct = [](const std::vector<double>& v, double p) { return v.empty() ? 0.0 : v[static_cast<std::size_t>(p * (v.size() - 1))]; };
+    auto pct = [](const std::vector<double>& v, double p) {
+        return v.empty() ? 0.0 : v[static_cast<std::size_t>(p * (v.size() - 1))];
+    };
     const auto bound = static_cast<std::size_t>(std::ceil(std::log2(static_cast<double>(commits))));
-    std::printf("bisection over %zu commits, %zu culprit positions, %d filler runs\n", commits, positions.size(), filler);
-    std::printf("crcrd: culprit found %zu/%zu; bisect runs max %zu (bound ceil(log2 N) = %zu, + the bad run = %zu)\n", found,
-                positions.size(), max_runs, bound, bound + 1);
-    std::printf("crcrd: first step (range from the mirror + first run queued) p50 %.1f ms, max %.1f ms\n", pct(firsts, 0.5),
-                firsts.empty() ? 0.0 : firsts.back());
-    std::printf("crcrd: later steps (result in, next run queued) p50 %.2f ms, p99 %.2f ms, max %.2f ms (%zu steps)\n",
-                pct(steps, 0.5), pct(steps, 0.99), steps.empty() ? 0.0 : steps.back(), steps.size());
-    std::printf("git bisect run: steps max %zu; per step (checkout + test) p50 %.1f ms, max %.1f ms\n", git_steps_max,
-                pct(git_per_step, 0.5), git_per_step.empty() ? 0.0 : git_per_step.back());
+    std::printf("bisection over %zu commits, %zu culprit positions, %d filler runs\n", commits,
+                positions.size(), filler);
+    std::printf(
+        "crcrd: culprit found %zu/%zu; bisect runs max %zu (bound ceil(log2 N) = %zu, + the bad "
+        "run = %zu)\n",
+        found, positions.size(), max_runs, bound, bound + 1);
+    std::printf(
+        "crcrd: first step (range from the mirror + first run queued) p50 %.1f ms, max %.1f ms\n",
+        pct(firsts, 0.5), firsts.empty() ? 0.0 : firsts.back());
+    std::printf(
+        "crcrd: later steps (result in, next run queued) p50 %.2f ms, p99 %.2f ms, max %.2f ms "
+        "(%zu steps)\n",
+        pct(steps, 0.5), pct(steps, 0.99), steps.empty() ? 0.0 : steps.back(), steps.size());
+    std::printf(
+        "git bisect run: steps max %zu; per step (checkout + test) p50 %.1f ms, max %.1f ms\n",
+        git_steps_max, pct(git_per_step, 0.5), git_per_step.empty() ? 0.0 : git_per_step.back());
     std::filesystem::remove_all(dir);
     return found == positions.size() && max_runs <= bound ? 0 : 1;
 }

@@ -18,9 +18,12 @@ int main(int argc, char** argv) {
     const int reps = argc > 1 ? std::atoi(argv[1]) : 3;
     const std::size_t mib = argc > 2 ? static_cast<std::size_t>(std::atoi(argv[2])) : 64;
     const char* lines[] = {
-        "test/test_ops.py::TestCommonCPU::test_out_addmm_cpu_float32 PASSED                     [ 12%]",
-        "test/test_ops.py::TestCommonCPU::test_noncontiguous_samples_abs_cpu_float32 SKIPPED (not supported) [ 13%]",
-        "  warnings.warn(\"The given NumPy array is not writable, and PyTorch does not support non-writable tensors.\")",
+        "test/test_ops.py::TestCommonCPU::test_out_addmm_cpu_float32 PASSED                     [ "
+        "12%]",
+        "test/test_ops.py::TestCommonCPU::test_noncontiguous_samples_abs_cpu_float32 SKIPPED (not "
+        "supported) [ 13%]",
+        "  warnings.warn(\"The given NumPy array is not writable, and PyTorch does not support "
+        "non-writable tensors.\")",
         "E       AssertionError: Tensor-likes are not close!",
         "INFO:torch_spyre:compiled graph with 42 nodes in 0.31s"};
     std::string log;
@@ -30,7 +33,8 @@ int main(int argc, char** argv) {
         log += '\n';
     }
     const crcrd::config::ClassifyConfig defaults;
-    auto patterns = crcrd::classify::compile_patterns(defaults.device_patterns, defaults.infra_patterns);
+    auto patterns =
+        crcrd::classify::compile_patterns(defaults.device_patterns, defaults.infra_patterns);
     crcrd::classify::Evidence e;
     e.exit_code = 1;
     e.tests_total = 100;
@@ -47,10 +51,12 @@ int main(int argc, char** argv) {
     for (int r = 0; r < reps; ++r) {
         auto t0 = std::chrono::steady_clock::now();
         verdict = crcrd::to_string(crcrd::classify::decide(e, patterns).conclusion);
-        ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+        ms.push_back(
+            std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0)
+                .count());
     }
     std::sort(ms.begin(), ms.end());
-    std::printf("classify: log=%zu MiB (%zu bytes) verdict=%s median=%.0f ms max=%.0f ms\n", mib, log.size(), verdict.c_str(),
-                ms[ms.size() / 2], ms.back());
+    std::printf("classify: log=%zu MiB (%zu bytes) verdict=%s median=%.0f ms max=%.0f ms\n", mib,
+                log.size(), verdict.c_str(), ms[ms.size() / 2], ms.back());
     return 0;
 }

@@ -19,8 +19,10 @@ int main(int argc, char** argv) {
     std::map<std::string, std::string> a;
     for (int i = 1; i + 1 < argc; i += 2) a[argv[i]] = argv[i + 1];
     if (!a.count("--port") || !a.count("--ca") || !a.count("--fixture")) {
-        std::cerr << "usage: bench_ingest --port P --ca CA.pem --fixture BODY.json [--secret S] [--connections C]\n"
-                     "                    [--total N] [--db crcrd.db] [--label NAME] [--run TAG] [--rate PER_SECOND]\n";
+        std::cerr << "usage: bench_ingest --port P --ca CA.pem --fixture BODY.json [--secret S] "
+                     "[--connections C]\n"
+                     "                    [--total N] [--db crcrd.db] [--label NAME] [--run TAG] "
+                     "[--rate PER_SECOND]\n";
         return 2;
     }
     const std::string secret = a.count("--secret") ? a["--secret"] : "bench-secret";
@@ -55,11 +57,12 @@ int main(int argc, char** argv) {
         } else {
             body.replace(at_sha, 7, sha).replace(at_delivery, 12, id);
         }
-        return crcrd::LoadRequest{body,
-                                  {{"Content-Type", "application/json"},
-                                   {"X-GitHub-Event", "repository_dispatch"},
-                                   {"X-GitHub-Delivery", "gh-" + id},
-                                   {"X-Hub-Signature-256", crcrd::ingest::sign_github(secret, body)}}};
+        return crcrd::LoadRequest{
+            body,
+            {{"Content-Type", "application/json"},
+             {"X-GitHub-Event", "repository_dispatch"},
+             {"X-GitHub-Delivery", "gh-" + id},
+             {"X-Hub-Signature-256", crcrd::ingest::sign_github(secret, body)}}};
     };
     auto r = crcrd::run_load(o);
 
@@ -82,14 +85,17 @@ int main(int argc, char** argv) {
         for (std::size_t i = 0; i < o.total; ++i) {
             if (r.status[i] != 202) continue;
             st.reset();
-            st.bind(1, json::parse(r.body[i])["run_id"].get<std::int64_t>()).bind(2, tag + "-" + std::to_string(i));
+            st.bind(1, json::parse(r.body[i])["run_id"].get<std::int64_t>())
+                .bind(2, tag + "-" + std::to_string(i));
             st.step();
             (st.int64(0) == 1 ? stored : missing)++;
         }
     }
-    std::printf("%-22s requests=%zu ok=%zu errors=%zu elapsed=%.2fs rate=%.0f/s p50=%.2fms p99=%.2fms",
-                a.count("--label") ? a["--label"].c_str() : "load", o.total, ok, o.total - ok, r.elapsed_s,
-                static_cast<double>(ok) / r.elapsed_s, crcrd::percentile(lat, 50), crcrd::percentile(lat, 99));
+    std::printf(
+        "%-22s requests=%zu ok=%zu errors=%zu elapsed=%.2fs rate=%.0f/s p50=%.2fms p99=%.2fms",
+        a.count("--label") ? a["--label"].c_str() : "load", o.total, ok, o.total - ok, r.elapsed_s,
+        static_cast<double>(ok) / r.elapsed_s, crcrd::percentile(lat, 50),
+        crcrd::percentile(lat, 99));
     if (a.count("--db")) std::printf(" stored=%zu missing=%zu", stored, missing);
     std::printf("\n");
     return (missing == 0 && ok == o.total) ? 0 : 1;

@@ -14,13 +14,18 @@
 
 int main(int argc, char** argv) {
     int reps = argc > 1 ? std::atoi(argv[1]) : 50;
-    const char* dirs[] = {"aten/src/ATen/native", "c10/core", "torch/csrc/autograd", "torch/_inductor/codegen",
-                          "torch/_dynamo", "test/inductor", "docs/source", "torch/distributed", "third_party/x", "tools"};
-    std::string yaml = "tiers:\n  - {name: import, always: true, tests: [t]}\n  - {name: affected, from_rules: true}\nrules:\n";
+    const char* dirs[] = {
+        "aten/src/ATen/native", "c10/core",      "torch/csrc/autograd", "torch/_inductor/codegen",
+        "torch/_dynamo",        "test/inductor", "docs/source",         "torch/distributed",
+        "third_party/x",        "tools"};
+    std::string yaml =
+        "tiers:\n  - {name: import, always: true, tests: [t]}\n  - {name: affected, from_rules: "
+        "true}\nrules:\n";
     for (int r = 0; r < 200; ++r) {
         std::string d = dirs[r % 10];
-        yaml += "  - {name: r" + std::to_string(r) + ", paths: [\"" + d + "/sub" + std::to_string(r) + "/**\", \"" + d +
-                "/*" + std::to_string(r) + ".cpp\", \"**/test_r" + std::to_string(r) + "_*.py\"], tests: [test/r" +
+        yaml += "  - {name: r" + std::to_string(r) + ", paths: [\"" + d + "/sub" +
+                std::to_string(r) + "/**\", \"" + d + "/*" + std::to_string(r) +
+                ".cpp\", \"**/test_r" + std::to_string(r) + "_*.py\"], tests: [test/r" +
                 std::to_string(r) + ".py]}\n";
     }
     std::vector<std::string> errors;
@@ -32,10 +37,12 @@ int main(int argc, char** argv) {
     crcrd::select::ChangedPaths changed{crcrd::select::Source::github_api, {}, ""};
     for (int i = 0; i < 3000; ++i) {
         std::string d = dirs[i % 10];
-        changed.paths.push_back(d + "/sub" + std::to_string(i % 250) + "/deeper/file" + std::to_string(i) + ".cpp");
+        changed.paths.push_back(d + "/sub" + std::to_string(i % 250) + "/deeper/file" +
+                                std::to_string(i) + ".cpp");
     }
     if (argc > 2) {
-        std::ofstream paths(std::string(argv[2]) + "/paths"), globs(std::string(argv[2]) + "/globs");
+        std::ofstream paths(std::string(argv[2]) + "/paths"),
+            globs(std::string(argv[2]) + "/globs");
         for (const auto& p : changed.paths) paths << p << '\n';
         for (const auto& r : rules->rules)
             for (const auto& g : r.paths) globs << g << '\n';
@@ -47,7 +54,9 @@ int main(int argc, char** argv) {
         auto sel = crcrd::select::decide(*rules, changed, "pull_request");
         auto t1 = std::chrono::steady_clock::now();
         auto json = sel.to_json_text();
-        ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+        ms.push_back(
+            std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0)
+                .count());
         decide_ms.push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
         tiers = sel.tiers.size() + json.size() * 0;
     }
@@ -56,9 +65,10 @@ int main(int argc, char** argv) {
     const double first = ms.front();
     std::sort(ms.begin(), ms.end());
     std::sort(decide_ms.begin(), decide_ms.end());
-    std::printf("selection: 3000 paths x 200 rules (600 globs): median %.2f ms, p99 %.2f ms, first %.2f ms "
-                "(decide() alone: median %.2f ms), %zu tiers, %d reps\n",
-                ms[ms.size() / 2], ms[std::min(ms.size() - 1, ms.size() * 99 / 100)], first,
-                decide_ms[decide_ms.size() / 2], tiers, reps);
+    std::printf(
+        "selection: 3000 paths x 200 rules (600 globs): median %.2f ms, p99 %.2f ms, first %.2f ms "
+        "(decide() alone: median %.2f ms), %zu tiers, %d reps\n",
+        ms[ms.size() / 2], ms[std::min(ms.size() - 1, ms.size() * 99 / 100)], first,
+        decide_ms[decide_ms.size() / 2], tiers, reps);
     return 0;
 }

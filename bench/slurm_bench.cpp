@@ -13,8 +13,8 @@
 //
 // usage: bench_slurm [--runs 500] [--width 16] [--poll-interval 1s] [--peer-poll-ms 200]
 //                    [--only peer|crcrd] [--keep DIR]
-#include <nlohmann/json.hpp>
 #include <unistd.h>
+#include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <cmath>
@@ -48,7 +48,8 @@ using crcrd::eventually;
 namespace {
 
 double now_s() {
-    return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+    return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch())
+        .count();
 }
 
 double crcrd_time(const std::string& t) {
@@ -60,8 +61,8 @@ double crcrd_time(const std::string& t) {
 /// Slurm's "2024-05-01T12:00:00", local time, whole seconds.
 double slurm_time(const std::string& t) {
     std::tm tm{};
-    if (std::sscanf(t.c_str(), "%4d-%2d-%2dT%2d:%2d:%2d", &tm.tm_year, &tm.tm_mon, &tm.tm_mday, &tm.tm_hour, &tm.tm_min,
-                    &tm.tm_sec) != 6)
+    if (std::sscanf(t.c_str(), "%4d-%2d-%2dT%2d:%2d:%2d", &tm.tm_year, &tm.tm_mon, &tm.tm_mday,
+                    &tm.tm_hour, &tm.tm_min, &tm.tm_sec) != 6)
         return NAN;
     tm.tm_year -= 1900;
     tm.tm_mon -= 1;
@@ -80,7 +81,9 @@ Stat stat_of(std::vector<double> v) {
     s.n = v.size();
     if (v.empty()) return s;
     std::sort(v.begin(), v.end());
-    auto rank = [&](double q) { return v[std::min(v.size() - 1, static_cast<std::size_t>(std::ceil(q * v.size())) - 1)]; };
+    auto rank = [&](double q) {
+        return v[std::min(v.size() - 1, static_cast<std::size_t>(std::ceil(q * v.size())) - 1)];
+    };
     s.mean = std::accumulate(v.begin(), v.end(), 0.0) / v.size();
     s.p50 = rank(0.50);
     s.p99 = rank(0.99);
@@ -97,7 +100,8 @@ std::string fmt_s(double x, int prec = 3) {
 
 std::string cell(const Stat& s, int prec = 3) {
     if (s.n == 0) return "-";
-    return fmt_s(s.p50, prec) + " / " + fmt_s(s.p99, prec) + " (mean " + fmt_s(s.mean, prec) + ", n=" + std::to_string(s.n) + ")";
+    return fmt_s(s.p50, prec) + " / " + fmt_s(s.p99, prec) + " (mean " + fmt_s(s.mean, prec) +
+           ", n=" + std::to_string(s.n) + ")";
 }
 
 /// `t_start <epoch>` and `t_end <epoch>` lines the command printed.
@@ -151,7 +155,9 @@ CpuSample machine_cpu() {
     c.busy = c.total - v[3] - v[4];  // idle, iowait
     return c;
 }
-double busy_between(const CpuSample& a, const CpuSample& b) { return (b.busy - a.busy) / std::max(1.0, b.total - a.total); }
+double busy_between(const CpuSample& a, const CpuSample& b) {
+    return (b.busy - a.busy) / std::max(1.0, b.total - a.total);
+}
 
 pid_t pid_from_file(const fs::path& p) {
     auto t = crcrd::read_file(p);
@@ -162,11 +168,14 @@ struct Daemons {
     pid_t ctld, slurmd;
     std::pair<double, double> c0, d0;
     explicit Daemons(const crcrd::SlurmCluster& c)
-        : ctld(pid_from_file(c.dir() / "slurmctld.pid")), slurmd(pid_from_file(c.dir() / "slurmd.pid")), c0(cpu_of(ctld)),
+        : ctld(pid_from_file(c.dir() / "slurmctld.pid")),
+          slurmd(pid_from_file(c.dir() / "slurmd.pid")),
+          c0(cpu_of(ctld)),
           d0(cpu_of(slurmd)) {}
     std::string report() const {
         auto c1 = cpu_of(ctld), d1 = cpu_of(slurmd);
-        return "slurmctld " + fmt_s(c1.first - c0.first, 1) + " s, slurmd " + fmt_s(d1.first - d0.first, 1) + " s";
+        return "slurmctld " + fmt_s(c1.first - c0.first, 1) + " s, slurmd " +
+               fmt_s(d1.first - d0.first, 1) + " s";
     }
 };
 
@@ -195,15 +204,20 @@ std::map<std::string, SlurmTimes> slurm_timeline(const crcrd::SlurmCluster& c) {
     std::ifstream ctld(c.slurmctld_log());
     for (std::string line; std::getline(ctld, line);) {
         const double t = log_time(line);
-        if (auto id = number_after(line, "_slurm_rpc_submit_batch_job: JobId="); !id.empty()) out[id].submitted = t;
-        if (auto id = number_after(line, "sched: Allocate JobId="); !id.empty()) out[id].allocated = t;
-        if (auto id = number_after(line, "_start_job: Started JobId="); !id.empty()) out[id].allocated = t;
+        if (auto id = number_after(line, "_slurm_rpc_submit_batch_job: JobId="); !id.empty())
+            out[id].submitted = t;
+        if (auto id = number_after(line, "sched: Allocate JobId="); !id.empty())
+            out[id].allocated = t;
+        if (auto id = number_after(line, "_start_job: Started JobId="); !id.empty())
+            out[id].allocated = t;
         if (line.find(" done") != std::string::npos)
-            if (auto id = number_after(line, "_job_complete: JobId="); !id.empty()) out[id].completed = t;
+            if (auto id = number_after(line, "_job_complete: JobId="); !id.empty())
+                out[id].completed = t;
     }
     std::ifstream slurmd(c.slurmd_log());
     for (std::string line; std::getline(slurmd, line);)
-        if (auto id = number_after(line, "Launching batch job "); !id.empty()) out[id].launched = log_time(line);
+        if (auto id = number_after(line, "Launching batch job "); !id.empty())
+            out[id].launched = log_time(line);
     return out;
 }
 
@@ -271,8 +285,10 @@ Figures analyse(const crcrd::SlurmCluster& cluster, const std::vector<JobRecord>
     std::map<std::string, std::vector<const JobRecord*>> by_place;
     for (const auto& j : jobs) by_place[j.slot].push_back(&j);
     for (auto& [slot, list] : by_place) {
-        std::sort(list.begin(), list.end(), [](auto* x, auto* y) { return x->submitted < y->submitted; });
-        for (std::size_t k = 1; k < list.size(); ++k) v["refill"].push_back(list[k]->submitted - list[k - 1]->seen_ended);
+        std::sort(list.begin(), list.end(),
+                  [](auto* x, auto* y) { return x->submitted < y->submitted; });
+        for (std::size_t k = 1; k < list.size(); ++k)
+            v["refill"].push_back(list[k]->submitted - list[k - 1]->seen_ended);
     }
     for (auto& [k, x] : v) f.s[k] = stat_of(x);
     return f;
@@ -284,14 +300,17 @@ void print_row(const std::string& what, const std::string& a, const std::string&
 
 // ---------------------------------------------------------------------------------------- peer
 
-Figures run_peer(const crcrd::SlurmCluster& cluster, const fs::path& dir, std::size_t total, std::size_t width,
-                 std::chrono::milliseconds poll) {
+Figures run_peer(const crcrd::SlurmCluster& cluster, const fs::path& dir, std::size_t total,
+                 std::size_t width, std::chrono::milliseconds poll) {
     fs::create_directories(dir);
     const auto script = dir / "sleep1.sh";
-    crcrd::write_file(script, "#!/bin/sh\necho \"t_start $(/bin/date +%s.%N)\"\n/bin/sleep 1\necho \"t_end $(/bin/date +%s.%N)\"\n", 0755);
+    crcrd::write_file(script,
+                      "#!/bin/sh\necho \"t_start $(/bin/date +%s.%N)\"\n/bin/sleep 1\necho \"t_end "
+                      "$(/bin/date +%s.%N)\"\n",
+                      0755);
     std::vector<JobRecord> jobs(total);
     std::map<std::string, std::size_t> active;  // Slurm id -> index
-    std::vector<std::string> free_places;        // places (1..width) whose job was seen ended
+    std::vector<std::string> free_places;       // places (1..width) whose job was seen ended
     for (std::size_t p = width; p >= 1; --p) free_places.push_back(std::to_string(p));
     std::size_t next = 0;
     const std::string name = "peer-bench";
@@ -324,10 +343,12 @@ Figures run_peer(const crcrd::SlurmCluster& cluster, const fs::path& dir, std::s
             free_places.pop_back();
             j.to_sbatch = now_s();
             std::string out;
-            int rc = cluster.run({"sbatch", "--parsable", "--export=NONE", "--no-requeue", "--job-name=" + name,
-                                  "--partition=" + cluster.partition(), "--gres=aiu:1", "--time=10:00",
-                                  "--output=" + (dir / "%j.out").string(), "--chdir=" + dir.string(), script.string()},
-                                 &out);
+            int rc = cluster.run(
+                {"sbatch", "--parsable", "--export=NONE", "--no-requeue", "--job-name=" + name,
+                 "--partition=" + cluster.partition(), "--gres=aiu:1", "--time=10:00",
+                 "--output=" + (dir / "%j.out").string(), "--chdir=" + dir.string(),
+                 script.string()},
+                &out);
             j.submitted = now_s();
             auto id = crcrd::exec::slurm::parse_sbatch_id(out);
             if (rc != 0 || !id) throw std::runtime_error("sbatch failed: " + out);
@@ -357,8 +378,8 @@ Figures run_peer(const crcrd::SlurmCluster& cluster, const fs::path& dir, std::s
     }
     Figures f = analyse(cluster, jobs);
     f.wall = wall;
-    f.cpu = "machine " + fmt_s(100 * busy_between(cpu0, cpu1), 0) + "% busy; " + daemons.report() + "; sbatch+squeue " +
-            fmt_s(self1.second - self0.second, 1) + " s";
+    f.cpu = "machine " + fmt_s(100 * busy_between(cpu0, cpu1), 0) + "% busy; " + daemons.report() +
+            "; sbatch+squeue " + fmt_s(self1.second - self0.second, 1) + " s";
     return f;
 }
 
@@ -371,31 +392,42 @@ printf '<testsuite name="ci"><testcase classname="ci" name="sleep1"/></testsuite
 echo "t_end $(date +%s.%N)"
 )sh";
 
-Figures run_crcrd(const crcrd::SlurmCluster& cluster, const fs::path& dir, std::size_t total, std::size_t width,
-                  const std::string& poll_interval, std::string* extra) {
+Figures run_crcrd(const crcrd::SlurmCluster& cluster, const fs::path& dir, std::size_t total,
+                  std::size_t width, const std::string& poll_interval, std::string* extra) {
     const fs::path bin = dir / "bin", shared = dir / "shared", home = dir / "daemon";
     fs::create_directories(shared);
     fs::create_directories(home);
     crcrd::write_file(bin / "ci.sh", k_command, 0755);
     // Tests run as nobody inside bwrap: the command and the shared root must be reachable.
     for (const auto& d : {dir, bin, shared}) fs::permissions(d, fs::perms(0755));
-    crcrd::write_file(home / "selection.yaml",
-                      "tiers:\n  - {name: unit, always: true, tests: [sleep1], labels: [aiu1], timeout: 10m}\n"
-                      "rules: []\nunmatched: nothing\n");
-    crcrd::TestDaemon daemon(home, "selection: {rules: selection.yaml}\n"
-                                   "execution:\n"
-                                   "  executor: slurm\n"
-                                   "  command: [" + (bin / "ci.sh").string() + "]\n"
-                                   "  min_free_bytes: 1MiB\n"
-                                   "  infra_retries: 0\n"
-                                   "  flaky_reruns: 0\n"
-                                   "  device_wait: 1h\n"  // runs wait their turn for a slot
-                                   "  slurm:\n"
-                                   "    partition: " + cluster.partition() + "\n"
-                                   "    gres_per_label: {aiu1: \"aiu:1\"}\n"
-                                   "    shared_root: " + shared.string() + "\n"
-                                   "    poll_interval: " + poll_interval + "\n"
-                                   "    max_submitted: " + std::to_string(width) + "\n");
+    crcrd::write_file(
+        home / "selection.yaml",
+        "tiers:\n  - {name: unit, always: true, tests: [sleep1], labels: [aiu1], timeout: 10m}\n"
+        "rules: []\nunmatched: nothing\n");
+    crcrd::TestDaemon daemon(home,
+                             "selection: {rules: selection.yaml}\n"
+                             "execution:\n"
+                             "  executor: slurm\n"
+                             "  command: [" +
+                                 (bin / "ci.sh").string() +
+                                 "]\n"
+                                 "  min_free_bytes: 1MiB\n"
+                                 "  infra_retries: 0\n"
+                                 "  flaky_reruns: 0\n"
+                                 "  device_wait: 1h\n"  // runs wait their turn for a slot
+                                 "  slurm:\n"
+                                 "    partition: " +
+                                 cluster.partition() +
+                                 "\n"
+                                 "    gres_per_label: {aiu1: \"aiu:1\"}\n"
+                                 "    shared_root: " +
+                                 shared.string() +
+                                 "\n"
+                                 "    poll_interval: " +
+                                 poll_interval +
+                                 "\n"
+                                 "    max_submitted: " +
+                                 std::to_string(width) + "\n");
     daemon.start(cluster.env());
     if (daemon.port() == 0) throw std::runtime_error("crcrd did not start:\n" + daemon.log());
     const pid_t pid = daemon.process().pid();
@@ -415,7 +447,9 @@ Figures run_crcrd(const crcrd::SlurmCluster& cluster, const fs::path& dir, std::
         auto r = daemon.post_standard(tmpl.dump(), "bench-" + std::to_string(i));
         const double t2 = now_s();
         if (!r || r->status != 202)
-            throw std::runtime_error("post " + std::to_string(i) + ": " + (r ? std::to_string(r->status) + " " + r->body : r.error().message));
+            throw std::runtime_error(
+                "post " + std::to_string(i) + ": " +
+                (r ? std::to_string(r->status) + " " + r->body : r.error().message));
         auto run = json::parse(r->body)["run_id"].get<std::int64_t>();
         posted[run] = t;
         accepted[run] = t2;
@@ -424,14 +458,16 @@ Figures run_crcrd(const crcrd::SlurmCluster& cluster, const fs::path& dir, std::
     const auto limit = std::chrono::seconds(60 + 10 * total);
     if (!eventually(
             [&] {
-                if (daemon.scalar("SELECT count(*) FROM runs WHERE state IN ('completed','cancelled')") ==
+                if (daemon.scalar(
+                        "SELECT count(*) FROM runs WHERE state IN ('completed','cancelled')") ==
                     static_cast<std::int64_t>(total))
                     return true;
                 std::this_thread::sleep_for(250ms);  // a read of the database each time
                 return false;
             },
             limit))
-        throw std::runtime_error("the runs did not complete within " + std::to_string(limit.count()) + " s");
+        throw std::runtime_error("the runs did not complete within " +
+                                 std::to_string(limit.count()) + " s");
     const auto cpu1 = machine_cpu();
     const auto d1 = cpu_of(pid);
 
@@ -447,8 +483,10 @@ Figures run_crcrd(const crcrd::SlurmCluster& cluster, const fs::path& dir, std::
     auto db = crcrd::store::Db::open(daemon.db_path(), crcrd::store::OpenOptions{true, 5000});
     if (!db) throw std::runtime_error(db.error().message);
     auto st = (*db)->prepare(
-        "SELECT j.id, j.run_id, coalesce(j.slot,''), coalesce(j.external_id,''), j.created_at, coalesce(j.started_at,''), "
-        "coalesce(j.finished_at,''), coalesce(j.conclusion,''), coalesce(j.log_path,''), coalesce(r.finished_at,'') "
+        "SELECT j.id, j.run_id, coalesce(j.slot,''), coalesce(j.external_id,''), j.created_at, "
+        "coalesce(j.started_at,''), "
+        "coalesce(j.finished_at,''), coalesce(j.conclusion,''), coalesce(j.log_path,''), "
+        "coalesce(r.finished_at,'') "
         "FROM jobs j JOIN runs r ON r.id = j.run_id ORDER BY j.id");
     std::vector<JobRecord> jobs;
     std::vector<double> accept, post_to_created, webhook_to_sbatch, created_to_leased;
@@ -475,16 +513,21 @@ Figures run_crcrd(const crcrd::SlurmCluster& cluster, const fs::path& dir, std::
     }
     Figures f = analyse(cluster, jobs);
     f.wall = last - t0;
-    f.cpu = "machine " + fmt_s(100 * busy_between(cpu0, cpu1), 0) + "% busy; " + daemons.report() + "; crcrd " +
-            fmt_s(d1.first - d0.first, 1) + " s + its sbatch/scontrol " + fmt_s(d1.second - d0.second, 1) + " s";
+    f.cpu = "machine " + fmt_s(100 * busy_between(cpu0, cpu1), 0) + "% busy; " + daemons.report() +
+            "; crcrd " + fmt_s(d1.first - d0.first, 1) + " s + its sbatch/scontrol " +
+            fmt_s(d1.second - d0.second, 1) + " s";
     std::ostringstream x;
     x << "crcrd only (p50 / p99, seconds):\n"
-      << "  " << total << " posts took " << fmt_s(t_posted - t0, 2) << " s; post -> 202: " << cell(stat_of(accept)) << "\n"
+      << "  " << total << " posts took " << fmt_s(t_posted - t0, 2)
+      << " s; post -> 202: " << cell(stat_of(accept)) << "\n"
       << "  post -> job created (planner): " << cell(stat_of(post_to_created)) << "\n"
       << "  the first " << width << " runs (a slot free): job created -> slot leased: "
-      << cell(stat_of(std::vector<double>(created_to_leased.begin(), created_to_leased.begin() + std::min(width, created_to_leased.size()))))
+      << cell(stat_of(std::vector<double>(
+             created_to_leased.begin(),
+             created_to_leased.begin() + std::min(width, created_to_leased.size()))))
       << "\n"
-      << "  the first " << width << " runs: post -> sbatch returned: " << cell(stat_of(webhook_to_sbatch)) << "\n"
+      << "  the first " << width
+      << " runs: post -> sbatch returned: " << cell(stat_of(webhook_to_sbatch)) << "\n"
       << "  conclusions: " << f.ok << " passed of " << jobs.size() << " jobs\n";
     *extra = x.str();
     if (daemon.stop() != 0) std::cerr << "crcrd did not exit 0 at SIGTERM\n";
@@ -499,7 +542,8 @@ int main(int argc, char** argv) {
     const std::size_t total = a.count("--runs") ? std::stoul(a["--runs"]) : 500;
     const std::size_t width = a.count("--width") ? std::stoul(a["--width"]) : 16;
     const std::string poll = a.count("--poll-interval") ? a["--poll-interval"] : "1s";
-    const auto peer_poll = std::chrono::milliseconds(a.count("--peer-poll-ms") ? std::stol(a["--peer-poll-ms"]) : 200);
+    const auto peer_poll =
+        std::chrono::milliseconds(a.count("--peer-poll-ms") ? std::stol(a["--peer-poll-ms"]) : 200);
     const std::string only = a.count("--only") ? a["--only"] : "";
     std::setvbuf(stdout, nullptr, _IOLBF, 0);
     if (auto why = crcrd::SlurmCluster::skip_reason(); !why.empty()) {
@@ -507,7 +551,9 @@ int main(int argc, char** argv) {
         return 2;
     }
     std::string out;
-    if (crcrd::run_command({"bwrap", "--ro-bind", "/", "/", "--unshare-pid", "--proc", "/proc", "true"}, &out) != 0) {
+    if (crcrd::run_command(
+            {"bwrap", "--ro-bind", "/", "/", "--unshare-pid", "--proc", "/proc", "true"}, &out) !=
+        0) {
         std::cerr << "bench_slurm: bubblewrap cannot create namespaces here: " << out << "\n";
         return 2;
     }
@@ -520,32 +566,46 @@ int main(int argc, char** argv) {
         std::string extra;
         {
             crcrd::SlurmCluster cluster(root / "slurm", static_cast<int>(width));
-            std::printf("cluster: one node, CPUs=16, Gres=aiu:%zu; every job asks --gres=aiu:1; %zu jobs, at most %zu in Slurm\n",
-                        width, total, width);
+            std::printf(
+                "cluster: one node, CPUs=16, Gres=aiu:%zu; every job asks --gres=aiu:1; %zu jobs, "
+                "at most %zu in Slurm\n",
+                width, total, width);
             if (only != "crcrd") {
                 peer = run_peer(cluster, root / "peer", total, width, peer_poll);
                 std::fprintf(stderr, "peer done: %.1f s\n", peer->wall);
             }
             if (only != "peer") {
-                if (!cluster.wait_node_idle(60s)) throw std::runtime_error("the node is not idle after the peer");
+                if (!cluster.wait_node_idle(60s))
+                    throw std::runtime_error("the node is not idle after the peer");
                 mine = run_crcrd(cluster, root / "crcrd", total, width, poll, &extra);
                 std::fprintf(stderr, "crcrd done: %.1f s\n", mine->wall);
             }
         }  // the cluster stops here (jobs cancelled, slurmd and slurmctld stopped)
-        auto col = [&](const std::optional<Figures>& f, auto get) { return f ? get(*f) : std::string("-"); };
-        std::printf("\n| p50 / p99 in seconds (mean, n) | sbatch alone (squeue every %ld ms) | crcrd (poll_interval %s) |\n|---|---|---|\n",
-                    static_cast<long>(peer_poll.count()), poll.c_str());
-        print_row("jobs completed", col(peer, [](auto& f) { return std::to_string(f.ok) + " of " + std::to_string(f.jobs); }),
-                  col(mine, [](auto& f) { return std::to_string(f.ok) + " of " + std::to_string(f.jobs); }));
+        auto col = [&](const std::optional<Figures>& f, auto get) {
+            return f ? get(*f) : std::string("-");
+        };
+        std::printf(
+            "\n| p50 / p99 in seconds (mean, n) | sbatch alone (squeue every %ld ms) | crcrd "
+            "(poll_interval %s) |\n|---|---|---|\n",
+            static_cast<long>(peer_poll.count()), poll.c_str());
+        print_row(
+            "jobs completed",
+            col(peer,
+                [](auto& f) { return std::to_string(f.ok) + " of " + std::to_string(f.jobs); }),
+            col(mine,
+                [](auto& f) { return std::to_string(f.ok) + " of " + std::to_string(f.jobs); }));
         print_row("wall time", col(peer, [](auto& f) { return fmt_s(f.wall, 1) + " s"; }),
                   col(mine, [](auto& f) { return fmt_s(f.wall, 1) + " s"; }));
         print_row("jobs/s", col(peer, [](auto& f) { return fmt_s(f.jobs / f.wall, 2); }),
                   col(mine, [](auto& f) { return fmt_s(f.jobs / f.wall, 2); }));
         for (const auto& [key, what, prec] : k_rows) {
-            auto get = [&, key = key, prec = prec](const Figures& f) { return f.s.count(key) ? cell(f.s.at(key), prec) : "-"; };
+            auto get = [&, key = key, prec = prec](const Figures& f) {
+                return f.s.count(key) ? cell(f.s.at(key), prec) : "-";
+            };
             print_row(what, col(peer, get), col(mine, get));
         }
-        print_row("CPU during the phase", col(peer, [](auto& f) { return f.cpu; }), col(mine, [](auto& f) { return f.cpu; }));
+        print_row("CPU during the phase", col(peer, [](auto& f) { return f.cpu; }),
+                  col(mine, [](auto& f) { return f.cpu; }));
         std::printf("\n%s", extra.c_str());
         if (peer && mine) std::printf("ratio crcrd/sbatch jobs/s: %.2f\n", peer->wall / mine->wall);
     } catch (const std::exception& e) {

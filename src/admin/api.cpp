@@ -1,9 +1,9 @@
 #include "crcrd/admin/api.hpp"
 
+#include <spdlog/spdlog.h>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <nlohmann/json.hpp>
-#include <spdlog/spdlog.h>
 
 #include <map>
 #include <regex>
@@ -20,9 +20,9 @@ namespace asio = boost::asio;
 using nlohmann::json;
 
 int status_of(const Error& e) {
-    static const std::map<std::string, int> k_status = {{"bad_request", 400}, {"unauthorized", 401},
-                                                        {"forbidden", 403},   {"not_found", 404},
-                                                        {"method_not_allowed", 405}, {"conflict", 409}};
+    static const std::map<std::string, int> k_status = {
+        {"bad_request", 400}, {"unauthorized", 401},       {"forbidden", 403},
+        {"not_found", 404},   {"method_not_allowed", 405}, {"conflict", 409}};
     auto it = k_status.find(e.code);
     return it == k_status.end() ? 503 : it->second;
 }
@@ -51,26 +51,49 @@ struct Route {
 /// query parameters it takes.
 const std::vector<Route>& routes() {
     static const std::vector<Route> k = {
-        {"GET", std::regex(R"(^/api/v1/runs$)"), false, list_runs_route,
+        {"GET",
+         std::regex(R"(^/api/v1/runs$)"),
+         false,
+         list_runs_route,
          {"state", "conclusion", "sha", "pr", "event", "since", "until", "limit", "cursor"}},
         {"POST", std::regex(R"(^/api/v1/runs$)"), true, create_run_route, {}},
         {"GET", std::regex(R"(^/api/v1/runs/([0-9]{1,18})$)"), false, get_run_route, {}},
         {"POST", std::regex(R"(^/api/v1/runs/([0-9]{1,18})/retry$)"), true, retry_run_route, {}},
         {"POST", std::regex(R"(^/api/v1/runs/([0-9]{1,18})/cancel$)"), true, cancel_run_route, {}},
         {"GET", std::regex(R"(^/api/v1/jobs/([0-9]{1,18})$)"), false, get_job_route, {}},
-        {"GET", std::regex(R"(^/api/v1/jobs/([0-9]{1,18})/tests$)"), false, job_tests_route,
+        {"GET",
+         std::regex(R"(^/api/v1/jobs/([0-9]{1,18})/tests$)"),
+         false,
+         job_tests_route,
          {"outcome", "limit", "cursor"}},
         {"GET", std::regex(R"(^/api/v1/jobs/([0-9]{1,18})/log$)"), false, job_log_route, {"tail"}},
         {"GET", std::regex(R"(^/api/v1/runners$)"), false, list_runners_route, {}},
-        {"POST", std::regex(R"(^/api/v1/runners/([A-Za-z0-9._-]{1,100})/(drain|undrain)$)"), true, drain_runner_route, {}},
-        {"GET", std::regex(R"(^/api/v1/deliveries$)"), false, list_deliveries_route,
+        {"POST",
+         std::regex(R"(^/api/v1/runners/([A-Za-z0-9._-]{1,100})/(drain|undrain)$)"),
+         true,
+         drain_runner_route,
+         {}},
+        {"GET",
+         std::regex(R"(^/api/v1/deliveries$)"),
+         false,
+         list_deliveries_route,
          {"verdict", "limit", "cursor"}},
-        {"GET", std::regex(R"(^/api/v1/outbox$)"), false, list_outbox_route,
+        {"GET",
+         std::regex(R"(^/api/v1/outbox$)"),
+         false,
+         list_outbox_route,
          {"state", "sink", "run_id", "limit", "cursor"}},
-        {"POST", std::regex(R"(^/api/v1/outbox/([0-9]{1,18})/retry$)"), true, retry_outbox_route, {}},
+        {"POST",
+         std::regex(R"(^/api/v1/outbox/([0-9]{1,18})/retry$)"),
+         true,
+         retry_outbox_route,
+         {}},
         {"GET", std::regex(R"(^/api/v1/recovery$)"), false, list_recovery_route, {}},
         {"POST", std::regex(R"(^/api/v1/recovery/run$)"), true, run_recovery_route, {}},
-        {"GET", std::regex(R"(^/api/v1/selection-misses$)"), false, list_selection_misses_route,
+        {"GET",
+         std::regex(R"(^/api/v1/selection-misses$)"),
+         false,
+         list_selection_misses_route,
          {"run_id", "test", "limit", "cursor"}},
     };
     return k;
@@ -78,8 +101,8 @@ const std::vector<Route>& routes() {
 
 }  // namespace
 
-Api::Api(std::filesystem::path db_path, std::vector<config::AdminToken> tokens, asio::any_io_executor workers,
-         store::Writer& writer)
+Api::Api(std::filesystem::path db_path, std::vector<config::AdminToken> tokens,
+         asio::any_io_executor workers, store::Writer& writer)
     : m_db_path(std::move(db_path)),
       m_tokens(std::make_shared<const std::vector<config::AdminToken>>(std::move(tokens))),
       m_workers(std::move(workers)),
@@ -142,10 +165,12 @@ std::string Api::route_label(const std::string& path) {
     if (path == "/metrics" || path == "/api/v1/openapi.yaml") return path;
     if (Dashboard::owns(path)) {
         // The dashboard's page patterns; anything else under /ui is one label.
-        static const std::regex k_ui(R"(^/ui(/|/style\.css|/login|/logout|/runners|/deliveries|/runs/[0-9]+(/cancel|/retry)?|/jobs/[0-9]+|/runners/[^/]+/(drain|undrain))$)");
+        static const std::regex k_ui(
+            R"(^/ui(/|/style\.css|/login|/logout|/runners|/deliveries|/runs/[0-9]+(/cancel|/retry)?|/jobs/[0-9]+|/runners/[^/]+/(drain|undrain))$)");
         if (!std::regex_match(path, k_ui)) return "/ui/*";
         static const std::regex k_runner(R"(/runners/[^/]+/)"), k_number(R"(/[0-9]+)");
-        return std::regex_replace(std::regex_replace(path, k_runner, "/runners/{name}/"), k_number, "/{id}");
+        return std::regex_replace(std::regex_replace(path, k_runner, "/runners/{name}/"), k_number,
+                                  "/{id}");
     }
     bool matched = false;
     for (const auto& r : routes()) matched = matched || std::regex_match(path, r.path);
@@ -175,9 +200,11 @@ asio::awaitable<http::Response> Api::metrics(bool authenticated, const std::stri
         open = m_metrics_public;
     }
     if (!authenticated && !open) {
-        co_return error_response(make_error("unauthorized", "a valid bearer token is required (or admin.metrics_public)"));
+        co_return error_response(make_error(
+            "unauthorized", "a valid bearer token is required (or admin.metrics_public)"));
     }
-    if (method != "GET" && method != "HEAD") co_return error_response(make_error("method_not_allowed", ""));
+    if (method != "GET" && method != "HEAD")
+        co_return error_response(make_error("method_not_allowed", ""));
     const std::size_t pending = m_writer.pending();
     // A named awaitable, as everywhere here: g++ 12 destroys a lambda temporary inside a
     // co_await expression twice.
@@ -224,8 +251,9 @@ asio::awaitable<http::Response> Api::handle(http::Request& req) {
         }
     }
     if (!found) {
-        co_return error_response(path_known ? make_error("method_not_allowed", "")
-                                            : make_error("not_found", "no route for " + req.path.substr(0, 200)));
+        co_return error_response(
+            path_known ? make_error("method_not_allowed", "")
+                       : make_error("not_found", "no route for " + req.path.substr(0, 200)));
     }
     if (found->admin_only && caller->role != Role::admin) {
         log_refused(req, 403, caller->name);
@@ -249,15 +277,16 @@ void Api::log_refused(const http::Request& req, int status, const std::string& t
         reason = "token " + token_name + " has the read role; the route needs admin";
     } else {
         auto authorization = req.header("Authorization");
-        reason = !authorization                                  ? "no Authorization header"
-                 : authorization->substr(0, 7) != "Bearer "      ? "not a Bearer token"
-                                                                 : "the bearer token matches no admin token";
+        reason = !authorization ? "no Authorization header"
+                 : authorization->substr(0, 7) != "Bearer "
+                     ? "not a Bearer token"
+                     : "the bearer token matches no admin token";
     }
     std::string route = req.path.substr(0, 200);
     for (char& c : route)
         if (static_cast<unsigned char>(c) < 0x21 || static_cast<unsigned char>(c) > 0x7e) c = '?';
-    spdlog::warn("admin authentication failed client={} method={} path={} status={} reason=\"{}\"", address,
-                 req.method.substr(0, 16), route, status, reason);
+    spdlog::warn("admin authentication failed client={} method={} path={} status={} reason=\"{}\"",
+                 address, req.method.substr(0, 16), route, status, reason);
 }
 
 void Api::flush_refused_log() {

@@ -11,12 +11,23 @@ std::string esc(std::string_view s) {
     out.reserve(s.size() + s.size() / 8);
     for (char c : s) {
         switch (c) {
-            case '&': out += "&amp;"; break;
-            case '<': out += "&lt;"; break;
-            case '>': out += "&gt;"; break;
-            case '"': out += "&quot;"; break;
-            case '\'': out += "&#39;"; break;
-            default: out += c;
+            case '&':
+                out += "&amp;";
+                break;
+            case '<':
+                out += "&lt;";
+                break;
+            case '>':
+                out += "&gt;";
+                break;
+            case '"':
+                out += "&quot;";
+                break;
+            case '\'':
+                out += "&#39;";
+                break;
+            default:
+                out += c;
         }
     }
     return out;
@@ -67,30 +78,38 @@ std::string sha_link(const json& sha, const std::string& commit_url) {
     return "<a href=\"" + esc(commit_url + s) + "\" title=\"" + esc(s) + "\">" + shown + "</a>";
 }
 
-std::string pre(std::string_view s) { return "<pre>" + esc(s) + "</pre>"; }
+std::string pre(std::string_view s) {
+    return "<pre>" + esc(s) + "</pre>";
+}
 
 std::string action_form(const std::string& action, const std::string& label, const Viewer& v,
                         const std::string& css_class) {
-    return "<form method=\"post\" action=\"" + esc(action) + "\" class=\"inline\"><input type=\"hidden\" name=\"csrf\" value=\"" +
-           esc(v.csrf) + "\"><button type=\"submit\"" + (css_class.empty() ? "" : " class=\"" + esc(css_class) + "\"") +
-           ">" + esc(label) + "</button></form>";
+    return "<form method=\"post\" action=\"" + esc(action) +
+           "\" class=\"inline\"><input type=\"hidden\" name=\"csrf\" value=\"" + esc(v.csrf) +
+           "\"><button type=\"submit\"" +
+           (css_class.empty() ? "" : " class=\"" + esc(css_class) + "\"") + ">" + esc(label) +
+           "</button></form>";
 }
 
-std::string page(const std::string& title, const std::string& active, const std::string& body, const Viewer& v) {
+std::string page(const std::string& title, const std::string& active, const std::string& body,
+                 const Viewer& v) {
     std::string out =
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
         "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
         "<title>" +
-        esc(title) + " · crcrd</title><link rel=\"stylesheet\" href=\"/ui/style.css\"></head><body><header><nav>"
-                     "<a class=\"brand\" href=\"/ui/\">crcrd</a>";
+        esc(title) +
+        " · crcrd</title><link rel=\"stylesheet\" href=\"/ui/style.css\"></head><body><header><nav>"
+        "<a class=\"brand\" href=\"/ui/\">crcrd</a>";
     for (const auto& [href, name] : {std::pair<const char*, const char*>{"/ui/", "Runs"},
                                      {"/ui/runners", "Runners"},
                                      {"/ui/deliveries", "Deliveries"}}) {
-        out += std::string("<a href=\"") + href + "\"" + (active == name ? " class=\"active\"" : "") + ">" + name + "</a>";
+        out += std::string("<a href=\"") + href + "\"" +
+               (active == name ? " class=\"active\"" : "") + ">" + name + "</a>";
     }
     out += "<span class=\"who\">";
     if (v.signed_in) {
-        out += esc(v.name) + (v.admin ? " (admin)" : " (read)") + " " + action_form("/ui/logout", "Sign out", v, "link");
+        out += esc(v.name) + (v.admin ? " (admin)" : " (read)") + " " +
+               action_form("/ui/logout", "Sign out", v, "link");
     } else {
         out += "<a href=\"/ui/login\">Sign in</a>";
     }

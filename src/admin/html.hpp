@@ -39,7 +39,8 @@ std::string action_form(const std::string& action, const std::string& label, con
                         const std::string& css_class = "");
 /// The whole document: head, stylesheet link, navigation (with `active` marked), the viewer
 /// and sign-out form, then `body`.
-std::string page(const std::string& title, const std::string& active, const std::string& body, const Viewer& v);
+std::string page(const std::string& title, const std::string& active, const std::string& body,
+                 const Viewer& v);
 
 /// The stylesheet served at /ui/style.css.
 std::string_view stylesheet();

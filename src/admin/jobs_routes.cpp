@@ -24,7 +24,9 @@ asio::awaitable<Reply> job_tests_route(Context& ctx, Call& call) {
     if (!page) co_return page.error();
     auto outcome = call.req.query_param("outcome");
     if (auto s = one_of(outcome, "outcome", names<TestOutcome>()); !s) co_return s.error();
-    auto query = on_workers(ctx.workers, [db = ctx.db_path, id, outcome, p = *page] { return list_tests(db, id, outcome, p); });
+    auto query = on_workers(ctx.workers, [db = ctx.db_path, id, outcome, p = *page] {
+        return list_tests(db, id, outcome, p);
+    });
     co_return json_reply(co_await std::move(query));
 }
 
@@ -36,7 +38,8 @@ asio::awaitable<Reply> job_log_route(Context& ctx, Call& call) {
         auto where = job_log_path(db, id);
         if (!where) return where.error();
         std::ifstream in(*where, std::ios::binary | std::ios::ate);
-        if (!in) return make_error("not_found", "the log of job " + std::to_string(id) + " is gone");
+        if (!in)
+            return make_error("not_found", "the log of job " + std::to_string(id) + " is gone");
         std::int64_t size = in.tellg();
         std::int64_t from = n ? std::max<std::int64_t>(0, size - *n) : 0;
         in.seekg(from);
@@ -78,7 +81,8 @@ asio::awaitable<Reply> drain_runner_route(Context& ctx, Call& call) {
     const std::string name = call.params.at(0);
     const bool drain = call.params.at(1) == "drain";
     auto write = store::async_write<bool>(
-        ctx.writer, [name, drain](store::Db& db) { return store::SlotsRepo(db).set_drained(name, drain); },
+        ctx.writer,
+        [name, drain](store::Db& db) { return store::SlotsRepo(db).set_drained(name, drain); },
         asio::use_awaitable);
     auto [err, changed] = co_await std::move(write);
     if (err) co_return *err;

@@ -31,7 +31,8 @@ asio::awaitable<Reply> list_outbox_route(Context& ctx, Call& call) {
     OutboxFilter f;
     f.state = req.query_param("state");
     f.sink = req.query_param("sink");
-    if (auto s = first_error({one_of(f.state, "state", names<OutboxDelivery>()), one_of(f.sink, "sink", names<Sink>())});
+    if (auto s = first_error({one_of(f.state, "state", names<OutboxDelivery>()),
+                              one_of(f.sink, "sink", names<Sink>())});
         !s) {
         co_return s.error();
     }
@@ -57,7 +58,8 @@ asio::awaitable<Reply> list_selection_misses_route(Context& ctx, Call& call) {
     auto page = page_of(call.req);
     if (!page) co_return page.error();
     f.page = *page;
-    auto query = on_workers(ctx.workers, [db = ctx.db_path, f] { return list_selection_misses(db, f); });
+    auto query =
+        on_workers(ctx.workers, [db = ctx.db_path, f] { return list_selection_misses(db, f); });
     co_return json_reply(co_await std::move(query));
 }
 
@@ -66,14 +68,18 @@ asio::awaitable<Reply> retry_outbox_route(Context& ctx, Call& call) {
     // Only a dead letter, and only while nothing newer was reported for its context: an
     // older state must never overwrite a newer one.
     auto write = store::async_write<store::RequeueOutcome>(
-        ctx.writer, [id](store::Db& db) { return store::OutboxRepo(db).requeue_dead(id); }, asio::use_awaitable);
+        ctx.writer, [id](store::Db& db) { return store::OutboxRepo(db).requeue_dead(id); },
+        asio::use_awaitable);
     auto [err, outcome] = co_await std::move(write);
     if (err) co_return *err;
     using Requeue = store::RequeueOutcome::Kind;
-    if (outcome.kind == Requeue::not_found) co_return make_error("not_found", "no outbox row " + std::to_string(id));
-    if (outcome.kind == Requeue::not_dead) co_return make_error("conflict", "not dead: " + std::string(to_string(outcome.delivery)));
+    if (outcome.kind == Requeue::not_found)
+        co_return make_error("not_found", "no outbox row " + std::to_string(id));
+    if (outcome.kind == Requeue::not_dead)
+        co_return make_error("conflict", "not dead: " + std::string(to_string(outcome.delivery)));
     if (outcome.kind == Requeue::newer_reported) {
-        co_return make_error("conflict", "a newer status of " + outcome.context + " was reported since");
+        co_return make_error("conflict",
+                             "a newer status of " + outcome.context + " was reported since");
     }
     spdlog::info("outbox id={} requeued by {}", id, call.caller.name);
     co_return ok_json({{"status", "waiting"}, {"id", id}});
@@ -87,7 +93,8 @@ asio::awaitable<Reply> list_recovery_route(Context& ctx, Call&) {
 }
 
 asio::awaitable<Reply> run_recovery_route(Context& ctx, Call& call) {
-    if (!ctx.on_recovery_run) co_return make_error("conflict", "recovery.github_hook is not configured");
+    if (!ctx.on_recovery_run)
+        co_return make_error("conflict", "recovery.github_hook is not configured");
     ctx.on_recovery_run();
     spdlog::info("recovery pass requested by {}", call.caller.name);
     co_return ok_json({{"status", "started"}}, 202);

@@ -12,8 +12,12 @@ using nlohmann::json;
 
 namespace {
 
-json opt(const std::optional<std::string>& v) { return v ? json(*v) : json(nullptr); }
-json opt(const std::optional<std::int64_t>& v) { return v ? json(*v) : json(nullptr); }
+json opt(const std::optional<std::string>& v) {
+    return v ? json(*v) : json(nullptr);
+}
+json opt(const std::optional<std::int64_t>& v) {
+    return v ? json(*v) : json(nullptr);
+}
 
 json run_json(const store::RunRow& r) {
     json sel = nullptr;
@@ -21,11 +25,21 @@ json run_json(const store::RunRow& r) {
         sel = json::parse(*r.selection_json, nullptr, false);
         if (sel.is_discarded()) sel = nullptr;
     }
-    return {{"id", r.id},                 {"event", r.event},            {"sha", r.sha},
-            {"pr", opt(r.pr)},            {"ref", opt(r.ref)},           {"base_sha", opt(r.base_sha)},
-            {"delivery_id", opt(r.delivery_id)}, {"state", r.state},     {"conclusion", opt(r.conclusion)},
-            {"reason", opt(r.reason)},    {"created_at", r.created_at},  {"finished_at", opt(r.finished_at)},
-            {"selection", sel},           {"base_ref", opt(r.base_ref)}, {"head_repo", opt(r.head_repo)}};
+    return {{"id", r.id},
+            {"event", r.event},
+            {"sha", r.sha},
+            {"pr", opt(r.pr)},
+            {"ref", opt(r.ref)},
+            {"base_sha", opt(r.base_sha)},
+            {"delivery_id", opt(r.delivery_id)},
+            {"state", r.state},
+            {"conclusion", opt(r.conclusion)},
+            {"reason", opt(r.reason)},
+            {"created_at", r.created_at},
+            {"finished_at", opt(r.finished_at)},
+            {"selection", sel},
+            {"base_ref", opt(r.base_ref)},
+            {"head_repo", opt(r.head_repo)}};
 }
 
 json job_json(const store::JobRow& j) {
@@ -51,7 +65,8 @@ json job_json(const store::JobRow& j) {
             {"timeout_s", j.timeout_ms / 1000},
             {"tests", counts},
             {"metadata", meta},
-            {"evidence", !j.evidence_json ? json(nullptr) : json::parse(*j.evidence_json, nullptr, false)}};
+            {"evidence",
+             !j.evidence_json ? json(nullptr) : json::parse(*j.evidence_json, nullptr, false)}};
 }
 
 /// docs/verdicts.md: {good, bad, commits, culprit, runs}, with the state and why.
@@ -59,14 +74,18 @@ json bisect_json(const store::Bisection& b, const std::vector<store::BisectRun>&
     json rl = json::array();
     for (const auto& r : runs) {
         json verdict = nullptr;
-        if (r.state == RunState::cancelled) verdict = "skip";
+        if (r.state == RunState::cancelled)
+            verdict = "skip";
         else if (r.conclusion) {
             verdict = *r.conclusion == Conclusion::regression ? "bad"
                       : is_pass(*r.conclusion)                ? "good"
                                                               : "skip";
         }
-        rl.push_back({{"run_id", r.run_id}, {"sha", r.sha}, {"state", std::string(to_string(r.state))},
-                      {"conclusion", r.conclusion ? json(std::string(to_string(*r.conclusion))) : json(nullptr)},
+        rl.push_back({{"run_id", r.run_id},
+                      {"sha", r.sha},
+                      {"state", std::string(to_string(r.state))},
+                      {"conclusion",
+                       r.conclusion ? json(std::string(to_string(*r.conclusion))) : json(nullptr)},
                       {"verdict", verdict}});
     }
     return {{"state", b.state},
@@ -104,13 +123,17 @@ json outbox_json(const store::OutboxRow& o) {
 
 }  // namespace
 
-std::string make_cursor(std::int64_t last_id) { return crypto::base64url_encode("id<" + std::to_string(last_id)); }
+std::string make_cursor(std::int64_t last_id) {
+    return crypto::base64url_encode("id<" + std::to_string(last_id));
+}
 
 std::optional<std::int64_t> parse_cursor(const std::string& cursor) {
     std::string padded = cursor;
     for (char& c : padded) {
-        if (c == '-') c = '+';
-        else if (c == '_') c = '/';
+        if (c == '-')
+            c = '+';
+        else if (c == '_')
+            c = '/';
     }
     while (padded.size() % 4) padded.push_back('=');
     auto raw = crypto::base64_decode(padded);
@@ -129,7 +152,8 @@ namespace {
 
 json page(std::vector<json> items, int limit) {
     json next = nullptr;
-    if (static_cast<int>(items.size()) == limit && !items.empty()) next = make_cursor(items.back()["id"].get<std::int64_t>());
+    if (static_cast<int>(items.size()) == limit && !items.empty())
+        next = make_cursor(items.back()["id"].get<std::int64_t>());
     return {{"items", std::move(items)}, {"next_cursor", next}};
 }
 
@@ -164,28 +188,32 @@ Result<json> get_run(const std::filesystem::path& path, std::int64_t id) {
     json sl = json::array();
     for (const auto& o : (*detail)->statuses) sl.push_back(outbox_json(o));
     run["statuses"] = std::move(sl);
-    if (const auto& b = (*detail)->bisection) run["bisect"] = bisect_json(*b, (*detail)->bisect_runs);
-    if (const auto& b = (*detail)->bisecting) run["bisection_of"] = {{"run_id", b->bad_run_id}, {"tier", b->tier}, {"tests", b->tests}};
+    if (const auto& b = (*detail)->bisection)
+        run["bisect"] = bisect_json(*b, (*detail)->bisect_runs);
+    if (const auto& b = (*detail)->bisecting)
+        run["bisection_of"] = {{"run_id", b->bad_run_id}, {"tier", b->tier}, {"tests", b->tests}};
     return run;
 }
 
 Result<json> list_deliveries(const std::filesystem::path& path, const DeliveryFilter& f) {
     auto db = store::AdminReads::for_this_thread(path);
     if (!db) return db.error();
-    return paged(db->deliveries(f.verdict, f.page), f.page.limit, [](const store::DeliveryRow& d) -> json {
-        json run_ids = !d.run_ids_json ? json::array() : json::parse(*d.run_ids_json, nullptr, false);
-        return {{"id", d.id},
-                {"delivery_id", opt(d.delivery_id)},
-                {"received_at", d.received_at},
-                {"scheme", opt(d.scheme)},
-                {"event", opt(d.event)},
-                {"verdict", d.verdict},
-                {"http_status", d.http_status},
-                {"reason", opt(d.reason)},
-                {"run_id", opt(d.run_id)},
-                {"crcr_delivery_id", opt(d.crcr_delivery_id)},
-                {"run_ids", run_ids}};
-    });
+    return paged(
+        db->deliveries(f.verdict, f.page), f.page.limit, [](const store::DeliveryRow& d) -> json {
+            json run_ids =
+                !d.run_ids_json ? json::array() : json::parse(*d.run_ids_json, nullptr, false);
+            return {{"id", d.id},
+                    {"delivery_id", opt(d.delivery_id)},
+                    {"received_at", d.received_at},
+                    {"scheme", opt(d.scheme)},
+                    {"event", opt(d.event)},
+                    {"verdict", d.verdict},
+                    {"http_status", d.http_status},
+                    {"reason", opt(d.reason)},
+                    {"run_id", opt(d.run_id)},
+                    {"crcr_delivery_id", opt(d.crcr_delivery_id)},
+                    {"run_ids", run_ids}};
+        });
 }
 
 Result<json> list_outbox(const std::filesystem::path& path, const OutboxFilter& f) {
@@ -218,8 +246,8 @@ Result<std::string> job_log_path(const std::filesystem::path& path, std::int64_t
     return *log->path;
 }
 
-Result<json> list_tests(const std::filesystem::path& path, std::int64_t job, const std::optional<std::string>& outcome,
-                        const Page& p) {
+Result<json> list_tests(const std::filesystem::path& path, std::int64_t job,
+                        const std::optional<std::string>& outcome, const Page& p) {
     auto db = store::AdminReads::for_this_thread(path);
     if (!db) return db.error();
     return paged(db->tests(job, outcome, p), p.limit, [](const store::TestResultRow& t) -> json {
@@ -240,22 +268,33 @@ Result<json> list_slots(const std::filesystem::path& path) {
     for (const auto& s : *slots) {
         const auto stored = from_string<SlotState>(s.state);
         const std::string state = stored ? std::string(display_state(*stored, s.drained)) : s.state;
-        json health = !s.last_health_json ? json(nullptr) : json::parse(*s.last_health_json, nullptr, false);
-        items.push_back({{"name", s.name}, {"state", state}, {"drained", s.drained},
-                         {"job_id", opt(s.job_id)}, {"last_health", health}});
+        json health =
+            !s.last_health_json ? json(nullptr) : json::parse(*s.last_health_json, nullptr, false);
+        items.push_back({{"name", s.name},
+                         {"state", state},
+                         {"drained", s.drained},
+                         {"job_id", opt(s.job_id)},
+                         {"last_health", health}});
     }
     return items;
 }
 
-Result<json> list_selection_misses(const std::filesystem::path& path, const SelectionMissFilter& f) {
+Result<json> list_selection_misses(const std::filesystem::path& path,
+                                   const SelectionMissFilter& f) {
     auto db = store::AdminReads::for_this_thread(path);
     if (!db) return db.error();
-    return paged(db->selection_misses(f), f.page.limit, [](const store::SelectionMissRow& m) -> json {
-        json commits = json::parse(m.commits_json, nullptr, false);
-        if (!commits.is_array()) commits = json::array();
-        return {{"id", m.id},     {"run_id", m.run_id},   {"previous_run_id", m.previous_run_id}, {"tier", m.tier},
-                {"test", m.test}, {"commits", commits}, {"created_at", m.created_at}};
-    });
+    return paged(db->selection_misses(f), f.page.limit,
+                 [](const store::SelectionMissRow& m) -> json {
+                     json commits = json::parse(m.commits_json, nullptr, false);
+                     if (!commits.is_array()) commits = json::array();
+                     return {{"id", m.id},
+                             {"run_id", m.run_id},
+                             {"previous_run_id", m.previous_run_id},
+                             {"tier", m.tier},
+                             {"test", m.test},
+                             {"commits", commits},
+                             {"created_at", m.created_at}};
+                 });
 }
 
 Result<json> list_recovery(const std::filesystem::path& path, int limit) {
@@ -265,9 +304,14 @@ Result<json> list_recovery(const std::filesystem::path& path, int limit) {
     if (!passes) return passes.error();
     json items = json::array();
     for (const auto& p : *passes) {
-        items.push_back({{"id", p.id}, {"started_at", p.started_at}, {"finished_at", p.finished_at},
-                         {"since", p.since}, {"listed", p.listed}, {"failed", p.failed},
-                         {"redelivered", p.redelivered}, {"errors", json::parse(p.errors_json, nullptr, false)}});
+        items.push_back({{"id", p.id},
+                         {"started_at", p.started_at},
+                         {"finished_at", p.finished_at},
+                         {"since", p.since},
+                         {"listed", p.listed},
+                         {"failed", p.failed},
+                         {"redelivered", p.redelivered},
+                         {"errors", json::parse(p.errors_json, nullptr, false)}});
     }
     auto wm = db->recovery_watermark();
     if (!wm) return wm.error();

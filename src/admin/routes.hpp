@@ -11,9 +11,9 @@
 
 #include <filesystem>
 #include <functional>
-#include <span>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -57,10 +57,12 @@ using Handler = boost::asio::awaitable<Reply> (*)(Context&, Call&);
 int status_of(const Error& e);
 
 /// A query parameter as an integer in [lo, hi]; the error names the parameter.
-Result<std::optional<std::int64_t>> int_param(const http::Request& req, const char* name, std::int64_t lo, std::int64_t hi);
+Result<std::optional<std::int64_t>> int_param(const http::Request& req, const char* name,
+                                              std::int64_t lo, std::int64_t hi);
 /// Ok when `v` is unset or one of `allowed` (names of core/vocab.hpp, e.g. names<RunState>());
 /// else bad_request listing them in their order.
-Status one_of(const std::optional<std::string>& v, const char* name, std::span<const std::string_view> allowed);
+Status one_of(const std::optional<std::string>& v, const char* name,
+              std::span<const std::string_view> allowed);
 /// Ok when `v` is unset or looks like an RFC 3339 UTC time (a date at least).
 Status utc_time(std::optional<std::string>& v, const char* name);
 /// Ok when every query parameter of `req` is one of `allowed`; else bad_request naming the
@@ -75,10 +77,14 @@ Status first_error(std::initializer_list<Status> checks);
 
 /// Runs a blocking read on the worker pool and resumes on the caller's executor.
 template <class Fn>
-boost::asio::awaitable<Result<nlohmann::json>> on_workers(boost::asio::any_io_executor workers, Fn fn) {
+boost::asio::awaitable<Result<nlohmann::json>> on_workers(boost::asio::any_io_executor workers,
+                                                          Fn fn) {
     // co_spawn needs a default-constructible value: carry the Result in an optional.
     auto op = boost::asio::co_spawn(
-        workers, [fn = std::move(fn)]() -> boost::asio::awaitable<std::optional<Result<nlohmann::json>>> { co_return fn(); },
+        workers,
+        [fn = std::move(fn)]() -> boost::asio::awaitable<std::optional<Result<nlohmann::json>>> {
+            co_return fn();
+        },
         boost::asio::use_awaitable);
     auto r = co_await std::move(op);
     co_return std::move(*r);
@@ -92,20 +98,20 @@ inline Reply json_reply(Result<nlohmann::json> r) {
 
 // Handlers. `params` as captured by their route in api.cpp.
 boost::asio::awaitable<Reply> list_runs_route(Context&, Call&);
-boost::asio::awaitable<Reply> get_run_route(Context&, Call&);          // {run}
-boost::asio::awaitable<Reply> create_run_route(Context&, Call&);       // admin
-boost::asio::awaitable<Reply> retry_run_route(Context&, Call&);        // {run}, admin
-boost::asio::awaitable<Reply> cancel_run_route(Context&, Call&);       // {run}, admin
-boost::asio::awaitable<Reply> get_job_route(Context&, Call&);          // {job}
-boost::asio::awaitable<Reply> job_tests_route(Context&, Call&);        // {job}
-boost::asio::awaitable<Reply> job_log_route(Context&, Call&);          // {job}
+boost::asio::awaitable<Reply> get_run_route(Context&, Call&);     // {run}
+boost::asio::awaitable<Reply> create_run_route(Context&, Call&);  // admin
+boost::asio::awaitable<Reply> retry_run_route(Context&, Call&);   // {run}, admin
+boost::asio::awaitable<Reply> cancel_run_route(Context&, Call&);  // {run}, admin
+boost::asio::awaitable<Reply> get_job_route(Context&, Call&);     // {job}
+boost::asio::awaitable<Reply> job_tests_route(Context&, Call&);   // {job}
+boost::asio::awaitable<Reply> job_log_route(Context&, Call&);     // {job}
 boost::asio::awaitable<Reply> list_runners_route(Context&, Call&);
-boost::asio::awaitable<Reply> drain_runner_route(Context&, Call&);     // {name, drain|undrain}, admin
+boost::asio::awaitable<Reply> drain_runner_route(Context&, Call&);  // {name, drain|undrain}, admin
 boost::asio::awaitable<Reply> list_deliveries_route(Context&, Call&);
 boost::asio::awaitable<Reply> list_outbox_route(Context&, Call&);
-boost::asio::awaitable<Reply> retry_outbox_route(Context&, Call&);     // {id}, admin
+boost::asio::awaitable<Reply> retry_outbox_route(Context&, Call&);  // {id}, admin
 boost::asio::awaitable<Reply> list_recovery_route(Context&, Call&);
-boost::asio::awaitable<Reply> run_recovery_route(Context&, Call&);     // admin
+boost::asio::awaitable<Reply> run_recovery_route(Context&, Call&);  // admin
 boost::asio::awaitable<Reply> list_selection_misses_route(Context&, Call&);
 
 }  // namespace crcrd::admin

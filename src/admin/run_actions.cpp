@@ -13,26 +13,35 @@ namespace crcrd::admin {
 
 using nlohmann::json;
 
-Result<json> create_manual_run(store::Db& db, const json& body, const std::vector<std::string>& known_tiers,
+Result<json> create_manual_run(store::Db& db, const json& body,
+                               const std::vector<std::string>& known_tiers,
                                const std::string& who) {
     if (!body.is_object() || !body.contains("sha") || !body["sha"].is_string()) {
-        return make_error("bad_request", "the body must be {\"sha\": \"<40 hex>\", \"tiers\": [...]}");
+        return make_error("bad_request",
+                          "the body must be {\"sha\": \"<40 hex>\", \"tiers\": [...]}");
     }
     std::string sha = body["sha"];
-    if (!valid_sha(sha)) return make_error("bad_request", "sha must be a full 40-character commit SHA");
-    std::transform(sha.begin(), sha.end(), sha.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+    if (!valid_sha(sha))
+        return make_error("bad_request", "sha must be a full 40-character commit SHA");
+    std::transform(sha.begin(), sha.end(), sha.begin(),
+                   [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
     std::vector<std::string> tiers;
     if (body.contains("tiers")) {
-        if (!body["tiers"].is_array()) return make_error("bad_request", "tiers must be a list of tier names");
+        if (!body["tiers"].is_array())
+            return make_error("bad_request", "tiers must be a list of tier names");
         for (const auto& t : body["tiers"]) {
-            if (!t.is_string()) return make_error("bad_request", "tiers must be a list of tier names");
-            if (std::find(known_tiers.begin(), known_tiers.end(), t.get<std::string>()) == known_tiers.end()) {
-                return make_error("bad_request", "no tier '" + t.get<std::string>() + "' in the rules file");
+            if (!t.is_string())
+                return make_error("bad_request", "tiers must be a list of tier names");
+            if (std::find(known_tiers.begin(), known_tiers.end(), t.get<std::string>()) ==
+                known_tiers.end()) {
+                return make_error("bad_request",
+                                  "no tier '" + t.get<std::string>() + "' in the rules file");
             }
             tiers.push_back(t);
         }
     }
-    if (known_tiers.empty()) return make_error("bad_request", "no rules file is configured (selection.rules)");
+    if (known_tiers.empty())
+        return make_error("bad_request", "no rules file is configured (selection.rules)");
     if (tiers.empty()) tiers = known_tiers;
     store::NewRun r;
     r.event = "manual";
@@ -50,7 +59,8 @@ Result<json> retry_run(store::Db& db, std::int64_t id, const std::string& who) {
     const RunState state = source->state;
     auto inputs = json::parse(r.inputs_json, nullptr, false);
     if (is_open(state)) {
-        return make_error("conflict", "run " + std::to_string(id) + " is still " + std::string(to_string(state)));
+        return make_error(
+            "conflict", "run " + std::to_string(id) + " is still " + std::string(to_string(state)));
     }
     if (!inputs.is_object()) inputs = json::object();
     inputs["retry_of"] = id;

@@ -4,8 +4,8 @@
 #include <limits>
 
 #include "crcrd/admin/run_actions.hpp"
-#include "crcrd/core/time.hpp"
 #include "crcrd/core/sha.hpp"
+#include "crcrd/core/time.hpp"
 #include "crcrd/store/async.hpp"
 #include "crcrd/store/runs.hpp"
 #include "routes.hpp"
@@ -31,7 +31,8 @@ asio::awaitable<Reply> list_runs_route(Context& ctx, Call& call) {
     f.since = req.query_param("since");
     f.until = req.query_param("until");
     if (auto sha = req.query_param("sha")) {
-        if (!valid_sha(*sha)) co_return make_error("bad_request", "sha must be a full 40-character commit SHA");
+        if (!valid_sha(*sha))
+            co_return make_error("bad_request", "sha must be a full 40-character commit SHA");
         std::string lower = *sha;
         for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
         f.sha = lower;
@@ -68,7 +69,8 @@ asio::awaitable<Reply> queue_run(Context& ctx, Call& call, std::optional<std::in
     auto write = store::async_write<std::optional<Result<json>>>(
         ctx.writer,
         [retry_of, body, tiers = ctx.tiers, who](store::Db& db) -> std::optional<Result<json>> {
-            return retry_of ? retry_run(db, *retry_of, who) : create_manual_run(db, body, *tiers, who);
+            return retry_of ? retry_run(db, *retry_of, who)
+                            : create_manual_run(db, body, *tiers, who);
         },
         asio::use_awaitable);
     auto [err, created] = co_await std::move(write);
@@ -76,14 +78,16 @@ asio::awaitable<Reply> queue_run(Context& ctx, Call& call, std::optional<std::in
     if (!*created) co_return created->error();
     const json& out = **created;
     spdlog::info("run_id={} {} by {} sha={}", out["run_id"].get<std::int64_t>(),
-                 retry_of ? "retry of run " + std::to_string(*retry_of) : std::string("manual run"), who,
-                 out["sha"].get<std::string>());
+                 retry_of ? "retry of run " + std::to_string(*retry_of) : std::string("manual run"),
+                 who, out["sha"].get<std::string>());
     co_return ok_json(out, 201);
 }
 
 }  // namespace
 
-asio::awaitable<Reply> create_run_route(Context& ctx, Call& call) { return queue_run(ctx, call, std::nullopt); }
+asio::awaitable<Reply> create_run_route(Context& ctx, Call& call) {
+    return queue_run(ctx, call, std::nullopt);
+}
 
 asio::awaitable<Reply> retry_run_route(Context& ctx, Call& call) {
     return queue_run(ctx, call, std::stoll(call.params.at(0)));
@@ -93,11 +97,15 @@ asio::awaitable<Reply> cancel_run_route(Context& ctx, Call& call) {
     const std::int64_t id = std::stoll(call.params.at(0));
     const std::string reason = "cancelled by " + call.caller.name;
     auto write = store::async_write<store::CancelOutcome>(
-        ctx.writer, [id, reason](store::Db& db) { return store::RunsRepo(db).cancel(id, reason, now_rfc3339()); },
+        ctx.writer,
+        [id, reason](store::Db& db) {
+            return store::RunsRepo(db).cancel(id, reason, now_rfc3339());
+        },
         asio::use_awaitable);
     auto [err, outcome] = co_await std::move(write);
     if (err) co_return *err;
-    if (outcome == store::CancelOutcome::not_found) co_return make_error("not_found", "no run " + std::to_string(id));
+    if (outcome == store::CancelOutcome::not_found)
+        co_return make_error("not_found", "no run " + std::to_string(id));
     if (outcome == store::CancelOutcome::already_finished) {
         co_return make_error("conflict", "run " + std::to_string(id) + " has already finished");
     }

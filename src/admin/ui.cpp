@@ -28,7 +28,8 @@ http::Response html_response(int status, std::string body) {
     r.body = std::move(body);
     r.headers = {{"Cache-Control", "no-store"},
                  {"Content-Security-Policy",
-                  "default-src 'none'; style-src 'self'; img-src 'self'; form-action 'self'; frame-ancestors 'none'; "
+                  "default-src 'none'; style-src 'self'; img-src 'self'; form-action 'self'; "
+                  "frame-ancestors 'none'; "
                   "base-uri 'none'"},
                  {"X-Content-Type-Options", "nosniff"},
                  {"X-Frame-Options", "DENY"},
@@ -53,7 +54,8 @@ std::string cookie(const http::Request& req, std::string_view name) {
         rest = semi == std::string_view::npos ? std::string_view() : rest.substr(semi + 1);
         while (!pair.empty() && pair.front() == ' ') pair.remove_prefix(1);
         auto eq = pair.find('=');
-        if (eq != std::string_view::npos && pair.substr(0, eq) == name) return std::string(pair.substr(eq + 1));
+        if (eq != std::string_view::npos && pair.substr(0, eq) == name)
+            return std::string(pair.substr(eq + 1));
     }
     return {};
 }
@@ -76,8 +78,9 @@ std::string safe_next(const std::optional<std::string>& next) {
 
 /// Asks an API handler, as `caller`, for what a JSON client would get: the parsed body (a
 /// string for a text answer) or the handler's error.
-asio::awaitable<Result<json>> ask(Context& ctx, Handler handler, const Caller& caller, std::vector<std::string> params,
-                                  std::string query = {}, std::string method = "GET") {
+asio::awaitable<Result<json>> ask(Context& ctx, Handler handler, const Caller& caller,
+                                  std::vector<std::string> params, std::string query = {},
+                                  std::string method = "GET") {
     http::Request r;
     r.method = std::move(method);
     r.query = std::move(query);
@@ -86,13 +89,15 @@ asio::awaitable<Result<json>> ask(Context& ctx, Handler handler, const Caller& c
     if (!reply) co_return reply.error();
     if (reply->content_type.rfind("application/json", 0) != 0) co_return json(reply->body);
     json body = json::parse(reply->body, nullptr, false);
-    if (body.is_discarded()) co_return make_error("unavailable", "the API answered with a broken body");
+    if (body.is_discarded())
+        co_return make_error("unavailable", "the API answered with a broken body");
     co_return body;
 }
 
 /// The query string of `names` as the request has them, empty ones left out (a form sends
 /// every field), and the same values for the form to show again.
-std::string filters(const http::Request& req, std::initializer_list<const char*> names, ui::FormValues& form) {
+std::string filters(const http::Request& req, std::initializer_list<const char*> names,
+                    ui::FormValues& form) {
     std::string q;
     for (const char* n : names) {
         auto v = req.query_param(n);
@@ -110,8 +115,8 @@ struct Visitor {
     std::string session_id;
 };
 
-std::optional<Visitor> visitor(const http::Request& req, UiSessions& sessions, const std::vector<config::AdminToken>& tokens,
-                               bool ui_public) {
+std::optional<Visitor> visitor(const http::Request& req, UiSessions& sessions,
+                               const std::vector<config::AdminToken>& tokens, bool ui_public) {
     const std::string sid = cookie(req, k_cookie);
     if (auto s = sessions.find(sid)) {
         for (const auto& t : tokens) {
@@ -122,7 +127,8 @@ std::optional<Visitor> visitor(const http::Request& req, UiSessions& sessions, c
         }
         sessions.remove(sid);  // its token was removed by a reload
     }
-    if (auto c = authenticate(req.header("Authorization"), tokens)) return Visitor{*c, html::Viewer{false, c->name, false, {}}, {}};
+    if (auto c = authenticate(req.header("Authorization"), tokens))
+        return Visitor{*c, html::Viewer{false, c->name, false, {}}, {}};
     if (ui_public) return Visitor{Caller{"ui_public", Role::read}, {}, {}};
     return std::nullopt;
 }
@@ -132,7 +138,9 @@ http::Response error_html(const Error& e, const html::Viewer& v) {
     return html_response(status, ui::error_page(status, e.message.empty() ? e.code : e.message, v));
 }
 
-std::int64_t id_of(const std::smatch& m) { return std::stoll(m[1].str()); }
+std::int64_t id_of(const std::smatch& m) {
+    return std::stoll(m[1].str());
+}
 
 }  // namespace
 
@@ -160,27 +168,32 @@ asio::awaitable<http::Response> Dashboard::handle(Context& ctx, http::Request& r
         co_return r;
     }
     if (req.path == "/ui/login") {
-        if (get) co_return html_response(200, ui::login_page(safe_next(req.query_param("next")), "", cfg.ui_public));
+        if (get)
+            co_return html_response(
+                200, ui::login_page(safe_next(req.query_param("next")), "", cfg.ui_public));
         if (!post) co_return html_response(405, ui::error_page(405, "GET or POST", {}));
         const std::string token = form_field(req, "token").value_or("");
         const std::string next = safe_next(form_field(req, "next"));
         auto caller = authenticate("Bearer " + token, tokens);
         if (!caller) {
             spdlog::warn("dashboard sign-in refused from {}: not a configured token", req.remote);
-            co_return html_response(401, ui::login_page(next, "That token is not valid.", cfg.ui_public));
+            co_return html_response(
+                401, ui::login_page(next, "That token is not valid.", cfg.ui_public));
         }
         const std::string sid = m_sessions.create(caller->name);
         spdlog::info("dashboard sign-in of token {} from {}", caller->name, req.remote);
         auto r = redirect(next);
-        r.headers.emplace_back("Set-Cookie", std::string(k_cookie) + "=" + sid + "; Path=/ui; Max-Age=" +
-                                                 std::to_string(m_sessions.ttl().count()) +
-                                                 "; HttpOnly; Secure; SameSite=Strict");
+        r.headers.emplace_back(
+            "Set-Cookie", std::string(k_cookie) + "=" + sid +
+                              "; Path=/ui; Max-Age=" + std::to_string(m_sessions.ttl().count()) +
+                              "; HttpOnly; Secure; SameSite=Strict");
         co_return r;
     }
 
     auto who = visitor(req, m_sessions, tokens, cfg.ui_public);
     if (!who) {
-        if (get) co_return redirect("/ui/login?next=" + html::url_encode(req.target.substr(0, 2000)));
+        if (get)
+            co_return redirect("/ui/login?next=" + html::url_encode(req.target.substr(0, 2000)));
         co_return html_response(401, ui::error_page(401, "sign in first", {}));
     }
     const html::Viewer& v = who->viewer;
@@ -190,34 +203,48 @@ asio::awaitable<http::Response> Dashboard::handle(Context& ctx, http::Request& r
         // Every write needs a session of an admin token and the session's CSRF token.
         const std::string csrf = form_field(req, "csrf").value_or("");
         if (!v.signed_in || v.csrf.empty() || !crypto::constant_time_equal(csrf, v.csrf)) {
-            spdlog::warn("dashboard {} {} refused from {}: no session or a wrong CSRF token", req.method, req.path, req.remote);
-            co_return html_response(403, ui::error_page(403, "this form needs a signed-in session and its CSRF token", v));
+            spdlog::warn("dashboard {} {} refused from {}: no session or a wrong CSRF token",
+                         req.method, req.path, req.remote);
+            co_return html_response(
+                403,
+                ui::error_page(403, "this form needs a signed-in session and its CSRF token", v));
         }
         if (req.path == "/ui/logout") {
             m_sessions.remove(who->session_id);
             auto r = redirect("/ui/login");
-            r.headers.emplace_back("Set-Cookie", std::string(k_cookie) + "=; Path=/ui; Max-Age=0; HttpOnly; Secure; SameSite=Strict");
+            r.headers.emplace_back("Set-Cookie",
+                                   std::string(k_cookie) +
+                                       "=; Path=/ui; Max-Age=0; HttpOnly; Secure; SameSite=Strict");
             co_return r;
         }
-        if (!v.admin) co_return html_response(403, ui::error_page(403, "this action needs an admin token", v));
+        if (!v.admin)
+            co_return html_response(403,
+                                    ui::error_page(403, "this action needs an admin token", v));
         static const std::regex k_run_action(R"(^/ui/runs/([0-9]{1,18})/(cancel|retry)$)");
-        static const std::regex k_slot_action(R"(^/ui/runners/([A-Za-z0-9._-]{1,100})/(drain|undrain)$)");
+        static const std::regex k_slot_action(
+            R"(^/ui/runners/([A-Za-z0-9._-]{1,100})/(drain|undrain)$)");
         if (std::regex_match(req.path, m, k_run_action)) {
             const bool cancel = m[2] == "cancel";
-            auto done_op = ask(ctx, cancel ? cancel_run_route : retry_run_route, who->caller, {m[1].str()}, {}, "POST");
+            auto done_op = ask(ctx, cancel ? cancel_run_route : retry_run_route, who->caller,
+                               {m[1].str()}, {}, "POST");
             auto done = co_await std::move(done_op);
             if (!done) co_return error_html(done.error(), v);
-            spdlog::info("run_id={} {} from the dashboard by {}", m[1].str(), cancel ? "cancel" : "retry", v.name);
+            spdlog::info("run_id={} {} from the dashboard by {}", m[1].str(),
+                         cancel ? "cancel" : "retry", v.name);
             const std::int64_t to = cancel ? id_of(m) : (*done).value("run_id", id_of(m));
-            co_return redirect("/ui/runs/" + std::to_string(to) + "?done=" + (cancel ? "cancel" : "retry&of=" + m[1].str()));
+            co_return redirect("/ui/runs/" + std::to_string(to) +
+                               "?done=" + (cancel ? "cancel" : "retry&of=" + m[1].str()));
         }
         if (std::regex_match(req.path, m, k_slot_action)) {
-            auto done_op = ask(ctx, drain_runner_route, who->caller, {m[1].str(), m[2].str()}, {}, "POST");
+            auto done_op =
+                ask(ctx, drain_runner_route, who->caller, {m[1].str(), m[2].str()}, {}, "POST");
             auto done = co_await std::move(done_op);
             if (!done) co_return error_html(done.error(), v);
-            co_return redirect("/ui/runners?done=" + m[2].str() + "&slot=" + html::url_encode(m[1].str()));
+            co_return redirect("/ui/runners?done=" + m[2].str() +
+                               "&slot=" + html::url_encode(m[1].str()));
         }
-        co_return html_response(404, ui::error_page(404, "no form posts to " + req.path.substr(0, 200), v));
+        co_return html_response(
+            404, ui::error_page(404, "no form posts to " + req.path.substr(0, 200), v));
     }
     if (!get) co_return html_response(405, ui::error_page(405, "this page only answers GET", v));
 
@@ -225,12 +252,15 @@ asio::awaitable<http::Response> Dashboard::handle(Context& ctx, http::Request& r
     static const std::regex k_job(R"(^/ui/jobs/([0-9]{1,18})$)");
     if (req.path == "/ui/") {
         ui::FormValues form;
-        std::string q = filters(req, {"state", "conclusion", "event", "sha", "pr", "since", "until", "limit", "cursor"}, form);
+        std::string q = filters(
+            req, {"state", "conclusion", "event", "sha", "pr", "since", "until", "limit", "cursor"},
+            form);
         auto list_op = ask(ctx, list_runs_route, who->caller, {}, q);
         auto list = co_await std::move(list_op);
         if (!list) {
             if (list.error().code != "bad_request") co_return error_html(list.error(), v);
-            co_return html_response(400, ui::runs_page(json::object(), form, list.error().message, v, cfg.links));
+            co_return html_response(
+                400, ui::runs_page(json::object(), form, list.error().message, v, cfg.links));
         }
         co_return html_response(200, ui::runs_page(*list, form, "", v, cfg.links));
     }
@@ -241,26 +271,34 @@ asio::awaitable<http::Response> Dashboard::handle(Context& ctx, http::Request& r
         ui::RunExtras extras;
         const auto done = req.query_param("done");
         if (done == "cancel") extras.notice = "Cancellation requested.";
-        if (done == "retry") extras.notice = "Queued as a retry of run " + req.query_param("of").value_or("?") + ".";
+        if (done == "retry")
+            extras.notice = "Queued as a retry of run " + req.query_param("of").value_or("?") + ".";
         // The failing tests of every attempt that has some, and the log tail of each tier's
         // latest attempt that is running or did not pass.
         std::map<std::string, const json*> latest;
         for (const auto& j : (*run)["jobs"]) {
             const std::string tier = j.value("tier", "");
-            if (!latest.count(tier) || latest[tier]->value("attempt", 0) < j.value("attempt", 0)) latest[tier] = &j;
+            if (!latest.count(tier) || latest[tier]->value("attempt", 0) < j.value("attempt", 0))
+                latest[tier] = &j;
             if (j["tests"].value("failed", 0) > 0 && extras.failed_tests.size() < 8) {
                 const std::string jid = std::to_string(j.value("id", std::int64_t{0}));
-                auto tests_op = ask(ctx, job_tests_route, who->caller, {jid}, "outcome=failed&limit=50");
+                auto tests_op =
+                    ask(ctx, job_tests_route, who->caller, {jid}, "outcome=failed&limit=50");
                 auto tests = co_await std::move(tests_op);
                 if (tests) extras.failed_tests[j.value("id", std::int64_t{0})] = std::move(*tests);
             }
         }
         for (const auto& [tier, j] : latest) {
-            const std::string conclusion = j->value("conclusion", json(nullptr)).is_string() ? (*j)["conclusion"].get<std::string>() : "";
-            const bool show = j->value("state", "") == "running" || (!conclusion.empty() && conclusion != "passed" && conclusion != "cancelled");
+            const std::string conclusion = j->value("conclusion", json(nullptr)).is_string()
+                                               ? (*j)["conclusion"].get<std::string>()
+                                               : "";
+            const bool show =
+                j->value("state", "") == "running" ||
+                (!conclusion.empty() && conclusion != "passed" && conclusion != "cancelled");
             if (!show || extras.log_tails.size() >= 4) continue;
             const std::int64_t jid = j->value("id", std::int64_t{0});
-            auto tail_op = ask(ctx, job_log_route, who->caller, {std::to_string(jid)}, "tail=" + std::to_string(k_run_log_tail));
+            auto tail_op = ask(ctx, job_log_route, who->caller, {std::to_string(jid)},
+                               "tail=" + std::to_string(k_run_log_tail));
             auto tail = co_await std::move(tail_op);
             if (tail && tail->is_string()) extras.log_tails[jid] = tail->get<std::string>();
         }
@@ -280,12 +318,16 @@ asio::awaitable<http::Response> Dashboard::handle(Context& ctx, http::Request& r
                 tail = k_job_log_tail;
             }
         }
-        auto log_op = ask(ctx, job_log_route, who->caller, {m[1].str()}, "tail=" + std::to_string(tail));
+        auto log_op =
+            ask(ctx, job_log_route, who->caller, {m[1].str()}, "tail=" + std::to_string(tail));
         auto log = co_await std::move(log_op);
         std::string log_text, log_problem;
-        if (log && log->is_string()) log_text = log->get<std::string>();
-        else log_problem = log ? "no log" : log.error().message;
-        co_return html_response(200, ui::job_page(*job, tests ? *tests : json::object(), log_text, log_problem, tail, v, cfg.links));
+        if (log && log->is_string())
+            log_text = log->get<std::string>();
+        else
+            log_problem = log ? "no log" : log.error().message;
+        co_return html_response(200, ui::job_page(*job, tests ? *tests : json::object(), log_text,
+                                                  log_problem, tail, v, cfg.links));
     }
     if (req.path == "/ui/runners") {
         auto runners_op = ask(ctx, list_runners_route, who->caller, {});
@@ -293,7 +335,8 @@ asio::awaitable<http::Response> Dashboard::handle(Context& ctx, http::Request& r
         if (!runners) co_return error_html(runners.error(), v);
         std::string notice;
         if (auto done = req.query_param("done"); done == "drain" || done == "undrain") {
-            notice = "Slot " + req.query_param("slot").value_or("?") + (*done == "drain" ? " drained." : " undrained.");
+            notice = "Slot " + req.query_param("slot").value_or("?") +
+                     (*done == "drain" ? " drained." : " undrained.");
         }
         co_return html_response(200, ui::runners_page(*runners, notice, v));
     }
@@ -304,7 +347,8 @@ asio::awaitable<http::Response> Dashboard::handle(Context& ctx, http::Request& r
         auto list = co_await std::move(list_op);
         if (!list) {
             if (list.error().code != "bad_request") co_return error_html(list.error(), v);
-            co_return html_response(400, ui::deliveries_page(json::object(), form, list.error().message, v));
+            co_return html_response(
+                400, ui::deliveries_page(json::object(), form, list.error().message, v));
         }
         co_return html_response(200, ui::deliveries_page(*list, form, "", v));
     }

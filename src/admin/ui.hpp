@@ -21,7 +21,7 @@
 namespace crcrd::admin {
 
 class Dashboard {
-public:
+  public:
     struct Settings {
         bool ui_public = false;  // admin.ui_public: pages readable without a token
         ui::Links links;         // the upstream's commit and PR pages
@@ -30,14 +30,16 @@ public:
     void configure(Settings s);
 
     /// True for the paths the dashboard answers: /ui and everything under /ui/.
-    static bool owns(const std::string& path) { return path == "/ui" || path.rfind("/ui/", 0) == 0; }
+    static bool owns(const std::string& path) {
+        return path == "/ui" || path.rfind("/ui/", 0) == 0;
+    }
 
     /// One request under /ui. `tokens` are the admin API's current tokens (a session whose
     /// token is no longer configured is signed out). Always an answer, never an exception.
     boost::asio::awaitable<http::Response> handle(Context& ctx, http::Request& req,
                                                   const std::vector<config::AdminToken>& tokens);
 
-private:
+  private:
     Settings settings() const;
 
     mutable std::mutex m_mu;

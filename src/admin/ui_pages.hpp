@@ -24,8 +24,8 @@ using FormValues = std::map<std::string, std::string>;
 
 /// The runs list: the filter form (`form` as submitted), `problem` (a refused filter) above the
 /// table, the runs of `list` ({"items","next_cursor"}) and a link to the next page.
-std::string runs_page(const nlohmann::json& list, const FormValues& form, const std::string& problem,
-                      const html::Viewer& v, const Links& links);
+std::string runs_page(const nlohmann::json& list, const FormValues& form,
+                      const std::string& problem, const html::Viewer& v, const Links& links);
 
 /// What the run page shows besides the run itself.
 struct RunExtras {
@@ -35,19 +35,22 @@ struct RunExtras {
 };
 /// A run (GET /api/v1/runs/{id}): facts, actions, selection, tiers, failing tests, evidence,
 /// bisection, log tails and statuses.
-std::string run_page(const nlohmann::json& run, const RunExtras& extras, const html::Viewer& v, const Links& links);
+std::string run_page(const nlohmann::json& run, const RunExtras& extras, const html::Viewer& v,
+                     const Links& links);
 
 /// A job: facts, metadata, evidence, its tests (`tests` {"items",...}) and the last `tail`
 /// bytes of its log (`log`; `log_problem` when there is none).
 std::string job_page(const nlohmann::json& job, const nlohmann::json& tests, const std::string& log,
-                     const std::string& log_problem, std::int64_t tail, const html::Viewer& v, const Links& links);
+                     const std::string& log_problem, std::int64_t tail, const html::Viewer& v,
+                     const Links& links);
 
 /// The runner slots (GET /api/v1/runners) with drain/undrain forms for admins.
-std::string runners_page(const nlohmann::json& runners, const std::string& notice, const html::Viewer& v);
+std::string runners_page(const nlohmann::json& runners, const std::string& notice,
+                         const html::Viewer& v);
 
 /// The webhook deliveries, newest first, with the verdict filter.
-std::string deliveries_page(const nlohmann::json& list, const FormValues& form, const std::string& problem,
-                            const html::Viewer& v);
+std::string deliveries_page(const nlohmann::json& list, const FormValues& form,
+                            const std::string& problem, const html::Viewer& v);
 
 /// The sign-in form; `next` is where to go afterwards, `problem` why the last try failed.
 std::string login_page(const std::string& next, const std::string& problem, bool ui_public);

@@ -14,8 +14,9 @@ std::string UiSessions::create(const std::string& token_name) {
     const auto now = std::chrono::steady_clock::now();
     std::erase_if(m_by_digest, [&](const auto& kv) { return kv.second.expires <= now; });
     while (m_by_digest.size() >= m_capacity) {
-        auto oldest = std::min_element(m_by_digest.begin(), m_by_digest.end(),
-                                       [](const auto& a, const auto& b) { return a.second.expires < b.second.expires; });
+        auto oldest = std::min_element(
+            m_by_digest.begin(), m_by_digest.end(),
+            [](const auto& a, const auto& b) { return a.second.expires < b.second.expires; });
         m_by_digest.erase(oldest);
     }
     m_by_digest.emplace(crypto::sha256_hex(id), std::move(s));

@@ -21,10 +21,11 @@ struct UiSession {
 };
 
 class UiSessions {
-public:
+  public:
     /// `ttl`: how long a session lasts after sign-in; `capacity`: at most this many at once
     /// (the oldest goes first when a new one would exceed it).
-    explicit UiSessions(std::chrono::seconds ttl = std::chrono::hours(12), std::size_t capacity = 4096)
+    explicit UiSessions(std::chrono::seconds ttl = std::chrono::hours(12),
+                        std::size_t capacity = 4096)
         : m_ttl(ttl), m_capacity(capacity) {}
 
     /// A new session for the token named `token_name`: the cookie value to hand out.
@@ -36,7 +37,7 @@ public:
     /// The lifetime given to new sessions (the cookie's Max-Age).
     std::chrono::seconds ttl() const { return m_ttl; }
 
-private:
+  private:
     std::chrono::seconds m_ttl;
     std::size_t m_capacity;
     std::mutex m_mu;

@@ -45,18 +45,20 @@ std::string url_encode(const std::string& s) {
 /// "?a=1&b=2" from the request's query parameters.
 std::string query_string(const AdminRequest& req) {
     std::string q;
-    for (const auto& [param, value] : req.query) q += (q.empty() ? "?" : "&") + param + "=" + url_encode(value);
+    for (const auto& [param, value] : req.query)
+        q += (q.empty() ? "?" : "&") + param + "=" + url_encode(value);
     return q;
 }
 
 /// The admin API as crcrctl calls it: one request per call, the answer's failures printed and
 /// turned into an exit code.
 class Client {
-public:
+  public:
     Client(const AdminCliOptions& o, std::ostream& err) : m_opts(o), m_err(err) {}
 
     /// The answer's body when it is a 2xx; prints why and sets exit_code() otherwise.
-    std::optional<std::string> call(const std::string& method, const std::string& route, const std::string& body = "") {
+    std::optional<std::string> call(const std::string& method, const std::string& route,
+                                    const std::string& body = "") {
         http::Headers headers;
         if (!body.empty()) headers.emplace_back("Content-Type", "application/json");
         if (m_opts.token_file) {
@@ -80,10 +82,13 @@ public:
             auto j = json::parse(r->body, nullptr, false);
             // The admin API answers {"error": code, "detail": why}.
             std::string msg = r->body;
-            if (j.is_object()) msg = text(j, "error") + (j.contains("detail") ? ": " + text(j, "detail") : "");
+            if (j.is_object())
+                msg = text(j, "error") + (j.contains("detail") ? ": " + text(j, "detail") : "");
             m_err << "crcrctl: HTTP " << r->status << ": " << msg << "\n";
-            if (r->status == 401 && !m_opts.token_file) m_err << "crcrctl: the admin API needs --token-file\n";
-            // Every argument crcrctl passes on is the user's: the API refusing one is a usage error.
+            if (r->status == 401 && !m_opts.token_file)
+                m_err << "crcrctl: the admin API needs --token-file\n";
+            // Every argument crcrctl passes on is the user's: the API refusing one is a usage
+            // error.
             m_exit = r->status == 400 ? k_exit_usage : exit_code_of_status(r->status);
             return std::nullopt;
         }
@@ -92,7 +97,7 @@ public:
     /// Why the last call() failed, as crcrctl's exit code.
     int exit_code() const { return m_exit; }
 
-private:
+  private:
     const AdminCliOptions& m_opts;
     std::ostream& m_err;
     int m_exit = k_exit_failure;
@@ -107,8 +112,10 @@ int recover(const AdminRequest& req, Client& client, std::ostream& out, std::ost
         return json::parse(*body, nullptr, false);
     };
     auto show = [&](const json& page) {
-        if (req.json) out << page.dump(2) << "\n";
-        else print_passes(out, page);
+        if (req.json)
+            out << page.dump(2) << "\n";
+        else
+            print_passes(out, page);
     };
     auto before = get();
     if (!before) return client.exit_code();
@@ -116,18 +123,21 @@ int recover(const AdminRequest& req, Client& client, std::ostream& out, std::ost
         show(*before);
         return k_exit_ok;
     }
-    const std::int64_t last = (*before)["items"].empty() ? 0 : (*before)["items"][0].value("id", std::int64_t{0});
+    const std::int64_t last =
+        (*before)["items"].empty() ? 0 : (*before)["items"][0].value("id", std::int64_t{0});
     if (!client.call("POST", "/api/v1/recovery/run")) return client.exit_code();
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::minutes(2);
     while (std::chrono::steady_clock::now() < deadline) {
-        std::this_thread::sleep_for(std::chrono::milliseconds(250));  // polling the daemon, not a test
+        std::this_thread::sleep_for(
+            std::chrono::milliseconds(250));  // polling the daemon, not a test
         auto now = get();
         if (!now) return client.exit_code();
         if (!(*now)["items"].empty() && (*now)["items"][0].value("id", std::int64_t{0}) > last) {
             json one = *now;
             one["items"] = json::array({(*now)["items"][0]});
             show(one);
-            return (*now)["items"][0].value("errors", json::array()).empty() ? k_exit_ok : k_exit_failure;
+            return (*now)["items"][0].value("errors", json::array()).empty() ? k_exit_ok
+                                                                             : k_exit_failure;
         }
     }
     err << "crcrctl recover: the pass did not end within 2 minutes (see crcrctl recover --list)\n";
@@ -154,7 +164,8 @@ std::string endpoint(std::string base, const std::string& route) {
     // Only a path: "https://webhook" is a host of that name.
     const std::string webhook = "/webhook";
     const auto host = base.find("://");
-    if (base.ends_with(webhook) && host != std::string::npos && host + 3 < base.size() - webhook.size()) {
+    if (base.ends_with(webhook) && host != std::string::npos &&
+        host + 3 < base.size() - webhook.size()) {
         base.resize(base.size() - webhook.size());
     }
     while (!base.empty() && base.back() == '/') base.pop_back();
@@ -168,7 +179,9 @@ int exit_code_of_status(int status) {
     return k_exit_failure;
 }
 
-int exit_code_of_error(const std::string& code) { return code == "bad_url" ? k_exit_usage : k_exit_unreachable; }
+int exit_code_of_error(const std::string& code) {
+    return code == "bad_url" ? k_exit_usage : k_exit_unreachable;
+}
 
 std::span<const QueryOption> query_options(AdminCommand c) {
     static const std::vector<QueryOption> runs = with_paging({
@@ -177,10 +190,12 @@ std::span<const QueryOption> query_options(AdminCommand c) {
         {"--sha", "sha", "SHA", "the commit (40 hex digits)"},
         {"--pr", "pr", "N", "the pull request number"},
         {"--event", "event", "EVENT", one_of<RunEvent>()},
-        {"--since", "since", "TIME", "created at or after this RFC 3339 time (or a UTC day, 2026-01-31)"},
+        {"--since", "since", "TIME",
+         "created at or after this RFC 3339 time (or a UTC day, 2026-01-31)"},
         {"--until", "until", "TIME", "created before this RFC 3339 time"},
     });
-    static const std::vector<QueryOption> deliveries = with_paging({{"--verdict", "verdict", "VERDICT", one_of<Verdict>()}});
+    static const std::vector<QueryOption> deliveries =
+        with_paging({{"--verdict", "verdict", "VERDICT", one_of<Verdict>()}});
     static const std::vector<QueryOption> outbox = with_paging({
         {"--state", "state", "STATE", "delivery state: " + one_of<OutboxDelivery>()},
         {"--sink", "sink", "SINK", one_of<Sink>()},
@@ -190,26 +205,36 @@ std::span<const QueryOption> query_options(AdminCommand c) {
         {"--run,--run-id", "run_id", "ID", "misses found by this scheduled run"},
         {"--test", "test", "TEST", "misses of this test id"},
     });
-    static const std::vector<QueryOption> log = {{"--tail", "tail", "BYTES", "only the last BYTES of the log"}};
+    static const std::vector<QueryOption> log = {
+        {"--tail", "tail", "BYTES", "only the last BYTES of the log"}};
     switch (c) {
-        case AdminCommand::runs_list: return runs;
-        case AdminCommand::deliveries_list: return deliveries;
-        case AdminCommand::outbox_list: return outbox;
-        case AdminCommand::misses: return misses;
-        case AdminCommand::jobs_log: return log;
-        default: return {};
+        case AdminCommand::runs_list:
+            return runs;
+        case AdminCommand::deliveries_list:
+            return deliveries;
+        case AdminCommand::outbox_list:
+            return outbox;
+        case AdminCommand::misses:
+            return misses;
+        case AdminCommand::jobs_log:
+            return log;
+        default:
+            return {};
     }
 }
 
-int admin_command(const AdminRequest& req, const AdminCliOptions& opts, std::ostream& out, std::ostream& err) {
+int admin_command(const AdminRequest& req, const AdminCliOptions& opts, std::ostream& out,
+                  std::ostream& err) {
     Client client(opts, err);
     using Print = void (*)(std::ostream&, const json&);
     auto listing = [&](const std::string& route, Print print) -> int {
         auto body = client.call("GET", route + query_string(req));
         if (!body) return client.exit_code();
         auto j = json::parse(*body, nullptr, false);
-        if (req.json) out << j.dump(2) << "\n";
-        else print(out, j);
+        if (req.json)
+            out << j.dump(2) << "\n";
+        else
+            print(out, j);
         return k_exit_ok;
     };
     auto action = [&](const std::string& route, const std::string& body = "") -> int {
@@ -220,10 +245,14 @@ int admin_command(const AdminRequest& req, const AdminCliOptions& opts, std::ost
     };
     const std::string id = url_encode(req.target);
     switch (req.command) {
-        case AdminCommand::runs_list: return listing("/api/v1/runs", print_runs);
-        case AdminCommand::runs_show: return listing("/api/v1/runs/" + id, print_run);
-        case AdminCommand::runs_cancel: return action("/api/v1/runs/" + id + "/cancel");
-        case AdminCommand::runs_retry: return action("/api/v1/runs/" + id + "/retry");
+        case AdminCommand::runs_list:
+            return listing("/api/v1/runs", print_runs);
+        case AdminCommand::runs_show:
+            return listing("/api/v1/runs/" + id, print_run);
+        case AdminCommand::runs_cancel:
+            return action("/api/v1/runs/" + id + "/cancel");
+        case AdminCommand::runs_retry:
+            return action("/api/v1/runs/" + id + "/retry");
         case AdminCommand::runs_trigger: {
             json body = {{"sha", req.sha}};
             if (!req.tiers.empty()) body["tiers"] = req.tiers;
@@ -235,15 +264,23 @@ int admin_command(const AdminRequest& req, const AdminCliOptions& opts, std::ost
             out << *body;
             return k_exit_ok;
         }
-        case AdminCommand::runners_list: return listing("/api/v1/runners", print_runners);
-        case AdminCommand::runners_drain: return action("/api/v1/runners/" + id + "/drain");
-        case AdminCommand::runners_undrain: return action("/api/v1/runners/" + id + "/undrain");
-        case AdminCommand::deliveries_list: return listing("/api/v1/deliveries", print_deliveries);
-        case AdminCommand::outbox_list: return listing("/api/v1/outbox", print_outbox);
-        case AdminCommand::outbox_retry: return action("/api/v1/outbox/" + id + "/retry");
+        case AdminCommand::runners_list:
+            return listing("/api/v1/runners", print_runners);
+        case AdminCommand::runners_drain:
+            return action("/api/v1/runners/" + id + "/drain");
+        case AdminCommand::runners_undrain:
+            return action("/api/v1/runners/" + id + "/undrain");
+        case AdminCommand::deliveries_list:
+            return listing("/api/v1/deliveries", print_deliveries);
+        case AdminCommand::outbox_list:
+            return listing("/api/v1/outbox", print_outbox);
+        case AdminCommand::outbox_retry:
+            return action("/api/v1/outbox/" + id + "/retry");
         case AdminCommand::recover:
-        case AdminCommand::recover_list: return recover(req, client, out, err);
-        case AdminCommand::misses: return listing("/api/v1/selection-misses", print_misses);
+        case AdminCommand::recover_list:
+            return recover(req, client, out, err);
+        case AdminCommand::misses:
+            return listing("/api/v1/selection-misses", print_misses);
     }
     err << "crcrctl: unknown admin command\n";
     return k_exit_usage;

@@ -19,11 +19,13 @@ namespace {
 
 /// Prints rows under a header, each column as wide as its widest cell; the last column is
 /// never padded (it holds free text).
-void table(std::ostream& out, const std::vector<std::string>& header, const std::vector<std::vector<std::string>>& rows) {
+void table(std::ostream& out, const std::vector<std::string>& header,
+           const std::vector<std::vector<std::string>>& rows) {
     std::vector<std::size_t> width(header.size());
     for (std::size_t c = 0; c < header.size(); ++c) width[c] = header[c].size();
     for (const auto& r : rows)
-        for (std::size_t c = 0; c < r.size() && c < width.size(); ++c) width[c] = std::max(width[c], r[c].size());
+        for (std::size_t c = 0; c < r.size() && c < width.size(); ++c)
+            width[c] = std::max(width[c], r[c].size());
     auto line = [&](const std::vector<std::string>& cells) {
         std::string s;
         for (std::size_t c = 0; c < cells.size(); ++c) {
@@ -48,8 +50,9 @@ void print_cursor(std::ostream& out, const json& page) {
 void print_runs(std::ostream& out, const json& page) {
     std::vector<std::vector<std::string>> rows;
     for (const auto& r : page["items"]) {
-        rows.push_back({text(r, "id"), text(r, "event"), text(r, "sha").substr(0, 12), text(r, "pr"), text(r, "state"),
-                        text(r, "conclusion"), text(r, "created_at"), text(r, "reason")});
+        rows.push_back({text(r, "id"), text(r, "event"), text(r, "sha").substr(0, 12),
+                        text(r, "pr"), text(r, "state"), text(r, "conclusion"),
+                        text(r, "created_at"), text(r, "reason")});
     }
     table(out, {"ID", "EVENT", "SHA", "PR", "STATE", "CLASS", "CREATED", "REASON"}, rows);
     print_cursor(out, page);
@@ -57,12 +60,14 @@ void print_runs(std::ostream& out, const json& page) {
 
 /// One run: its selection, its jobs, its statuses and its bisection.
 void print_run(std::ostream& out, const json& r) {
-    out << "run " << text(r, "id") << "  " << text(r, "event") << "  sha " << text(r, "sha") << "  pr " << text(r, "pr")
-        << "\n  " << text(r, "state") << " / " << text(r, "conclusion") << ": " << text(r, "reason") << "\n  created "
-        << text(r, "created_at") << ", finished " << text(r, "finished_at") << "\n";
+    out << "run " << text(r, "id") << "  " << text(r, "event") << "  sha " << text(r, "sha")
+        << "  pr " << text(r, "pr") << "\n  " << text(r, "state") << " / " << text(r, "conclusion")
+        << ": " << text(r, "reason") << "\n  created " << text(r, "created_at") << ", finished "
+        << text(r, "finished_at") << "\n";
     if (r.contains("selection") && r["selection"].is_object()) {
         const auto& s = r["selection"];
-        out << "  selection: source " << text(s, "source") << ", " << text(s, "changed_paths") << " changed paths";
+        out << "  selection: source " << text(s, "source") << ", " << text(s, "changed_paths")
+            << " changed paths";
         if (s.contains("tiers")) {
             out << ", tiers";
             for (const auto& t : s["tiers"]) out << " " << text(t, "name");
@@ -73,32 +78,40 @@ void print_run(std::ostream& out, const json& r) {
     std::vector<std::vector<std::string>> jobs;
     for (const auto& j : r.value("jobs", json::array())) {
         const json& t = j.value("tests", json::object());
-        jobs.push_back({text(j, "id"), text(j, "tier"), text(j, "attempt"), text(j, "state"), text(j, "conclusion"),
-                        text(j, "slot"),
-                        text(t, "passed") + "/" + text(t, "failed") + "/" + text(t, "skipped") + "/" + text(t, "flaky"),
+        jobs.push_back({text(j, "id"), text(j, "tier"), text(j, "attempt"), text(j, "state"),
+                        text(j, "conclusion"), text(j, "slot"),
+                        text(t, "passed") + "/" + text(t, "failed") + "/" + text(t, "skipped") +
+                            "/" + text(t, "flaky"),
                         text(j, "reason")});
     }
-    table(out, {"JOB", "TIER", "ATTEMPT", "STATE", "CLASS", "SLOT", "PASS/FAIL/SKIP/FLAKY", "REASON"}, jobs);
+    table(out,
+          {"JOB", "TIER", "ATTEMPT", "STATE", "CLASS", "SLOT", "PASS/FAIL/SKIP/FLAKY", "REASON"},
+          jobs);
     std::vector<std::vector<std::string>> statuses;
     for (const auto& s : r.value("statuses", json::array())) {
-        statuses.push_back({text(s, "sink"), text(s, "context"), text(s, "state"), text(s, "delivery"), text(s, "description")});
+        statuses.push_back({text(s, "sink"), text(s, "context"), text(s, "state"),
+                            text(s, "delivery"), text(s, "description")});
     }
     if (!statuses.empty()) {
         out << "\n";
         table(out, {"SINK", "CONTEXT", "STATE", "DELIVERY", "DESCRIPTION"}, statuses);
     }
     if (r.contains("bisection_of") && r["bisection_of"].is_object()) {
-        out << "\nbisect run of run " << text(r["bisection_of"], "run_id") << " (tier " << text(r["bisection_of"], "tier") << ")\n";
+        out << "\nbisect run of run " << text(r["bisection_of"], "run_id") << " (tier "
+            << text(r["bisection_of"], "tier") << ")\n";
     }
     if (r.contains("bisect") && r["bisect"].is_object()) {
         const json& b = r["bisect"];
-        out << "\nbisection of " << text(b, "tier") << " (" << b.value("tests", json::array()).size() << " failing tests): "
-            << text(b, "state") << ": " << text(b, "reason") << "\n  good " << text(b, "good") << " (run "
-            << text(b, "good_run_id") << ")\n  bad  " << text(b, "bad") << " (run " << text(b, "bad_run_id") << "), "
-            << text(b, "commits") << " commits\n  culprit " << text(b, "culprit") << "\n";
+        out << "\nbisection of " << text(b, "tier") << " ("
+            << b.value("tests", json::array()).size() << " failing tests): " << text(b, "state")
+            << ": " << text(b, "reason") << "\n  good " << text(b, "good") << " (run "
+            << text(b, "good_run_id") << ")\n  bad  " << text(b, "bad") << " (run "
+            << text(b, "bad_run_id") << "), " << text(b, "commits") << " commits\n  culprit "
+            << text(b, "culprit") << "\n";
         std::vector<std::vector<std::string>> runs;
         for (const auto& x : b.value("runs", json::array()))
-            runs.push_back({text(x, "run_id"), text(x, "sha"), text(x, "state"), text(x, "conclusion"), text(x, "verdict")});
+            runs.push_back({text(x, "run_id"), text(x, "sha"), text(x, "state"),
+                            text(x, "conclusion"), text(x, "verdict")});
         if (!runs.empty()) table(out, {"RUN", "SHA", "STATE", "CLASS", "VERDICT"}, runs);
     }
 }
@@ -107,8 +120,9 @@ void print_run(std::ostream& out, const json& r) {
 void print_passes(std::ostream& o, const json& page) {
     std::vector<std::vector<std::string>> rows;
     for (const auto& r : page["items"]) {
-        rows.push_back({text(r, "id"), text(r, "started_at"), text(r, "since"), text(r, "listed"), text(r, "failed"),
-                        text(r, "redelivered"), r.value("errors", json::array()).empty() ? "-" : r["errors"].dump()});
+        rows.push_back({text(r, "id"), text(r, "started_at"), text(r, "since"), text(r, "listed"),
+                        text(r, "failed"), text(r, "redelivered"),
+                        r.value("errors", json::array()).empty() ? "-" : r["errors"].dump()});
     }
     table(o, {"PASS", "STARTED", "SINCE", "LISTED", "FAILED", "REDELIVERED", "ERRORS"}, rows);
     o << "watermark: " << text(page, "watermark") << "\n";
@@ -131,8 +145,9 @@ void print_misses(std::ostream& o, const json& page) {
         if (commits.size() > 3) shas += " ...";
         std::string matched;
         for (const auto& r : rules) matched += (matched.empty() ? "" : ",") + r;
-        rows.push_back({text(m, "id"), text(m, "run_id"), text(m, "test"), text(m, "tier"), std::to_string(commits.size()),
-                        matched.empty() ? "-" : matched, shas.empty() ? "-" : shas});
+        rows.push_back({text(m, "id"), text(m, "run_id"), text(m, "test"), text(m, "tier"),
+                        std::to_string(commits.size()), matched.empty() ? "-" : matched,
+                        shas.empty() ? "-" : shas});
     }
     table(o, {"ID", "RUN", "TEST", "TIER", "COMMITS", "RULES MATCHED", "FIRST COMMITS"}, rows);
     print_cursor(o, page);
@@ -143,17 +158,21 @@ void print_runners(std::ostream& o, const json& page) {
     std::vector<std::vector<std::string>> rows;
     for (const auto& r : page["items"]) {
         const json& h = r.value("last_health", json(nullptr));
-        std::string health = h.is_object() ? (h.value("ok", false) ? "ok " : "FAILED ") + text(h, "at") : "-";
-        rows.push_back({text(r, "name"), text(r, "state"), r.value("labels", json::array()).dump(), text(r, "job_id"), health});
+        std::string health =
+            h.is_object() ? (h.value("ok", false) ? "ok " : "FAILED ") + text(h, "at") : "-";
+        rows.push_back({text(r, "name"), text(r, "state"), r.value("labels", json::array()).dump(),
+                        text(r, "job_id"), health});
     }
     table(o, {"NAME", "STATE", "LABELS", "JOB", "LAST HEALTH"}, rows);
     // The Slurm executor: the partition's nodes as Slurm sees them.
     if (const auto& c = page.value("cluster", json(nullptr)); c.is_object()) {
         o << "\nSlurm partition " << text(c, "partition") << ":\n";
-        if (c.contains("error") && !c["error"].is_null()) o << "  cannot ask Slurm: " << text(c, "error") << "\n";
+        if (c.contains("error") && !c["error"].is_null())
+            o << "  cannot ask Slurm: " << text(c, "error") << "\n";
         std::vector<std::vector<std::string>> nodes;
         for (const auto& n : c.value("nodes", json::array()))
-            nodes.push_back({text(n, "name"), text(n, "state"), text(n, "gres"), text(n, "gres_used"), text(n, "reason")});
+            nodes.push_back({text(n, "name"), text(n, "state"), text(n, "gres"),
+                             text(n, "gres_used"), text(n, "reason")});
         table(o, {"NODE", "STATE", "GRES", "GRES USED", "REASON"}, nodes);
     }
 }
@@ -162,8 +181,9 @@ void print_runners(std::ostream& o, const json& page) {
 void print_deliveries(std::ostream& o, const json& page) {
     std::vector<std::vector<std::string>> rows;
     for (const auto& d : page["items"]) {
-        rows.push_back({text(d, "id"), text(d, "received_at"), text(d, "delivery_id"), text(d, "event"),
-                        text(d, "verdict"), text(d, "http_status"), text(d, "run_id"), text(d, "reason")});
+        rows.push_back({text(d, "id"), text(d, "received_at"), text(d, "delivery_id"),
+                        text(d, "event"), text(d, "verdict"), text(d, "http_status"),
+                        text(d, "run_id"), text(d, "reason")});
     }
     table(o, {"ID", "RECEIVED", "DELIVERY", "EVENT", "VERDICT", "HTTP", "RUN", "REASON"}, rows);
     print_cursor(o, page);
@@ -175,10 +195,13 @@ void print_outbox(std::ostream& o, const json& page) {
     for (const auto& r : page["items"]) {
         std::string note = text(r, "last_error");
         if (note == "-") note = text(r, "description");
-        rows.push_back({text(r, "id"), text(r, "run_id"), text(r, "sink"), text(r, "context"), text(r, "state"),
-                        text(r, "delivery"), text(r, "attempts"), note});
+        rows.push_back({text(r, "id"), text(r, "run_id"), text(r, "sink"), text(r, "context"),
+                        text(r, "state"), text(r, "delivery"), text(r, "attempts"), note});
     }
-    table(o, {"ID", "RUN", "SINK", "CONTEXT", "STATE", "DELIVERY", "ATTEMPTS", "DESCRIPTION / LAST ERROR"}, rows);
+    table(o,
+          {"ID", "RUN", "SINK", "CONTEXT", "STATE", "DELIVERY", "ATTEMPTS",
+           "DESCRIPTION / LAST ERROR"},
+          rows);
     print_cursor(o, page);
 }
 

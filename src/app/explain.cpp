@@ -36,8 +36,10 @@ int explain(const ExplainOptions& opts, std::istream& in, std::ostream& out, std
         if (!line.empty()) changed.paths.push_back(line);
     }
     auto sel = select::decide(*rules, changed, opts.event);
-    if (opts.json) out << sel.to_json().dump(2) << "\n";
-    else out << select::explain_text(sel);
+    if (opts.json)
+        out << sel.to_json().dump(2) << "\n";
+    else
+        out << select::explain_text(sel);
     return 0;
 }
 

@@ -22,7 +22,8 @@ boost::asio::awaitable<http::Response> Router::route(http::Request& req) {
     const auto start = std::chrono::steady_clock::now();
     auto res = co_await dispatch(req);
     m_api.metrics_registry().observe_request(
-        route_label(req), req.method, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+        route_label(req), req.method,
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
     co_return res;
 }
 
@@ -33,15 +34,18 @@ std::string Router::route_label(const http::Request& req) const {
 }
 
 boost::asio::awaitable<http::Response> Router::dispatch(http::Request& req) {
-    if (req.path == m_webhook_path && m_serves != Serves::admin) co_return co_await m_webhook.handle(req);
+    if (req.path == m_webhook_path && m_serves != Serves::admin)
+        co_return co_await m_webhook.handle(req);
     if (req.refused_status != 0) {
         // Refused by the server (413, 431): only the webhook keeps a row of it.
-        auto r = http::Response::error(req.refused_status,
-                                       req.refused_status == 413 ? "payload_too_large" : "headers_too_large");
+        auto r = http::Response::error(req.refused_status, req.refused_status == 413
+                                                               ? "payload_too_large"
+                                                               : "headers_too_large");
         r.close = true;
         co_return r;
     }
-    if (admin::Api::owns(req.path) && m_serves != Serves::webhook) co_return co_await m_api.handle(req);
+    if (admin::Api::owns(req.path) && m_serves != Serves::webhook)
+        co_return co_await m_api.handle(req);
     if (req.path == "/healthz") {
         if (req.method != "GET" && req.method != "HEAD") co_return method_not_allowed("GET, HEAD");
         co_return http::Response::json(200, {{"status", "ok"}});
@@ -54,15 +58,17 @@ boost::asio::awaitable<http::Response> Router::dispatch(http::Request& req) {
 }
 
 boost::asio::awaitable<http::Response> Router::ready() {
-    // The writer's real state, without writing anything (docs/operations.md): the last commit failing (a
-    // full disk, an I/O error) or a full queue make the daemon not ready.
+    // The writer's real state, without writing anything (docs/operations.md): the last commit
+    // failing (a full disk, an I/O error) or a full queue make the daemon not ready.
     if (auto err = m_writer.last_commit_error()) {
-        auto r = http::Response::json(503, {{"status", "unavailable"}, {"detail", "the last commit failed: " + *err}});
+        auto r = http::Response::json(
+            503, {{"status", "unavailable"}, {"detail", "the last commit failed: " + *err}});
         r.headers.emplace_back("Retry-After", "5");
         co_return r;
     }
     if (m_writer.overloaded()) {
-        auto r = http::Response::json(503, {{"status", "unavailable"}, {"detail", "the write queue is full"}});
+        auto r = http::Response::json(
+            503, {{"status", "unavailable"}, {"detail", "the write queue is full"}});
         r.headers.emplace_back("Retry-After", "5");
         co_return r;
     }

@@ -44,10 +44,13 @@ int send_event(const SendOptions& opts, std::ostream& out, std::ostream& err) {
     } else if (opts.scheme == "standard-webhooks") {
         auto raw = ingest::decode_whsec(key);
         if (!raw) {
-            err << "crcrctl send: " << opts.secret_file.string() << ": " << raw.error().message << "\n";
+            err << "crcrctl send: " << opts.secret_file.string() << ": " << raw.error().message
+                << "\n";
             return 2;
         }
-        auto now = std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+        auto now = std::chrono::duration_cast<std::chrono::seconds>(
+                       std::chrono::system_clock::now().time_since_epoch())
+                       .count();
         headers.emplace_back("webhook-id", id);
         headers.emplace_back("webhook-timestamp", std::to_string(now));
         headers.emplace_back("webhook-signature", ingest::sign_standard(*raw, id, now, *body));

@@ -11,8 +11,8 @@
 #include "crcrd/core/files.hpp"
 #include "crcrd/core/subprocess.hpp"
 #include "crcrd/exec/job_env.hpp"
-#include "crcrd/http/server.hpp"
 #include "crcrd/github/auth.hpp"
+#include "crcrd/http/server.hpp"
 #include "crcrd/select/rules.hpp"
 
 namespace crcrd::app {
@@ -22,9 +22,11 @@ namespace crcrd::app {
 /// one, and the package's, which a Slurm node on a packaged host has) and the D-Bus system
 /// bus's. Those a host lacks are dropped where the command runs (exec::drop_absent_masks).
 std::vector<std::filesystem::path> hidden_dirs(const config::Config& c) {
-    std::vector<std::filesystem::path> dirs = {c.source.parent_path(), c.storage.path.parent_path()};
+    std::vector<std::filesystem::path> dirs = {c.source.parent_path(),
+                                               c.storage.path.parent_path()};
     if (!c.execution.work_root.empty()) dirs.push_back(c.execution.work_root);
-    if (c.execution.executor == "slurm" && c.execution.slurm) dirs.push_back(c.execution.slurm->shared_root);
+    if (c.execution.executor == "slurm" && c.execution.slurm)
+        dirs.push_back(c.execution.slurm->shared_root);
     if (c.execution.sandbox_socket) dirs.push_back(c.execution.sandbox_socket->parent_path());
     for (const char* d : {"/run/crcrd", "/run/dbus"}) {
         if (std::find(dirs.begin(), dirs.end(), d) == dirs.end()) dirs.emplace_back(d);
@@ -42,7 +44,8 @@ void check_command_visible(const config::Config& c, std::vector<std::string>& er
     for (const auto& d : hidden_dirs(c)) {
         if (exec::is_within(prog.parent_path(), d)) {
             errors.push_back("execution.command: " + prog.string() + " lies inside " + d.string() +
-                             ", which the sandbox hides (the configuration, database or work folder); install the "
+                             ", which the sandbox hides (the configuration, database or work "
+                             "folder); install the "
                              "test command elsewhere");
         }
     }
@@ -56,7 +59,9 @@ namespace {
 /// bubblewrap under a daemon running as root.
 void check_test_account(const config::Config& c, std::vector<std::string>& errors) {
     const auto& x = c.execution;
-    if (x.command.empty() || !(x.isolation == "user" || (x.isolation == "bwrap" && ::geteuid() == 0))) return;
+    if (x.command.empty() ||
+        !(x.isolation == "user" || (x.isolation == "bwrap" && ::geteuid() == 0)))
+        return;
     const std::string name = x.user.value_or("nobody");
     if (!::getpwnam(name.c_str())) {
         errors.push_back("execution.user: no account '" + name + "' on this host (tests run as it" +
@@ -69,7 +74,9 @@ void check_test_account(const config::Config& c, std::vector<std::string>& error
 /// job would end as an infrastructure error. One `bwrap ... true` with the jobs' own prefix.
 void check_bwrap_here(const config::Config& c, std::vector<std::string>& errors) {
     const auto& x = c.execution;
-    if (x.command.empty() || x.isolation != "bwrap" || x.executor != "local" || x.sandbox_socket || ::geteuid() == 0) return;
+    if (x.command.empty() || x.isolation != "bwrap" || x.executor != "local" || x.sandbox_socket ||
+        ::geteuid() == 0)
+        return;
     // The probe is the jobs' own prefix (exec::bwrap_prefix), so that it cannot drift from
     // it, with an empty folder of its own as the job's folder.
     std::error_code ec;
@@ -77,8 +84,8 @@ void check_bwrap_here(const config::Config& c, std::vector<std::string>& errors)
     if (ec) tmp = "/tmp";  // $TMPDIR names no folder
     std::string dir = (tmp / "crcrd-bwrap-probe.XXXXXX").string();
     if (::mkdtemp(dir.data()) == nullptr) {
-        errors.push_back("execution.isolation: cannot create a folder for the bubblewrap probe (" + dir + ": " +
-                         std::strerror(errno) + ")");
+        errors.push_back("execution.isolation: cannot create a folder for the bubblewrap probe (" +
+                         dir + ": " + std::strerror(errno) + ")");
         return;
     }
     exec::SandboxSpec spec;
@@ -92,30 +99,37 @@ void check_bwrap_here(const config::Config& c, std::vector<std::string>& errors)
     auto r = run_subprocess(argv, o);
     ::rmdir(dir.c_str());
     if (r && r->exit_code == 0) return;
-    const std::string why = !r ? r.error().message : r->timed_out ? "timed out" : trim(r->err + r->out);
-    errors.push_back("execution.isolation: bubblewrap cannot make the jobs' sandbox here (" + why.substr(0, 300) +
-                     "); under the packaged crcrd.service set execution.sandbox_socket: /run/crcrd/sandbox.sock "
-                     "(docs/operations.md, \"The sandbox launcher\")");
+    const std::string why = !r             ? r.error().message
+                            : r->timed_out ? "timed out"
+                                           : trim(r->err + r->out);
+    errors.push_back(
+        "execution.isolation: bubblewrap cannot make the jobs' sandbox here (" +
+        why.substr(0, 300) +
+        "); under the packaged crcrd.service set execution.sandbox_socket: /run/crcrd/sandbox.sock "
+        "(docs/operations.md, \"The sandbox launcher\")");
 }
 
-/// `executor: slurm` (docs/execution.md): Slurm's commands on PATH, the partition known to the controller,
-/// the shared root a folder.
+/// `executor: slurm` (docs/execution.md): Slurm's commands on PATH, the partition known to the
+/// controller, the shared root a folder.
 void check_slurm(const config::Config& c, std::vector<std::string>& errors) {
     if (c.execution.executor != "slurm" || !c.execution.slurm) return;
     const auto& sl = *c.execution.slurm;
     bool commands = true;
     for (const char* cmd : {"sbatch", "scontrol", "scancel", "squeue"}) {
         if (!find_in_path(cmd)) {
-            errors.push_back(std::string("execution.slurm: '") + cmd + "' is not on PATH (Debian package slurm-client)");
+            errors.push_back(std::string("execution.slurm: '") + cmd +
+                             "' is not on PATH (Debian package slurm-client)");
             commands = false;
         }
     }
     std::error_code ec;
     if (!std::filesystem::is_directory(sl.shared_root, ec)) {
-        errors.push_back("execution.slurm.shared_root: " + sl.shared_root.string() + " is not a directory");
+        errors.push_back("execution.slurm.shared_root: " + sl.shared_root.string() +
+                         " is not a directory");
     }
     if (sl.node_binary && ::access(sl.node_binary->c_str(), X_OK) != 0) {
-        errors.push_back("execution.slurm.node_binary: " + sl.node_binary->string() + " is not an executable file here");
+        errors.push_back("execution.slurm.node_binary: " + sl.node_binary->string() +
+                         " is not an executable file here");
     }
     if (!commands) return;
     SubprocessOptions o;
@@ -123,9 +137,12 @@ void check_slurm(const config::Config& c, std::vector<std::string>& errors) {
     o.max_output = 64 * 1024;
     auto r = run_subprocess({"scontrol", "show", "partition", sl.partition}, o);
     if (!r || r->exit_code != 0) {
-        const std::string why = !r ? r.error().message : r->timed_out ? "timed out" : trim(r->err + r->out);
-        errors.push_back("execution.slurm.partition: '" + sl.partition + "' is not a partition of the cluster (scontrol: " +
-                         why.substr(0, 300) + ")");
+        const std::string why = !r             ? r.error().message
+                                : r->timed_out ? "timed out"
+                                               : trim(r->err + r->out);
+        errors.push_back("execution.slurm.partition: '" + sl.partition +
+                         "' is not a partition of the cluster (scontrol: " + why.substr(0, 300) +
+                         ")");
     }
 }
 
@@ -138,10 +155,12 @@ sched::DispatcherSettings dispatcher_settings(const config::Config& c) {
     d.lease_ttl = c.execution.lease_ttl;
     d.retry = sched::RetryPolicy{c.execution.infra_retries, c.execution.flaky_reruns};
     d.rerun_failed_tests = c.execution.rerun == "failed_tests";
-    d.reuse_window = std::chrono::duration_cast<std::chrono::milliseconds>(c.selection.reuse_window);
+    d.reuse_window =
+        std::chrono::duration_cast<std::chrono::milliseconds>(c.selection.reuse_window);
     d.base_check_run = c.classify.base_check == "run";
     d.base_window = c.classify.base_check != "off"
-                        ? std::optional(std::chrono::duration_cast<std::chrono::milliseconds>(c.classify.base_window))
+                        ? std::optional(std::chrono::duration_cast<std::chrono::milliseconds>(
+                              c.classify.base_window))
                         : std::nullopt;
     d.patterns = std::make_shared<const classify::Patterns>(
         classify::compile_patterns(c.classify.device_patterns, c.classify.infra_patterns));
@@ -160,7 +179,8 @@ std::shared_ptr<const exec::ExecutorSettings> executor_settings(const config::Co
     if (c.server.tls) s->hidden_files.push_back(c.server.tls->key);
     if (c.report.github) {
         if (c.report.github->token_file) s->hidden_files.push_back(*c.report.github->token_file);
-        if (c.report.github->private_key_file) s->hidden_files.push_back(*c.report.github->private_key_file);
+        if (c.report.github->private_key_file)
+            s->hidden_files.push_back(*c.report.github->private_key_file);
     }
     if (c.report.crcr_callback && c.report.crcr_callback->token_file) {
         s->hidden_files.push_back(*c.report.crcr_callback->token_file);
@@ -183,7 +203,8 @@ report::OutboxSettings outbox_settings(const config::Config& c) {
     o.file = c.report.file.has_value();
     o.callback = c.report.crcr_callback.has_value();
     o.target_url = c.report.target_url;
-    if (o.target_url.empty() && !c.server.public_url.empty()) o.target_url = c.server.public_url + "/ui/runs/{run_id}";
+    if (o.target_url.empty() && !c.server.public_url.empty())
+        o.target_url = c.server.public_url + "/ui/runs/{run_id}";
     o.public_url = c.server.public_url;
     o.upstream_repo = c.trust.upstream_repo;
     if (c.report.crcr_callback) {
@@ -199,23 +220,29 @@ namespace {
 void check_report_credentials(const config::ReportConfig& r, std::vector<std::string>& errors) {
     auto token = [&](const std::string& key, const std::filesystem::path& file) {
         auto text = read_file(file, 64 * 1024);
-        if (!text) errors.push_back(key + ": " + text.error().message);
-        else if (trim(*text).empty()) errors.push_back(key + ": " + file.string() + " is empty");
+        if (!text)
+            errors.push_back(key + ": " + text.error().message);
+        else if (trim(*text).empty())
+            errors.push_back(key + ": " + file.string() + " is empty");
     };
     if (r.github && r.github->token_file) token("report.github.token_file", *r.github->token_file);
     if (r.github && r.github->private_key_file) {
         auto pem = read_file(*r.github->private_key_file, 1 << 20);
         if (!pem) {
             errors.push_back("report.github.private_key_file: " + pem.error().message);
-        } else if (auto jwt = github::make_app_jwt(r.github->app_id.value_or(0), *pem, std::chrono::system_clock::now()); !jwt) {
+        } else if (auto jwt = github::make_app_jwt(r.github->app_id.value_or(0), *pem,
+                                                   std::chrono::system_clock::now());
+                   !jwt) {
             errors.push_back("report.github.private_key_file: " + jwt.error().message);
         }
     }
-    if (r.crcr_callback && r.crcr_callback->token_file) token("report.crcr_callback.token_file", *r.crcr_callback->token_file);
+    if (r.crcr_callback && r.crcr_callback->token_file)
+        token("report.crcr_callback.token_file", *r.crcr_callback->token_file);
     if (r.crcr_callback && !r.crcr_callback->token_command.empty()) {
         const auto& prog = r.crcr_callback->token_command.front();
         if (prog.find('/') != std::string::npos && ::access(prog.c_str(), X_OK) != 0) {
-            errors.push_back("report.crcr_callback.token_command: " + prog + " is not an executable file");
+            errors.push_back("report.crcr_callback.token_command: " + prog +
+                             " is not an executable file");
         }
     }
 }
@@ -239,7 +266,8 @@ Checked load_checked(const std::filesystem::path& path) {
     }
     auto ring = ingest::load_keyring(loaded.config->ingest, &out.errors);
     if (loaded.config->server.tls) {
-        if (auto t = http::check_tls(*loaded.config->server.tls); !t) out.errors.push_back(t.error().message);
+        if (auto t = http::check_tls(*loaded.config->server.tls); !t)
+            out.errors.push_back(t.error().message);
     }
     check_report_credentials(loaded.config->report, out.errors);
     check_command_visible(*loaded.config, out.errors);
@@ -255,7 +283,8 @@ Checked load_checked(const std::filesystem::path& path) {
             pc->sources.upstream = loaded.config->upstream;
             pc->sources.github = loaded.config->report.github;
             if (pc->sources.github) {
-                pc->sources.github_auth = std::make_shared<github::Auth>(*pc->sources.github, std::chrono::seconds(30));
+                pc->sources.github_auth =
+                    std::make_shared<github::Auth>(*pc->sources.github, std::chrono::seconds(30));
             }
             pc->sources.upstream_repo = loaded.config->trust.upstream_repo;
             pc->bisect = loaded.config->bisect;

@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <regex>
 
-#include "crcrd/config/yaml_map.hpp"
 #include "crcrd/config/config.hpp"
+#include "crcrd/config/yaml_map.hpp"
 #include "crcrd/core/files.hpp"
 #include "crcrd/core/log_pattern.hpp"
 
@@ -61,7 +61,8 @@ void secret_list(YamlMap& m, const std::string& key, std::vector<SecretRef>& out
         SecretRef s;
         item.get("id", s.id, true);
         item.get_path("file", s.file, true);
-        if (!s.id.empty() && !ids.insert(s.id).second) item.error("id", "duplicate secret id '" + s.id + "'");
+        if (!s.id.empty() && !ids.insert(s.id).second)
+            item.error("id", "duplicate secret id '" + s.id + "'");
         out.push_back(std::move(s));
     });
 }
@@ -82,9 +83,12 @@ void parse_server(YamlMap m, ServerConfig& c) {
     }
     m.get("public_url", c.public_url);
     if (!c.public_url.empty()) {
-        static const std::regex k_public(R"(^https://[^/\s?#]+/?$|^https://[^/\s?#]+/[^\s?#]*[^/\s?#]$)", std::regex::icase);
+        static const std::regex k_public(
+            R"(^https://[^/\s?#]+/?$|^https://[^/\s?#]+/[^\s?#]*[^/\s?#]$)", std::regex::icase);
         if (!std::regex_match(c.public_url, k_public)) {
-            m.error("public_url", "'" + c.public_url + "' must be an absolute https:// URL (the links in commit statuses)");
+            m.error("public_url",
+                    "'" + c.public_url +
+                        "' must be an absolute https:// URL (the links in commit statuses)");
         }
         while (!c.public_url.empty() && c.public_url.back() == '/') c.public_url.pop_back();
     }
@@ -100,7 +104,8 @@ void parse_server(YamlMap m, ServerConfig& c) {
     m.get("write_timeout", c.write_timeout);
     m.get("idle_timeout", c.idle_timeout);
     m.get("drain_timeout", c.drain_timeout);
-    if (c.webhook_path.empty() || c.webhook_path.front() != '/') m.error("webhook_path", "must start with /");
+    if (c.webhook_path.empty() || c.webhook_path.front() != '/')
+        m.error("webhook_path", "must start with /");
     if (c.max_body_bytes == 0) m.error("max_body_bytes", "must be positive");
     if (c.max_connections == 0) m.error("max_connections", "must be positive");
     if (c.max_connections_per_ip == 0) m.error("max_connections_per_ip", "must be positive");
@@ -125,7 +130,9 @@ void parse_ingest(YamlMap m, IngestConfig& c) {
     secret_list(m, "standard_webhooks_secrets", c.standard_webhooks_secrets);
     m.get("max_clock_skew", c.max_clock_skew);
     if (c.secrets.empty() && c.standard_webhooks_secrets.empty()) {
-        m.error("secrets", "at least one secret (ingest.secrets or ingest.standard_webhooks_secrets) is required");
+        m.error(
+            "secrets",
+            "at least one secret (ingest.secrets or ingest.standard_webhooks_secrets) is required");
     }
 }
 
@@ -164,25 +171,31 @@ void parse_slurm(YamlMap m, SlurmConfig& c) {
     m.get("cancel_pending_on_stop", c.cancel_pending_on_stop);
     m.get_path("node_binary", c.node_binary);
     m.get("devices", c.devices);
-    if (c.poll_interval < std::chrono::milliseconds(100)) m.error("poll_interval", "must be at least 100ms");
-    if (c.max_submitted == 0 || c.max_submitted > 10000) m.error("max_submitted", "must be between 1 and 10000");
+    if (c.poll_interval < std::chrono::milliseconds(100))
+        m.error("poll_interval", "must be at least 100ms");
+    if (c.max_submitted == 0 || c.max_submitted > 10000)
+        m.error("max_submitted", "must be between 1 and 10000");
     for (const auto& [label, gres] : c.gres_per_label) {
         if (gres.empty() || gres.find_first_of(" \t\n,") != std::string::npos) {
-            m.error("gres_per_label", "'" + label + "': one GRES such as \"aiu:1\", without spaces or commas");
+            m.error("gres_per_label",
+                    "'" + label + "': one GRES such as \"aiu:1\", without spaces or commas");
         }
     }
     for (const auto& a : c.sbatch_args) {
         // crcrd sets these itself; an override would break collection or the environment.
-        for (const char* own : {"--export", "--parsable", "--output", "--error", "--job-name", "--comment", "--chdir",
-                                "--wrap", "--requeue", "--no-requeue", "--time", "--partition", "--gres"}) {
-            if (a == own || a.rfind(std::string(own) + "=", 0) == 0) m.error("sbatch_args", "'" + a + "' is set by crcrd");
+        for (const char* own :
+             {"--export", "--parsable", "--output", "--error", "--job-name", "--comment", "--chdir",
+              "--wrap", "--requeue", "--no-requeue", "--time", "--partition", "--gres"}) {
+            if (a == own || a.rfind(std::string(own) + "=", 0) == 0)
+                m.error("sbatch_args", "'" + a + "' is set by crcrd");
         }
         for (const char* own : {"-o", "-e", "-J", "-D", "-t", "-p"}) {
             if (a.rfind(own, 0) == 0) m.error("sbatch_args", "'" + a + "' is set by crcrd");
         }
     }
     for (const auto& d : c.devices)
-        if (d.empty() || d.front() != '/') m.error("devices", "'" + d + "' is not an absolute path");
+        if (d.empty() || d.front() != '/')
+            m.error("devices", "'" + d + "' is not an absolute path");
 }
 
 void parse_execution(YamlMap m, ExecutionConfig& c) {
@@ -221,14 +234,16 @@ void parse_execution(YamlMap m, ExecutionConfig& c) {
     m.get_path("sandbox_socket", c.sandbox_socket);
     check_enum(m, "isolation", c.isolation, {"bwrap", "user", "none"});
     check_enum(m, "network", c.network, {"host", "none"});
-    if (c.network == "none" && c.isolation != "bwrap") m.error("network", "none needs isolation: bwrap");
+    if (c.network == "none" && c.isolation != "bwrap")
+        m.error("network", "none needs isolation: bwrap");
     if (c.isolation == "user" && !c.user) m.error("user", "required when isolation is user");
     if (c.sandbox_socket && (c.isolation != "bwrap" || c.executor != "local")) {
         m.error("sandbox_socket", "only with isolation: bwrap and executor: local");
     }
     // Every job's sandbox hides the socket's folder: it cannot be the root folder.
     if (c.sandbox_socket && c.sandbox_socket->parent_path() == c.sandbox_socket->root_path()) {
-        m.error("sandbox_socket", "must lie in a folder of its own (the jobs' sandbox hides that folder), not in /");
+        m.error("sandbox_socket",
+                "must lie in a folder of its own (the jobs' sandbox hides that folder), not in /");
     }
 }
 
@@ -264,11 +279,15 @@ void parse_report(YamlMap m, ReportConfig& c) {
         check_enum(g, "mode", gh.mode, {"advisory"});
         bool app = gh.app_id || gh.private_key_file || gh.installation_id;
         if (gh.token_file && app) {
-            g.error("token_file", "give either token_file or a GitHub App (app_id, private_key_file, installation_id), not both");
+            g.error("token_file",
+                    "give either token_file or a GitHub App (app_id, private_key_file, "
+                    "installation_id), not both");
         } else if (!gh.token_file && !app) {
-            g.error("token_file", "required (or a GitHub App: app_id, private_key_file, installation_id)");
+            g.error("token_file",
+                    "required (or a GitHub App: app_id, private_key_file, installation_id)");
         } else if (app && !(gh.app_id && gh.private_key_file && gh.installation_id)) {
-            g.error("app_id", "a GitHub App needs all of app_id, private_key_file and installation_id");
+            g.error("app_id",
+                    "a GitHub App needs all of app_id, private_key_file and installation_id");
         }
         c.github = gh;
     } else {
@@ -288,15 +307,19 @@ void parse_report(YamlMap m, ReportConfig& c) {
         cb.get("scheduled_event_type", cc.scheduled_event_type);
         cb.get_path("ca_file", cc.ca_file);
         check_enum(cb, "scheduled_event_type", cc.scheduled_event_type, {"nightly", "periodic"});
-        if (cc.url.empty() == !cc.file.has_value()) cb.error("url", "give either url (the relay) or file, one of them");
+        if (cc.url.empty() == !cc.file.has_value())
+            cb.error("url", "give either url (the relay) or file, one of them");
         if (!cc.url.empty() && cc.token_file.has_value() == !cc.token_command.empty()) {
-            cb.error("token_command", "give either token_command (an OIDC token for the relay) or token_file, one of them");
+            cb.error("token_command",
+                     "give either token_command (an OIDC token for the relay) or token_file, one "
+                     "of them");
         }
         if (cc.workflow_name.empty()) cb.error("workflow_name", "must not be empty");
         // A relative program path (with a slash) is relative to the configuration file.
         if (!cc.token_command.empty() && cc.token_command.front().find('/') != std::string::npos &&
             cc.token_command.front().front() != '/') {
-            cc.token_command.front() = (cb.base_dir() / cc.token_command.front()).lexically_normal().string();
+            cc.token_command.front() =
+                (cb.base_dir() / cc.token_command.front()).lexically_normal().string();
         }
         c.crcr_callback = cc;
     } else {
@@ -328,9 +351,12 @@ void parse_admin(YamlMap m, AdminConfig& c, const ServerConfig& server) {
         parse_listen(m, "listen", c.listen_host, c.listen_port);
         if (!c.listen_host.empty()) m.get("listen", c.listen);
         if (c.listen && !server.tls && !is_loopback(c.listen_host)) {
-            m.error("listen", "plain HTTP is only allowed on a loopback address (the admin listener uses server.tls)");
+            m.error("listen",
+                    "plain HTTP is only allowed on a loopback address (the admin listener uses "
+                    "server.tls)");
         }
-        if (c.listen && c.listen_host == server.host && c.listen_port == server.port && server.port != 0) {
+        if (c.listen && c.listen_host == server.host && c.listen_port == server.port &&
+            server.port != 0) {
             m.error("listen", "must differ from server.listen");
         }
     } else {
@@ -343,7 +369,8 @@ void parse_admin(YamlMap m, AdminConfig& c, const ServerConfig& server) {
 void parse_recovery(YamlMap m, Config& c) {
     if (!m.has("github_hook")) {
         m.raw("github_hook");
-        if (m.has("interval") || m.has("lookback")) m.error("github_hook", "required: the hook whose deliveries to recover");
+        if (m.has("interval") || m.has("lookback"))
+            m.error("github_hook", "required: the hook whose deliveries to recover");
         m.raw("interval");
         m.raw("lookback");
         return;
@@ -356,20 +383,26 @@ void parse_recovery(YamlMap m, Config& c) {
         h.get("hook_id", hook_id);
         r.hook_id = hook_id.value_or(0);
         h.get("app", r.app);
-        if (r.app && (!r.repo.empty() || r.hook_id != 0)) h.error("app", "give either {repo, hook_id} or {app: true}");
+        if (r.app && (!r.repo.empty() || r.hook_id != 0))
+            h.error("app", "give either {repo, hook_id} or {app: true}");
         if (!r.app && (r.repo.empty() || r.hook_id <= 0)) {
-            h.error("repo", "required with hook_id (a positive number), or app: true for the GitHub App's own hook");
+            h.error("repo",
+                    "required with hook_id (a positive number), or app: true for the GitHub App's "
+                    "own hook");
         }
     }
     m.get("interval", r.interval);
     m.get("lookback", r.lookback);
     if (r.interval.count() <= 0) m.error("interval", "must be positive");
-    if (r.lookback.count() <= 0 || r.lookback > std::chrono::hours(24 * 30)) m.error("lookback", "must be from 1s to 30d");
+    if (r.lookback.count() <= 0 || r.lookback > std::chrono::hours(24 * 30))
+        m.error("lookback", "must be from 1s to 30d");
     // Recovery speaks to GitHub with the statuses' credentials.
     if (!c.report.github) {
         m.error("github_hook", "needs report.github (its api_url and credentials)");
     } else if (r.app && !c.report.github->app_id) {
-        m.error("github_hook", "app: true needs a GitHub App in report.github (app_id, private_key_file, installation_id)");
+        m.error("github_hook",
+                "app: true needs a GitHub App in report.github (app_id, private_key_file, "
+                "installation_id)");
     }
     c.recovery = r;
 }
@@ -382,7 +415,8 @@ Loaded parse(const std::string& yaml_text, const Path& base_dir, const Path& sou
     try {
         root = YAML::Load(yaml_text);
     } catch (const YAML::Exception& e) {
-        out.errors.push_back("(yaml): " + e.msg + " (line " + std::to_string(e.mark.line + 1) + ")");
+        out.errors.push_back("(yaml): " + e.msg + " (line " + std::to_string(e.mark.line + 1) +
+                             ")");
         return out;
     }
     ParseContext ctx{&out.errors, base_dir};
@@ -406,8 +440,9 @@ Loaded parse(const std::string& yaml_text, const Path& base_dir, const Path& sou
             up.get("remote", c.upstream.remote);
             // A local path (no URL scheme, no scp-like "host:") is relative to this file, as
             // every other path in it.
-            if (const auto& r = c.upstream.remote; !r.empty() && r.find("://") == std::string::npos &&
-                                                   r.find(':') == std::string::npos && r.front() != '/') {
+            if (const auto& r = c.upstream.remote;
+                !r.empty() && r.find("://") == std::string::npos &&
+                r.find(':') == std::string::npos && r.front() != '/') {
                 std::filesystem::path p;
                 up.get_path("remote", p);
                 c.upstream.remote = p.string();
@@ -422,14 +457,16 @@ Loaded parse(const std::string& yaml_text, const Path& base_dir, const Path& sou
             sel.get("reuse_window", c.selection.reuse_window);
             for (const auto& [event, key] : c.selection.concurrency) {
                 check_enum(sel, "concurrency", key, {"pr", "branch", "none"});
-                check_enum(sel, "concurrency", event, {"pull_request", "push", "schedule", "manual"});
+                check_enum(sel, "concurrency", event,
+                           {"pull_request", "push", "schedule", "manual"});
             }
         }
         std::set<std::string> names;
         top.each("runners", [&](YamlMap& r) {
             RunnerConfig rc;
             parse_runner(r, rc);
-            if (!rc.name.empty() && !names.insert(rc.name).second) r.error("name", "duplicate runner name '" + rc.name + "'");
+            if (!rc.name.empty() && !names.insert(rc.name).second)
+                r.error("name", "duplicate runner name '" + rc.name + "'");
             c.runners.push_back(std::move(rc));
         });
         parse_execution(top.child("execution"), c.execution);
@@ -446,7 +483,8 @@ Loaded parse(const std::string& yaml_text, const Path& base_dir, const Path& sou
             b.get("max_runs", c.bisect.max_runs);
             b.get("refs", c.bisect.refs);
             for (const auto& r : c.bisect.refs)
-                if (r.empty() || r.find_first_of(" ~^:?*[\\") != std::string::npos) b.error("refs", "'" + r + "' is not a branch name");
+                if (r.empty() || r.find_first_of(" ~^:?*[\\") != std::string::npos)
+                    b.error("refs", "'" + r + "' is not a branch name");
         }
         parse_report(top.child("report"), c.report);
         parse_admin(top.child("admin"), c.admin, c.server);

@@ -91,9 +91,12 @@ void YamlMap::get(const std::string& key, bool& out) {
     if (!n.IsDefined() || n.IsNull()) return;
     auto s = scalar(key, n);
     if (!s) return;
-    if (*s == "true") out = true;
-    else if (*s == "false") out = false;
-    else error(key, "must be true or false");
+    if (*s == "true")
+        out = true;
+    else if (*s == "false")
+        out = false;
+    else
+        error(key, "must be true or false");
 }
 
 namespace {
@@ -110,8 +113,10 @@ void YamlMap::get(const std::string& key, std::uint16_t& out) {
     YAML::Node n = raw(key);
     if (!n.IsDefined() || n.IsNull()) return;
     if (auto s = scalar(key, n)) {
-        if (auto v = to_int<std::uint16_t>(*s)) out = *v;
-        else error(key, "must be an integer from 0 to 65535");
+        if (auto v = to_int<std::uint16_t>(*s))
+            out = *v;
+        else
+            error(key, "must be an integer from 0 to 65535");
     }
 }
 
@@ -119,8 +124,10 @@ void YamlMap::get(const std::string& key, std::uint32_t& out) {
     YAML::Node n = raw(key);
     if (!n.IsDefined() || n.IsNull()) return;
     if (auto s = scalar(key, n)) {
-        if (auto v = to_int<std::uint32_t>(*s)) out = *v;
-        else error(key, "must be a non-negative integer");
+        if (auto v = to_int<std::uint32_t>(*s))
+            out = *v;
+        else
+            error(key, "must be a non-negative integer");
     }
 }
 
@@ -128,8 +135,10 @@ void YamlMap::get(const std::string& key, std::optional<std::int64_t>& out) {
     YAML::Node n = raw(key);
     if (!n.IsDefined() || n.IsNull()) return;
     if (auto s = scalar(key, n)) {
-        if (auto v = to_int<std::int64_t>(*s)) out = *v;
-        else error(key, "must be an integer");
+        if (auto v = to_int<std::int64_t>(*s))
+            out = *v;
+        else
+            error(key, "must be an integer");
     }
 }
 
@@ -138,8 +147,10 @@ void YamlMap::get(const std::string& key, Duration& out) {
     if (!n.IsDefined() || n.IsNull()) return;
     if (auto s = scalar(key, n)) {
         auto d = parse_duration(*s);
-        if (d) out = *d;
-        else error(key, d.error().message);
+        if (d)
+            out = *d;
+        else
+            error(key, d.error().message);
     }
 }
 
@@ -148,8 +159,10 @@ void YamlMap::get_size(const std::string& key, std::uint64_t& out) {
     if (!n.IsDefined() || n.IsNull()) return;
     if (auto s = scalar(key, n)) {
         auto v = parse_size(*s);
-        if (v) out = *v;
-        else error(key, v.error().message);
+        if (v)
+            out = *v;
+        else
+            error(key, v.error().message);
     }
 }
 

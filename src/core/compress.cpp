@@ -16,7 +16,8 @@ std::string compress(std::string_view data) {
     if (!ctx.p) throw std::runtime_error("zstd: out of memory");
     std::string out(ZSTD_compressBound(data.size()), '\0');
     std::size_t n = ZSTD_compressCCtx(ctx.p, out.data(), out.size(), data.data(), data.size(), 1);
-    if (ZSTD_isError(n)) throw std::runtime_error(std::string("zstd compress failed: ") + ZSTD_getErrorName(n));
+    if (ZSTD_isError(n))
+        throw std::runtime_error(std::string("zstd compress failed: ") + ZSTD_getErrorName(n));
     out.resize(n);
     return out;
 }
@@ -28,7 +29,8 @@ Result<std::string> decompress(std::string_view frame, std::size_t max_size) {
     }
     std::string out(static_cast<std::size_t>(size), '\0');
     std::size_t n = ZSTD_decompress(out.data(), out.size(), frame.data(), frame.size());
-    if (ZSTD_isError(n) || n != size) return make_error("corrupt", "stored body does not decompress");
+    if (ZSTD_isError(n) || n != size)
+        return make_error("corrupt", "stored body does not decompress");
     return out;
 }
 

@@ -14,8 +14,8 @@ std::string hmac_sha256(std::string_view key, std::string_view data) {
     unsigned char out[EVP_MAX_MD_SIZE];
     unsigned int len = 0;
     if (HMAC(EVP_sha256(), key.data(), static_cast<int>(key.size()),
-             reinterpret_cast<const unsigned char*>(data.data()), data.size(), out, &len) ==
-        nullptr) {
+             reinterpret_cast<const unsigned char*>(data.data()), data.size(), out,
+             &len) == nullptr) {
         throw std::runtime_error("HMAC-SHA256 failed");
     }
     return std::string(reinterpret_cast<char*>(out), len);
@@ -95,8 +95,10 @@ std::string base64url_encode(std::string_view bytes) {
     std::string s = base64_encode(bytes);
     while (!s.empty() && s.back() == '=') s.pop_back();
     for (char& c : s) {
-        if (c == '+') c = '-';
-        else if (c == '/') c = '_';
+        if (c == '+')
+            c = '-';
+        else if (c == '/')
+            c = '_';
     }
     return s;
 }

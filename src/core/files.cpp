@@ -16,7 +16,8 @@ Status write_file_atomic(const std::filesystem::path& path, const std::string& t
     // A temporary of this writer's own: two threads or processes writing the same file never
     // share one (the last rename wins, whole).
     static std::atomic<unsigned> counter{0};
-    const auto tmp = path.string() + ".tmp." + std::to_string(::getpid()) + "." + std::to_string(counter.fetch_add(1));
+    const auto tmp = path.string() + ".tmp." + std::to_string(::getpid()) + "." +
+                     std::to_string(counter.fetch_add(1));
     auto fail = [&](const std::string& what) -> Status {
         const int err = errno;
         ::unlink(tmp.c_str());
@@ -53,7 +54,8 @@ Result<std::string> read_file(const std::filesystem::path& path, std::size_t max
     while (in.read(buf, sizeof buf) || in.gcount() > 0) {
         out.append(buf, static_cast<std::size_t>(in.gcount()));
         if (out.size() > max_bytes) {
-            return make_error("io", path.string() + " is larger than " + std::to_string(max_bytes) + " bytes");
+            return make_error(
+                "io", path.string() + " is larger than " + std::to_string(max_bytes) + " bytes");
         }
     }
     if (in.bad()) return make_error("io", "cannot read " + path.string());
@@ -65,7 +67,8 @@ Result<std::string> read_untrusted_file(const std::filesystem::path& path, std::
     if (fd < 0) {
         const int err = errno;
         if (err == ELOOP) return make_error("io", path.filename().string() + " is a symbolic link");
-        return make_error("io", "cannot open " + path.filename().string() + ": " + std::strerror(err));
+        return make_error("io",
+                          "cannot open " + path.filename().string() + ": " + std::strerror(err));
     }
     struct stat st {};
     if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
@@ -74,7 +77,8 @@ Result<std::string> read_untrusted_file(const std::filesystem::path& path, std::
     }
     if (static_cast<std::uint64_t>(st.st_size) > max_bytes) {
         ::close(fd);
-        return make_error("io", path.filename().string() + " is larger than " + std::to_string(max_bytes) + " bytes");
+        return make_error("io", path.filename().string() + " is larger than " +
+                                    std::to_string(max_bytes) + " bytes");
     }
     std::string out;
     out.resize(static_cast<std::size_t>(st.st_size));

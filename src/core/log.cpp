@@ -14,23 +14,31 @@ namespace {
 
 /// `%*`: the sd-daemon priority prefix of the line's level, "<3>" for an error.
 class PriorityFlag final : public spdlog::custom_flag_formatter {
-public:
-    void format(const spdlog::details::log_msg& msg, const std::tm&, spdlog::memory_buf_t& dest) override {
+  public:
+    void format(const spdlog::details::log_msg& msg, const std::tm&,
+                spdlog::memory_buf_t& dest) override {
         const std::string_view p = priority_prefix(msg.level);
         dest.append(p.data(), p.data() + p.size());
     }
-    std::unique_ptr<custom_flag_formatter> clone() const override { return std::make_unique<PriorityFlag>(); }
+    std::unique_ptr<custom_flag_formatter> clone() const override {
+        return std::make_unique<PriorityFlag>();
+    }
 };
 
 }  // namespace
 
 std::string_view priority_prefix(spdlog::level::level_enum level) {
     switch (level) {
-        case spdlog::level::critical: return "<2>";  // SD_CRIT
-        case spdlog::level::err: return "<3>";       // SD_ERR
-        case spdlog::level::warn: return "<4>";      // SD_WARNING
-        case spdlog::level::info: return "<6>";      // SD_INFO
-        default: return "<7>";                       // SD_DEBUG: debug and trace
+        case spdlog::level::critical:
+            return "<2>";  // SD_CRIT
+        case spdlog::level::err:
+            return "<3>";  // SD_ERR
+        case spdlog::level::warn:
+            return "<4>";  // SD_WARNING
+        case spdlog::level::info:
+            return "<6>";  // SD_INFO
+        default:
+            return "<7>";  // SD_DEBUG: debug and trace
     }
 }
 
@@ -42,7 +50,8 @@ bool stderr_is_journal() {
     if (std::sscanf(stream, "%llu:%llu%c", &dev, &ino, &end) != 2) return false;
     struct stat st {};
     if (::fstat(2, &st) != 0) return false;
-    return static_cast<unsigned long long>(st.st_dev) == dev && static_cast<unsigned long long>(st.st_ino) == ino;
+    return static_cast<unsigned long long>(st.st_dev) == dev &&
+           static_cast<unsigned long long>(st.st_ino) == ino;
 }
 
 void init(std::string_view level) {
@@ -52,7 +61,8 @@ void init(std::string_view level) {
     // (journalctl -p err finds it); anywhere else the lines are as they always were.
     auto formatter = std::make_unique<spdlog::pattern_formatter>(spdlog::pattern_time_type::utc);
     formatter->add_flag<PriorityFlag>('*');
-    formatter->set_pattern(stderr_is_journal() ? "%*%Y-%m-%dT%H:%M:%S.%eZ %l %v" : "%Y-%m-%dT%H:%M:%S.%eZ %l %v");
+    formatter->set_pattern(stderr_is_journal() ? "%*%Y-%m-%dT%H:%M:%S.%eZ %l %v"
+                                               : "%Y-%m-%dT%H:%M:%S.%eZ %l %v");
     logger->set_formatter(std::move(formatter));
     auto lvl = spdlog::level::from_str(std::string(level));
     if (lvl == spdlog::level::off && level != "off") lvl = spdlog::level::info;

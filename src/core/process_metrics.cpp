@@ -29,8 +29,10 @@ void gauge(std::string& out, const char* name, const char* type, const char* hel
 /// the packaged unit's ProcSubset=pid hides /proc/stat.
 double boot_time() {
     timespec real{}, boot{};
-    if (::clock_gettime(CLOCK_REALTIME, &real) != 0 || ::clock_gettime(CLOCK_BOOTTIME, &boot) != 0) return 0;
-    return static_cast<double>(real.tv_sec - boot.tv_sec) + static_cast<double>(real.tv_nsec - boot.tv_nsec) / 1e9;
+    if (::clock_gettime(CLOCK_REALTIME, &real) != 0 || ::clock_gettime(CLOCK_BOOTTIME, &boot) != 0)
+        return 0;
+    return static_cast<double>(real.tv_sec - boot.tv_sec) +
+           static_cast<double>(real.tv_nsec - boot.tv_nsec) / 1e9;
 }
 
 }  // namespace

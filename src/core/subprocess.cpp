@@ -26,23 +26,31 @@ std::optional<std::filesystem::path> find_in_path(const std::string& name) {
     while (pos <= dirs.size()) {
         auto end = dirs.find(':', pos);
         if (end == std::string::npos) end = dirs.size();
-        std::filesystem::path candidate = std::filesystem::path(dirs.substr(pos, end - pos).empty() ? "." : dirs.substr(pos, end - pos)) / name;
+        std::filesystem::path candidate = std::filesystem::path(dirs.substr(pos, end - pos).empty()
+                                                                    ? "."
+                                                                    : dirs.substr(pos, end - pos)) /
+                                          name;
         std::error_code ec;
-        if (std::filesystem::is_regular_file(candidate, ec) && ::access(candidate.c_str(), X_OK) == 0) return candidate;
+        if (std::filesystem::is_regular_file(candidate, ec) &&
+            ::access(candidate.c_str(), X_OK) == 0)
+            return candidate;
         pos = end + 1;
     }
     return std::nullopt;
 }
 
-int spawn_process(pid_t& pid, const char* path, char* const argv[], char* const envp[], const SpawnOptions& opts) {
+int spawn_process(pid_t& pid, const char* path, char* const argv[], char* const envp[],
+                  const SpawnOptions& opts) {
     posix_spawnattr_t attr;
     posix_spawn_file_actions_t files;
     ::posix_spawnattr_init(&attr);
     ::posix_spawn_file_actions_init(&files);
     sigset_t mask, all;
     sigfillset(&all);
-    if (opts.signals_blocked) sigfillset(&mask);
-    else sigemptyset(&mask);
+    if (opts.signals_blocked)
+        sigfillset(&mask);
+    else
+        sigemptyset(&mask);
     ::posix_spawnattr_setsigmask(&attr, &mask);
     ::posix_spawnattr_setsigdefault(&attr, &all);
     short flags = POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF;
@@ -63,10 +71,12 @@ int spawn_process(pid_t& pid, const char* path, char* const argv[], char* const 
     return rc;
 }
 
-Result<SubprocessResult> run_subprocess(const std::vector<std::string>& argv, const SubprocessOptions& opts) {
+Result<SubprocessResult> run_subprocess(const std::vector<std::string>& argv,
+                                        const SubprocessOptions& opts) {
     if (argv.empty()) return make_error("exec", "empty command");
     int out_pipe[2], err_pipe[2];
-    if (::pipe2(out_pipe, O_CLOEXEC) != 0) return make_error("exec", std::string("pipe: ") + std::strerror(errno));
+    if (::pipe2(out_pipe, O_CLOEXEC) != 0)
+        return make_error("exec", std::string("pipe: ") + std::strerror(errno));
     if (::pipe2(err_pipe, O_CLOEXEC) != 0) {
         ::close(out_pipe[0]);
         ::close(out_pipe[1]);
@@ -87,10 +97,12 @@ Result<SubprocessResult> run_subprocess(const std::vector<std::string>& argv, co
     spawn.search_path = true;
     spawn.own_process_group = true;
     spawn.cwd = opts.cwd ? opts.cwd->c_str() : nullptr;
-    const int rc = spawn_process(pid, args[0], args.data(), opts.env ? envp.data() : environ, spawn);
+    const int rc =
+        spawn_process(pid, args[0], args.data(), opts.env ? envp.data() : environ, spawn);
     if (rc != 0) {
         for (int fd : {out_pipe[0], out_pipe[1], err_pipe[0], err_pipe[1]}) ::close(fd);
-        return make_error("exec", "cannot execute " + argv[0] + (opts.cwd ? " in " + opts.cwd->string() : "") + ": " +
+        return make_error("exec", "cannot execute " + argv[0] +
+                                      (opts.cwd ? " in " + opts.cwd->string() : "") + ": " +
                                       std::strerror(rc));
     }
     ::setpgid(pid, pid);
@@ -101,7 +113,8 @@ Result<SubprocessResult> run_subprocess(const std::vector<std::string>& argv, co
     auto deadline = std::chrono::steady_clock::now() + opts.timeout;
     char buf[65536];
     while (fds[0] >= 0 || fds[1] >= 0) {
-        auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+        auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+            deadline - std::chrono::steady_clock::now());
         if (left.count() <= 0) {
             r.timed_out = true;
             ::kill(-pid, SIGKILL);
@@ -111,7 +124,8 @@ Result<SubprocessResult> run_subprocess(const std::vector<std::string>& argv, co
         int n = 0;
         for (int fd : fds)
             if (fd >= 0) p[n++] = pollfd{fd, POLLIN, 0};
-        int rc = ::poll(p, static_cast<nfds_t>(n), static_cast<int>(std::min<long long>(left.count(), 1000)));
+        int rc = ::poll(p, static_cast<nfds_t>(n),
+                        static_cast<int>(std::min<long long>(left.count(), 1000)));
         if (rc < 0 && errno != EINTR) break;
         for (int i = 0; i < n; ++i) {
             if (!(p[i].revents & (POLLIN | POLLHUP | POLLERR))) continue;

@@ -1,9 +1,9 @@
 #include "crcrd/core/time.hpp"
 
+#include <fmt/format.h>
 #include <cctype>
 #include <cstdio>
 #include <ctime>
-#include <fmt/format.h>
 
 namespace crcrd {
 
@@ -16,14 +16,16 @@ std::string rfc3339(SystemTime t) {
                        tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, ms % 1000);
 }
 
-std::string now_rfc3339() { return rfc3339(std::chrono::system_clock::now()); }
+std::string now_rfc3339() {
+    return rfc3339(std::chrono::system_clock::now());
+}
 
 std::optional<SystemTime> parse_rfc3339(const std::string& text) {
     std::tm tm{};
     int ms = 0;
     int n = 0;
-    if (std::sscanf(text.c_str(), "%4d-%2d-%2dT%2d:%2d:%2d%n", &tm.tm_year, &tm.tm_mon, &tm.tm_mday, &tm.tm_hour,
-                    &tm.tm_min, &tm.tm_sec, &n) != 6) {
+    if (std::sscanf(text.c_str(), "%4d-%2d-%2dT%2d:%2d:%2d%n", &tm.tm_year, &tm.tm_mon, &tm.tm_mday,
+                    &tm.tm_hour, &tm.tm_min, &tm.tm_sec, &n) != 6) {
         return std::nullopt;
     }
     std::string rest = text.substr(static_cast<std::size_t>(n));

@@ -22,14 +22,23 @@ Result<std::uint64_t> leading_number(std::string_view text, std::string_view& re
 Result<Duration> parse_duration(std::string_view text) {
     std::string_view unit;
     auto n = leading_number(text, unit);
-    if (!n) return make_error("bad_duration", "'" + std::string(text) + "' is not a duration like 90s, 10m or 2h");
+    if (!n)
+        return make_error("bad_duration",
+                          "'" + std::string(text) + "' is not a duration like 90s, 10m or 2h");
     std::uint64_t factor = 0;
-    if (unit == "ms") factor = 1;
-    else if (unit == "s") factor = 1000;
-    else if (unit == "m") factor = 60'000;
-    else if (unit == "h") factor = 3'600'000;
-    else if (unit == "d") factor = 86'400'000;
-    else return make_error("bad_duration", "'" + std::string(text) + "' is not a duration like 90s, 10m or 2h");
+    if (unit == "ms")
+        factor = 1;
+    else if (unit == "s")
+        factor = 1000;
+    else if (unit == "m")
+        factor = 60'000;
+    else if (unit == "h")
+        factor = 3'600'000;
+    else if (unit == "d")
+        factor = 86'400'000;
+    else
+        return make_error("bad_duration",
+                          "'" + std::string(text) + "' is not a duration like 90s, 10m or 2h");
     if (*n > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max()) / factor) {
         return make_error("bad_duration", "'" + std::string(text) + "' is too long");
     }
@@ -49,18 +58,27 @@ Result<std::uint64_t> parse_size(std::string_view text) {
     std::string_view unit;
     auto n = leading_number(text, unit);
     auto bad = [&] {
-        return make_error("bad_size", "'" + std::string(text) + "' is not a size like 1048576, 512KiB or 64MiB");
+        return make_error(
+            "bad_size", "'" + std::string(text) + "' is not a size like 1048576, 512KiB or 64MiB");
     };
     if (!n) return bad();
     std::uint64_t factor = 0;
-    if (unit.empty() || unit == "B") factor = 1;
-    else if (unit == "KiB") factor = 1ULL << 10;
-    else if (unit == "MiB") factor = 1ULL << 20;
-    else if (unit == "GiB") factor = 1ULL << 30;
-    else if (unit == "KB") factor = 1000;
-    else if (unit == "MB") factor = 1000 * 1000;
-    else if (unit == "GB") factor = 1000 * 1000 * 1000;
-    else return bad();
+    if (unit.empty() || unit == "B")
+        factor = 1;
+    else if (unit == "KiB")
+        factor = 1ULL << 10;
+    else if (unit == "MiB")
+        factor = 1ULL << 20;
+    else if (unit == "GiB")
+        factor = 1ULL << 30;
+    else if (unit == "KB")
+        factor = 1000;
+    else if (unit == "MB")
+        factor = 1000 * 1000;
+    else if (unit == "GB")
+        factor = 1000 * 1000 * 1000;
+    else
+        return bad();
     if (*n > std::numeric_limits<std::uint64_t>::max() / factor) return bad();
     return *n * factor;
 }

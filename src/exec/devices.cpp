@@ -40,17 +40,21 @@ std::optional<DeviceHolder> device_holder(const std::vector<std::string>& device
     }
     if (ids.empty()) return std::nullopt;
     std::error_code ec;
-    for (std::filesystem::directory_iterator p("/proc", ec), end; !ec && p != end; p.increment(ec)) {
+    for (std::filesystem::directory_iterator p("/proc", ec), end; !ec && p != end;
+         p.increment(ec)) {
         const std::string pid = p->path().filename().string();
         if (pid.empty() || pid.find_first_not_of("0123456789") != std::string::npos) continue;
         std::error_code fec;
-        for (std::filesystem::directory_iterator f(p->path() / "fd", fec), fend; !fec && f != fend; f.increment(fec)) {
+        for (std::filesystem::directory_iterator f(p->path() / "fd", fec), fend; !fec && f != fend;
+             f.increment(fec)) {
             struct stat st {};
-            if (::stat(f->path().c_str(), &st) != 0) continue;  // follows the descriptor to its file
+            if (::stat(f->path().c_str(), &st) != 0)
+                continue;  // follows the descriptor to its file
             for (const auto& id : ids) {
                 if (!same(st, id)) continue;
                 auto comm = read_file(p->path() / "comm", 256);
-                return DeviceHolder{static_cast<pid_t>(std::stol(pid)), comm ? trim(*comm) : std::string("?"), id.path};
+                return DeviceHolder{static_cast<pid_t>(std::stol(pid)),
+                                    comm ? trim(*comm) : std::string("?"), id.path};
             }
         }
     }
@@ -58,7 +62,8 @@ std::optional<DeviceHolder> device_holder(const std::vector<std::string>& device
 }
 
 std::string describe(const DeviceHolder& h) {
-    return "device " + h.device + " is held by pid " + std::to_string(h.pid) + " (" + h.command + ")";
+    return "device " + h.device + " is held by pid " + std::to_string(h.pid) + " (" + h.command +
+           ")";
 }
 
 }  // namespace crcrd::exec

@@ -20,8 +20,8 @@ std::string clip(std::string s) {
 /// Suites nest a few levels in practice; a file nesting thousands deep is refused, not
 /// followed down the stack.
 constexpr int k_max_depth = 64;
-constexpr std::size_t k_max_entries = 100'000;    // names in the folder, any kind
-constexpr std::size_t k_max_files = 10'000;       // JUnit files
+constexpr std::size_t k_max_entries = 100'000;       // names in the folder, any kind
+constexpr std::size_t k_max_files = 10'000;          // JUnit files
 constexpr std::uint64_t k_max_bytes = 256ULL << 20;  // all of them together
 
 bool collect(const pugi::xml_node& node, std::vector<TestResult>& out, int depth = 0) {
@@ -42,7 +42,9 @@ bool collect(const pugi::xml_node& node, std::vector<TestResult>& out, int depth
             // what follows the module's dotted path.
             std::string module = file.substr(0, file.rfind(".py"));
             std::replace(module.begin(), module.end(), '/', '.');
-            std::string klass = cls.rfind(module, 0) == 0 ? cls.substr(std::min(cls.size(), module.size() + 1)) : cls;
+            std::string klass = cls.rfind(module, 0) == 0
+                                    ? cls.substr(std::min(cls.size(), module.size() + 1))
+                                    : cls;
             t.name = file + (klass.empty() ? "" : "::" + klass) + "::" + name;
         } else {
             t.name = cls.empty() ? name : cls + "::" + name;
@@ -70,21 +72,24 @@ bool collect(const pugi::xml_node& node, std::vector<TestResult>& out, int depth
 
 }  // namespace
 
-Result<std::vector<TestResult>> parse_junit(const std::string& xml, const std::string& source_name) {
+Result<std::vector<TestResult>> parse_junit(const std::string& xml,
+                                            const std::string& source_name) {
     pugi::xml_document doc;
     auto parsed = doc.load_buffer(xml.data(), xml.size());
     if (!parsed) {
-        return make_error("junit", source_name + ": malformed XML at offset " + std::to_string(parsed.offset) + ": " +
-                                       parsed.description());
+        return make_error("junit", source_name + ": malformed XML at offset " +
+                                       std::to_string(parsed.offset) + ": " + parsed.description());
     }
     auto root = doc.document_element();
     std::string tag = root.name();
     if (tag != "testsuites" && tag != "testsuite") {
-        return make_error("junit", source_name + ": root element <" + tag + "> is not <testsuites> or <testsuite>");
+        return make_error("junit", source_name + ": root element <" + tag +
+                                       "> is not <testsuites> or <testsuite>");
     }
     std::vector<TestResult> out;
     if (!collect(tag == "testsuite" ? doc : root, out)) {
-        return make_error("junit", source_name + ": test suites nested more than " + std::to_string(k_max_depth) + " deep");
+        return make_error("junit", source_name + ": test suites nested more than " +
+                                       std::to_string(k_max_depth) + " deep");
     }
     return out;
 }
@@ -99,13 +104,16 @@ Result<std::vector<TestResult>> read_junit_dir(const std::filesystem::path& dir)
     std::size_t entries = 0;
     for (; it != end; it.increment(ec)) {
         if (++entries > k_max_entries) {
-            return make_error("junit", "more than " + std::to_string(k_max_entries) + " entries in the JUnit folder");
+            return make_error("junit", "more than " + std::to_string(k_max_entries) +
+                                           " entries in the JUnit folder");
         }
         if (it->path().extension() != ".xml") continue;
         std::error_code st_ec;
         const auto st = it->symlink_status(st_ec);  // a link is never followed
         if (st_ec || st.type() != std::filesystem::file_type::regular) {
-            return make_error("junit", it->path().filename().string() + " is not a regular file (a link, fifo, folder or device)");
+            return make_error("junit",
+                              it->path().filename().string() +
+                                  " is not a regular file (a link, fifo, folder or device)");
         }
         if (files.size() == k_max_files) {
             return make_error("junit", "more than " + std::to_string(k_max_files) + " JUnit files");
@@ -118,12 +126,14 @@ Result<std::vector<TestResult>> read_junit_dir(const std::filesystem::path& dir)
     std::uint64_t total = 0;
     for (const auto& f : files) {
         auto text = read_untrusted_file(f, static_cast<std::size_t>(k_max_bytes - total));
-        if (!text) return make_error("junit", text.error().message + " (JUnit files are read up to " +
-                                                  std::to_string(k_max_bytes >> 20) + " MiB in all)");
+        if (!text)
+            return make_error("junit", text.error().message + " (JUnit files are read up to " +
+                                           std::to_string(k_max_bytes >> 20) + " MiB in all)");
         total += text->size();
         auto r = parse_junit(*text, f.filename().string());
         if (!r) return r.error();
-        all.insert(all.end(), std::make_move_iterator(r->begin()), std::make_move_iterator(r->end()));
+        all.insert(all.end(), std::make_move_iterator(r->begin()),
+                   std::make_move_iterator(r->end()));
     }
     return all;
 }
@@ -131,9 +141,12 @@ Result<std::vector<TestResult>> read_junit_dir(const std::filesystem::path& dir)
 TestCounts count(const std::vector<TestResult>& results) {
     TestCounts c;
     for (const auto& t : results) {
-        if (t.outcome == "passed") ++c.passed;
-        else if (t.outcome == "skipped") ++c.skipped;
-        else ++c.failed;
+        if (t.outcome == "passed")
+            ++c.passed;
+        else if (t.outcome == "skipped")
+            ++c.skipped;
+        else
+            ++c.failed;
     }
     return c;
 }

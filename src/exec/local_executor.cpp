@@ -19,7 +19,8 @@ namespace crcrd::exec {
 
 using nlohmann::json;
 
-LocalExecutor::LocalExecutor(std::shared_ptr<const LocalSettings> settings) : m_settings(std::move(settings)) {}
+LocalExecutor::LocalExecutor(std::shared_ptr<const LocalSettings> settings)
+    : m_settings(std::move(settings)) {}
 
 void LocalExecutor::set_settings(std::shared_ptr<const LocalSettings> settings) {
     std::lock_guard lk(m_mu);
@@ -31,7 +32,8 @@ std::shared_ptr<const LocalSettings> LocalExecutor::settings() const {
     return m_settings;
 }
 
-const config::RunnerConfig* LocalExecutor::runner(const LocalSettings& s, const std::string& name) const {
+const config::RunnerConfig* LocalExecutor::runner(const LocalSettings& s,
+                                                  const std::string& name) const {
     for (const auto& r : s.runners)
         if (r.name == name) return &r;
     return nullptr;
@@ -65,7 +67,10 @@ json LocalExecutor::slot_health(const config::RunnerConfig& r) {
     }
     if (waiting) {
         if (auto holder = device_holder(r.devices)) {
-            return json{{"ok", false}, {"at", now_rfc3339()}, {"exit_status", nullptr}, {"output", describe(*holder)}};
+            return json{{"ok", false},
+                        {"at", now_rfc3339()},
+                        {"exit_status", nullptr},
+                        {"output", describe(*holder)}};
         }
         std::lock_guard lk(m_mu);
         m_devices_held.erase(r.name);
@@ -76,7 +81,10 @@ json LocalExecutor::slot_health(const config::RunnerConfig& r) {
 json LocalExecutor::check_health(const std::string& slot) {
     auto s = settings();
     const auto* r = runner(*s, slot);
-    if (!r) return json{{"ok", false}, {"at", now_rfc3339()}, {"output", "no such runner in the configuration"}};
+    if (!r)
+        return json{{"ok", false},
+                    {"at", now_rfc3339()},
+                    {"output", "no such runner in the configuration"}};
     return slot_health(*r);
 }
 
@@ -87,7 +95,8 @@ std::vector<SlotOffer> LocalExecutor::slots() const {
     return out;
 }
 
-RawOutcome LocalExecutor::run(const JobToRun& job, const std::atomic<bool>& cancel, const AttemptHooks& hooks) {
+RawOutcome LocalExecutor::run(const JobToRun& job, const std::atomic<bool>& cancel,
+                              const AttemptHooks& hooks) {
     auto s = settings();
     RawOutcome out;
     const auto* slot = runner(*s, job.slot);
@@ -101,8 +110,9 @@ RawOutcome LocalExecutor::run(const JobToRun& job, const std::atomic<bool>& canc
         out.slot_unhealthy = true;
         return out;
     }
-    auto a = prepare_attempt(*s, job, SlotSpec{slot->name, slot->env, slot->devices, slot->device_model},
-                             s->execution.work_root / "logs");
+    auto a =
+        prepare_attempt(*s, job, SlotSpec{slot->name, slot->env, slot->devices, slot->device_model},
+                        s->execution.work_root / "logs");
     if (!a) {
         out.not_run = a.error().message;
         return out;
@@ -124,11 +134,13 @@ RawOutcome LocalExecutor::run(const JobToRun& job, const std::atomic<bool>& canc
         return out;
     }
     collect_attempt(*s, *a, *proc, cancel.load(), out);
-    if ((proc->timed_out || proc->stalled) && !slot->devices.empty()) out.health_after = after_release(*slot, s->execution);
+    if ((proc->timed_out || proc->stalled) && !slot->devices.empty())
+        out.health_after = after_release(*slot, s->execution);
     return out;
 }
 
-json LocalExecutor::after_release(const config::RunnerConfig& slot, const config::ExecutionConfig& x) {
+json LocalExecutor::after_release(const config::RunnerConfig& slot,
+                                  const config::ExecutionConfig& x) {
     // A test that stalled may have left a process in the driver: wait for the devices to be
     // released, then check the slot's health.
     const auto until = std::chrono::steady_clock::now() + x.card_release_timeout;
@@ -143,8 +155,8 @@ json LocalExecutor::after_release(const config::RunnerConfig& slot, const config
         return json{{"ok", false},
                     {"at", now_rfc3339()},
                     {"exit_status", nullptr},
-                    {"output", describe(*holder) + " " + format_duration(x.card_release_timeout) + " after the " +
-                                   "job ended"}};
+                    {"output", describe(*holder) + " " + format_duration(x.card_release_timeout) +
+                                   " after the " + "job ended"}};
     }
     return health_check(slot);
 }
@@ -159,7 +171,8 @@ bool is_job_process(const std::string& pid, std::int64_t job_id) {
     std::size_t pos = 0;
     while (pos < env->size()) {
         auto end = env->find('\0', pos);
-        if (env->compare(pos, (end == std::string::npos ? env->size() : end) - pos, needle) == 0) return true;
+        if (env->compare(pos, (end == std::string::npos ? env->size() : end) - pos, needle) == 0)
+            return true;
         if (end == std::string::npos) break;
         pos = end + 1;
     }
@@ -169,13 +182,16 @@ bool is_job_process(const std::string& pid, std::int64_t job_id) {
 }  // namespace
 
 int LocalExecutor::abandon(std::int64_t job_id) {
-    // The job's init died with the previous daemon; the command and anything it detached may not have.
+    // The job's init died with the previous daemon; the command and anything it detached may not
+    // have.
     int killed = 0;
     std::error_code ec;
     for (std::filesystem::directory_iterator it("/proc", ec), end; it != end; it.increment(ec)) {
         const std::string name = it->path().filename().string();
         if (name.empty() || name.find_first_not_of("0123456789") != std::string::npos) continue;
-        if (is_job_process(name, job_id) && ::kill(static_cast<pid_t>(std::stol(name)), SIGKILL) == 0) ++killed;
+        if (is_job_process(name, job_id) &&
+            ::kill(static_cast<pid_t>(std::stol(name)), SIGKILL) == 0)
+            ++killed;
     }
     return killed;
 }

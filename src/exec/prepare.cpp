@@ -28,7 +28,8 @@ std::optional<Account> lookup_account(const std::string& name) {
     struct passwd pw {};
     struct passwd* found = nullptr;
     std::vector<char> buf(16384);
-    if (::getpwnam_r(name.c_str(), &pw, buf.data(), buf.size(), &found) != 0 || !found) return std::nullopt;
+    if (::getpwnam_r(name.c_str(), &pw, buf.data(), buf.size(), &found) != 0 || !found)
+        return std::nullopt;
     Account a{pw.pw_uid, pw.pw_gid, {}};
     int n = 64;
     a.groups.resize(static_cast<std::size_t>(n));
@@ -57,7 +58,8 @@ std::string log_excerpt(const std::filesystem::path& path) {
 
 }  // namespace
 
-std::string first_line_of(const std::vector<std::string>& argv, const std::optional<std::filesystem::path>& cwd) {
+std::string first_line_of(const std::vector<std::string>& argv,
+                          const std::optional<std::filesystem::path>& cwd) {
     if (argv.empty()) return {};
     SubprocessOptions o;
     o.timeout = std::chrono::seconds(30);
@@ -68,7 +70,8 @@ std::string first_line_of(const std::vector<std::string>& argv, const std::optio
     return trim(r->out.substr(0, r->out.find('\n')));
 }
 
-Result<PreparedAttempt> prepare_attempt(const ExecutorSettings& s, const JobToRun& job, const SlotSpec& slot,
+Result<PreparedAttempt> prepare_attempt(const ExecutorSettings& s, const JobToRun& job,
+                                        const SlotSpec& slot,
                                         const std::filesystem::path& log_dir) {
     const auto started = std::chrono::system_clock::now();
     auto ws = prepare_workspace(s.execution, s.upstream, job.job_id, job.sha);
@@ -109,13 +112,15 @@ Result<PreparedAttempt> prepare_attempt(const ExecutorSettings& s, const JobToRu
     p.max_log_bytes = s.execution.max_log_bytes;
     p.timeout = job.timeout;
     p.stall_timeout = s.execution.stall_timeout;
-    // The account the command runs as when it must not be the daemon's (docs/execution.md): isolation
-    // user, or bubblewrap under a daemon running as root.
+    // The account the command runs as when it must not be the daemon's (docs/execution.md):
+    // isolation user, or bubblewrap under a daemon running as root.
     const bool root = ::geteuid() == 0;
     std::optional<Account> account;
     if (s.execution.isolation == "user" || (s.execution.isolation == "bwrap" && root)) {
         account = lookup_account(s.execution.user.value_or("nobody"));
-        if (!account) return fail("execution.user '" + s.execution.user.value_or("nobody") + "' does not exist");
+        if (!account)
+            return fail("execution.user '" + s.execution.user.value_or("nobody") +
+                        "' does not exist");
         // The job directory becomes the account's; the daemon's own files stay unreadable to it
         // (0600/0640 owned by the daemon's user, as deploy/crcrd.service sets up).
         hand_over(a.ws.job_dir, account->uid, account->gid);
@@ -143,15 +148,19 @@ Result<PreparedAttempt> prepare_attempt(const ExecutorSettings& s, const JobToRu
         // Under the packaged units bubblewrap starts in crcrd-sandbox@.service: this binary's
         // --sandbox-connect stands in for it (sandbox_launcher.hpp).
         if (s.execution.sandbox_socket && !root) {
-            p.argv.insert(p.argv.begin(), {self_executable(), "--sandbox-connect", s.execution.sandbox_socket->string(), "--"});
+            p.argv.insert(p.argv.begin(), {self_executable(), "--sandbox-connect",
+                                           s.execution.sandbox_socket->string(), "--"});
         }
     }
     p.argv.insert(p.argv.end(), s.execution.command.begin(), s.execution.command.end());
 
     const auto& x = s.execution;
     a.metadata = {{"pytorch_sha", job.sha},
-                  {"backend_sha", x.backend_dir ? json(vcs::head_of(*x.backend_dir).value_or("")) : json(nullptr)},
-                  {"driver_version", x.driver_version_command.empty() ? json(nullptr) : json(first_line_of(x.driver_version_command))},
+                  {"backend_sha",
+                   x.backend_dir ? json(vcs::head_of(*x.backend_dir).value_or("")) : json(nullptr)},
+                  {"driver_version", x.driver_version_command.empty()
+                                         ? json(nullptr)
+                                         : json(first_line_of(x.driver_version_command))},
                   {"device_model", slot.device_model ? json(*slot.device_model) : json(nullptr)},
                   {"slot", slot.name},
                   {"tests", job.tests},
@@ -160,8 +169,8 @@ Result<PreparedAttempt> prepare_attempt(const ExecutorSettings& s, const JobToRu
     return a;
 }
 
-void collect_attempt(const ExecutorSettings& s, const PreparedAttempt& a, const ProcessResult& proc, bool cancelled,
-                     RawOutcome& out) {
+void collect_attempt(const ExecutorSettings& s, const PreparedAttempt& a, const ProcessResult& proc,
+                     bool cancelled, RawOutcome& out) {
     out.log_path = a.process.log_path.string();
     out.exit_code = proc.exit_code;
     out.signal = proc.signal;
@@ -180,8 +189,9 @@ void collect_attempt(const ExecutorSettings& s, const PreparedAttempt& a, const 
     out.metadata["output_bytes"] = proc.output_bytes;
     out.metadata["log_truncated"] = proc.log_truncated;
     // A workspace is kept for a look when anything but a clean pass happened.
-    const bool clean = proc.exit_code == 0 && !proc.signal && !out.cancelled && !out.timed_out && !proc.stalled &&
-                       !out.junit_error && !out.infra_failure && count(out.results).failed == 0;
+    const bool clean = proc.exit_code == 0 && !proc.signal && !out.cancelled && !out.timed_out &&
+                       !proc.stalled && !out.junit_error && !out.infra_failure &&
+                       count(out.results).failed == 0;
     release_workspace(a.ws, s.execution, s.upstream, !clean);
 }
 

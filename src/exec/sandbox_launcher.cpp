@@ -220,21 +220,24 @@ int run_client(const std::string& socket, const std::vector<std::string>& argv, 
         ssize_t n = receive(fd, reply, 4096, nullptr);
         if (n <= 0) return fail("the sandbox launcher went away before the command ended");
         if (reply.rfind("exit ", 0) == 0) return std::atoi(reply.c_str() + 5);
-        if (reply.rfind("error ", 0) == 0) return fail("the sandbox launcher refused: " + reply.substr(6));
+        if (reply.rfind("error ", 0) == 0)
+            return fail("the sandbox launcher refused: " + reply.substr(6));
         // "started PID": nothing to do.
     }
 }
 
 std::optional<std::string> peer_refusal(const PeerFacts& f, const PeerPolicy& p) {
     const std::string peer = "the peer " + std::to_string(f.pid);
-    if (f.uid != p.uid && f.uid != 0) return "peer uid " + std::to_string(f.uid) + " is not this user's";
+    if (f.uid != p.uid && f.uid != 0)
+        return "peer uid " + std::to_string(f.uid) + " is not this user's";
     if (!f.pidfd_pid) return "the request carries no pid descriptor of its sender";
     if (*f.pidfd_pid != f.pid) {
         return "the pid descriptor names process " + std::to_string(*f.pidfd_pid) + ", not " + peer;
     }
     if (!f.alive) return peer + " exited while it was checked";
     if (f.pid_ns_depth < 0) return "cannot tell the pid namespace of " + peer;
-    if (f.pid_ns_depth > 0) return peer + " runs in a pid namespace of its own (a job's sandbox), not the launcher's";
+    if (f.pid_ns_depth > 0)
+        return peer + " runs in a pid namespace of its own (a job's sandbox), not the launcher's";
     if (p.cgroup) {
         if (!f.in_cgroup) return "cannot read cgroup " + *p.cgroup + " to look for " + peer;
         if (!*f.in_cgroup) return peer + " is not in cgroup " + *p.cgroup;
@@ -254,7 +257,8 @@ struct PidfdInfo {
 std::optional<PidfdInfo> pidfd_info(int fd) {
     char link[64] = {};
     const std::string self_fd = "/proc/self/fd/" + std::to_string(fd);
-    if (::readlink(self_fd.c_str(), link, sizeof link - 1) < 0 || !std::strstr(link, "pidfd")) return std::nullopt;
+    if (::readlink(self_fd.c_str(), link, sizeof link - 1) < 0 || !std::strstr(link, "pidfd"))
+        return std::nullopt;
     std::ifstream in("/proc/self/fdinfo/" + std::to_string(fd));
     std::optional<PidfdInfo> info;
     for (std::string line; std::getline(in, line);) {
@@ -291,8 +295,8 @@ std::optional<bool> cgroup_lists(const std::filesystem::path& dir, pid_t pid) {
     std::error_code ec;
     if (!std::filesystem::is_directory(dir, ec)) return std::nullopt;
     std::vector<std::filesystem::path> dirs = {dir};
-    for (auto it = std::filesystem::recursive_directory_iterator(dir, ec); !ec && it != std::filesystem::recursive_directory_iterator();
-         it.increment(ec)) {
+    for (auto it = std::filesystem::recursive_directory_iterator(dir, ec);
+         !ec && it != std::filesystem::recursive_directory_iterator(); it.increment(ec)) {
         if (it->is_directory(ec)) dirs.push_back(it->path());
     }
     if (ec) return std::nullopt;
@@ -325,7 +329,8 @@ PeerFacts read_peer(int sock, int pidfd, const std::optional<std::string>& cgrou
     if (before->pid != f.pid || f.pid <= 0) return f;
     f.pid_ns_depth = before->nspids - 1;
     if (cgroup) {
-        if (const auto root = cgroup2_mount()) f.in_cgroup = cgroup_lists(*root / cgroup->substr(1), f.pid);
+        if (const auto root = cgroup2_mount())
+            f.in_cgroup = cgroup_lists(*root / cgroup->substr(1), f.pid);
     }
     // The process the descriptor names held this pid before the reads; if it still does after
     // them, they were of it and not of a process that reused the pid.
@@ -358,17 +363,20 @@ int serve(int fd, const std::string& bwrap, const PeerPolicy& policy) {
     } close_all{fds};
     // Whoever can reach the socket is not yet the daemon: a job's process runs as the same
     // user, so only the peer's pid namespace and cgroup tell them apart (docs/security.md).
-    if (auto why = peer_refusal(read_peer(fd, fds.size() == k_fds ? fds.back() : -1, policy.cgroup), policy)) {
+    if (auto why = peer_refusal(read_peer(fd, fds.size() == k_fds ? fds.back() : -1, policy.cgroup),
+                                policy)) {
         return refuse(*why);
     }
     if (n <= 0) return refuse(n == 0 ? "no request" : "a request over 1 MiB, or unreadable");
     if (fds.size() != k_fds) {
-        return refuse("a request needs exactly " + std::to_string(k_fds) + " descriptors, got " + std::to_string(fds.size()));
+        return refuse("a request needs exactly " + std::to_string(k_fds) + " descriptors, got " +
+                      std::to_string(fds.size()));
     }
     Request r;
     std::string why;
     if (!decode(bytes, r, why)) return refuse(why);
-    if (r.argv[0] != "bwrap" && r.argv[0] != bwrap) return refuse("this launcher starts only bubblewrap, not " + r.argv[0]);
+    if (r.argv[0] != "bwrap" && r.argv[0] != bwrap)
+        return refuse("this launcher starts only bubblewrap, not " + r.argv[0]);
 
     std::vector<char*> argv, envp;
     for (auto& a : r.argv) argv.push_back(a.data());
@@ -426,7 +434,8 @@ int serve(int fd, const std::string& bwrap, const PeerPolicy& policy) {
             }
             if (msg.rfind("signal ", 0) == 0) {
                 const int sig = std::atoi(msg.c_str() + 7);
-                if (sig == SIGTERM || sig == SIGINT || sig == SIGHUP || sig == SIGKILL) ::kill(-child, sig);
+                if (sig == SIGTERM || sig == SIGINT || sig == SIGHUP || sig == SIGKILL)
+                    ::kill(-child, sig);
             }
         }
     }
@@ -467,8 +476,9 @@ int serve_main(int argc, char** argv) {
         return 2;
     }
     if (::sd_listen_fds(1) != 1) {
-        std::fprintf(stderr, "crcrd --sandbox-serve: not started by socket activation with one connection "
-                             "(crcrd-sandbox.socket, Accept=yes)\n");
+        std::fprintf(stderr,
+                     "crcrd --sandbox-serve: not started by socket activation with one connection "
+                     "(crcrd-sandbox.socket, Accept=yes)\n");
         return 2;
     }
     return serve(SD_LISTEN_FDS_START, bwrap, own_policy(std::move(cgroup)));

@@ -4,9 +4,9 @@
 #include "crcrd/core/subprocess.hpp"
 
 #include <fcntl.h>
+#include <grp.h>
 #include <poll.h>
 #include <signal.h>
-#include <grp.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -31,7 +31,8 @@ std::optional<std::string> resolve(const std::string& prog, const std::vector<st
     std::size_t start = 0;
     while (start <= path.size()) {
         auto end = path.find(':', start);
-        std::string dir = path.substr(start, end == std::string::npos ? std::string::npos : end - start);
+        std::string dir =
+            path.substr(start, end == std::string::npos ? std::string::npos : end - start);
         std::string candidate = (dir.empty() ? "." : dir) + "/" + prog;
         if (::access(candidate.c_str(), X_OK) == 0) return candidate;
         if (end == std::string::npos) break;
@@ -45,12 +46,15 @@ std::optional<std::string> resolve(const std::string& prog, const std::vector<st
 Result<std::string> job_init_program() {
     const auto dir = std::filesystem::path(self_executable()).parent_path();
     std::string tried;
-    for (const auto& candidate : {dir / "crcrd-job-init", dir / "../libexec/crcrd/crcrd-job-init", dir / "../crcrd-job-init"}) {
+    for (const auto& candidate : {dir / "crcrd-job-init", dir / "../libexec/crcrd/crcrd-job-init",
+                                  dir / "../crcrd-job-init"}) {
         const auto path = candidate.lexically_normal();
         if (::access(path.c_str(), X_OK) == 0) return path.string();
         tried += (tried.empty() ? "" : ", ") + path.string();
     }
-    return make_error("exec", "crcrd-job-init, the jobs' init program, is not installed (looked for " + tried + ")");
+    return make_error(
+        "exec",
+        "crcrd-job-init, the jobs' init program, is not installed (looked for " + tried + ")");
 }
 
 namespace {
@@ -58,13 +62,15 @@ namespace {
 /// Keeps the first half of the budget in the file as it comes, the last half in a ring,
 /// and writes the ring after a marker at the end.
 class CappedLog {
-public:
-    CappedLog(int fd, std::uint64_t max) : m_fd(fd), m_head_max(max / 2), m_tail_max(max - max / 2) {}
+  public:
+    CappedLog(int fd, std::uint64_t max)
+        : m_fd(fd), m_head_max(max / 2), m_tail_max(max - max / 2) {}
 
     void write(const char* p, std::size_t n) {
         m_total += n;
         if (m_head < m_head_max) {
-            std::size_t take = static_cast<std::size_t>(std::min<std::uint64_t>(n, m_head_max - m_head));
+            std::size_t take =
+                static_cast<std::size_t>(std::min<std::uint64_t>(n, m_head_max - m_head));
             write_all(p, take);
             m_head += take;
             p += take;
@@ -79,7 +85,8 @@ public:
         if (m_ring.size() > m_tail_max) m_ring.erase(0, m_ring.size() - m_tail_max);
         std::uint64_t omitted = m_total - m_head - m_ring.size();
         if (omitted > 0) {
-            std::string marker = "\n[crcrd: " + std::to_string(omitted) + " bytes of output omitted]\n";
+            std::string marker =
+                "\n[crcrd: " + std::to_string(omitted) + " bytes of output omitted]\n";
             write_all(marker.data(), marker.size());
         }
         write_all(m_ring.data(), m_ring.size());
@@ -87,7 +94,7 @@ public:
     }
     std::uint64_t total() const { return m_total; }
 
-private:
+  private:
     void write_all(const char* p, std::size_t n) {
         while (n > 0) {
             ssize_t w = ::write(m_fd, p, n);
@@ -103,7 +110,6 @@ private:
     std::string m_ring;
 };
 
-
 }  // namespace
 
 Result<ProcessResult> run_supervised(const ProcessSpec& spec, const std::atomic<bool>* cancel) {
@@ -111,7 +117,9 @@ Result<ProcessResult> run_supervised(const ProcessSpec& spec, const std::atomic<
     auto prog = resolve(spec.argv[0], spec.env);
     if (!prog) return make_error("exec", "command not found: " + spec.argv[0]);
     int log_fd = ::open(spec.log_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0640);
-    if (log_fd < 0) return make_error("exec", "cannot create " + spec.log_path.string() + ": " + std::strerror(errno));
+    if (log_fd < 0)
+        return make_error("exec",
+                          "cannot create " + spec.log_path.string() + ": " + std::strerror(errno));
     int pipe_fd[2];
     if (::pipe2(pipe_fd, O_CLOEXEC) != 0) {
         ::close(log_fd);
@@ -187,8 +195,10 @@ Result<ProcessResult> run_supervised(const ProcessSpec& spec, const std::atomic<
             if (::waitpid(pid, &status, WNOHANG) == pid) exited_at = now;
         }
         if (!kill_at && !exited_at) {
-            if (now >= deadline) terminate(r.timed_out);
-            else if (now - last_output >= spec.stall_timeout) terminate(r.stalled);
+            if (now >= deadline)
+                terminate(r.timed_out);
+            else if (now - last_output >= spec.stall_timeout)
+                terminate(r.stalled);
             else if (cancel && cancel->load()) {
                 bool ignored = false;
                 terminate(ignored);
@@ -209,7 +219,8 @@ Result<ProcessResult> run_supervised(const ProcessSpec& spec, const std::atomic<
         // Once the init exited every process of the job is gone; a descriptor passed on to
         // something else must not keep the job open: a grace period, then it is closed.
         if (exited_at && now - *exited_at >= spec.kill_grace) break;
-        auto next = std::min({deadline, last_output + spec.stall_timeout, now + std::chrono::milliseconds(100)});
+        auto next = std::min(
+            {deadline, last_output + spec.stall_timeout, now + std::chrono::milliseconds(100)});
         if (kill_at) next = std::min(next, *kill_at);
         int wait_ms = static_cast<int>(std::max<long long>(
             0, std::chrono::duration_cast<std::chrono::milliseconds>(next - now).count()));

@@ -12,14 +12,18 @@ std::uint64_t free_bytes(const std::filesystem::path& path) {
     return static_cast<std::uint64_t>(v.f_bavail) * v.f_frsize;
 }
 
-Result<Workspace> prepare_workspace(const config::ExecutionConfig& exec, const config::UpstreamConfig& upstream,
-                                    std::int64_t job_id, const std::string& sha) {
+Result<Workspace> prepare_workspace(const config::ExecutionConfig& exec,
+                                    const config::UpstreamConfig& upstream, std::int64_t job_id,
+                                    const std::string& sha) {
     std::error_code ec;
     std::filesystem::create_directories(exec.work_root, ec);
-    if (ec) return make_error("infra_error", "cannot create " + exec.work_root.string() + ": " + ec.message());
+    if (ec)
+        return make_error("infra_error",
+                          "cannot create " + exec.work_root.string() + ": " + ec.message());
     const auto avail = free_bytes(exec.work_root);
     if (avail < exec.min_free_bytes) {
-        return make_error("infra_error", "only " + std::to_string(avail >> 20) + " MiB free on " + exec.work_root.string() +
+        return make_error("infra_error", "only " + std::to_string(avail >> 20) + " MiB free on " +
+                                             exec.work_root.string() +
                                              ", execution.min_free_bytes asks for " +
                                              std::to_string(exec.min_free_bytes >> 20) + " MiB");
     }
@@ -27,12 +31,15 @@ Result<Workspace> prepare_workspace(const config::ExecutionConfig& exec, const c
     ws.job_dir = exec.work_root / "jobs" / std::to_string(job_id);
     std::filesystem::remove_all(ws.job_dir, ec);
     std::filesystem::create_directories(ws.job_dir, ec);
-    if (ec) return make_error("infra_error", "cannot create " + ws.job_dir.string() + ": " + ec.message());
+    if (ec)
+        return make_error("infra_error",
+                          "cannot create " + ws.job_dir.string() + ": " + ec.message());
     if (!upstream.mirror.empty()) {
         auto dest = exec.work_root / "checkouts" / std::to_string(job_id);
         vcs::remove_checkout(upstream, dest);  // a leftover of an earlier attempt
         if (auto s = vcs::add_checkout(upstream, dest, sha); !s) {
-            return make_error("infra_error", "checkout of " + sha + " failed: " + s.error().message);
+            return make_error("infra_error",
+                              "checkout of " + sha + " failed: " + s.error().message);
         }
         ws.checkout = dest;
     }

@@ -7,11 +7,15 @@ namespace crcrd::github {
 
 Client::Client(std::string api_url, std::string token, std::optional<std::filesystem::path> ca_file,
                std::chrono::milliseconds timeout)
-    : m_base(std::move(api_url)), m_token(std::move(token)), m_ca_file(std::move(ca_file)), m_timeout(timeout) {
+    : m_base(std::move(api_url)),
+      m_token(std::move(token)),
+      m_ca_file(std::move(ca_file)),
+      m_timeout(timeout) {
     while (!m_base.empty() && m_base.back() == '/') m_base.pop_back();
 }
 
-Result<http::ClientResponse> Client::send(const std::string& method, const std::string& url, const std::string& body) const {
+Result<http::ClientResponse> Client::send(const std::string& method, const std::string& url,
+                                          const std::string& body) const {
     http::Headers headers = api_headers();
     headers.emplace_back("Authorization", "Bearer " + m_token);
     if (method == "POST") headers.emplace_back("Content-Type", "application/json");
@@ -21,9 +25,12 @@ Result<http::ClientResponse> Client::send(const std::string& method, const std::
     return http::send(method, url, headers, body, opts);
 }
 
-Result<http::ClientResponse> Client::get(const std::string& path) const { return send("GET", m_base + path, ""); }
+Result<http::ClientResponse> Client::get(const std::string& path) const {
+    return send("GET", m_base + path, "");
+}
 
-Result<http::ClientResponse> Client::post(const std::string& path, const std::string& json_body) const {
+Result<http::ClientResponse> Client::post(const std::string& path,
+                                          const std::string& json_body) const {
     return send("POST", m_base + path, json_body);
 }
 

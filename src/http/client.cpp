@@ -1,5 +1,6 @@
 #include "crcrd/http/client.hpp"
 
+#include <openssl/ssl.h>
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/io_context.hpp>
@@ -9,7 +10,6 @@
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 #include <boost/beast/ssl.hpp>
-#include <openssl/ssl.h>
 
 #include <spdlog/spdlog.h>
 
@@ -27,9 +27,11 @@ namespace ssl = asio::ssl;
 using tcp = asio::ip::tcp;
 
 Result<Url> parse_url(const std::string& url) {
-    static const std::regex k_url(R"(^(https?)://(\[[0-9a-fA-F:.]+\]|[^/:?#\[\]]+)(?::([0-9]{1,5}))?([/?].*)?$)");
+    static const std::regex k_url(
+        R"(^(https?)://(\[[0-9a-fA-F:.]+\]|[^/:?#\[\]]+)(?::([0-9]{1,5}))?([/?].*)?$)");
     std::smatch m;
-    if (!std::regex_match(url, m, k_url)) return make_error("bad_url", "'" + url + "' is not an http(s) URL");
+    if (!std::regex_match(url, m, k_url))
+        return make_error("bad_url", "'" + url + "' is not an http(s) URL");
     Url u;
     u.tls = m[1] == "https";
     u.host = m[2].str();
@@ -46,7 +48,8 @@ bool same_origin(const std::string& a, const std::string& b) {
         for (char& c : h) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
         return h;
     };
-    return ua && ub && ua->tls == ub->tls && lower(ua->host) == lower(ub->host) && ua->port == ub->port;
+    return ua && ub && ua->tls == ub->tls && lower(ua->host) == lower(ub->host) &&
+           ua->port == ub->port;
 }
 
 std::optional<std::string> next_link(std::string_view link) {
@@ -112,7 +115,8 @@ struct Exchanged {
 };
 
 template <class Stream>
-asio::awaitable<Exchanged> exchange(Stream& stream, bhttp::request<bhttp::string_body>& req, const ClientOptions& opts) {
+asio::awaitable<Exchanged> exchange(Stream& stream, bhttp::request<bhttp::string_body>& req,
+                                    const ClientOptions& opts) {
     auto [wec, wn] = co_await bhttp::async_write(stream, req, k_tuple);
     if (wec) co_return Exchanged{make_error("network", "write failed: " + wec.message())};
     beast::flat_buffer buffer;
@@ -124,7 +128,8 @@ asio::awaitable<Exchanged> exchange(Stream& stream, bhttp::request<bhttp::string
     ClientResponse out;
     auto& res = parser.get();
     out.status = static_cast<int>(res.result_int());
-    for (const auto& f : res) out.headers.emplace_back(std::string(f.name_string()), std::string(f.value()));
+    for (const auto& f : res)
+        out.headers.emplace_back(std::string(f.name_string()), std::string(f.value()));
     const bool keep = res.keep_alive() && buffer.size() == 0;
     out.body = std::move(res.body());
     co_return Exchanged{std::move(out), keep};
@@ -142,8 +147,10 @@ asio::awaitable<Status> connect(Conn& c, const Url& u, const ClientOptions& opts
         c.ctx = std::make_unique<ssl::context>(ssl::context::tls_client);
         SSL_CTX_set_min_proto_version(c.ctx->native_handle(), TLS1_2_VERSION);
         boost::system::error_code ec;
-        if (opts.ca_file) c.ctx->load_verify_file(opts.ca_file->string(), ec);
-        else c.ctx->set_default_verify_paths(ec);
+        if (opts.ca_file)
+            c.ctx->load_verify_file(opts.ca_file->string(), ec);
+        else
+            c.ctx->set_default_verify_paths(ec);
         if (ec) co_return make_error("network", "cannot load CA certificates: " + ec.message());
         c.ctx->set_verify_mode(ssl::verify_peer);
         c.tls = std::make_unique<beast::ssl_stream<beast::tcp_stream>>(c.ioc, *c.ctx);
@@ -155,12 +162,16 @@ asio::awaitable<Status> connect(Conn& c, const Url& u, const ClientOptions& opts
     auto& lowest = c.lowest();
     lowest.expires_after(opts.timeout);
     auto [cec, ep] = co_await lowest.async_connect(results, k_tuple);
-    if (cec) co_return make_error("network", "cannot connect to " + u.host + ":" + std::to_string(u.port) + ": " + cec.message());
+    if (cec)
+        co_return make_error("network", "cannot connect to " + u.host + ":" +
+                                            std::to_string(u.port) + ": " + cec.message());
     boost::system::error_code nodelay_ec;
     lowest.socket().set_option(tcp::no_delay(true), nodelay_ec);
     if (c.tls) {
         auto [hec] = co_await c.tls->async_handshake(ssl::stream_base::client, k_tuple);
-        if (hec) co_return make_error("network", "TLS handshake with " + u.host + " failed: " + hec.message());
+        if (hec)
+            co_return make_error("network",
+                                 "TLS handshake with " + u.host + " failed: " + hec.message());
     }
     co_return Ok{};
 }
@@ -196,8 +207,9 @@ asio::awaitable<Status> shut_down(Conn& c) {
 
 }  // namespace
 
-Result<ClientResponse> send(const std::string& method, const std::string& url, const Headers& headers,
-                            const std::string& body, const ClientOptions& opts) {
+Result<ClientResponse> send(const std::string& method, const std::string& url,
+                            const Headers& headers, const std::string& body,
+                            const ClientOptions& opts) {
     auto u = parse_url(url);
     if (!u) return u.error();
     bhttp::request<bhttp::string_body> req;
@@ -213,8 +225,9 @@ Result<ClientResponse> send(const std::string& method, const std::string& url, c
     req.keep_alive(true);
     req.prepare_payload();
 
-    const std::string origin = std::string(u->tls ? "https://" : "http://") + u->host + ":" + std::to_string(u->port) +
-                               " " + (opts.ca_file ? opts.ca_file->string() : std::string());
+    const std::string origin = std::string(u->tls ? "https://" : "http://") + u->host + ":" +
+                               std::to_string(u->port) + " " +
+                               (opts.ca_file ? opts.ca_file->string() : std::string());
     // A kept connection the server has closed meanwhile fails before any answer: the request
     // goes again once, on a new connection (the calls made with this client, GitHub statuses,
     // its reads and the relay's callbacks, may be repeated).
@@ -223,14 +236,17 @@ Result<ClientResponse> send(const std::string& method, const std::string& url, c
         const bool reused = conn != nullptr;
         if (!conn) {
             conn = std::make_unique<Conn>();
-            Status s = run_on<Status>(*conn, connect(*conn, *u, opts), make_error("network", "connect did not complete"));
+            Status s = run_on<Status>(*conn, connect(*conn, *u, opts),
+                                      make_error("network", "connect did not complete"));
             if (!s) return s.error();
         }
         conn->lowest().expires_after(opts.timeout);
-        Exchanged x = conn->tls ? run_on<Exchanged>(*conn, exchange(*conn->tls, req, opts),
-                                                    Exchanged{make_error("network", "request did not complete")})
-                                : run_on<Exchanged>(*conn, exchange(*conn->plain, req, opts),
-                                                    Exchanged{make_error("network", "request did not complete")});
+        Exchanged x =
+            conn->tls
+                ? run_on<Exchanged>(*conn, exchange(*conn->tls, req, opts),
+                                    Exchanged{make_error("network", "request did not complete")})
+                : run_on<Exchanged>(*conn, exchange(*conn->plain, req, opts),
+                                    Exchanged{make_error("network", "request did not complete")});
         if (!x.result && reused) continue;
         if (x.result && x.reusable) {
             conn->lowest().expires_never();

@@ -1,7 +1,7 @@
 #include "crcrd/http/message.hpp"
 
-#include <nlohmann/json.hpp>
 #include <strings.h>
+#include <nlohmann/json.hpp>
 
 namespace crcrd::http {
 
@@ -48,7 +48,8 @@ std::optional<std::string> Request::query_param(std::string_view name) const {
         q = amp == std::string_view::npos ? std::string_view() : q.substr(amp + 1);
         auto eq = pair.find('=');
         std::string key = url_decode(pair.substr(0, eq));
-        if (key == name) return eq == std::string_view::npos ? std::string() : url_decode(pair.substr(eq + 1));
+        if (key == name)
+            return eq == std::string_view::npos ? std::string() : url_decode(pair.substr(eq + 1));
     }
     return std::nullopt;
 }

@@ -7,7 +7,8 @@ bool RejectLog::admit(const std::string& address, int status, Clock::time_point 
     auto it = m_windows.find(address);
     if (it == m_windows.end()) {
         // Beyond the cap (a flood from very many addresses), all others share one window.
-        const std::string key = m_windows.size() >= m_max_addresses ? std::string("(other addresses)") : address;
+        const std::string key =
+            m_windows.size() >= m_max_addresses ? std::string("(other addresses)") : address;
         it = m_windows.find(key);
         if (it == m_windows.end()) {
             m_windows.emplace(key, Window{now, 0, {}});
@@ -40,9 +41,11 @@ std::vector<std::string> RejectLog::flush(Clock::time_point now) {
 
 std::string RejectLog::summary(const std::string& address, const Window& w) const {
     std::string by;
-    for (const auto& [status, n] : w.by_status) by += (by.empty() ? "" : ", ") + std::to_string(status) + " x" + std::to_string(n);
-    return m_what + " from " + address + ": " + std::to_string(w.suppressed) + " more in the last " +
-           std::to_string(m_window.count()) + " s not logged one by one (" + by + ")";
+    for (const auto& [status, n] : w.by_status)
+        by += (by.empty() ? "" : ", ") + std::to_string(status) + " x" + std::to_string(n);
+    return m_what + " from " + address + ": " + std::to_string(w.suppressed) +
+           " more in the last " + std::to_string(m_window.count()) + " s not logged one by one (" +
+           by + ")";
 }
 
 std::string address_of(const std::string& remote) {

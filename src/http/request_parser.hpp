@@ -23,7 +23,8 @@ enum class ParseRefusal {
     none,
     bad_request,        // 400: not HTTP
     payload_too_large,  // 413: body over max_body_bytes
-    headers_too_large,  // 431: request line, header section, one field, chunk extensions or trailer too long
+    headers_too_large,  // 431: request line, header section, one field, chunk extensions or trailer
+                        // too long
     not_implemented,    // 501: a transfer coding other than chunked
 };
 
@@ -39,7 +40,7 @@ struct ParserLimits {
 };
 
 class RequestParser final : public boost::beast::http::basic_parser<true> {
-public:
+  public:
     /// Fills `out` (method, target, path, query, headers, body). `out` must outlive the parser.
     RequestParser(Request& out, ParserLimits limits);
 
@@ -52,17 +53,23 @@ public:
     /// error that is only a closed or stalled connection.
     ParseRefusal refusal_for(const boost::system::error_code& ec) const;
 
-private:
-    void on_request_impl(boost::beast::http::verb method, boost::beast::string_view method_str, boost::beast::string_view target,
-                         int version, boost::system::error_code& ec) override;
-    void on_response_impl(int code, boost::beast::string_view reason, int version, boost::system::error_code& ec) override;
-    void on_field_impl(boost::beast::http::field name, boost::beast::string_view name_string, boost::beast::string_view value,
-                       boost::system::error_code& ec) override;
+  private:
+    void on_request_impl(boost::beast::http::verb method, boost::beast::string_view method_str,
+                         boost::beast::string_view target, int version,
+                         boost::system::error_code& ec) override;
+    void on_response_impl(int code, boost::beast::string_view reason, int version,
+                          boost::system::error_code& ec) override;
+    void on_field_impl(boost::beast::http::field name, boost::beast::string_view name_string,
+                       boost::beast::string_view value, boost::system::error_code& ec) override;
     void on_header_impl(boost::system::error_code& ec) override;
-    void on_body_init_impl(const boost::optional<std::uint64_t>& content_length, boost::system::error_code& ec) override;
-    std::size_t on_body_impl(boost::beast::string_view body, boost::system::error_code& ec) override;
-    void on_chunk_header_impl(std::uint64_t size, boost::beast::string_view extensions, boost::system::error_code& ec) override;
-    std::size_t on_chunk_body_impl(std::uint64_t remain, boost::beast::string_view body, boost::system::error_code& ec) override;
+    void on_body_init_impl(const boost::optional<std::uint64_t>& content_length,
+                           boost::system::error_code& ec) override;
+    std::size_t on_body_impl(boost::beast::string_view body,
+                             boost::system::error_code& ec) override;
+    void on_chunk_header_impl(std::uint64_t size, boost::beast::string_view extensions,
+                              boost::system::error_code& ec) override;
+    std::size_t on_chunk_body_impl(std::uint64_t remain, boost::beast::string_view body,
+                                   boost::system::error_code& ec) override;
     void on_finish_impl(boost::system::error_code& ec) override;
 
     Request& m_out;

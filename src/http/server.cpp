@@ -1,5 +1,6 @@
 #include "crcrd/http/server.hpp"
 
+#include <openssl/ssl.h>
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
@@ -14,10 +15,9 @@
 #include <boost/beast/http.hpp>
 #include <boost/beast/ssl.hpp>
 #include <nlohmann/json.hpp>
-#include <openssl/ssl.h>
 
-#include "http/request_parser.hpp"
 #include <spdlog/spdlog.h>
+#include "http/request_parser.hpp"
 
 #include <atomic>
 #include <map>
@@ -61,7 +61,11 @@ struct Server::Impl {
     std::uint64_t next_id = 0;
 
     Impl(std::vector<asio::io_context*> ctxs, config::ServerConfig c, Handler h)
-        : contexts(std::move(ctxs)), ioc(*contexts.at(0)), cfg(std::move(c)), handler(std::move(h)), acceptor(ioc) {}
+        : contexts(std::move(ctxs)),
+          ioc(*contexts.at(0)),
+          cfg(std::move(c)),
+          handler(std::move(h)),
+          acceptor(ioc) {}
 };
 
 namespace {
@@ -94,27 +98,36 @@ awaitable<bool> write_response(Server::Impl& self, Stream& stream, beast::tcp_st
 
 const char* refusal_code(int status) {
     switch (status) {
-        case 413: return "payload_too_large";
-        case 431: return "headers_too_large";
-        case 501: return "not_implemented";
-        default: return "bad_request";
+        case 413:
+            return "payload_too_large";
+        case 431:
+            return "headers_too_large";
+        case 501:
+            return "not_implemented";
+        default:
+            return "bad_request";
     }
 }
 
 int refusal_status(ParseRefusal r) {
     switch (r) {
-        case ParseRefusal::payload_too_large: return 413;
-        case ParseRefusal::headers_too_large: return 431;
-        case ParseRefusal::bad_request: return 400;
-        case ParseRefusal::not_implemented: return 501;
-        case ParseRefusal::none: break;
+        case ParseRefusal::payload_too_large:
+            return 413;
+        case ParseRefusal::headers_too_large:
+            return 431;
+        case ParseRefusal::bad_request:
+            return 400;
+        case ParseRefusal::not_implemented:
+            return 501;
+        case ParseRefusal::none:
+            break;
     }
     return 0;
 }
 
 template <class Stream>
-awaitable<void> serve_requests(Server::Impl& self, Stream& stream, beast::tcp_stream& lowest, Conn& conn,
-                               const std::string& remote) {
+awaitable<void> serve_requests(Server::Impl& self, Stream& stream, beast::tcp_stream& lowest,
+                               Conn& conn, const std::string& remote) {
     const ParserLimits limits{self.cfg.max_header_bytes, self.cfg.max_body_bytes};
     // Capped: what a client can make a connection hold is one header section (or one chunk
     // header, or one trailer) and one read, never more (docs/security.md).
@@ -159,7 +172,8 @@ awaitable<void> serve_requests(Server::Impl& self, Stream& stream, beast::tcp_st
                 if (expect && beast::iequals(*expect, "100-continue")) {
                     lowest.expires_after(self.cfg.write_timeout);
                     static const char k_continue[] = "HTTP/1.1 100 Continue\r\n\r\n";
-                    auto [wec, wn] = co_await asio::async_write(stream, asio::buffer(k_continue, sizeof k_continue - 1), k_tuple);
+                    auto [wec, wn] = co_await asio::async_write(
+                        stream, asio::buffer(k_continue, sizeof k_continue - 1), k_tuple);
                     if (wec) co_return;
                 }
                 lowest.expires_after(self.cfg.body_timeout);
@@ -198,7 +212,8 @@ awaitable<void> serve_requests(Server::Impl& self, Stream& stream, beast::tcp_st
             buffer.consume(buffer.size());
             lowest.expires_after(self.cfg.body_timeout);
             while (left > 0) {
-                auto [dec, dn] = co_await stream.async_read_some(buffer.prepare(64 * 1024), k_tuple);
+                auto [dec, dn] =
+                    co_await stream.async_read_some(buffer.prepare(64 * 1024), k_tuple);
                 if (dec) break;
                 buffer.consume(dn);
                 left -= std::min<std::uint64_t>(left, dn);
@@ -208,7 +223,8 @@ awaitable<void> serve_requests(Server::Impl& self, Stream& stream, beast::tcp_st
     }
 }
 
-awaitable<void> session(std::shared_ptr<Server::Impl> self, tcp::socket socket, std::string address) {
+awaitable<void> session(std::shared_ptr<Server::Impl> self, tcp::socket socket,
+                        std::string address) {
     std::string remote = address;
     {
         boost::system::error_code ec;
@@ -233,7 +249,8 @@ awaitable<void> session(std::shared_ptr<Server::Impl> self, tcp::socket socket, 
             c.lowest = nullptr;
             std::lock_guard lk(s.mu);
             s.conns.erase(id);
-            if (auto it = s.per_address.find(address); it != s.per_address.end() && --it->second == 0) {
+            if (auto it = s.per_address.find(address);
+                it != s.per_address.end() && --it->second == 0) {
                 s.per_address.erase(it);
             }
         }
@@ -264,7 +281,9 @@ awaitable<void> session(std::shared_ptr<Server::Impl> self, tcp::socket socket, 
 /// Refused connections are logged at most once per 10 s (a flood must not become a log flood).
 bool log_refusal_now() {
     static std::atomic<std::int64_t> last{0};
-    const auto now = std::chrono::duration_cast<std::chrono::seconds>(std::chrono::steady_clock::now().time_since_epoch()).count();
+    const auto now = std::chrono::duration_cast<std::chrono::seconds>(
+                         std::chrono::steady_clock::now().time_since_epoch())
+                         .count();
     auto prev = last.load();
     return now - prev >= 10 && last.compare_exchange_strong(prev, now);
 }
@@ -291,13 +310,16 @@ awaitable<void> accept_loop(std::shared_ptr<Server::Impl> self) {
         } else {
             std::lock_guard lk(self->mu);
             auto& n = self->per_address[address];
-            if (n >= self->cfg.max_connections_per_ip) why = "server.max_connections_per_ip";
-            else ++n;
+            if (n >= self->cfg.max_connections_per_ip)
+                why = "server.max_connections_per_ip";
+            else
+                ++n;
         }
         if (why) {
             ++refused;
             if (log_refusal_now()) {
-                spdlog::warn("connections refused: {} so far, last from {} ({} reached)", refused, address, why);
+                spdlog::warn("connections refused: {} so far, last from {} ({} reached)", refused,
+                             address, why);
             }
             boost::system::error_code ignored;
             socket.close(ignored);
@@ -309,18 +331,19 @@ awaitable<void> accept_loop(std::shared_ptr<Server::Impl> self) {
         socket.set_option(tcp::no_delay(true), nodelay_ec);
         ++self->active;
         auto ex = socket.get_executor();
-        asio::co_spawn(ex, session(self, std::move(socket), std::move(address)), [self](std::exception_ptr e) {
-            --self->active;
-            if (e) {
-                try {
-                    std::rethrow_exception(e);
-                } catch (const std::exception& ex) {
-                    spdlog::error("connection failed error=\"{}\"", ex.what());
-                } catch (...) {
-                    spdlog::error("connection failed: unknown exception");
-                }
-            }
-        });
+        asio::co_spawn(ex, session(self, std::move(socket), std::move(address)),
+                       [self](std::exception_ptr e) {
+                           --self->active;
+                           if (e) {
+                               try {
+                                   std::rethrow_exception(e);
+                               } catch (const std::exception& ex) {
+                                   spdlog::error("connection failed error=\"{}\"", ex.what());
+                               } catch (...) {
+                                   spdlog::error("connection failed: unknown exception");
+                               }
+                           }
+                       });
     }
 }
 
@@ -328,21 +351,28 @@ awaitable<void> accept_loop(std::shared_ptr<Server::Impl> self) {
 /// with forward secrecy (TLS 1.3's suites are all AEAD).
 Result<std::shared_ptr<ssl::context>> make_tls_context(const config::TlsConfig& cfg) {
     auto ctx = std::make_shared<ssl::context>(ssl::context::tls_server);
-    ctx->set_options(ssl::context::default_workarounds | ssl::context::no_sslv2 | ssl::context::no_sslv3 |
-                     ssl::context::no_tlsv1 | ssl::context::no_tlsv1_1 | ssl::context::single_dh_use);
+    ctx->set_options(ssl::context::default_workarounds | ssl::context::no_sslv2 |
+                     ssl::context::no_sslv3 | ssl::context::no_tlsv1 | ssl::context::no_tlsv1_1 |
+                     ssl::context::single_dh_use);
     SSL_CTX_set_min_proto_version(ctx->native_handle(), TLS1_2_VERSION);
     SSL_CTX_set_cipher_list(ctx->native_handle(),
                             "ECDHE-ECDSA-AES128-GCM-SHA256:ECDHE-RSA-AES128-GCM-SHA256:"
                             "ECDHE-ECDSA-AES256-GCM-SHA384:ECDHE-RSA-AES256-GCM-SHA384:"
                             "ECDHE-ECDSA-CHACHA20-POLY1305:ECDHE-RSA-CHACHA20-POLY1305");
-    SSL_CTX_set_options(ctx->native_handle(), SSL_OP_CIPHER_SERVER_PREFERENCE | SSL_OP_NO_RENEGOTIATION);
+    SSL_CTX_set_options(ctx->native_handle(),
+                        SSL_OP_CIPHER_SERVER_PREFERENCE | SSL_OP_NO_RENEGOTIATION);
     boost::system::error_code ec;
     ctx->use_certificate_chain_file(cfg.cert.string(), ec);
-    if (ec) return make_error("config", "server.tls.cert: cannot load " + cfg.cert.string() + ": " + ec.message());
+    if (ec)
+        return make_error(
+            "config", "server.tls.cert: cannot load " + cfg.cert.string() + ": " + ec.message());
     ctx->use_private_key_file(cfg.key.string(), ssl::context::pem, ec);
-    if (ec) return make_error("config", "server.tls.key: cannot load " + cfg.key.string() + ": " + ec.message());
+    if (ec)
+        return make_error("config",
+                          "server.tls.key: cannot load " + cfg.key.string() + ": " + ec.message());
     if (SSL_CTX_check_private_key(ctx->native_handle()) != 1) {
-        return make_error("config", "server.tls.key: " + cfg.key.string() + " does not match " + cfg.cert.string());
+        return make_error("config", "server.tls.key: " + cfg.key.string() + " does not match " +
+                                        cfg.cert.string());
     }
     return ctx;
 }
@@ -379,14 +409,17 @@ Status Server::start() {
     if (!ec) s.acceptor.set_option(asio::socket_base::reuse_address(true), ec);
     if (!ec) s.acceptor.bind(ep, ec);
     if (!ec) s.acceptor.listen(asio::socket_base::max_listen_connections, ec);
-    if (ec) return make_error("listen", "cannot listen on " + host + ":" + std::to_string(s.cfg.port) + ": " + ec.message());
+    if (ec)
+        return make_error("listen", "cannot listen on " + host + ":" + std::to_string(s.cfg.port) +
+                                        ": " + ec.message());
     s.bound_port = s.acceptor.local_endpoint().port();
     asio::co_spawn(s.acceptor.get_executor(), accept_loop(m_impl), asio::detached);
     return Ok{};
 }
 
 Status Server::reload_tls(const config::TlsConfig& tls) {
-    if (!m_impl->cfg.tls) return make_error("config", "server.tls: the listener was started without TLS");
+    if (!m_impl->cfg.tls)
+        return make_error("config", "server.tls: the listener was started without TLS");
     auto ctx = make_tls_context(tls);
     if (!ctx) return ctx.error();
     std::lock_guard lk(m_impl->mu);
@@ -394,14 +427,21 @@ Status Server::reload_tls(const config::TlsConfig& tls) {
     return Ok{};
 }
 
-std::uint16_t Server::port() const { return m_impl->bound_port; }
-
-std::string Server::url() const {
-    std::string host = m_impl->cfg.host.find(':') != std::string::npos ? "[" + m_impl->cfg.host + "]" : m_impl->cfg.host;
-    return std::string(m_impl->cfg.tls ? "https://" : "http://") + host + ":" + std::to_string(port());
+std::uint16_t Server::port() const {
+    return m_impl->bound_port;
 }
 
-std::size_t Server::active_connections() const { return m_impl->active.load(); }
+std::string Server::url() const {
+    std::string host = m_impl->cfg.host.find(':') != std::string::npos
+                           ? "[" + m_impl->cfg.host + "]"
+                           : m_impl->cfg.host;
+    return std::string(m_impl->cfg.tls ? "https://" : "http://") + host + ":" +
+           std::to_string(port());
+}
+
+std::size_t Server::active_connections() const {
+    return m_impl->active.load();
+}
 
 void Server::drain(std::chrono::milliseconds deadline, std::function<void(std::size_t)> on_done) {
     auto self = m_impl;

@@ -23,8 +23,9 @@ bool is_json_content_type(std::string_view ct) {
     while (!media.empty() && media.back() == ' ') media.remove_suffix(1);
     std::string lower(media);
     for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    return lower == "application/json" || (lower.rfind("application/", 0) == 0 && lower.size() > 5 &&
-                                           lower.compare(lower.size() - 5, 5, "+json") == 0);
+    return lower == "application/json" ||
+           (lower.rfind("application/", 0) == 0 && lower.size() > 5 &&
+            lower.compare(lower.size() - 5, 5, "+json") == 0);
 }
 
 /// The run's concurrency group under the configured key for its event (docs/execution.md).
@@ -63,7 +64,9 @@ store::NewRun to_run(const Event& e, const std::string& delivery_id) {
 std::string clean_header(std::optional<std::string_view> v) {
     std::string out(v.value_or("").substr(0, 200));
     for (char& c : out) {
-        if (!std::isalnum(static_cast<unsigned char>(c)) && std::string_view("-_.:").find(c) == std::string_view::npos) c = '?';
+        if (!std::isalnum(static_cast<unsigned char>(c)) &&
+            std::string_view("-_.:").find(c) == std::string_view::npos)
+            c = '?';
     }
     return out;
 }
@@ -84,9 +87,11 @@ Evaluation evaluate(const http::Request& req, const Policy& policy, std::int64_t
     d->received_at = now_rfc3339();
     d->remote = req.remote;
     d->event = clean_header(req.header("X-GitHub-Event"));
-    const bool standard = req.header("webhook-signature").has_value() || req.header("webhook-id").has_value();
+    const bool standard =
+        req.header("webhook-signature").has_value() || req.header("webhook-id").has_value();
     d->scheme = standard ? "standard-webhooks" : "github";
-    d->delivery_id = clean_header(standard ? req.header("webhook-id") : req.header("X-GitHub-Delivery"));
+    d->delivery_id =
+        clean_header(standard ? req.header("webhook-id") : req.header("X-GitHub-Delivery"));
 
     // Each check either leaves `res` unset (status 0) or rejects: the answer and the reason
     // the delivery log keeps are set together.
@@ -97,7 +102,8 @@ Evaluation evaluate(const http::Request& req, const Policy& policy, std::int64_t
     };
     if (req.refused_status != 0) {
         // Refused by the server before the request was complete (docs/ingest.md): 413, 431.
-        reject(req.refused_status, req.refused_status == 413 ? "payload_too_large" : "headers_too_large");
+        reject(req.refused_status,
+               req.refused_status == 413 ? "payload_too_large" : "headers_too_large");
         res.close = true;
     } else if (req.method != "POST") {
         reject(405, "method_not_allowed", "use POST");
@@ -106,11 +112,15 @@ Evaluation evaluate(const http::Request& req, const Policy& policy, std::int64_t
         reject(415, "unsupported_media_type");
     } else {
         Result<std::string> verified =
-            standard ? verify_standard(req.header("webhook-id").value_or(""), req.header("webhook-timestamp").value_or(""),
-                                       req.header("webhook-signature").value_or(""), req.body, pol->keys.standard,
-                                       now_unix,
-                                       std::chrono::duration_cast<std::chrono::seconds>(pol->ingest.max_clock_skew))
-                     : verify_github(req.header("X-Hub-Signature-256").value_or(""), req.body, pol->keys.github);
+            standard
+                ? verify_standard(
+                      req.header("webhook-id").value_or(""),
+                      req.header("webhook-timestamp").value_or(""),
+                      req.header("webhook-signature").value_or(""), req.body, pol->keys.standard,
+                      now_unix,
+                      std::chrono::duration_cast<std::chrono::seconds>(pol->ingest.max_clock_skew))
+                : verify_github(req.header("X-Hub-Signature-256").value_or(""), req.body,
+                                pol->keys.github);
         if (!verified) {
             reject(401, "unauthorized", verified.error().message);
         } else if (d->delivery_id.empty()) {
@@ -158,7 +168,8 @@ Evaluation evaluate(const http::Request& req, const Policy& policy, std::int64_t
                 d->http_status = 200;
                 d->cancel_pr = event->pr;
                 // A form without a signed id may be a replay: it cancels nothing pushed after
-                // its head (docs/ingest.md). A CRCR delivery is deduplicated by its signed id instead.
+                // its head (docs/ingest.md). A CRCR delivery is deduplicated by its signed id
+                // instead.
                 if (!event->crcr_delivery_id && !event->sha.empty()) d->cancel_sha = event->sha;
                 d->reason = "PR closed";
                 if (pol->post_merge && event->merge_commit_sha) {

@@ -24,8 +24,12 @@ simdjson::dom::array as_array(element e) {
     return a;
 }
 
-Error bad(const std::string& detail) { return make_error("bad_request", detail); }
-Error bad_sha() { return make_error("invalid_sha", "expected a full 40-character commit SHA"); }
+Error bad(const std::string& detail) {
+    return make_error("bad_request", detail);
+}
+Error bad_sha() {
+    return make_error("invalid_sha", "expected a full 40-character commit SHA");
+}
 
 bool all_zeros(std::string_view s) {
     return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) { return c == '0'; });
@@ -39,13 +43,14 @@ std::string lower(std::string s) {
 /// Field access on one JSON object that names the path on a type mismatch. A JSON null is
 /// treated as absent.
 class Fields {
-public:
+  public:
     Fields(element e, std::string path) : m_e(e), m_path(std::move(path)) {}
 
     std::optional<element> find(const char* key) const {
         if (!m_e.is_object()) return std::nullopt;
         element v;
-        if (m_e.get_object().at_key(key).get(v) != simdjson::SUCCESS || v.is_null()) return std::nullopt;
+        if (m_e.get_object().at_key(key).get(v) != simdjson::SUCCESS || v.is_null())
+            return std::nullopt;
         return v;
     }
     bool has(const char* key) const { return find(key).has_value(); }
@@ -67,7 +72,8 @@ public:
     Result<std::int64_t> pr_number(const char* key) const {
         auto v = find(key);
         if (!v) return bad("missing " + name(key));
-        if (!v->is_int64() || v->get_int64().value_unsafe() < 1) return bad(name(key) + " must be a positive integer");
+        if (!v->is_int64() || v->get_int64().value_unsafe() < 1)
+            return bad(name(key) + " must be a positive integer");
         return v->get_int64().value_unsafe();
     }
     Result<std::optional<std::int64_t>> opt_pr_number(const char* key) const {
@@ -105,7 +111,7 @@ public:
         return std::string(v->get_string().value_unsafe());
     }
 
-private:
+  private:
     element m_e;
     std::string m_path;
 };
@@ -156,7 +162,8 @@ Result<Event> pull_request(const Fields& p, Event e) {
     CRCRD_TRY(pr, p.object("pull_request"));
     if (action == "closed") {
         e.intent = Intent::cancel_pr;
-        // The head it was closed at, when the payload has a valid one (for replays, docs/ingest.md).
+        // The head it was closed at, when the payload has a valid one (for replays,
+        // docs/ingest.md).
         if (auto head = pr.opt_object("head")) {
             CRCRD_TRY(head_sha, head->opt_str("sha"));
             if (head_sha && valid_sha(*head_sha)) e.sha = lower(*head_sha);
@@ -290,12 +297,14 @@ Result<Event> crcr_v1(const std::string& action, const Fields& cp, Event e) {
     e.form = "crcr-v1";
     CRCRD_TRY(event_type, cp.str("event_type"));
     if (event_type != action) {
-        return bad("client_payload.event_type '" + event_type + "' does not match the dispatch action '" + action + "'");
+        return bad("client_payload.event_type '" + event_type +
+                   "' does not match the dispatch action '" + action + "'");
     }
     CRCRD_TRY(delivery, cp.opt_str("delivery_id"));
     e.crcr_delivery_id = delivery;
     CRCRD_TRY(payload, cp.object("payload"));
-    return action == "pull_request" ? pull_request(payload, std::move(e)) : push(payload, std::move(e));
+    return action == "pull_request" ? pull_request(payload, std::move(e))
+                                    : push(payload, std::move(e));
 }
 
 /// The dispatch forms: a repository_dispatch webhook (`action`) or a create-dispatch request
@@ -329,7 +338,8 @@ Result<Event> normalize(std::string_view github_event, std::string_view body) {
         e.intent = Intent::ping;
         return e;
     }
-    if (github_event == "repository_dispatch" || (github_event.empty() && f.has("client_payload"))) {
+    if (github_event == "repository_dispatch" ||
+        (github_event.empty() && f.has("client_payload"))) {
         if (auto a = f.find("action")) {
             if (!a->is_string()) return bad("action must be a string");
             // A repository_dispatch webhook: the downstream repo and sender are checked by trust.
@@ -343,9 +353,11 @@ Result<Event> normalize(std::string_view github_event, std::string_view body) {
     }
     if (github_event == "pull_request" || github_event == "push") {
         e.form = "github";
-        return github_event == "pull_request" ? pull_request(f, std::move(e)) : push(f, std::move(e));
+        return github_event == "pull_request" ? pull_request(f, std::move(e))
+                                              : push(f, std::move(e));
     }
-    if (github_event.empty()) return bad("unrecognised body: expected a dispatch with client_payload");
+    if (github_event.empty())
+        return bad("unrecognised body: expected a dispatch with client_payload");
     e.form = "github";
     e.intent = Intent::ignore;
     e.reason = "GitHub event '" + std::string(github_event) + "' is not handled";

@@ -1,7 +1,7 @@
 #include "crcrd/ingest/recovery.hpp"
 
-#include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
+#include <nlohmann/json.hpp>
 
 #include <functional>
 #include <map>
@@ -48,9 +48,10 @@ T or_throw(Result<T> r) {
 
 }  // namespace
 
-std::vector<std::pair<std::string, std::int64_t>> to_redeliver(const std::vector<HookDelivery>& deliveries,
-                                                               const std::function<bool(const std::string&)>& accepted,
-                                                               const std::function<bool(const std::string&)>& redelivered) {
+std::vector<std::pair<std::string, std::int64_t>> to_redeliver(
+    const std::vector<HookDelivery>& deliveries,
+    const std::function<bool(const std::string&)>& accepted,
+    const std::function<bool(const std::string&)>& redelivered) {
     struct Group {
         bool succeeded = false;
         std::int64_t newest = 0;
@@ -61,7 +62,8 @@ std::vector<std::pair<std::string, std::int64_t>> to_redeliver(const std::vector
         if (d.guid.empty()) continue;
         auto& g = groups[d.guid];
         if (d.status_code >= 200 && d.status_code < 300) g.succeeded = true;
-        if (g.newest == 0 || d.delivered_at > g.newest_at || (d.delivered_at == g.newest_at && d.id > g.newest)) {
+        if (g.newest == 0 || d.delivered_at > g.newest_at ||
+            (d.delivered_at == g.newest_at && d.id > g.newest)) {
             g.newest = d.id;
             g.newest_at = d.delivered_at;
         }
@@ -77,7 +79,9 @@ std::vector<std::pair<std::string, std::int64_t>> to_redeliver(const std::vector
 Recovery::Recovery(store::Writer& writer, std::filesystem::path db_path, RecoverySettings settings)
     : m_writer(writer), m_db_path(std::move(db_path)), m_settings(std::move(settings)) {}
 
-Recovery::~Recovery() { stop(); }
+Recovery::~Recovery() {
+    stop();
+}
 
 void Recovery::start() {
     m_thread = std::thread([this] { loop(); });
@@ -140,11 +144,14 @@ void Recovery::pass() {
     // Credentials: the App's JWT for its own hook, else the statuses' token (file or App
     // installation token) for a repository hook.
     std::string base = s.github.api_url;
-    const std::string hook = s.recovery.app ? "/app/hook" : "/repos/" + s.recovery.repo + "/hooks/" + std::to_string(s.recovery.hook_id);
+    const std::string hook = s.recovery.app ? "/app/hook"
+                                            : "/repos/" + s.recovery.repo + "/hooks/" +
+                                                  std::to_string(s.recovery.hook_id);
     Result<std::string> token = make_error("auth", "no credentials");
     if (s.recovery.app) {
         auto pem = read_file(s.github.private_key_file.value_or(""), 1 << 20);
-        token = pem ? github::make_app_jwt(s.github.app_id.value_or(0), *pem, started) : Result<std::string>(pem.error());
+        token = pem ? github::make_app_jwt(s.github.app_id.value_or(0), *pem, started)
+                    : Result<std::string>(pem.error());
     } else {
         github::Auth auth(s.github, s.timeout);
         token = auth.token();
@@ -155,34 +162,43 @@ void Recovery::pass() {
     } else {
         github::Client client(base, *token, s.github.ca_file, s.timeout);
         bool reached_watermark = false;
-        auto listed = client.list(hook + "/deliveries?per_page=100", k_max_pages, [&](const nlohmann::json& page) {
-            for (const auto& d : page) {
-                if (!d.is_object()) continue;
-                HookDelivery hd;
-                hd.id = d.value("id", std::int64_t{0});
-                hd.guid = d.value("guid", std::string());
-                hd.delivered_at = normal_time(d.value("delivered_at", std::string()));
-                hd.status_code = d.contains("status_code") && d["status_code"].is_number_integer() ? d["status_code"].get<int>() : 0;
-                if (hd.delivered_at < rec.since) {
-                    reached_watermark = true;  // newest first: the rest is older still
-                    continue;
+        auto listed = client.list(
+            hook + "/deliveries?per_page=100", k_max_pages, [&](const nlohmann::json& page) {
+                for (const auto& d : page) {
+                    if (!d.is_object()) continue;
+                    HookDelivery hd;
+                    hd.id = d.value("id", std::int64_t{0});
+                    hd.guid = d.value("guid", std::string());
+                    hd.delivered_at = normal_time(d.value("delivered_at", std::string()));
+                    hd.status_code =
+                        d.contains("status_code") && d["status_code"].is_number_integer()
+                            ? d["status_code"].get<int>()
+                            : 0;
+                    if (hd.delivered_at < rec.since) {
+                        reached_watermark = true;  // newest first: the rest is older still
+                        continue;
+                    }
+                    seen.push_back(std::move(hd));
                 }
-                seen.push_back(std::move(hd));
-            }
-            return !reached_watermark;
-        });
+                return !reached_watermark;
+            });
         if (const auto& e = listed.error) {
             using Kind = github::ListError::Kind;
             switch (e->kind) {
-                case Kind::transport: rec.errors.push_back("GET " + hook + "/deliveries: " + e->message); break;
+                case Kind::transport:
+                    rec.errors.push_back("GET " + hook + "/deliveries: " + e->message);
+                    break;
                 case Kind::status:
                     // 403/429 are GitHub's rate limits: this pass ends, the next one tries again.
-                    rec.errors.push_back("GET " + hook + "/deliveries answered " + std::to_string(e->status) + ": " +
-                                         e->body.substr(0, 200));
+                    rec.errors.push_back("GET " + hook + "/deliveries answered " +
+                                         std::to_string(e->status) + ": " + e->body.substr(0, 200));
                     break;
-                case Kind::not_a_list: rec.errors.push_back("GET " + hook + "/deliveries: not a list"); break;
+                case Kind::not_a_list:
+                    rec.errors.push_back("GET " + hook + "/deliveries: not a list");
+                    break;
                 case Kind::foreign_next:
-                    rec.errors.push_back("the Link header's next page is not on " + client.base() + "; not followed");
+                    rec.errors.push_back("the Link header's next page is not on " + client.base() +
+                                         "; not followed");
                     break;
             }
         }
@@ -191,7 +207,8 @@ void Recovery::pass() {
         std::set<std::string> failed_guids;
         {
             std::map<std::string, bool> ok;
-            for (const auto& d : seen) ok[d.guid] = ok[d.guid] || (d.status_code >= 200 && d.status_code < 300);
+            for (const auto& d : seen)
+                ok[d.guid] = ok[d.guid] || (d.status_code >= 200 && d.status_code < 300);
             for (const auto& [g, succeeded] : ok)
                 if (!succeeded) failed_guids.insert(g);
         }
@@ -203,18 +220,23 @@ void Recovery::pass() {
         for (const auto& [guid, id] : wanted) {
             auto r = client.post(hook + "/deliveries/" + std::to_string(id) + "/attempts", "");
             if (!r || (r->status != 202 && r->status != 200 && r->status != 201)) {
-                rec.errors.push_back("redelivery of " + guid + ": " +
-                                     (r ? "answered " + std::to_string(r->status) + ": " + r->body.substr(0, 200)
-                                        : r.error().message));
-                if (r && (r->status == 403 || r->status == 429)) break;  // rate limited: the next pass
+                rec.errors.push_back(
+                    "redelivery of " + guid + ": " +
+                    (r ? "answered " + std::to_string(r->status) + ": " + r->body.substr(0, 200)
+                       : r.error().message));
+                if (r && (r->status == 403 || r->status == 429))
+                    break;  // rate limited: the next pass
                 continue;
             }
             ++rec.redelivered;
             auto s2 = m_writer.run_sync([&, guid = guid, id = id](store::Db& w) {
                 store::RecoveryRepo(w).record_redelivery(guid, id, now_rfc3339());
             });
-            if (!s2) rec.errors.push_back("recording the redelivery of " + guid + ": " + s2.error().message);
-            spdlog::info("recovery: asked GitHub to redeliver delivery_id={} (its delivery {})", guid, id);
+            if (!s2)
+                rec.errors.push_back("recording the redelivery of " + guid + ": " +
+                                     s2.error().message);
+            spdlog::info("recovery: asked GitHub to redeliver delivery_id={} (its delivery {})",
+                         guid, id);
         }
     }
     // The watermark moves only after a pass that listed everything since the last one.
@@ -230,12 +252,14 @@ void Recovery::pass() {
         record.errors_json = json(rec.errors).dump();
         // Passes are kept for a month of history at the default interval (the newest 5,000).
         const bool moved = rec.listed_all && watermark > rec.since;
-        store::RecoveryRepo(w).record_pass(record, moved ? std::optional<std::string>(watermark) : std::nullopt);
+        store::RecoveryRepo(w).record_pass(
+            record, moved ? std::optional<std::string>(watermark) : std::nullopt);
     });
     if (!st) spdlog::error("recovery: pass not recorded: {}", st.error().message);
     auto level = rec.errors.empty() ? spdlog::level::info : spdlog::level::warn;
-    spdlog::log(level, "recovery: pass since {}: {} deliveries listed, {} failed, {} redelivered{}", rec.since, rec.listed,
-                rec.failed, rec.redelivered, rec.errors.empty() ? "" : ", errors: " + json(rec.errors).dump());
+    spdlog::log(level, "recovery: pass since {}: {} deliveries listed, {} failed, {} redelivered{}",
+                rec.since, rec.listed, rec.failed, rec.redelivered,
+                rec.errors.empty() ? "" : ", errors: " + json(rec.errors).dump());
 }
 
 }  // namespace crcrd::ingest

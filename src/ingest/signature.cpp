@@ -9,7 +9,9 @@ namespace crcrd::ingest {
 
 namespace {
 
-Error unauthorized(std::string detail) { return make_error("unauthorized", std::move(detail)); }
+Error unauthorized(std::string detail) {
+    return make_error("unauthorized", std::move(detail));
+}
 
 void load_list(const std::vector<config::SecretRef>& refs, const std::string& key, bool whsec,
                std::vector<NamedKey>& out, std::vector<std::string>& errors) {
@@ -43,7 +45,8 @@ Result<KeyRing> load_keyring(const config::IngestConfig& cfg, std::vector<std::s
     std::vector<std::string> errs;
     KeyRing ring;
     load_list(cfg.secrets, "secrets", false, ring.github, errs);
-    load_list(cfg.standard_webhooks_secrets, "standard_webhooks_secrets", true, ring.standard, errs);
+    load_list(cfg.standard_webhooks_secrets, "standard_webhooks_secrets", true, ring.standard,
+              errs);
     if (!errs.empty()) {
         std::string first = errs.front();
         if (errors) errors->insert(errors->end(), errs.begin(), errs.end());
@@ -56,7 +59,9 @@ Result<std::string> decode_whsec(std::string_view text) {
     if (text.rfind("whsec_", 0) == 0) text.remove_prefix(6);
     auto raw = crypto::base64_decode(text);
     if (!raw || raw->size() < 16) {
-        return make_error("config", "not a Standard Webhooks secret (whsec_ followed by base64 of at least 16 bytes)");
+        return make_error(
+            "config",
+            "not a Standard Webhooks secret (whsec_ followed by base64 of at least 16 bytes)");
     }
     return *raw;
 }
@@ -73,7 +78,8 @@ Result<std::string> verify_github(std::string_view header, std::string_view body
     // Every key is tried, so the time taken does not reveal which one matched.
     const NamedKey* match = nullptr;
     for (const auto& k : keys) {
-        if (crypto::constant_time_equal(crypto::hmac_sha256(k.key, body), *given) && !match) match = &k;
+        if (crypto::constant_time_equal(crypto::hmac_sha256(k.key, body), *given) && !match)
+            match = &k;
     }
     if (!match) return unauthorized("signature does not match");
     return match->id;
@@ -127,7 +133,8 @@ Result<std::string> verify_standard(std::string_view id, std::string_view timest
 
 std::string sign_standard(std::string_view key, std::string_view id, std::int64_t timestamp,
                           std::string_view body) {
-    std::string content = std::string(id) + "." + std::to_string(timestamp) + "." + std::string(body);
+    std::string content =
+        std::string(id) + "." + std::to_string(timestamp) + "." + std::string(body);
     return "v1," + crypto::base64_encode(crypto::hmac_sha256(key, content));
 }
 

@@ -1,7 +1,7 @@
 #include "crcrd/ingest/trust.hpp"
 
-#include <algorithm>
 #include <strings.h>
+#include <algorithm>
 
 namespace crcrd::ingest {
 
@@ -29,12 +29,15 @@ std::string event_type(const Event& e) {
 TrustDecision decide(const Event& e, const config::TrustConfig& trust) {
     if (e.intent == Intent::ping) return {};
     if (e.upstream_repo && !same_repo(*e.upstream_repo, trust.upstream_repo)) {
-        return forbid("upstream repository '" + *e.upstream_repo + "' is not " + trust.upstream_repo);
+        return forbid("upstream repository '" + *e.upstream_repo + "' is not " +
+                      trust.upstream_repo);
     }
     if (e.downstream_repo && !same_repo(*e.downstream_repo, trust.downstream_repo)) {
-        return forbid("dispatch for repository '" + *e.downstream_repo + "', expected " + trust.downstream_repo);
+        return forbid("dispatch for repository '" + *e.downstream_repo + "', expected " +
+                      trust.downstream_repo);
     }
-    if (e.downstream_repo && !trust.senders.empty() && (!e.sender || !contains(trust.senders, *e.sender))) {
+    if (e.downstream_repo && !trust.senders.empty() &&
+        (!e.sender || !contains(trust.senders, *e.sender))) {
         return forbid("sender '" + e.sender.value_or("") + "' is not in trust.senders");
     }
     // An unknown dispatch action or an unhandled GitHub event has no type to enable.
@@ -42,17 +45,21 @@ TrustDecision decide(const Event& e, const config::TrustConfig& trust) {
     std::string type = event_type(e);
     if (!contains(trust.events, type)) return forbid("event type '" + type + "' is not enabled");
 
-    const bool fork = e.head_repo && !same_repo(*e.head_repo, e.upstream_repo.value_or(trust.upstream_repo));
+    const bool fork =
+        e.head_repo && !same_repo(*e.head_repo, e.upstream_repo.value_or(trust.upstream_repo));
     if (fork && e.intent == Intent::run) {
         if (trust.fork_policy == "ignore") {
-            return {TrustDecision::Verdict::ignore, "pull request from fork " + *e.head_repo + " ignored by trust.fork_policy"};
+            return {TrustDecision::Verdict::ignore,
+                    "pull request from fork " + *e.head_repo + " ignored by trust.fork_policy"};
         }
         if (trust.fork_policy == "require_label") {
-            bool labelled = std::any_of(e.labels.begin(), e.labels.end(),
-                                        [&](const std::string& l) { return contains(trust.fork_labels, l); });
+            bool labelled =
+                std::any_of(e.labels.begin(), e.labels.end(),
+                            [&](const std::string& l) { return contains(trust.fork_labels, l); });
             if (!labelled) {
                 return {TrustDecision::Verdict::ignore,
-                        "pull request from fork " + *e.head_repo + " has none of the labels in trust.fork_labels"};
+                        "pull request from fork " + *e.head_repo +
+                            " has none of the labels in trust.fork_labels"};
             }
         }
     }

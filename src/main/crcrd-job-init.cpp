@@ -40,8 +40,10 @@ volatile sig_atomic_t g_pending = 0;  // a signal that came before the command w
 
 void forward(int sig) {
     const int to = sig == SIGUSR1 ? SIGKILL : SIGTERM;
-    if (g_main > 0) ::kill(-static_cast<pid_t>(g_main), to);
-    else g_pending = to;
+    if (g_main > 0)
+        ::kill(-static_cast<pid_t>(g_main), to);
+    else
+        g_pending = to;
 }
 
 /// The 4th field of /proc/<pid>/stat, after the parenthesised command name.
@@ -56,7 +58,8 @@ pid_t parent_of(const char* pid_name) {
     if (got <= 0) return -1;
     buf[got] = '\0';
     char* close_paren = std::strrchr(buf, ')');
-    if (!close_paren || close_paren[1] != ' ' || !close_paren[2] || close_paren[3] != ' ') return -1;
+    if (!close_paren || close_paren[1] != ' ' || !close_paren[2] || close_paren[3] != ' ')
+        return -1;
     return static_cast<pid_t>(std::strtol(close_paren + 4, nullptr, 10));
 }
 
@@ -102,7 +105,8 @@ bool parse_groups(const char* s, std::vector<gid_t>& out) {
 
 int main(int argc, char** argv, char** envp) {
     if (argc < 8) {
-        std::fprintf(stderr, "usage: crcrd-job-init PARENT_PID CWD UID GID GROUPS PROGRAM ARGV0 [ARG...]\n");
+        std::fprintf(
+            stderr, "usage: crcrd-job-init PARENT_PID CWD UID GID GROUPS PROGRAM ARGV0 [ARG...]\n");
         return 125;
     }
     long parent = 0, uid = -1, gid = -1;
@@ -142,7 +146,8 @@ int main(int argc, char** argv, char** envp) {
         ::setpgid(0, 0);
         ::prctl(PR_SET_PDEATHSIG, SIGKILL);  // dies with its init
         if (::getppid() != self) ::_exit(127);
-        if (gid >= 0 && (::setgroups(groups.size(), groups.data()) != 0 || ::setgid(static_cast<gid_t>(gid)) != 0))
+        if (gid >= 0 && (::setgroups(groups.size(), groups.data()) != 0 ||
+                         ::setgid(static_cast<gid_t>(gid)) != 0))
             ::_exit(126);
         if (uid >= 0 && ::setuid(static_cast<uid_t>(uid)) != 0) ::_exit(126);
         if (::chdir(cwd) != 0) ::_exit(126);

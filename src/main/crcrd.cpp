@@ -11,12 +11,16 @@ namespace {
 void usage(std::ostream& os) {
     os << "usage: crcrd [--config PATH] [--check-config] [--version]\n"
           "  --config PATH    configuration file (default /etc/crcrd/crcrd.yaml)\n"
-          "  --check-config   validate the configuration and its secret files, then exit (0 ok, 2 errors)\n"
+          "  --check-config   validate the configuration and its secret files, then exit (0 ok, 2 "
+          "errors)\n"
           "  --version        print the version\n"
-          "  --slurm-job SPEC (on a Slurm node, started by crcrd's batch job) run one test command\n"
-          "  --sandbox-serve [--peer-cgroup PATH] [BWRAP]  (crcrd-sandbox@.service) start one job's bubblewrap\n"
+          "  --slurm-job SPEC (on a Slurm node, started by crcrd's batch job) run one test "
+          "command\n"
+          "  --sandbox-serve [--peer-cgroup PATH] [BWRAP]  (crcrd-sandbox@.service) start one "
+          "job's bubblewrap\n"
           "                   for the daemon's own client (its pid namespace, and cgroup PATH)\n"
-          "  --sandbox-connect SOCKET -- bwrap ARGS...  (the daemon, in a job) have the launcher run it\n";
+          "  --sandbox-connect SOCKET -- bwrap ARGS...  (the daemon, in a job) have the launcher "
+          "run it\n";
 }
 }  // namespace
 
@@ -24,10 +28,13 @@ int main(int argc, char** argv, char** envp) {
     std::string config = "/etc/crcrd/crcrd.yaml";
     bool check = false;
     // The node side of the Slurm executor: nothing of the daemon is started.
-    if (argc == 3 && std::strcmp(argv[1], "--slurm-job") == 0) return crcrd::exec::slurm::run_node_job(argv[2]);
+    if (argc == 3 && std::strcmp(argv[1], "--slurm-job") == 0)
+        return crcrd::exec::slurm::run_node_job(argv[2]);
     // The sandbox launcher's two sides (docs/operations.md): nothing of the daemon either.
-    if (argc > 1 && std::strcmp(argv[1], "--sandbox-connect") == 0) return crcrd::exec::sandbox::client_main(argc, argv, envp);
-    if (argc > 1 && std::strcmp(argv[1], "--sandbox-serve") == 0) return crcrd::exec::sandbox::serve_main(argc, argv);
+    if (argc > 1 && std::strcmp(argv[1], "--sandbox-connect") == 0)
+        return crcrd::exec::sandbox::client_main(argc, argv, envp);
+    if (argc > 1 && std::strcmp(argv[1], "--sandbox-serve") == 0)
+        return crcrd::exec::sandbox::serve_main(argc, argv);
     for (int i = 1; i < argc; ++i) {
         std::string a = argv[i];
         if (a == "--version") {

@@ -33,41 +33,64 @@ StatusText final_status(Conclusion conclusion, const std::string& reason) {
 std::string relay_conclusion(Conclusion crcr_class) {
     switch (crcr_class) {
         case Conclusion::passed:
-        case Conclusion::flaky: return "success";
-        case Conclusion::regression: return "failure";
-        case Conclusion::timeout: return "timed_out";
-        case Conclusion::cancelled: return "cancelled";
-        default: return "neutral";  // infra_error, device_unavailable, pre_existing: not the change's fault, not a pass
+        case Conclusion::flaky:
+            return "success";
+        case Conclusion::regression:
+            return "failure";
+        case Conclusion::timeout:
+            return "timed_out";
+        case Conclusion::cancelled:
+            return "cancelled";
+        default:
+            return "neutral";  // infra_error, device_unavailable, pre_existing: not the change's
+                               // fault, not a pass
     }
 }
 
-json callback_body(const CallbackRun& run, const CallbackJob& job, bool completed, const OutboxSettings& s) {
+json callback_body(const CallbackRun& run, const CallbackJob& job, bool completed,
+                   const OutboxSettings& s) {
     std::int64_t passed = 0, failed = 0, skipped = 0;
     if (job.counts.is_object()) {
-        passed = job.counts.value("passed", std::int64_t{0}) + job.counts.value("flaky", std::int64_t{0});
+        passed = job.counts.value("passed", std::int64_t{0}) +
+                 job.counts.value("flaky", std::int64_t{0});
         failed = job.counts.value("failed", std::int64_t{0});
         skipped = job.counts.value("skipped", std::int64_t{0});
     }
     // An attempt cancelled while it ran has no class of its own: it ended cancelled.
-    const Conclusion klass = job.state == JobState::cancelled ? Conclusion::cancelled : job.conclusion.value_or(Conclusion::cancelled);
-    json wf = {{"schema_version", "1"},
-               {"status", completed ? "completed" : "in_progress"},
-               {"conclusion", completed ? json(relay_conclusion(klass)) : json(nullptr)},
-               {"name", s.workflow_name},
-               {"job_name", job.tier},
-               {"check_run_id", std::to_string(job.id)},
-               {"run_id", std::to_string(run.id)},
-               {"run_attempt", std::to_string(job.attempt)},
-               {"url", s.public_url.empty() ? json(nullptr) : json(s.public_url + "/ui/runs/" + std::to_string(run.id))},
-               {"artifact_url",
-                s.public_url.empty() ? json(nullptr) : json(s.public_url + "/api/v1/jobs/" + std::to_string(job.id) + "/log")},
-               {"started_at", job.started_at},
-               {"completed_at", completed ? json(job.finished_at.empty() ? now_rfc3339() : job.finished_at) : json(nullptr)},
-               {"test_results", {{"passed", passed}, {"failed", failed}, {"skipped", skipped}, {"total", passed + failed + skipped}}},
-               {"crcr_class", completed ? json(std::string(to_string(klass))) : json(nullptr)},
-               {"crcr_reason", completed ? json(job.reason) : json(nullptr)}};
-    const std::string event_type = run.event == RunEvent::schedule ? s.scheduled_event_type : std::string(to_string(run.event));
-    return json{{"event_type", event_type}, {"delivery_id", run.delivery_id}, {"payload", run.payload}, {"workflow", wf}};
+    const Conclusion klass = job.state == JobState::cancelled
+                                 ? Conclusion::cancelled
+                                 : job.conclusion.value_or(Conclusion::cancelled);
+    json wf = {
+        {"schema_version", "1"},
+        {"status", completed ? "completed" : "in_progress"},
+        {"conclusion", completed ? json(relay_conclusion(klass)) : json(nullptr)},
+        {"name", s.workflow_name},
+        {"job_name", job.tier},
+        {"check_run_id", std::to_string(job.id)},
+        {"run_id", std::to_string(run.id)},
+        {"run_attempt", std::to_string(job.attempt)},
+        {"url", s.public_url.empty() ? json(nullptr)
+                                     : json(s.public_url + "/ui/runs/" + std::to_string(run.id))},
+        {"artifact_url", s.public_url.empty() ? json(nullptr)
+                                              : json(s.public_url + "/api/v1/jobs/" +
+                                                     std::to_string(job.id) + "/log")},
+        {"started_at", job.started_at},
+        {"completed_at", completed ? json(job.finished_at.empty() ? now_rfc3339() : job.finished_at)
+                                   : json(nullptr)},
+        {"test_results",
+         {{"passed", passed},
+          {"failed", failed},
+          {"skipped", skipped},
+          {"total", passed + failed + skipped}}},
+        {"crcr_class", completed ? json(std::string(to_string(klass))) : json(nullptr)},
+        {"crcr_reason", completed ? json(job.reason) : json(nullptr)}};
+    const std::string event_type = run.event == RunEvent::schedule
+                                       ? s.scheduled_event_type
+                                       : std::string(to_string(run.event));
+    return json{{"event_type", event_type},
+                {"delivery_id", run.delivery_id},
+                {"payload", run.payload},
+                {"workflow", wf}};
 }
 
 namespace {
@@ -88,7 +111,8 @@ std::string status_for_open_tier(const store::StatusJob& j) {
 
 /// The run as the relay dispatched it, when callbacks are due for it: a run queued by a CRCR
 /// delivery (it has a dispatch record at the relay) or a scheduled run (which self-reports).
-std::optional<CallbackRun> callback_run(store::OutboxRepo& repo, const store::StatusRun& run, const OutboxSettings& s) {
+std::optional<CallbackRun> callback_run(store::OutboxRepo& repo, const store::StatusRun& run,
+                                        const OutboxSettings& s) {
     CallbackRun out;
     out.id = run.id;
     out.event = run.event;
@@ -98,13 +122,15 @@ std::optional<CallbackRun> callback_run(store::OutboxRepo& repo, const store::St
         out.payload = {{"repository", {{"full_name", s.upstream_repo}}}, {"head_sha", run.sha}};
         return out;
     }
-    if (run.event != RunEvent::pull_request && run.event != RunEvent::push) return std::nullopt;  // manual, bisect
+    if (run.event != RunEvent::pull_request && run.event != RunEvent::push)
+        return std::nullopt;  // manual, bisect
     auto record = repo.dispatch_record(run.id);
     if (!record) return std::nullopt;
     out.delivery_id = record->crcr_delivery_id;
     if (auto raw = decompress(record->body_zstd)) {
         auto body = json::parse(*raw, nullptr, false);
-        if (body.is_object() && body.contains("client_payload") && body["client_payload"].is_object()) {
+        if (body.is_object() && body.contains("client_payload") &&
+            body["client_payload"].is_object()) {
             out.payload = body["client_payload"].value("payload", json::object());
             return out;
         }
@@ -116,8 +142,9 @@ std::optional<CallbackRun> callback_run(store::OutboxRepo& repo, const store::St
 std::vector<CallbackJob> started_jobs(store::OutboxRepo& repo, std::int64_t run_id) {
     std::vector<CallbackJob> out;
     for (auto& a : repo.started_attempts(run_id)) {
-        out.push_back({a.id, std::move(a.tier), a.attempt, a.state, a.conclusion, std::move(a.reason),
-                       std::move(a.started_at), std::move(a.finished_at), json::parse(a.counts_json, nullptr, false)});
+        out.push_back({a.id, std::move(a.tier), a.attempt, a.state, a.conclusion,
+                       std::move(a.reason), std::move(a.started_at), std::move(a.finished_at),
+                       json::parse(a.counts_json, nullptr, false)});
     }
     return out;
 }
@@ -128,15 +155,18 @@ void sync_run(store::OutboxRepo& repo, const OutboxSettings& s, std::int64_t run
     const store::StatusRun& run = *found;
     const std::vector<store::StatusJob> jobs = repo.latest_attempts(run_id);
     if (jobs.empty() && run.state == RunState::queued) return;  // not planned yet
-    if (run.event == RunEvent::bisect) return;  // a bisection's runs report nothing of their own (docs/verdicts.md)
+    if (run.event == RunEvent::bisect)
+        return;  // a bisection's runs report nothing of their own (docs/verdicts.md)
 
     std::vector<Wanted> wanted;
     const std::string& prefix = s.context_prefix;
     StatusText run_status;
     if (run.state == RunState::completed && run.conclusion) {
         // The culprit a bisection found comes first: a long reason is cut at its end.
-        run_status = final_status(*run.conclusion, run.culprit.empty() ? run.reason
-                                                                        : "culprit " + run.culprit.substr(0, 7) + ": " + run.reason);
+        run_status = final_status(*run.conclusion,
+                                  run.culprit.empty()
+                                      ? run.reason
+                                      : "culprit " + run.culprit.substr(0, 7) + ": " + run.reason);
     } else if (run.state == RunState::cancelled || run.state == RunState::completed) {
         run_status = {"error", shorten("cancelled: " + run.reason)};
     } else {
@@ -144,8 +174,9 @@ void sync_run(store::OutboxRepo& repo, const OutboxSettings& s, std::int64_t run
         run_status.description = "queued";
         for (std::size_t i = 0; run.state == RunState::running && i < jobs.size(); ++i) {
             if (is_open(jobs[i].state)) {
-                run_status.description = shorten("running " + jobs[i].tier + " (" + std::to_string(i + 1) + " of " +
-                                                 std::to_string(jobs.size()) + ")");
+                run_status.description =
+                    shorten("running " + jobs[i].tier + " (" + std::to_string(i + 1) + " of " +
+                            std::to_string(jobs.size()) + ")");
                 break;
             }
         }
@@ -154,17 +185,19 @@ void sync_run(store::OutboxRepo& repo, const OutboxSettings& s, std::int64_t run
     for (const auto& j : jobs) {
         StatusText t;
         if (j.base_check) {
-            // docs/verdicts.md: the base check has its own context; the tier's says what it waits for,
-            // then the tier's class.
+            // docs/verdicts.md: the base check has its own context; the tier's says what it waits
+            // for, then the tier's class.
             StatusText base;
             const std::string base7 = j.sha.substr(0, 7);
             if (j.state == JobState::completed && j.conclusion) {
                 t = final_status(*j.conclusion, j.reason);
-                base = {*j.conclusion == Conclusion::pre_existing ? "success" : "failure", shorten(j.reason)};
+                base = {*j.conclusion == Conclusion::pre_existing ? "success" : "failure",
+                        shorten(j.reason)};
             } else if (j.state == JobState::cancelled || j.state == JobState::completed) {
                 t = base = {"error", shorten("cancelled: " + j.reason)};
             } else {
-                t = {"pending", shorten("checking " + std::to_string(j.checked) + (j.checked == 1 ? " failing test" : " failing tests") +
+                t = {"pending", shorten("checking " + std::to_string(j.checked) +
+                                        (j.checked == 1 ? " failing test" : " failing tests") +
                                         " on base " + base7)};
                 base = {"pending", shorten(status_for_open_tier(j) + " on " + base7)};
             }
@@ -183,7 +216,8 @@ void sync_run(store::OutboxRepo& repo, const OutboxSettings& s, std::int64_t run
     }
     for (Sink sink : {Sink::github, Sink::file}) {
         if ((sink == Sink::github && !s.github) || (sink == Sink::file && !s.file)) continue;
-        for (const auto& [ctx, t] : contexts) wanted.push_back({sink, ctx, t.state, t.description, ""});
+        for (const auto& [ctx, t] : contexts)
+            wanted.push_back({sink, ctx, t.state, t.description, ""});
     }
     if (s.callback) {
         // One `in_progress` and one `completed` per tier attempt that started, each its own
@@ -197,12 +231,13 @@ void sync_run(store::OutboxRepo& repo, const OutboxSettings& s, std::int64_t run
             for (const auto& j : started) {
                 const bool ended = !is_open(j.state);
                 if (run.event != RunEvent::schedule) {
-                    wanted.push_back({Sink::callback, "job/" + std::to_string(j.id) + "/in_progress", "in_progress", "",
-                                      callback_body(*cr, j, false, s).dump()});
+                    wanted.push_back({Sink::callback,
+                                      "job/" + std::to_string(j.id) + "/in_progress", "in_progress",
+                                      "", callback_body(*cr, j, false, s).dump()});
                 }
                 if (ended) {
-                    wanted.push_back({Sink::callback, "job/" + std::to_string(j.id) + "/completed", "completed", "",
-                                      callback_body(*cr, j, true, s).dump()});
+                    wanted.push_back({Sink::callback, "job/" + std::to_string(j.id) + "/completed",
+                                      "completed", "", callback_body(*cr, j, true, s).dump()});
                 }
             }
         }
@@ -212,11 +247,14 @@ void sync_run(store::OutboxRepo& repo, const OutboxSettings& s, std::int64_t run
     for (const auto& w : wanted) {
         const auto last = repo.last_status(run_id, w.sink, w.context);
         bool had = last.has_value();
-        bool same = had && last->state == w.state && (w.sink == Sink::callback || last->description == w.description);
+        bool same = had && last->state == w.state &&
+                    (w.sink == Sink::callback || last->description == w.description);
         if (same) continue;
         // Nothing was ever announced for a context that ends cancelled: say nothing. (A
         // callback exists only for an attempt that started; its pair is always sent.)
-        if (!had && w.sink != Sink::callback && (run.state == RunState::cancelled || w.description.rfind("cancelled:", 0) == 0)) continue;
+        if (!had && w.sink != Sink::callback &&
+            (run.state == RunState::cancelled || w.description.rfind("cancelled:", 0) == 0))
+            continue;
         store::NewStatusRow row;
         row.sink = w.sink;
         row.run_id = run_id;
@@ -224,8 +262,11 @@ void sync_run(store::OutboxRepo& repo, const OutboxSettings& s, std::int64_t run
         row.context = w.context;
         row.state = w.state;
         row.description = w.description;
-        row.target_url = s.target_url.empty() || w.sink == Sink::callback ? std::optional<std::string>() : std::optional<std::string>(s.target_url);
-        row.body = w.body.empty() ? std::optional<std::string>() : std::optional<std::string>(w.body);
+        row.target_url = s.target_url.empty() || w.sink == Sink::callback
+                             ? std::optional<std::string>()
+                             : std::optional<std::string>(s.target_url);
+        row.body =
+            w.body.empty() ? std::optional<std::string>() : std::optional<std::string>(w.body);
         row.created_at = now;
         repo.append(row);
     }

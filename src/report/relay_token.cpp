@@ -14,7 +14,8 @@ Result<std::string> RelayToken::token() {
         return t;
     }
     std::lock_guard lk(m_mu);
-    if (!m_cached.empty() && std::chrono::steady_clock::now() - m_fetched < m_cfg.token_ttl) return m_cached;
+    if (!m_cached.empty() && std::chrono::steady_clock::now() - m_fetched < m_cfg.token_ttl)
+        return m_cached;
     SubprocessOptions o;
     o.timeout = std::chrono::seconds(30);
     o.max_output = 64 * 1024;
@@ -23,9 +24,11 @@ Result<std::string> RelayToken::token() {
     if (r->timed_out) return make_error("relay_token", "token_command did not finish within 30 s");
     if (r->exit_code != 0) {
         auto why = trim(r->err.substr(0, r->err.find('\n')));
-        return make_error("relay_token", "token_command exited " +
-                                             (r->exit_code >= 0 ? std::to_string(r->exit_code) : "on signal " + std::to_string(r->signal)) +
-                                             (why.empty() ? std::string() : ": " + why.substr(0, 200)));
+        return make_error("relay_token",
+                          "token_command exited " +
+                              (r->exit_code >= 0 ? std::to_string(r->exit_code)
+                                                 : "on signal " + std::to_string(r->signal)) +
+                              (why.empty() ? std::string() : ": " + why.substr(0, 200)));
     }
     auto t = trim(r->out);
     if (t.empty() || t.find_first_of(" \t\r\n") != std::string::npos) {

@@ -45,7 +45,9 @@ std::optional<std::int64_t> header_int(const http::ClientResponse& r, std::strin
 
 Status append_lines(const std::filesystem::path& path, const std::string& data) {
     int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0640);
-    if (fd < 0) return make_error("report_file", "cannot open " + path.string() + ": " + std::strerror(errno));
+    if (fd < 0)
+        return make_error("report_file",
+                          "cannot open " + path.string() + ": " + std::strerror(errno));
     const char* p = data.data();
     std::size_t left = data.size();
     while (left > 0) {
@@ -54,7 +56,8 @@ Status append_lines(const std::filesystem::path& path, const std::string& data) 
             if (errno == EINTR) continue;
             int e = errno;
             ::close(fd);
-            return make_error("report_file", "cannot write " + path.string() + ": " + std::strerror(e));
+            return make_error("report_file",
+                              "cannot write " + path.string() + ": " + std::strerror(e));
         }
         p += n;
         left -= static_cast<std::size_t>(n);
@@ -91,7 +94,13 @@ SenderSettings sender_settings(const config::ReportConfig& r) {
 }
 
 struct Sender::Outcome {
-    enum Kind { sent, retry, dead, wait, later } kind = retry;  // later: not its turn yet, no attempt
+    enum Kind {
+        sent,
+        retry,
+        dead,
+        wait,
+        later
+    } kind = retry;  // later: not its turn yet, no attempt
     std::optional<int> http_status;
     std::string error;
     std::optional<SystemTime> until;  // wait: rate limited until
@@ -102,11 +111,14 @@ Sender::Sender(store::Writer& writer, std::filesystem::path db_path, SenderSetti
     set_settings(std::move(settings));
 }
 
-Sender::~Sender() { stop(); }
+Sender::~Sender() {
+    stop();
+}
 
 void Sender::set_settings(SenderSettings settings) {
     std::lock_guard lk(m_mu);
-    m_auth = settings.github ? std::make_shared<github::Auth>(*settings.github, settings.timeout) : nullptr;
+    m_auth = settings.github ? std::make_shared<github::Auth>(*settings.github, settings.timeout)
+                             : nullptr;
     m_relay_token = settings.callback ? std::make_shared<RelayToken>(*settings.callback) : nullptr;
     m_settings = std::make_shared<const SenderSettings>(std::move(settings));
     m_paused.clear();
@@ -184,7 +196,8 @@ SystemTime Sender::send_due(store::OutboxQueue& queue) {
         {
             std::lock_guard lk(m_mu);
             if (m_stopping) break;
-            if (auto p = m_paused.find(row.sink); p != m_paused.end()) continue;  // paused during this pass
+            if (auto p = m_paused.find(row.sink); p != m_paused.end())
+                continue;  // paused during this pass
         }
         // A newer state of the same context may have replaced this one since it was read.
         const bool waiting = or_throw(queue.delivery_of(row.id)) == OutboxDelivery::waiting;
@@ -210,20 +223,28 @@ SystemTime Sender::send_due(store::OutboxQueue& queue) {
     }
     {
         std::lock_guard lk(m_mu);
-        for (const auto& [sink, until] : m_paused) next = std::max(std::min(next, until), system_clock::now());
+        for (const auto& [sink, until] : m_paused)
+            next = std::max(std::min(next, until), system_clock::now());
     }
     return next;
 }
 
-Sender::Outcome Sender::deliver_callback(store::OutboxQueue& queue, const Row& row, const SenderSettings& s, http::ClientOptions opts) {
-    if (!s.callback) return {Outcome::dead, std::nullopt, "report.crcr_callback is no longer configured", std::nullopt};
-    // The relay accepts a `completed` only after its `in_progress` (docs/reporting.md): it waits for it.
+Sender::Outcome Sender::deliver_callback(store::OutboxQueue& queue, const Row& row,
+                                         const SenderSettings& s, http::ClientOptions opts) {
+    if (!s.callback)
+        return {Outcome::dead, std::nullopt, "report.crcr_callback is no longer configured",
+                std::nullopt};
+    // The relay accepts a `completed` only after its `in_progress` (docs/reporting.md): it waits
+    // for it.
     if (row.state == "completed") {
         const std::string pair = row.context.substr(0, row.context.rfind('/')) + "/in_progress";
-        const std::optional<OutboxDelivery> state = or_throw(queue.first_callback_delivery(row.run_id, pair));
-        if (state == OutboxDelivery::waiting) return {Outcome::later, std::nullopt, "", std::nullopt};
+        const std::optional<OutboxDelivery> state =
+            or_throw(queue.first_callback_delivery(row.run_id, pair));
+        if (state == OutboxDelivery::waiting)
+            return {Outcome::later, std::nullopt, "", std::nullopt};
         if (state == OutboxDelivery::dead) {
-            return {Outcome::dead, std::nullopt, "its in_progress callback was not accepted, so the relay would refuse it",
+            return {Outcome::dead, std::nullopt,
+                    "its in_progress callback was not accepted, so the relay would refuse it",
                     std::nullopt};
         }
     }
@@ -239,63 +260,84 @@ Sender::Outcome Sender::deliver_callback(store::OutboxQueue& queue, const Row& r
     auto token = relay_token->token();
     if (!token) return {Outcome::retry, std::nullopt, token.error().message, std::nullopt};
     opts.ca_file = s.callback->ca_file;
-    auto r = http::send("POST", s.callback->url,
-                        {{"Content-Type", "application/json"}, {"Authorization", "Bearer " + *token}},
-                        row.body.value_or("{}"), opts);
+    auto r =
+        http::send("POST", s.callback->url,
+                   {{"Content-Type", "application/json"}, {"Authorization", "Bearer " + *token}},
+                   row.body.value_or("{}"), opts);
     if (!r) return {Outcome::retry, std::nullopt, r.error().message, std::nullopt};
     const int code = r->status;
     std::string detail = r->body.substr(0, 300);
-    if (auto j = json::parse(r->body, nullptr, false); j.is_object() && j.contains("detail") && j["detail"].is_string()) {
+    if (auto j = json::parse(r->body, nullptr, false);
+        j.is_object() && j.contains("detail") && j["detail"].is_string()) {
         detail = j["detail"].get<std::string>().substr(0, 300);
     }
     if (code >= 200 && code < 300) {
-        if (auto j = json::parse(r->body, nullptr, false); j.is_object() && j.value("status", "") == "ignored") {
-            spdlog::warn("run_id={} relay callback {} accepted but ignored: this repository is below level L2 in the "
-                         "relay's allow-list", row.run_id, row.context);
+        if (auto j = json::parse(r->body, nullptr, false);
+            j.is_object() && j.value("status", "") == "ignored") {
+            spdlog::warn(
+                "run_id={} relay callback {} accepted but ignored: this repository is below level "
+                "L2 in the "
+                "relay's allow-list",
+                row.run_id, row.context);
         }
         return {Outcome::sent, code, "", std::nullopt};
     }
     const std::string msg = "HTTP " + std::to_string(code) + ": " + detail;
     // The relay answers a callback it already recorded (our first try's answer was lost) with
     // this 400; for a callback sent before, it means delivered.
-    if (code == 400 && row.attempts > 0 && detail.find("invalid state transition") != std::string::npos) {
-        return {Outcome::sent, code, "already recorded by the relay (an earlier answer was lost): " + detail, std::nullopt};
+    if (code == 400 && row.attempts > 0 &&
+        detail.find("invalid state transition") != std::string::npos) {
+        return {Outcome::sent, code,
+                "already recorded by the relay (an earlier answer was lost): " + detail,
+                std::nullopt};
     }
     // The relay writes its dispatch record after dispatching: a very fast first callback can
     // come before it. A few retries cover that race; an expired record (3 days) stays dead.
-    if (code == 400 && row.attempts < 3 && detail.find("no matching dispatch record") != std::string::npos) {
+    if (code == 400 && row.attempts < 3 &&
+        detail.find("no matching dispatch record") != std::string::npos) {
         return {Outcome::retry, code, msg, std::nullopt};
     }
     if (code == 401) {
         relay_token->invalidate();  // an OIDC token expires in minutes: mint a new one
-        return {Outcome::retry, code, msg + " (a new token is taken for the next attempt)", std::nullopt};
+        return {Outcome::retry, code, msg + " (a new token is taken for the next attempt)",
+                std::nullopt};
     }
     if (code == 429) {
         // The relay's limit is per repository per 60 s, counts refused requests too, and sends
         // no Retry-After: the callback sink pauses a minute unless it says otherwise.
         const auto after = header_int(*r, "retry-after").value_or(60);
-        return {Outcome::wait, code, msg, system_clock::now() + std::chrono::seconds(std::max<std::int64_t>(after, 1))};
+        return {Outcome::wait, code, msg,
+                system_clock::now() + std::chrono::seconds(std::max<std::int64_t>(after, 1))};
     }
     if (code >= 500) return {Outcome::retry, code, msg, std::nullopt};
     return {Outcome::dead, code, msg, std::nullopt};
 }
 
-Sender::Outcome Sender::deliver(store::OutboxQueue& queue, const Row& row, const SenderSettings& s) {
+Sender::Outcome Sender::deliver(store::OutboxQueue& queue, const Row& row,
+                                const SenderSettings& s) {
     http::ClientOptions opts;
     opts.timeout = s.timeout;
     if (row.sink == Sink::file) {
-        if (!s.file) return {Outcome::dead, std::nullopt, "report.file is no longer configured", std::nullopt};
-        json line = {{"at", now_rfc3339()},   {"run_id", row.run_id},         {"sha", row.sha},
-                     {"context", row.context}, {"state", row.state},          {"description", row.description},
+        if (!s.file)
+            return {Outcome::dead, std::nullopt, "report.file is no longer configured",
+                    std::nullopt};
+        json line = {{"at", now_rfc3339()},
+                     {"run_id", row.run_id},
+                     {"sha", row.sha},
+                     {"context", row.context},
+                     {"state", row.state},
+                     {"description", row.description},
                      {"target_url", row.target_url ? json(*row.target_url) : json(nullptr)}};
         m_file_lines += line.dump() + "\n";  // written and synced by flush()
         return {Outcome::sent, std::nullopt, "", std::nullopt};
     }
     if (row.sink == Sink::callback) return deliver_callback(queue, row, s, opts);
     // GitHub.
-    if (!s.github) return {Outcome::dead, std::nullopt, "report.github is no longer configured", std::nullopt};
+    if (!s.github)
+        return {Outcome::dead, std::nullopt, "report.github is no longer configured", std::nullopt};
     const auto sent = or_throw(queue.github_sent_count(row.sha, row.context));
-    if (sent >= k_github_status_limit || (sent == k_github_status_limit - 1 && row.state == "pending")) {
+    if (sent >= k_github_status_limit ||
+        (sent == k_github_status_limit - 1 && row.state == "pending")) {
         return {Outcome::dead, std::nullopt,
                 "GitHub keeps at most 1000 statuses per SHA and context; " + std::to_string(sent) +
                     " were sent (the last one is kept for a final state)",
@@ -336,27 +378,32 @@ Sender::Outcome Sender::deliver(store::OutboxQueue& queue, const Row& row, const
     if (code == 403 || code == 429) {
         const auto now = system_clock::now();
         if (auto after = header_int(*r, "retry-after")) {
-            return {Outcome::wait, code, msg, now + std::chrono::seconds(std::max<std::int64_t>(*after, 1))};
+            return {Outcome::wait, code, msg,
+                    now + std::chrono::seconds(std::max<std::int64_t>(*after, 1))};
         }
         auto remaining = r->header("x-ratelimit-remaining");
         if (remaining && *remaining == "0") {
             auto reset = header_int(*r, "x-ratelimit-reset");
-            auto until = reset ? system_clock::time_point(std::chrono::seconds(*reset)) + std::chrono::seconds(1)
+            auto until = reset ? system_clock::time_point(std::chrono::seconds(*reset)) +
+                                     std::chrono::seconds(1)
                                : now + std::chrono::minutes(1);
             return {Outcome::wait, code, msg, std::max(until, now + std::chrono::seconds(1))};
         }
         // A secondary rate limit without either header: at least a minute, GitHub says.
         if (code == 429 || msg.find("rate limit") != std::string::npos) {
-            const auto pause = std::max<std::chrono::milliseconds>(std::chrono::minutes(1), s.retry_initial * (std::int64_t{1} << std::min<std::int64_t>(row.attempts, 6)));
+            const auto pause = std::max<std::chrono::milliseconds>(
+                std::chrono::minutes(1),
+                s.retry_initial * (std::int64_t{1} << std::min<std::int64_t>(row.attempts, 6)));
             return {Outcome::wait, code, msg, now + pause};
         }
     }
     if (code == 401 || code == 403) {
         // A revoked, expired or rotated credential (403 here is not a rate limit): never a
-        // dead letter, or GitHub would show `pending` forever (docs/reporting.md). Retried with the 5xx
-        // backoff; the token file is read again, an App's installation token fetched again.
+        // dead letter, or GitHub would show `pending` forever (docs/reporting.md). Retried with the
+        // 5xx backoff; the token file is read again, an App's installation token fetched again.
         if (s.github->app_id) auth->invalidate();
-        return {Outcome::retry, code, msg + " (credentials rejected; read again before the next attempt)", std::nullopt};
+        return {Outcome::retry, code,
+                msg + " (credentials rejected; read again before the next attempt)", std::nullopt};
     }
     return {Outcome::dead, code, msg, std::nullopt};
 }
@@ -364,21 +411,25 @@ Sender::Outcome Sender::deliver(store::OutboxQueue& queue, const Row& row, const
 void Sender::flush(std::vector<std::pair<Row, Outcome>>& done, const SenderSettings& s) {
     if (done.empty()) return;
     if (!m_callback_lines.empty()) {
-        auto st = s.callback && s.callback->file ? append_lines(*s.callback->file, m_callback_lines)
-                                                 : Status(make_error("report_file", "report.crcr_callback.file is gone"));
+        auto st = s.callback && s.callback->file
+                      ? append_lines(*s.callback->file, m_callback_lines)
+                      : Status(make_error("report_file", "report.crcr_callback.file is gone"));
         m_callback_lines.clear();
         if (!st) {
             for (auto& [row, out] : done) {
-                if (row.sink == Sink::callback && out.kind == Outcome::sent) out = {Outcome::retry, std::nullopt, st.error().message, std::nullopt};
+                if (row.sink == Sink::callback && out.kind == Outcome::sent)
+                    out = {Outcome::retry, std::nullopt, st.error().message, std::nullopt};
             }
         }
     }
     if (!m_file_lines.empty()) {
-        auto st = s.file ? append_lines(*s.file, m_file_lines) : Status(make_error("report_file", "report.file is gone"));
+        auto st = s.file ? append_lines(*s.file, m_file_lines)
+                         : Status(make_error("report_file", "report.file is gone"));
         m_file_lines.clear();
         if (!st) {
             for (auto& [row, out] : done) {
-                if (row.sink == Sink::file && out.kind == Outcome::sent) out = {Outcome::retry, std::nullopt, st.error().message, std::nullopt};
+                if (row.sink == Sink::file && out.kind == Outcome::sent)
+                    out = {Outcome::retry, std::nullopt, st.error().message, std::nullopt};
             }
         }
     }
@@ -390,37 +441,51 @@ void Sender::flush(std::vector<std::pair<Row, Outcome>>& done, const SenderSetti
         const auto& [row, out] = done[i];
         if (out.kind == Outcome::retry) {
             // Exponential backoff with jitter: a delay drawn from [d/2, d], d doubling per attempt.
-            auto d = s.retry_initial * (std::int64_t{1} << std::min<std::int64_t>(row.attempts, 20));
+            auto d =
+                s.retry_initial * (std::int64_t{1} << std::min<std::int64_t>(row.attempts, 20));
             d = std::min(d, s.retry_max);
-            std::uniform_int_distribution<std::int64_t> pick(d.count() / 2, std::max<std::int64_t>(d.count(), 1));
+            std::uniform_int_distribution<std::int64_t> pick(d.count() / 2,
+                                                             std::max<std::int64_t>(d.count(), 1));
             next[i] = now + std::chrono::milliseconds(pick(rng));
         } else if (out.kind == Outcome::wait) {
             next[i] = out.until;
         }
         using Kind = store::AttemptRecord::Kind;
-        attempts.push_back({row.id, out.kind == Outcome::sent ? Kind::sent : out.kind == Outcome::dead ? Kind::dead : Kind::again,
-                            out.http_status ? std::optional<std::int64_t>(*out.http_status) : std::nullopt,
-                            out.error.empty() ? std::optional<std::string>() : std::optional<std::string>(out.error),
-                            next[i] ? std::optional<std::string>(rfc3339(*next[i])) : std::nullopt});
+        attempts.push_back(
+            {row.id,
+             out.kind == Outcome::sent   ? Kind::sent
+             : out.kind == Outcome::dead ? Kind::dead
+                                         : Kind::again,
+             out.http_status ? std::optional<std::int64_t>(*out.http_status) : std::nullopt,
+             out.error.empty() ? std::optional<std::string>()
+                               : std::optional<std::string>(out.error),
+             next[i] ? std::optional<std::string>(rfc3339(*next[i])) : std::nullopt});
     }
-    auto st = m_writer.run_sync([&](store::Db& db) { store::OutboxRepo(db).record_attempts(attempts, rfc3339(now)); });
+    auto st = m_writer.run_sync(
+        [&](store::Db& db) { store::OutboxRepo(db).record_attempts(attempts, rfc3339(now)); });
     for (std::size_t i = 0; i < done.size(); ++i) {
         const auto& [row, out] = done[i];
-        if (!st) spdlog::error("outbox id={} run_id={}: result not stored: {}", row.id, row.run_id, st.error().message);
+        if (!st)
+            spdlog::error("outbox id={} run_id={}: result not stored: {}", row.id, row.run_id,
+                          st.error().message);
         switch (out.kind) {
             case Outcome::sent:
-                spdlog::log(row.sink == Sink::file ? spdlog::level::debug : spdlog::level::info, "run_id={} {} {} {} sent ({})",
-                            row.run_id, to_string(row.sink), row.context, row.state, row.description);
+                spdlog::log(row.sink == Sink::file ? spdlog::level::debug : spdlog::level::info,
+                            "run_id={} {} {} {} sent ({})", row.run_id, to_string(row.sink),
+                            row.context, row.state, row.description);
                 break;
             case Outcome::dead:
-                spdlog::error("run_id={} {} {} {} dead letter: {}", row.run_id, to_string(row.sink), row.context, row.state, out.error);
+                spdlog::error("run_id={} {} {} {} dead letter: {}", row.run_id, to_string(row.sink),
+                              row.context, row.state, out.error);
                 break;
             case Outcome::wait:
-                spdlog::warn("run_id={} {} rate limited until {}: {}", row.run_id, to_string(row.sink), rfc3339(*out.until), out.error);
+                spdlog::warn("run_id={} {} rate limited until {}: {}", row.run_id,
+                             to_string(row.sink), rfc3339(*out.until), out.error);
                 break;
             case Outcome::retry:
-                spdlog::warn("run_id={} {} {} {} attempt {} failed, again at {}: {}", row.run_id, to_string(row.sink), row.context,
-                             row.state, row.attempts + 1, rfc3339(*next[i]), out.error);
+                spdlog::warn("run_id={} {} {} {} attempt {} failed, again at {}: {}", row.run_id,
+                             to_string(row.sink), row.context, row.state, row.attempts + 1,
+                             rfc3339(*next[i]), out.error);
                 break;
             case Outcome::later:
                 break;  // never stored: send_due() skips it

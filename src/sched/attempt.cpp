@@ -28,21 +28,23 @@ Judged judge(const exec::RawOutcome& o, const classify::Patterns& patterns) {
     auto verdict = classify::decide(ev, patterns);
     j.conclusion = verdict.conclusion;
     j.reason = verdict.reason;
-    j.exit_status = o.exit_code ? o.exit_code : (o.signal ? std::optional<int>(128 + *o.signal) : std::nullopt);
+    j.exit_status =
+        o.exit_code ? o.exit_code : (o.signal ? std::optional<int>(128 + *o.signal) : std::nullopt);
     j.tests_failed = static_cast<std::int64_t>(counts.failed);
     j.tests_total = static_cast<std::int64_t>(o.results.size());
     json failed_tests = json::array();
     for (const auto& t : o.results) {
         if (t.outcome == "failed" && failed_tests.size() < 100) failed_tests.push_back(t.name);
     }
-    j.evidence = {{"exit_status", o.exit_code ? json(*o.exit_code) : json(nullptr)},
-                  {"signal", o.signal ? json(*o.signal) : json(nullptr)},
-                  {"timed_out", o.timed_out},
-                  {"stalled", o.stalled},
-                  {"tests_total", ev.tests_total},
-                  {"failed_tests", failed_tests},
-                  {"log_lines", verdict.log_line ? json::array({*verdict.log_line}) : json::array()},
-                  {"junit_error", o.junit_error ? json(*o.junit_error) : json(nullptr)}};
+    j.evidence = {
+        {"exit_status", o.exit_code ? json(*o.exit_code) : json(nullptr)},
+        {"signal", o.signal ? json(*o.signal) : json(nullptr)},
+        {"timed_out", o.timed_out},
+        {"stalled", o.stalled},
+        {"tests_total", ev.tests_total},
+        {"failed_tests", failed_tests},
+        {"log_lines", verdict.log_line ? json::array({*verdict.log_line}) : json::array()},
+        {"junit_error", o.junit_error ? json(*o.junit_error) : json(nullptr)}};
     if (verdict.signature) j.evidence["signature"] = *verdict.signature;
     if (!o.external.is_null()) j.evidence["executor"] = o.external;
     // What the executor's cluster said outranks what the command left (it may have left nothing).
@@ -60,20 +62,24 @@ std::optional<std::string> pre_existing_reason(const std::vector<std::string>& f
                                                const std::vector<store::BaseFailure>& on_base) {
     if (failed.empty()) return std::nullopt;
     for (const auto& t : failed) {
-        if (std::none_of(on_base.begin(), on_base.end(), [&](const store::BaseFailure& b) { return b.test == t; })) {
+        if (std::none_of(on_base.begin(), on_base.end(),
+                         [&](const store::BaseFailure& b) { return b.test == t; })) {
             return std::nullopt;
         }
     }
     // The PR's base SHA when a test failed there, else the newer branch commit.
-    auto where = std::find_if(on_base.begin(), on_base.end(), [](const store::BaseFailure& b) { return b.on_base_sha; });
+    auto where = std::find_if(on_base.begin(), on_base.end(),
+                              [](const store::BaseFailure& b) { return b.on_base_sha; });
     const std::string sha7 = (where != on_base.end() ? *where : on_base.front()).sha.substr(0, 7);
-    return std::to_string(failed.size()) + (failed.size() == 1 ? " test fails on " : " tests fail on ") + sha7 + " too";
+    return std::to_string(failed.size()) +
+           (failed.size() == 1 ? " test fails on " : " tests fail on ") + sha7 + " too";
 }
 
 NextStep next_step(Conclusion conclusion, const std::string& reason, std::int64_t infra_before,
                    std::int64_t regressions_before, const RetryPolicy& policy) {
     using Kind = NextStep::Kind;
-    if (is_infra(conclusion) && infra_before < static_cast<std::int64_t>(policy.infra_retries)) return {Kind::retry, conclusion, reason};
+    if (is_infra(conclusion) && infra_before < static_cast<std::int64_t>(policy.infra_retries))
+        return {Kind::retry, conclusion, reason};
     if (conclusion == Conclusion::regression) {
         if (regressions_before < static_cast<std::int64_t>(policy.flaky_reruns)) {
             return {Kind::retry, conclusion, reason + "; rerun to tell a flaky test"};
@@ -85,20 +91,26 @@ NextStep next_step(Conclusion conclusion, const std::string& reason, std::int64_
 }
 
 std::string flaky_reason(std::int64_t flaky_tests) {
-    return std::to_string(flaky_tests) + (flaky_tests == 1 ? " test" : " tests") + " failed, then passed on rerun";
+    return std::to_string(flaky_tests) + (flaky_tests == 1 ? " test" : " tests") +
+           " failed, then passed on rerun";
 }
 
 namespace {
 
 json evidence_of(const std::vector<store::BaseFailure>& found) {
     json where = json::array();
-    for (const auto& f : found) where.push_back({{"test", f.test}, {"run_id", f.run_id}, {"sha", f.sha}});
+    for (const auto& f : found)
+        where.push_back({{"test", f.test}, {"run_id", f.run_id}, {"sha", f.sha}});
     return where;
 }
 
-bool contains(const std::vector<std::string>& v, const std::string& x) { return std::find(v.begin(), v.end(), x) != v.end(); }
+bool contains(const std::vector<std::string>& v, const std::string& x) {
+    return std::find(v.begin(), v.end(), x) != v.end();
+}
 
-std::string tests_word(std::size_t n) { return n == 1 ? " test" : " tests"; }
+std::string tests_word(std::size_t n) {
+    return n == 1 ? " test" : " tests";
+}
 
 /// `p`, final with `conclusion` and `reason`.
 EndPlan finish(EndPlan p, Conclusion conclusion, std::string reason) {
@@ -114,7 +126,8 @@ EndPlan end_of_base_check(const AttemptFacts& f, EndPlan p) {
     const Conclusion c = p.conclusion;
     if (c != Conclusion::regression && c != Conclusion::passed && c != Conclusion::flaky) {
         // No verdict (infra, device, timeout, cancelled): the PR's failures stand.
-        std::string why = "the base check on " + base7 + " ended " + std::string(to_string(c)) + ": " + p.reason;
+        std::string why =
+            "the base check on " + base7 + " ended " + std::string(to_string(c)) + ": " + p.reason;
         return finish(std::move(p), Conclusion::regression, std::move(why));
     }
     std::vector<std::string> pass_on_base;
@@ -124,8 +137,9 @@ EndPlan end_of_base_check(const AttemptFacts& f, EndPlan p) {
         const auto n = pass_on_base.size();
         p.evidence.emplace_back("passes_on_base", json(pass_on_base));
         return finish(std::move(p), Conclusion::regression,
-                      std::to_string(n) + (n == 1 ? " failing test passes on " : " failing tests pass on ") + base7 +
-                          ": the change broke " + (n == 1 ? "it" : "them"));
+                      std::to_string(n) +
+                          (n == 1 ? " failing test passes on " : " failing tests pass on ") +
+                          base7 + ": the change broke " + (n == 1 ? "it" : "them"));
     }
     // Every test failed on the base: those found earlier and the ones checked here.
     std::vector<store::BaseFailure> all = f.found_before;
@@ -134,23 +148,28 @@ EndPlan end_of_base_check(const AttemptFacts& f, EndPlan p) {
     for (const auto& b : all) names.push_back(b.test);
     p.evidence.emplace_back("pre_existing", evidence_of(all));
     auto why = pre_existing_reason(names, all);
-    return finish(std::move(p), Conclusion::pre_existing, why.value_or("the failing tests fail on " + base7 + " too"));
+    return finish(std::move(p), Conclusion::pre_existing,
+                  why.value_or("the failing tests fail on " + base7 + " too"));
 }
 
 /// A final regression of a PR: its failing tests looked up on the base.
 EndPlan regression_of_a_pr(const AttemptFacts& f, EndPlan p) {
     if (f.failed.empty()) return p;
-    if (!f.found_on_base.empty()) p.evidence.emplace_back("pre_existing", evidence_of(f.found_on_base));
-    if (auto why = pre_existing_reason(f.failed, f.found_on_base)) return finish(std::move(p), Conclusion::pre_existing, *why);
+    if (!f.found_on_base.empty())
+        p.evidence.emplace_back("pre_existing", evidence_of(f.found_on_base));
+    if (auto why = pre_existing_reason(f.failed, f.found_on_base))
+        return finish(std::move(p), Conclusion::pre_existing, *why);
     if (!f.run_on_base || !f.base_sha || f.base_sha->empty()) return p;
     std::vector<std::string> unknown;
     for (const auto& t : f.failed) {
-        if (std::none_of(f.found_on_base.begin(), f.found_on_base.end(), [&](const auto& b) { return b.test == t; })) {
+        if (std::none_of(f.found_on_base.begin(), f.found_on_base.end(),
+                         [&](const auto& b) { return b.test == t; })) {
             unknown.push_back(t);
         }
     }
     p.next = EndPlan::Next::check_on_base;
-    p.reason += "; checking " + std::to_string(unknown.size()) + tests_word(unknown.size()) + " on base " + f.base_sha->substr(0, 7);
+    p.reason += "; checking " + std::to_string(unknown.size()) + tests_word(unknown.size()) +
+                " on base " + f.base_sha->substr(0, 7);
     p.check_tests = std::move(unknown);
     p.base_sha = *f.base_sha;
     return p;
@@ -169,17 +188,20 @@ EndPlan plan_end(const AttemptFacts& f) {
     }
     // A rerun of the failed tests counts the tests carried over from the attempts before.
     if (p.conclusion == Conclusion::regression && f.carried > 0) {
-        p.reason = std::to_string(f.judged.tests_failed) + " of " + std::to_string(f.judged.tests_total + f.carried) +
-                   " tests failed";
+        p.reason = std::to_string(f.judged.tests_failed) + " of " +
+                   std::to_string(f.judged.tests_total + f.carried) + " tests failed";
     }
     const bool base_check = !f.checked.empty();
-    if (f.origin == AttemptOrigin::no_device) return base_check ? end_of_base_check(f, std::move(p)) : p;
+    if (f.origin == AttemptOrigin::no_device)
+        return base_check ? end_of_base_check(f, std::move(p)) : p;
     // A base check looks for tests failing on the base: no flaky rerun; an infra failure is
     // retried as any attempt is.
-    if (base_check && (!is_infra(p.conclusion) || f.infra_before >= static_cast<std::int64_t>(f.retry.infra_retries))) {
+    if (base_check && (!is_infra(p.conclusion) ||
+                       f.infra_before >= static_cast<std::int64_t>(f.retry.infra_retries))) {
         return end_of_base_check(f, std::move(p));
     }
-    const auto step = next_step(p.conclusion, p.reason, f.infra_before, f.regressions_before, f.retry);
+    const auto step =
+        next_step(p.conclusion, p.reason, f.infra_before, f.regressions_before, f.retry);
     switch (step.kind) {
         case NextStep::Kind::retry:
             p.next = EndPlan::Next::retry;
@@ -192,7 +214,8 @@ EndPlan plan_end(const AttemptFacts& f) {
                 for (const auto& t : f.passed)
                     if (contains(before, t)) p.flaky.push_back(t);
                 // Failures whose names do not appear in the rerun still count: the tier passed.
-                p.flaky_count = std::max(static_cast<std::int64_t>(p.flaky.size()), static_cast<std::int64_t>(before.size()));
+                p.flaky_count = std::max(static_cast<std::int64_t>(p.flaky.size()),
+                                         static_cast<std::int64_t>(before.size()));
                 if (p.flaky_count > 0) {
                     std::string why = flaky_reason(p.flaky_count);
                     return finish(std::move(p), Conclusion::flaky, std::move(why));
@@ -203,7 +226,8 @@ EndPlan plan_end(const AttemptFacts& f) {
             break;
     }
     p = finish(std::move(p), step.conclusion, step.reason);
-    if (p.conclusion == Conclusion::regression && f.lookup_base && f.pr) return regression_of_a_pr(f, std::move(p));
+    if (p.conclusion == Conclusion::regression && f.lookup_base && f.pr)
+        return regression_of_a_pr(f, std::move(p));
     return p;
 }
 

@@ -4,11 +4,14 @@ namespace crcrd::sched {
 
 Mark mark_of(Conclusion conclusion) {
     switch (conclusion) {
-        case Conclusion::regression: return Mark::bad;
+        case Conclusion::regression:
+            return Mark::bad;
         case Conclusion::passed:
         case Conclusion::flaky:
-        case Conclusion::pre_existing: return Mark::good;
-        default: return Mark::skip;
+        case Conclusion::pre_existing:
+            return Mark::good;
+        default:
+            return Mark::skip;
     }
 }
 

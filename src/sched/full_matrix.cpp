@@ -38,9 +38,12 @@ std::int64_t unix_seconds(system_clock::time_point t) {
 
 }  // namespace
 
-FullMatrixTrigger::FullMatrixTrigger(store::Writer& writer, std::filesystem::path db_path, NewestSha newest_sha,
-                                     Clock clock)
-    : m_writer(writer), m_db_path(std::move(db_path)), m_newest_sha(std::move(newest_sha)), m_clock(std::move(clock)) {}
+FullMatrixTrigger::FullMatrixTrigger(store::Writer& writer, std::filesystem::path db_path,
+                                     NewestSha newest_sha, Clock clock)
+    : m_writer(writer),
+      m_db_path(std::move(db_path)),
+      m_newest_sha(std::move(newest_sha)),
+      m_clock(std::move(clock)) {}
 
 std::optional<std::int64_t> FullMatrixTrigger::tick(const select::Rules& rules) {
     if (!rules.full_matrix) return std::nullopt;
@@ -48,7 +51,8 @@ std::optional<std::int64_t> FullMatrixTrigger::tick(const select::Rules& rules) 
     const auto now = m_clock();
     // Only this trigger writes the two rows, so what it read or wrote last is what they hold:
     // the planner's wake-ups (one per burst of webhooks) read nothing until the time comes.
-    if (m_known_next && m_known_schedule == fm.schedule.text() && unix_seconds(now) < *m_known_next) return std::nullopt;
+    if (m_known_next && m_known_schedule == fm.schedule.text() && unix_seconds(now) < *m_known_next)
+        return std::nullopt;
     const auto rec = read_recorded(m_db_path);
     const std::int64_t next_slot = unix_seconds(fm.schedule.next_after(now));
     const std::string next_after_now = std::to_string(next_slot);
@@ -62,8 +66,10 @@ std::optional<std::int64_t> FullMatrixTrigger::tick(const select::Rules& rules) 
             store::put_meta(db, "full_matrix_schedule", fm.schedule.text());
             store::put_meta(db, "full_matrix_next", next_after_now);
         });
-        if (!s) spdlog::warn("full matrix: cannot record the schedule: {}", s.error().message);
-        else remember(fm.schedule.text(), next_slot);
+        if (!s)
+            spdlog::warn("full matrix: cannot record the schedule: {}", s.error().message);
+        else
+            remember(fm.schedule.text(), next_slot);
         return std::nullopt;
     }
     remember(rec.schedule, rec.next);
@@ -89,14 +95,16 @@ std::optional<std::int64_t> FullMatrixTrigger::tick(const select::Rules& rules) 
     });
     if (s) remember(rec.schedule, next_slot);
     if (!sha) {
-        spdlog::error("full matrix: slot {} skipped: cannot resolve {}: {}", rfc3339(slot), fm.ref, sha.error().message);
+        spdlog::error("full matrix: slot {} skipped: cannot resolve {}: {}", rfc3339(slot), fm.ref,
+                      sha.error().message);
         return std::nullopt;
     }
     if (!s) {
         spdlog::error("full matrix: cannot store the run: {}", s.error().message);
         return std::nullopt;
     }
-    spdlog::info("full matrix: run_id={} sha={} ref={} slot={}", *run_id, *sha, fm.ref, rfc3339(slot));
+    spdlog::info("full matrix: run_id={} sha={} ref={} slot={}", *run_id, *sha, fm.ref,
+                 rfc3339(slot));
     return run_id;
 }
 

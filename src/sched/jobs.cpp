@@ -13,9 +13,12 @@ std::optional<Conclusion> more_severe(std::optional<Conclusion> a, std::optional
     return severity(*a) <= severity(*b) ? a : b;
 }
 
-std::vector<std::int64_t> startable_jobs(store::Db& db, int limit) { return store::JobsRepo(db).startable(limit); }
+std::vector<std::int64_t> startable_jobs(store::Db& db, int limit) {
+    return store::JobsRepo(db).startable(limit);
+}
 
-RunClass run_class(const std::vector<store::TierResult>& tiers, const std::string& last_tier, Conclusion last_conclusion) {
+RunClass run_class(const std::vector<store::TierResult>& tiers, const std::string& last_tier,
+                   Conclusion last_conclusion) {
     // The last attempt of each tier counts: a retried infra failure does not. The run says
     // which tier decided its class, and why: the first tier of the most severe class.
     std::optional<Conclusion> worst;
@@ -41,14 +44,15 @@ RunClass run_class(const std::vector<store::TierResult>& tiers, const std::strin
 }
 
 std::optional<Conclusion> finish_job(store::Db& db, std::int64_t job_id, Conclusion conclusion,
-                                      const std::string& reason, std::optional<int> exit_status) {
+                                     const std::string& reason, std::optional<int> exit_status) {
     const std::string now = now_rfc3339();
     store::JobsRepo jobs(db);
     auto done_attempt = jobs.complete(job_id, conclusion, reason, exit_status, now);
     if (!done_attempt) return std::nullopt;
     const auto& [run_id, tier] = *done_attempt;
 
-    if (!is_pass(conclusion)) jobs.cancel_queued(run_id, tier + " ended " + std::string(to_string(conclusion)), now);
+    if (!is_pass(conclusion))
+        jobs.cancel_queued(run_id, tier + " ended " + std::string(to_string(conclusion)), now);
     if (jobs.count_open(run_id) != 0) return std::nullopt;
     auto c = run_class(jobs.latest_completed(run_id), tier, conclusion);
     store::RunsRepo(db).complete(run_id, c.conclusion, c.reason, now);

@@ -20,7 +20,7 @@ using nlohmann::json;
 /// kept: a thread started and ended for each look-up cost more than a fast look-up on this
 /// VM (its stack mapped and unmapped, the TLB shootdowns), about 0.3 ms each.
 class Planner::LookupPool {
-public:
+  public:
     explicit LookupPool(std::size_t threads) : m_size(threads) {}
     ~LookupPool() {
         {
@@ -50,7 +50,7 @@ public:
         return answer;
     }
 
-private:
+  private:
     void work() {
         for (;;) {
             std::packaged_task<select::ChangedPaths()> task;
@@ -92,13 +92,15 @@ select::RunRef run_ref(store::UnplannedRun&& row) {
 /// when they are looked up at the same time.
 std::string lookup_key(const select::RunRef& r) {
     std::string key = r.event;
-    for (const std::string* part : {&r.sha, &r.ref, &r.base_ref, &r.base_sha}) key.append(1, '\0').append(*part);
+    for (const std::string* part : {&r.sha, &r.ref, &r.base_ref, &r.base_sha})
+        key.append(1, '\0').append(*part);
     key.append(1, '\0').append(r.pr ? std::to_string(*r.pr) : "-");
     key.append(1, '\0').append(r.inputs.dump());
     return key;
 }
 
-std::vector<select::RunRef> unplanned(store::UnplannedReader& reader, int limit, std::vector<std::int64_t>& ids) {
+std::vector<select::RunRef> unplanned(store::UnplannedReader& reader, int limit,
+                                      std::vector<std::int64_t>& ids) {
     std::vector<select::RunRef> out;
     auto rows = reader.next(limit);
     if (!rows) {
@@ -121,14 +123,16 @@ std::vector<store::PlannedJob> plan_jobs(const select::Selection& sel, const sel
         for (std::size_t i = 0; i < rules.tiers.size(); ++i)
             if (rules.tiers[i].name == t.name) position = static_cast<std::int64_t>(i);
         const select::Tier* tier = rules.tier(t.name);
-        jobs.push_back(store::PlannedJob{t.name, position, json(t.tests).dump(),
-                                         static_cast<std::int64_t>(tier ? tier->timeout.count() : 3'600'000),
-                                         json(tier ? tier->labels : std::vector<std::string>{}).dump()});
+        jobs.push_back(
+            store::PlannedJob{t.name, position, json(t.tests).dump(),
+                              static_cast<std::int64_t>(tier ? tier->timeout.count() : 3'600'000),
+                              json(tier ? tier->labels : std::vector<std::string>{}).dump()});
     }
     return jobs;
 }
 
-Planner::Planner(store::Writer& writer, std::filesystem::path db_path, std::shared_ptr<const PlannerConfig> cfg)
+Planner::Planner(store::Writer& writer, std::filesystem::path db_path,
+                 std::shared_ptr<const PlannerConfig> cfg)
     : m_writer(writer),
       m_db_path(db_path),
       m_cfg(std::move(cfg)),
@@ -140,14 +144,19 @@ Planner::Planner(store::Writer& writer, std::filesystem::path db_path, std::shar
           return vcs::newest_sha(c->sources.upstream, ref);
       }) {}
 
-Planner::~Planner() { stop(); }
+Planner::~Planner() {
+    stop();
+}
 
 void Planner::start() {
     // The runs stored so far are the planner thread's; those stored from now on whose paths
     // need no look-up are planned with their commit (plan_with_commit(), writer thread).
-    auto seen = m_writer.run_sync([this](store::Db& db) { m_seen_run = store::RunsRepo(db).last_id(); });
-    if (!seen) spdlog::warn("planner: every run is planned on its thread: {}", seen.error().message);
-    else m_started.store(true, std::memory_order_release);
+    auto seen =
+        m_writer.run_sync([this](store::Db& db) { m_seen_run = store::RunsRepo(db).last_id(); });
+    if (!seen)
+        spdlog::warn("planner: every run is planned on its thread: {}", seen.error().message);
+    else
+        m_started.store(true, std::memory_order_release);
     m_thread = std::thread([this] { loop(); });
 }
 
@@ -205,7 +214,8 @@ void Planner::loop() {
             // Also every k_followup_look however busy the planner is: follow-ups that failed
             // are tried again when their back-off ends, and no commit says when that is.
             const auto now = std::chrono::steady_clock::now();
-            followups = std::exchange(m_followups_due, false) || now - m_followups_looked >= k_followup_look;
+            followups = std::exchange(m_followups_due, false) ||
+                        now - m_followups_looked >= k_followup_look;
             if (followups) m_followups_looked = now;
             m_failed.clear();
         }
@@ -240,8 +250,8 @@ std::size_t Planner::follow_up() {
 namespace {
 
 /// A bisect run's one tier runs the bad run's tests (`tier_tests` of its inputs), so a tier
-/// that passed on that SHA with them may be reused (docs/verdicts.md); its job reruns only the failing
-/// ones (the dispatcher gives them as CRCR_RERUN_FILE).
+/// that passed on that SHA with them may be reused (docs/verdicts.md); its job reruns only the
+/// failing ones (the dispatcher gives them as CRCR_RERUN_FILE).
 void bisect_tests(select::Selection& sel, const json& inputs) {
     auto t = inputs.find("tier_tests");
     if (t == inputs.end() || !t->is_array()) return;
@@ -259,7 +269,8 @@ struct Plan {
     std::string summary;  // for the log
 };
 
-Plan decide_plan(const select::RunRef& run, const select::ChangedPaths& changed, const select::Rules& rules) {
+Plan decide_plan(const select::RunRef& run, const select::ChangedPaths& changed,
+                 const select::Rules& rules) {
     std::vector<std::string> requested;
     if (auto t = run.inputs.find("tiers"); t != run.inputs.end() && t->is_array()) {
         for (const auto& name : *t)
@@ -271,7 +282,8 @@ Plan decide_plan(const select::RunRef& run, const select::ChangedPaths& changed,
     for (const auto& t : sel.tiers) tiers += (tiers.empty() ? "" : ",") + t.name;
     Plan plan;
     plan.summary = "sha=" + run.sha + " source=" + std::string(select::to_string(sel.source)) +
-                   " changed_paths=" + std::to_string(sel.changed_paths) + " tiers=" + (tiers.empty() ? "-" : tiers);
+                   " changed_paths=" + std::to_string(sel.changed_paths) +
+                   " tiers=" + (tiers.empty() ? "-" : tiers);
     plan.explained = sel.to_json_text();
     plan.jobs = plan_jobs(sel, rules);
     plan.nothing = "nothing to run: " + sel.reason;
@@ -297,11 +309,15 @@ void Planner::plan_with_commit(store::Db& db) {
             const std::int64_t id = row.id;
             try {
                 auto run = run_ref(std::move(row));
-                if (select::needs_lookup(run, cfg->sources)) continue;  // git or HTTPS: the planner's thread
-                auto plan = decide_plan(run, select::resolve_changed_paths(run, cfg->sources), *cfg->rules);
+                if (select::needs_lookup(run, cfg->sources))
+                    continue;  // git or HTTPS: the planner's thread
+                auto plan =
+                    decide_plan(run, select::resolve_changed_paths(run, cfg->sources), *cfg->rules);
                 store::within_savepoint(db, [&] {
-                    if (runs.store_plan(id, plan.explained, plan.jobs, plan.nothing, now_rfc3339())) {
-                        m_planned_with_commit.push_back("run_id=" + std::to_string(id) + " " + plan.summary);
+                    if (runs.store_plan(id, plan.explained, plan.jobs, plan.nothing,
+                                        now_rfc3339())) {
+                        m_planned_with_commit.push_back("run_id=" + std::to_string(id) + " " +
+                                                        plan.summary);
                     }
                 });
             } catch (const std::exception& e) {
@@ -359,19 +375,23 @@ std::size_t Planner::submit_pending() {
     std::size_t ahead = 0;
     for (std::size_t i = 0; i < runs.size(); ++i) {
         for (; ahead < runs.size() && ahead < i + k_lookups; ++ahead) {
-            if (skip.count(ids[ahead]) || !select::needs_github_lookup(runs[ahead], cfg->sources)) continue;
+            if (skip.count(ids[ahead]) || !select::needs_github_lookup(runs[ahead], cfg->sources))
+                continue;
             auto [same, first] = asked.try_emplace(lookup_key(runs[ahead]), ahead);
             if (!first) {
                 lookups[ahead] = lookups[same->second];  // invalid if that run is looked up in turn
                 continue;
             }
             try {
-                lookups[ahead] = m_lookups->submit([&run = runs[ahead], &sources = cfg->sources] {
-                    return select::resolve_changed_paths(run, sources);
-                }).share();
+                lookups[ahead] = m_lookups
+                                     ->submit([&run = runs[ahead], &sources = cfg->sources] {
+                                         return select::resolve_changed_paths(run, sources);
+                                     })
+                                     .share();
             } catch (const std::system_error& e) {
                 // No thread to spare: this run is looked up in turn, below.
-                spdlog::warn("planner: run_id={} looked up on the planner's thread: {}", ids[ahead], e.what());
+                spdlog::warn("planner: run_id={} looked up on the planner's thread: {}", ids[ahead],
+                             e.what());
             }
         }
         const std::int64_t id = ids[i];
@@ -381,15 +401,18 @@ std::size_t Planner::submit_pending() {
         auto stored = std::make_shared<bool>(false);
         try {
             select::ChangedPaths changed =
-                lookups[i].valid() ? lookups[i].get() : select::resolve_changed_paths(runs[i], cfg->sources);
+                lookups[i].valid() ? lookups[i].get()
+                                   : select::resolve_changed_paths(runs[i], cfg->sources);
             auto plan = decide_plan(runs[i], changed, *cfg->rules);
             summary = std::move(plan.summary);
             work = [id, stored, explained = std::move(plan.explained), jobs = std::move(plan.jobs),
                     nothing = std::move(plan.nothing)](store::Db& db) {
-                *stored = store::RunsRepo(db).store_plan(id, explained, jobs, nothing, now_rfc3339());
+                *stored =
+                    store::RunsRepo(db).store_plan(id, explained, jobs, nothing, now_rfc3339());
             };
         } catch (const std::exception& e) {
-            // This run only: the others are still planned, and it is tried again at the next wake-up.
+            // This run only: the others are still planned, and it is tried again at the next
+            // wake-up.
             spdlog::error("planner: run_id={} cannot be planned: {}", id, e.what());
             std::lock_guard lk(m_mu);
             m_failed.insert(id);
@@ -400,13 +423,14 @@ std::size_t Planner::submit_pending() {
             m_in_flight.insert(id);
         }
         bool queued = m_writer.submit(
-            std::move(work),
-            [this, id, stored, summary = std::move(summary)](Status status) {
+            std::move(work), [this, id, stored, summary = std::move(summary)](Status status) {
                 // On the writer's thread, after the commit.
                 if (!status) {
-                    spdlog::error("planner: run_id={} could not be stored: {}", id, status.error().message);
+                    spdlog::error("planner: run_id={} could not be stored: {}", id,
+                                  status.error().message);
                 } else {
-                    spdlog::info("planned run_id={} {} {}", id, summary, *stored ? "" : "(cancelled meanwhile)");
+                    spdlog::info("planned run_id={} {} {}", id, summary,
+                                 *stored ? "" : "(cancelled meanwhile)");
                     if (m_on_planned) m_on_planned();
                 }
                 {

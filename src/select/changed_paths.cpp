@@ -26,7 +26,8 @@ std::optional<std::vector<std::string>> strings_at(const json& j, const char* ke
 
 }  // namespace
 
-Result<std::vector<std::string>> git_changed_paths(const RunRef& run, const config::UpstreamConfig& up) {
+Result<std::vector<std::string>> git_changed_paths(const RunRef& run,
+                                                   const config::UpstreamConfig& up) {
     if (auto s = vcs::ensure_mirror(up); !s) return s.error();
     // The base: the payload's base SHA, else the base branch's tip.
     std::string base = run.base_sha;
@@ -35,39 +36,47 @@ Result<std::vector<std::string>> git_changed_paths(const RunRef& run, const conf
     return vcs::changed_paths(up, base, run.sha);
 }
 
-Result<std::vector<std::string>> github_changed_paths(std::int64_t pr, const config::GithubReportConfig& gh,
-                                                      github::Auth& auth, const std::string& upstream_repo) {
+Result<std::vector<std::string>> github_changed_paths(std::int64_t pr,
+                                                      const config::GithubReportConfig& gh,
+                                                      github::Auth& auth,
+                                                      const std::string& upstream_repo) {
     // A token file (read each time) or a GitHub App's installation token (cached by `auth`).
     auto token = auth.token();
     if (!token) return make_error("github_api", token.error().message);
     github::Client client(gh.api_url, *token, gh.ca_file, std::chrono::seconds(30));
     std::vector<std::string> files;
-    auto listed = client.list("/repos/" + upstream_repo + "/pulls/" + std::to_string(pr) + "/files?per_page=100", 40,
-                              [&](const json& page) {
-                                  for (const auto& f : page) {
-                                      if (f.is_object() && f.contains("filename") && f["filename"].is_string()) {
-                                          files.push_back(f["filename"].get<std::string>());
-                                      }
-                                      // A rename changes its old path too.
-                                      if (f.is_object() && f.contains("previous_filename") &&
-                                          f["previous_filename"].is_string()) {
-                                          files.push_back(f["previous_filename"].get<std::string>());
-                                      }
-                                  }
-                                  return true;
-                              });
+    auto listed = client.list(
+        "/repos/" + upstream_repo + "/pulls/" + std::to_string(pr) + "/files?per_page=100", 40,
+        [&](const json& page) {
+            for (const auto& f : page) {
+                if (f.is_object() && f.contains("filename") && f["filename"].is_string()) {
+                    files.push_back(f["filename"].get<std::string>());
+                }
+                // A rename changes its old path too.
+                if (f.is_object() && f.contains("previous_filename") &&
+                    f["previous_filename"].is_string()) {
+                    files.push_back(f["previous_filename"].get<std::string>());
+                }
+            }
+            return true;
+        });
     if (const auto& e = listed.error) {
         using Kind = github::ListError::Kind;
         switch (e->kind) {
-            case Kind::transport: return make_error("github_api", e->message);
+            case Kind::transport:
+                return make_error("github_api", e->message);
             case Kind::status:
                 // A revoked or expired installation token: exchanged anew at the next look-up.
                 if (e->status == 401 && gh.app_id) auth.invalidate();
-                return make_error("github_api", "GET " + e->url + " answered " + std::to_string(e->status));
-            case Kind::not_a_list: return make_error("github_api", "unexpected answer from " + e->url);
+                return make_error("github_api",
+                                  "GET " + e->url + " answered " + std::to_string(e->status));
+            case Kind::not_a_list:
+                return make_error("github_api", "unexpected answer from " + e->url);
             case Kind::foreign_next:
-                return make_error("github_api", "the Link header's next page " + e->url.substr(0, 200) + " is not on " +
-                                                    client.base() + "; not followed with the token");
+                return make_error("github_api", "the Link header's next page " +
+                                                    e->url.substr(0, 200) + " is not on " +
+                                                    client.base() +
+                                                    "; not followed with the token");
         }
     }
     return files;
@@ -76,9 +85,12 @@ Result<std::vector<std::string>> github_changed_paths(std::int64_t pr, const con
 namespace {
 
 /// The sources read from the run itself, in order: the answer, if one of them has it.
-std::optional<ChangedPaths> from_the_run(const RunRef& run, const std::function<void(const std::string&)>& note) {
-    if (run.event == "schedule") return ChangedPaths{Source::schedule, {}, ""};  // every tier anyway
-    if (run.event == "manual" || run.event == "bisect") return ChangedPaths{Source::manual, {}, ""};  // the tiers asked for
+std::optional<ChangedPaths> from_the_run(const RunRef& run,
+                                         const std::function<void(const std::string&)>& note) {
+    if (run.event == "schedule")
+        return ChangedPaths{Source::schedule, {}, ""};  // every tier anyway
+    if (run.event == "manual" || run.event == "bisect")
+        return ChangedPaths{Source::manual, {}, ""};  // the tiers asked for
     if (auto files = strings_at(run.inputs, "changed_files")) {
         return ChangedPaths{Source::payload, std::move(*files), ""};
     }
@@ -87,8 +99,9 @@ std::optional<ChangedPaths> from_the_run(const RunRef& run, const std::function<
         if (commits < k_push_commit_cap && !run.base_sha.empty()) {
             return ChangedPaths{Source::push_commits, std::move(*files), ""};
         }
-        note(run.base_sha.empty() ? "push_commits: a new ref has no base to compare with"
-                                  : "push_commits: " + std::to_string(commits) + " commits may be truncated");
+        note(run.base_sha.empty()
+                 ? "push_commits: a new ref has no base to compare with"
+                 : "push_commits: " + std::to_string(commits) + " commits may be truncated");
     }
     return std::nullopt;
 }
@@ -122,12 +135,14 @@ ChangedPaths resolve_changed_paths(const RunRef& run, const SourceSettings& sett
     }
     if (run.pr && settings.github) {
         std::shared_ptr<github::Auth> auth = settings.github_auth;
-        if (!auth) auth = std::make_shared<github::Auth>(*settings.github, std::chrono::seconds(30));
+        if (!auth)
+            auth = std::make_shared<github::Auth>(*settings.github, std::chrono::seconds(30));
         auto files = github_changed_paths(*run.pr, *settings.github, *auth, settings.upstream_repo);
         if (files) return ChangedPaths{Source::github_api, std::move(*files), notes};
         note(files.error().message);
     } else {
-        note(run.pr ? "github_api: report.github is not configured" : "github_api: not a pull request");
+        note(run.pr ? "github_api: report.github is not configured"
+                    : "github_api: not a pull request");
     }
     out.source = Source::unknown;
     out.note = notes;

@@ -28,7 +28,8 @@ void parse_tier(config::YamlMap& m, Tier& t) {
     m.get("labels", t.labels);
     int kinds = int(always) + int(from_rules) + int(scheduled);
     if (kinds != 1) {
-        m.error("name", "a tier is exactly one of always: true, from_rules: true or scheduled: true");
+        m.error("name",
+                "a tier is exactly one of always: true, from_rules: true or scheduled: true");
     }
     t.kind = from_rules ? TierKind::from_rules : scheduled ? TierKind::scheduled : TierKind::always;
     if (t.kind != TierKind::from_rules && t.tests.empty() && kinds == 1) {
@@ -88,7 +89,8 @@ Result<Rules> parse_rules(const std::string& yaml_text, const std::filesystem::p
         top.each("tiers", [&](config::YamlMap& m) {
             Tier t;
             parse_tier(m, t);
-            if (!t.name.empty() && !tier_names.insert(t.name).second) m.error("name", "duplicate tier '" + t.name + "'");
+            if (!t.name.empty() && !tier_names.insert(t.name).second)
+                m.error("name", "duplicate tier '" + t.name + "'");
             if (t.kind == TierKind::from_rules) ++from_rules;
             rules.tiers.push_back(std::move(t));
         });
@@ -97,14 +99,17 @@ Result<Rules> parse_rules(const std::string& yaml_text, const std::filesystem::p
         top.each("rules", [&](config::YamlMap& m) {
             Rule r;
             parse_rule(m, r);
-            if (!r.name.empty() && !rule_names.insert(r.name).second) m.error("name", "duplicate rule '" + r.name + "'");
+            if (!r.name.empty() && !rule_names.insert(r.name).second)
+                m.error("name", "duplicate rule '" + r.name + "'");
             rules.rules.push_back(std::move(r));
         });
         std::string unmatched = "all_rules", docs_only = "always_tiers";
         top.get("unmatched", unmatched);
         top.get("docs_only", docs_only);
-        if (unmatched != "all_rules" && unmatched != "nothing") top.error("unmatched", "'" + unmatched + "' is not one of all_rules | nothing");
-        if (docs_only != "always_tiers" && docs_only != "nothing") top.error("docs_only", "'" + docs_only + "' is not one of always_tiers | nothing");
+        if (unmatched != "all_rules" && unmatched != "nothing")
+            top.error("unmatched", "'" + unmatched + "' is not one of all_rules | nothing");
+        if (docs_only != "always_tiers" && docs_only != "nothing")
+            top.error("docs_only", "'" + docs_only + "' is not one of always_tiers | nothing");
         rules.unmatched_all_rules = unmatched == "all_rules";
         rules.docs_only_always = docs_only == "always_tiers";
         if (top.has("full_matrix")) {
@@ -114,8 +119,10 @@ Result<Rules> parse_rules(const std::string& yaml_text, const std::filesystem::p
             fm.get("ref", ref);
             if (!schedule.empty()) {
                 auto cron = Cron::parse(schedule);
-                if (!cron) fm.error("schedule", cron.error().message);
-                else rules.full_matrix = FullMatrix{*cron, ref};
+                if (!cron)
+                    fm.error("schedule", cron.error().message);
+                else
+                    rules.full_matrix = FullMatrix{*cron, ref};
             }
         } else {
             top.raw("full_matrix");

@@ -9,20 +9,28 @@ namespace crcrd::select {
 
 std::string to_string(Source s) {
     switch (s) {
-        case Source::payload: return "payload";
-        case Source::push_commits: return "push_commits";
-        case Source::git: return "git";
-        case Source::github_api: return "github_api";
-        case Source::unknown: return "unknown";
-        case Source::schedule: return "schedule";
-        case Source::manual: return "manual";
+        case Source::payload:
+            return "payload";
+        case Source::push_commits:
+            return "push_commits";
+        case Source::git:
+            return "git";
+        case Source::github_api:
+            return "github_api";
+        case Source::unknown:
+            return "unknown";
+        case Source::schedule:
+            return "schedule";
+        case Source::manual:
+            return "manual";
     }
     return "unknown";
 }
 
 namespace {
 
-void add_tests(std::vector<std::string>& out, std::set<std::string>& seen, const std::vector<std::string>& tests) {
+void add_tests(std::vector<std::string>& out, std::set<std::string>& seen,
+               const std::vector<std::string>& tests) {
     for (const auto& t : tests)
         if (seen.insert(t).second) out.push_back(t);
 }
@@ -59,12 +67,13 @@ Selection decide(const Rules& rules, const ChangedPaths& changed, const std::str
             if (!r.skip) add_tests(all, seen, r.tests);
         const bool manual = event != "schedule";  // a bisect run asks for its one tier
         for (const auto& t : rules.tiers) {
-            if (manual && !requested.empty() && std::find(requested.begin(), requested.end(), t.name) == requested.end()) continue;
-            const char* why = event == "bisect"   ? "bisection: only the failing tests"
-                              : manual            ? "requested (manual run)"
-                                                  : "full matrix (scheduled run)";
-            sel.tiers.push_back({t.name, why,
-                                 t.kind == TierKind::from_rules ? all : t.tests});
+            if (manual && !requested.empty() &&
+                std::find(requested.begin(), requested.end(), t.name) == requested.end())
+                continue;
+            const char* why = event == "bisect" ? "bisection: only the failing tests"
+                              : manual          ? "requested (manual run)"
+                                                : "full matrix (scheduled run)";
+            sel.tiers.push_back({t.name, why, t.kind == TierKind::from_rules ? all : t.tests});
         }
         if (sel.tiers.empty()) sel.reason = "none of the requested tiers is in the rules file";
         return sel;
@@ -107,7 +116,8 @@ Selection decide(const Rules& rules, const ChangedPaths& changed, const std::str
     for (const auto& [i, p] : listed) sel.rules[slot[i]].paths.push_back(changed.paths[p]);
     sel.unmatched_paths.reserve(unmatched_at.size());
     for (std::size_t p : unmatched_at) sel.unmatched_paths.push_back(changed.paths[p]);
-    sel.docs_only = changed.source != Source::unknown && !changed.paths.empty() && skip_only == changed.paths.size();
+    sel.docs_only = changed.source != Source::unknown && !changed.paths.empty() &&
+                    skip_only == changed.paths.size();
 
     // The tests the from_rules tier gets, and why.
     std::vector<std::string> rule_tests;
@@ -119,7 +129,8 @@ Selection decide(const Rules& rules, const ChangedPaths& changed, const std::str
         rule_reason = "changed paths unknown: every rule's tests (fail safe)";
     } else if (sel.unmatched > 0 && rules.unmatched_all_rules) {
         every_rule = true;
-        rule_reason = std::to_string(sel.unmatched) + " changed path(s) matched no rule: every rule's tests (unmatched: all_rules)";
+        rule_reason = std::to_string(sel.unmatched) +
+                      " changed path(s) matched no rule: every rule's tests (unmatched: all_rules)";
     }
     if (every_rule) {
         for (const auto& r : rules.rules)
@@ -139,7 +150,9 @@ Selection decide(const Rules& rules, const ChangedPaths& changed, const std::str
         switch (t.kind) {
             case TierKind::always:
                 if (sel.docs_only && !rules.docs_only_always) break;
-                sel.tiers.push_back({t.name, sel.docs_only ? "always (documentation-only change)" : "always", t.tests});
+                sel.tiers.push_back(
+                    {t.name, sel.docs_only ? "always (documentation-only change)" : "always",
+                     t.tests});
                 break;
             case TierKind::from_rules:
                 if (!rule_tests.empty()) sel.tiers.push_back({t.name, rule_reason, rule_tests});
@@ -149,7 +162,8 @@ Selection decide(const Rules& rules, const ChangedPaths& changed, const std::str
         }
     }
     if (sel.tiers.empty()) {
-        sel.reason = sel.docs_only ? "documentation-only change (docs_only: nothing)" : "no tier selected for these changes";
+        sel.reason = sel.docs_only ? "documentation-only change (docs_only: nothing)"
+                                   : "no tier selected for these changes";
     }
     return sel;
 }
@@ -162,12 +176,14 @@ std::string explain_text(const Selection& s) {
     for (const auto& r : s.rules) {
         o << "  " << r.name << " (" << r.matched << " path(s))\n";
         for (const auto& p : r.paths) o << "    " << p << "\n";
-        if (r.matched > r.paths.size()) o << "    ... and " << (r.matched - r.paths.size()) << " more\n";
+        if (r.matched > r.paths.size())
+            o << "    ... and " << (r.matched - r.paths.size()) << " more\n";
     }
     if (s.unmatched) {
         o << "matched no rule: " << s.unmatched << " path(s)\n";
         for (const auto& p : s.unmatched_paths) o << "    " << p << "\n";
-        if (s.unmatched > s.unmatched_paths.size()) o << "    ... and " << (s.unmatched - s.unmatched_paths.size()) << " more\n";
+        if (s.unmatched > s.unmatched_paths.size())
+            o << "    ... and " << (s.unmatched - s.unmatched_paths.size()) << " more\n";
     }
     if (s.docs_only) o << "documentation-only change\n";
     o << "tiers:" << (s.tiers.empty() ? " none (" + s.reason + ")" : "") << "\n";

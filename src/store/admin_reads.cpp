@@ -12,7 +12,8 @@ namespace crcrd::store {
 namespace {
 
 constexpr const char* k_run_columns =
-    "id, event, sha, pr, ref, base_sha, delivery_id, state, conclusion, reason, created_at, finished_at, selection, "
+    "id, event, sha, pr, ref, base_sha, delivery_id, state, conclusion, reason, created_at, "
+    "finished_at, selection, "
     "base_ref, head_repo";
 
 RunRow run_row(const Stmt& st) {
@@ -36,7 +37,8 @@ RunRow run_row(const Stmt& st) {
 }
 
 constexpr const char* k_job_columns =
-    "id, run_id, tier, state, conclusion, reason, attempt, slot, started_at, finished_at, exit_status, tests, metadata, "
+    "id, run_id, tier, state, conclusion, reason, attempt, slot, started_at, finished_at, "
+    "exit_status, tests, metadata, "
     "timeout_ms, counts, evidence";
 
 JobRow job_row(const Stmt& st) {
@@ -61,7 +63,8 @@ JobRow job_row(const Stmt& st) {
 }
 
 constexpr const char* k_outbox_columns =
-    "id, sink, run_id, sha, context, state, description, target_url, delivery, attempts, next_attempt_at, last_error, "
+    "id, sink, run_id, sha, context, state, description, target_url, delivery, attempts, "
+    "next_attempt_at, last_error, "
     "http_status, created_at, sent_at";
 
 OutboxRow outbox_row(const Stmt& st) {
@@ -98,8 +101,10 @@ struct Where {
     void bind(Stmt& st, int limit) const {
         int i = 1;
         for (const auto& a : args) {
-            if (const auto* s = std::get_if<std::string>(&a)) st.bind(i++, *s);
-            else st.bind(i++, std::get<std::int64_t>(a));
+            if (const auto* s = std::get_if<std::string>(&a))
+                st.bind(i++, *s);
+            else
+                st.bind(i++, std::get<std::int64_t>(a));
         }
         st.bind(i, std::int64_t{limit});
     }
@@ -148,16 +153,19 @@ Result<std::optional<RunDetail>> AdminReads::run_detail(std::int64_t id) {
         if (!run->step()) return std::nullopt;
         RunDetail d;
         d.run = run_row(*run);
-        Scoped jobs(*m_db, std::string("SELECT ") + k_job_columns + " FROM jobs WHERE run_id = ? ORDER BY position, attempt");
+        Scoped jobs(*m_db, std::string("SELECT ") + k_job_columns +
+                               " FROM jobs WHERE run_id = ? ORDER BY position, attempt");
         jobs->bind(1, id);
         while (jobs->step()) d.jobs.push_back(job_row(*jobs));
         // The newest status of each context and sink, in the order they were first reported.
-        Scoped statuses(*m_db, std::string("SELECT ") + k_outbox_columns +
-                                   " FROM outbox o WHERE run_id = ? AND sink <> 'callback' AND id = "
-                                   "(SELECT max(id) FROM outbox n WHERE n.run_id = o.run_id AND n.sink = o.sink "
-                                   "AND n.context = o.context) ORDER BY sink, "
-                                   "(SELECT min(id) FROM outbox f WHERE f.run_id = o.run_id AND f.sink = o.sink "
-                                   "AND f.context = o.context)");
+        Scoped statuses(
+            *m_db,
+            std::string("SELECT ") + k_outbox_columns +
+                " FROM outbox o WHERE run_id = ? AND sink <> 'callback' AND id = "
+                "(SELECT max(id) FROM outbox n WHERE n.run_id = o.run_id AND n.sink = o.sink "
+                "AND n.context = o.context) ORDER BY sink, "
+                "(SELECT min(id) FROM outbox f WHERE f.run_id = o.run_id AND f.sink = o.sink "
+                "AND f.context = o.context)");
         statuses->bind(1, id);
         while (statuses->step()) d.statuses.push_back(outbox_row(*statuses));
         BisectionsRepo bisections(*m_db);
@@ -168,14 +176,17 @@ Result<std::optional<RunDetail>> AdminReads::run_detail(std::int64_t id) {
     });
 }
 
-Result<std::vector<DeliveryRow>> AdminReads::deliveries(const std::optional<std::string>& verdict, const Page& p) {
+Result<std::vector<DeliveryRow>> AdminReads::deliveries(const std::optional<std::string>& verdict,
+                                                        const Page& p) {
     return guarded([&] {
         Where w;
         w.add(verdict, "verdict = ?");
         w.add(p.before_id, "id < ?");
         Scoped st(*m_db,
-                  "SELECT id, delivery_id, received_at, scheme, event, verdict, http_status, reason, run_id, crcr_delivery_id, "
-                  "run_ids FROM deliveries WHERE 1=1" + w.sql + " ORDER BY id DESC LIMIT ?");
+                  "SELECT id, delivery_id, received_at, scheme, event, verdict, http_status, "
+                  "reason, run_id, crcr_delivery_id, "
+                  "run_ids FROM deliveries WHERE 1=1" +
+                      w.sql + " ORDER BY id DESC LIMIT ?");
         w.bind(*st, p.limit);
         std::vector<DeliveryRow> rows;
         while (st->step()) {
@@ -204,8 +215,8 @@ Result<std::vector<OutboxRow>> AdminReads::outbox(const OutboxQuery& f) {
         w.add(f.sink, "sink = ?");
         w.add(f.run_id, "run_id = ?");
         w.add(f.page.before_id, "id < ?");
-        Scoped st(*m_db, std::string("SELECT ") + k_outbox_columns + " FROM outbox WHERE 1=1" + w.sql +
-                             " ORDER BY id DESC LIMIT ?");
+        Scoped st(*m_db, std::string("SELECT ") + k_outbox_columns + " FROM outbox WHERE 1=1" +
+                             w.sql + " ORDER BY id DESC LIMIT ?");
         w.bind(*st, f.page.limit);
         std::vector<OutboxRow> rows;
         while (st->step()) rows.push_back(outbox_row(*st));
@@ -234,15 +245,17 @@ Result<JobLog> AdminReads::job_log(std::int64_t id) {
     });
 }
 
-Result<std::vector<TestResultRow>> AdminReads::tests(std::int64_t job_id, const std::optional<std::string>& outcome,
+Result<std::vector<TestResultRow>> AdminReads::tests(std::int64_t job_id,
+                                                     const std::optional<std::string>& outcome,
                                                      const Page& p) {
     return guarded([&] {
         Where w;
         w.add(std::optional<std::int64_t>(job_id), "job_id = ?");
         w.add(outcome, "outcome = ?");
         w.add(p.before_id, "rowid < ?");
-        Scoped st(*m_db, "SELECT rowid, name, outcome, duration_s, message FROM test_results WHERE 1=1" + w.sql +
-                             " ORDER BY rowid DESC LIMIT ?");
+        Scoped st(*m_db,
+                  "SELECT rowid, name, outcome, duration_s, message FROM test_results WHERE 1=1" +
+                      w.sql + " ORDER BY rowid DESC LIMIT ?");
         w.bind(*st, p.limit);
         std::vector<TestResultRow> rows;
         while (st->step()) {
@@ -254,10 +267,12 @@ Result<std::vector<TestResultRow>> AdminReads::tests(std::int64_t job_id, const 
 
 Result<std::vector<SlotRow>> AdminReads::slots() {
     return guarded([&] {
-        Scoped st(*m_db, "SELECT name, state, drained, job_id, last_health FROM slots ORDER BY name");
+        Scoped st(*m_db,
+                  "SELECT name, state, drained, job_id, last_health FROM slots ORDER BY name");
         std::vector<SlotRow> rows;
         while (st->step()) {
-            rows.push_back({st->text(0), st->text(1), st->int64(2) != 0, st->opt_int64(3), st->opt_text(4)});
+            rows.push_back(
+                {st->text(0), st->text(1), st->int64(2) != 0, st->opt_int64(3), st->opt_text(4)});
         }
         return rows;
     });
@@ -266,13 +281,14 @@ Result<std::vector<SlotRow>> AdminReads::slots() {
 Result<std::vector<RecoveryPassItem>> AdminReads::recovery_passes(int limit) {
     return guarded([&] {
         Scoped st(*m_db,
-                  "SELECT id, started_at, finished_at, since, listed, failed, redelivered, errors FROM recovery_passes "
+                  "SELECT id, started_at, finished_at, since, listed, failed, redelivered, errors "
+                  "FROM recovery_passes "
                   "ORDER BY id DESC LIMIT ?");
         st->bind(1, std::int64_t{limit});
         std::vector<RecoveryPassItem> rows;
         while (st->step()) {
-            rows.push_back({st->int64(0), st->text(1), st->text(2), st->text(3), st->int64(4), st->int64(5),
-                            st->int64(6), st->text(7)});
+            rows.push_back({st->int64(0), st->text(1), st->text(2), st->text(3), st->int64(4),
+                            st->int64(5), st->int64(6), st->text(7)});
         }
         return rows;
     });

@@ -22,7 +22,8 @@ std::vector<std::string> strings(const std::string& text) {
 }
 
 constexpr const char* k_columns =
-    "id, bad_run_id, tier, tests, state, coalesce(reason, ''), good_run_id, good_sha, bad_sha, commits, culprit, "
+    "id, bad_run_id, tier, tests, state, coalesce(reason, ''), good_run_id, good_sha, bad_sha, "
+    "commits, culprit, "
     "created_at, finished_at";
 
 Bisection row(const Stmt& st) {
@@ -60,35 +61,45 @@ void BisectionsRepo::done(const Followup& f) {
 }
 
 std::optional<BisectSource> BisectionsRepo::source(std::int64_t run_id) {
-    Scoped st(m_db,
-        "SELECT r.event, r.sha, coalesce(r.ref, ''), j.tier, j.id FROM runs r JOIN jobs j ON j.run_id = r.id "
+    Scoped st(
+        m_db,
+        "SELECT r.event, r.sha, coalesce(r.ref, ''), j.tier, j.id FROM runs r JOIN jobs j ON "
+        "j.run_id = r.id "
         "WHERE r.id = ? AND j.state = 'completed' AND j.conclusion = 'regression' "
-        "AND j.attempt = (SELECT max(k.attempt) FROM jobs k WHERE k.run_id = j.run_id AND k.position = j.position) "
+        "AND j.attempt = (SELECT max(k.attempt) FROM jobs k WHERE k.run_id = j.run_id AND "
+        "k.position = j.position) "
         "AND EXISTS (SELECT 1 FROM test_results t WHERE t.job_id = j.id AND t.outcome = 'failed') "
         "ORDER BY j.position LIMIT 1");
     st->bind(1, run_id);
     if (!st->step()) return std::nullopt;
     BisectSource s{run_id, st->text(0), st->text(1), st->text(2), st->text(3), {}};
     const auto job = st->int64(4);
-    Scoped failed(m_db, "SELECT name FROM test_results WHERE job_id = ? AND outcome = 'failed' ORDER BY rowid");
+    Scoped failed(
+        m_db,
+        "SELECT name FROM test_results WHERE job_id = ? AND outcome = 'failed' ORDER BY rowid");
     failed->bind(1, job);
     while (failed->step()) s.tests.push_back(failed->text(0));
     return s;
 }
 
-std::optional<std::pair<std::int64_t, std::string>> BisectionsRepo::good_run(const BisectSource& bad) {
+std::optional<std::pair<std::int64_t, std::string>> BisectionsRepo::good_run(
+    const BisectSource& bad) {
     // The 1,000 newest runs of the ref through runs_by_ref (ref, finished_at), then the tier's
     // last attempt in each through jobs_by_run. The order is fixed (CROSS JOIN, `+`): the
     // daemon never runs ANALYZE, and SQLite would otherwise walk runs_by_state and
     // jobs_by_state, (completed runs) x (completed jobs), on the writer's thread.
     Scoped st(m_db,
-        "WITH cand AS (SELECT r.id, r.sha, r.finished_at FROM runs r WHERE r.ref = ? AND r.finished_at IS NOT NULL "
-        "              AND +r.id < ? AND +r.event IN ('push','schedule') AND +r.state = 'completed' "
-        "              ORDER BY r.finished_at DESC LIMIT 1000) "
-        "SELECT cand.id, cand.sha FROM cand CROSS JOIN jobs j ON j.run_id = cand.id AND +j.tier = ? "
-        "AND +j.state = 'completed' AND +j.conclusion IN ('passed','flaky') "
-        "AND j.attempt = (SELECT max(k.attempt) FROM jobs k WHERE k.run_id = j.run_id AND k.position = j.position) "
-        "ORDER BY cand.finished_at DESC, cand.id DESC LIMIT 1");
+              "WITH cand AS (SELECT r.id, r.sha, r.finished_at FROM runs r WHERE r.ref = ? AND "
+              "r.finished_at IS NOT NULL "
+              "              AND +r.id < ? AND +r.event IN ('push','schedule') AND +r.state = "
+              "'completed' "
+              "              ORDER BY r.finished_at DESC LIMIT 1000) "
+              "SELECT cand.id, cand.sha FROM cand CROSS JOIN jobs j ON j.run_id = cand.id AND "
+              "+j.tier = ? "
+              "AND +j.state = 'completed' AND +j.conclusion IN ('passed','flaky') "
+              "AND j.attempt = (SELECT max(k.attempt) FROM jobs k WHERE k.run_id = j.run_id AND "
+              "k.position = j.position) "
+              "ORDER BY cand.finished_at DESC, cand.id DESC LIMIT 1");
     st->bind(1, bad.ref).bind(2, bad.run_id).bind(3, bad.tier);
     if (!st->step()) return std::nullopt;
     return std::make_pair(st->int64(0), st->text(1));
@@ -97,8 +108,9 @@ std::optional<std::pair<std::int64_t, std::string>> BisectionsRepo::good_run(con
 std::int64_t BisectionsRepo::insert(const NewBisection& b, const std::string& now) {
     const bool ended = b.state != "running";
     Scoped st(m_db,
-        "INSERT INTO bisections (bad_run_id, tier, tests, state, reason, good_run_id, good_sha, bad_sha, commits, culprit, "
-        "created_at, finished_at) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)");
+              "INSERT INTO bisections (bad_run_id, tier, tests, state, reason, good_run_id, "
+              "good_sha, bad_sha, commits, culprit, "
+              "created_at, finished_at) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)");
     st->bind(1, b.bad_run_id)
         .bind(2, b.tier)
         .bind(3, json(b.tests).dump())
@@ -117,9 +129,13 @@ std::int64_t BisectionsRepo::insert(const NewBisection& b, const std::string& no
     return id;
 }
 
-std::optional<Bisection> BisectionsRepo::load(std::int64_t id) { return one("id", id); }
+std::optional<Bisection> BisectionsRepo::load(std::int64_t id) {
+    return one("id", id);
+}
 
-std::optional<Bisection> BisectionsRepo::of_bad_run(std::int64_t run_id) { return one("bad_run_id", run_id); }
+std::optional<Bisection> BisectionsRepo::of_bad_run(std::int64_t run_id) {
+    return one("bad_run_id", run_id);
+}
 
 std::optional<Bisection> BisectionsRepo::one(const char* key, std::int64_t value) {
     Scoped st(m_db, std::string("SELECT ") + k_columns + " FROM bisections WHERE " + key + " = ?");
@@ -129,7 +145,8 @@ std::optional<Bisection> BisectionsRepo::one(const char* key, std::int64_t value
 }
 
 std::string BisectionsRepo::tier_tests_json(std::int64_t run_id, const std::string& tier) {
-    Scoped st(m_db, "SELECT tests FROM jobs WHERE run_id = ? AND tier = ? ORDER BY attempt DESC LIMIT 1");
+    Scoped st(m_db,
+              "SELECT tests FROM jobs WHERE run_id = ? AND tier = ? ORDER BY attempt DESC LIMIT 1");
     st->bind(1, run_id).bind(2, tier);
     return st->step() ? st->text(0) : std::string("[]");
 }
@@ -140,9 +157,10 @@ std::string BisectionsRepo::ref_of(std::int64_t run_id) {
     return st->step() ? st->text(0) : std::string();
 }
 
-std::optional<std::pair<std::int64_t, std::int64_t>> BisectionsRepo::running_on(const std::string& ref,
-                                                                                const std::string& tier) {
-    Scoped st(m_db,
+std::optional<std::pair<std::int64_t, std::int64_t>> BisectionsRepo::running_on(
+    const std::string& ref, const std::string& tier) {
+    Scoped st(
+        m_db,
         "SELECT b.id, b.bad_run_id FROM bisections b CROSS JOIN runs r ON r.id = b.bad_run_id "
         "WHERE b.state = 'running' AND b.tier = ? AND r.ref = ? ORDER BY b.id LIMIT 1");
     st->bind(1, tier).bind(2, ref);
@@ -159,8 +177,9 @@ std::optional<std::int64_t> BisectionsRepo::bisection_of(std::int64_t run_id) {
 
 std::vector<BisectRun> BisectionsRepo::runs(std::int64_t bisection_id) {
     Scoped st(m_db,
-        "SELECT id, sha, state, conclusion, EXISTS (SELECT 1 FROM jobs j WHERE j.run_id = runs.id) FROM runs "
-        "WHERE bisection_id = ? ORDER BY id");
+              "SELECT id, sha, state, conclusion, EXISTS (SELECT 1 FROM jobs j WHERE j.run_id = "
+              "runs.id) FROM runs "
+              "WHERE bisection_id = ? ORDER BY id");
     st->bind(1, bisection_id);
     std::vector<BisectRun> out;
     while (st->step()) {
@@ -175,8 +194,9 @@ std::vector<BisectRun> BisectionsRepo::runs(std::int64_t bisection_id) {
     return out;
 }
 
-std::int64_t BisectionsRepo::queue_run(const Bisection& b, const std::string& sha, const std::string& ref,
-                                       const std::string& inputs_json, const std::string& now) {
+std::int64_t BisectionsRepo::queue_run(const Bisection& b, const std::string& sha,
+                                       const std::string& ref, const std::string& inputs_json,
+                                       const std::string& now) {
     NewRun r;
     r.event = "bisect";
     r.sha = sha;
@@ -193,8 +213,9 @@ std::int64_t BisectionsRepo::queue_run(const Bisection& b, const std::string& sh
 void BisectionsRepo::finish(std::int64_t id, const std::string& state, const std::string& reason,
                             const std::optional<std::string>& culprit, const std::string& now) {
     Scoped st(m_db,
-        "UPDATE bisections SET state = ?, reason = ?, culprit = ?, finished_at = ? WHERE id = ? AND state = 'running' "
-        "RETURNING bad_run_id");
+              "UPDATE bisections SET state = ?, reason = ?, culprit = ?, finished_at = ? WHERE id "
+              "= ? AND state = 'running' "
+              "RETURNING bad_run_id");
     st->bind(1, state).bind(2, reason).bind(3, culprit).bind(4, now).bind(5, id);
     if (st->step()) {
         const auto bad = st->int64(0);
@@ -211,7 +232,8 @@ void BisectionsRepo::set_reason(std::int64_t id, const std::string& reason) {
 
 std::vector<std::string> BisectionsRepo::tests_for_job(std::int64_t job_id) {
     Scoped st(m_db,
-        "SELECT r.inputs FROM jobs j JOIN runs r ON r.id = j.run_id WHERE j.id = ? AND r.event = 'bisect'");
+              "SELECT r.inputs FROM jobs j JOIN runs r ON r.id = j.run_id WHERE j.id = ? AND "
+              "r.event = 'bisect'");
     st->bind(1, job_id);
     if (!st->step()) return {};
     auto inputs = json::parse(st->text(0), nullptr, false);

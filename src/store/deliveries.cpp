@@ -9,16 +9,20 @@
 
 namespace crcrd::store {
 
-std::string to_string(Verdict v) { return std::string(crcrd::to_string(v)); }
+std::string to_string(Verdict v) {
+    return std::string(crcrd::to_string(v));
+}
 
 namespace {
 
 std::int64_t insert_delivery(Db& db, const Delivery& d, Verdict verdict, int status,
-                             std::optional<std::int64_t> run_id, const std::vector<std::int64_t>& run_ids,
-                             bool store_body) {
+                             std::optional<std::int64_t> run_id,
+                             const std::vector<std::int64_t>& run_ids, bool store_body) {
     auto& st = db.cached(
-        "INSERT INTO deliveries (delivery_id, crcr_delivery_id, received_at, scheme, event, verdict, "
-        "http_status, reason, run_id, run_ids, remote, body, body_size) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)");
+        "INSERT INTO deliveries (delivery_id, crcr_delivery_id, received_at, scheme, event, "
+        "verdict, "
+        "http_status, reason, run_id, run_ids, remote, body, body_size) VALUES "
+        "(?,?,?,?,?,?,?,?,?,?,?,?,?)");
     st.bind(1, d.delivery_id.empty() ? std::optional<std::string>() : d.delivery_id)
         .bind(2, d.crcr_delivery_id)
         .bind(3, d.received_at)
@@ -42,7 +46,8 @@ std::int64_t insert_delivery(Db& db, const Delivery& d, Verdict verdict, int sta
 std::vector<std::string> keys_of(const Delivery& d) {
     std::vector<std::string> keys;
     if (!d.delivery_id.empty()) keys.push_back(transport_key(d.delivery_id));
-    if (d.crcr_delivery_id && !d.crcr_delivery_id->empty()) keys.push_back(crcr_key(*d.crcr_delivery_id));
+    if (d.crcr_delivery_id && !d.crcr_delivery_id->empty())
+        keys.push_back(crcr_key(*d.crcr_delivery_id));
     return keys;
 }
 
@@ -64,7 +69,8 @@ std::optional<std::optional<std::int64_t>> find_key(Db& db, const std::vector<st
 std::int64_t insert_run_row(Db& db, const NewRun& r, const std::string& now) {
     auto& st = db.cached(
         "INSERT INTO runs (event, action, sha, pr, ref, base_ref, base_sha, head_repo, labels, "
-        "delivery_id, state, inputs, created_at, concurrency_group) VALUES (?,?,?,?,?,?,?,?,?,?,'queued',?,?,?)");
+        "delivery_id, state, inputs, created_at, concurrency_group) VALUES "
+        "(?,?,?,?,?,?,?,?,?,?,'queued',?,?,?)");
     st.bind(1, r.event)
         .bind(2, r.action)
         .bind(3, r.sha)
@@ -85,7 +91,8 @@ std::int64_t insert_run_row(Db& db, const NewRun& r, const std::string& now) {
 // Cancels the open runs `ids` (found by the caller in this transaction) and their jobs, each
 // by its id: an UPDATE of several rows of a table with triggers collects them in a temporary
 // table first, and one through an index on the state it changes too (issue 16).
-void cancel_runs(Db& db, const std::vector<std::int64_t>& ids, const std::string& reason, const std::string& now) {
+void cancel_runs(Db& db, const std::vector<std::int64_t>& ids, const std::string& reason,
+                 const std::string& now) {
     RunsRepo runs(db);
     for (auto id : ids) runs.cancel(id, reason, now);
 }
@@ -97,42 +104,50 @@ std::vector<std::int64_t> ids_of(Stmt& st) {
     return ids;
 }
 
-std::vector<std::int64_t> cancel_pr_runs(Db& db, std::int64_t pr, const std::optional<std::string>& head_sha,
+std::vector<std::int64_t> cancel_pr_runs(Db& db, std::int64_t pr,
+                                         const std::optional<std::string>& head_sha,
                                          const std::string& reason, const std::string& now) {
     std::optional<std::int64_t> upto;
     if (head_sha) {
-        auto& last = db.cached("SELECT max(id) FROM runs WHERE pr = ? AND event = 'pull_request' AND sha = ?");
+        auto& last = db.cached(
+            "SELECT max(id) FROM runs WHERE pr = ? AND event = 'pull_request' AND sha = ?");
         last.bind(1, pr).bind(2, *head_sha);
         if (last.step()) upto = last.opt_int64(0);
         last.reset();
     }
     auto& open = db.cached(
-        "SELECT id FROM runs WHERE pr = ?1 AND state = 'queued' AND event = 'pull_request' AND (?2 IS NULL OR id <= ?2) "
+        "SELECT id FROM runs WHERE pr = ?1 AND state = 'queued' AND event = 'pull_request' AND (?2 "
+        "IS NULL OR id <= ?2) "
         "UNION ALL "
-        "SELECT id FROM runs WHERE pr = ?1 AND state = 'running' AND event = 'pull_request' AND (?2 IS NULL OR id <= ?2)");
+        "SELECT id FROM runs WHERE pr = ?1 AND state = 'running' AND event = 'pull_request' AND "
+        "(?2 IS NULL OR id <= ?2)");
     open.bind(1, pr).bind(2, upto);
     auto ids = ids_of(open);
     cancel_runs(db, ids, reason, now);
     return ids;
 }
 
-std::vector<std::int64_t> supersede(Db& db, const NewRun& r, std::int64_t new_id, const std::string& now) {
+std::vector<std::int64_t> supersede(Db& db, const NewRun& r, std::int64_t new_id,
+                                    const std::string& now) {
     if (r.concurrency_group.empty()) return {};
     // A SHA the group has seen before (a replay, or a push of an older commit again) never
-    // cancels the group's work: only a SHA new to the group supersedes (docs/ingest.md). Looked up by
-    // SHA (a few runs), never by group: SQLite would otherwise walk every run a long-lived
-    // group (a branch's pushes) ever had, on every delivery (issue 16: half of ingest's CPU).
+    // cancels the group's work: only a SHA new to the group supersedes (docs/ingest.md). Looked up
+    // by SHA (a few runs), never by group: SQLite would otherwise walk every run a long-lived group
+    // (a branch's pushes) ever had, on every delivery (issue 16: half of ingest's CPU).
     auto& seen = db.cached(
-        "SELECT 1 FROM runs INDEXED BY runs_by_sha WHERE sha = ? AND concurrency_group = ? AND id <> ? LIMIT 1");
+        "SELECT 1 FROM runs INDEXED BY runs_by_sha WHERE sha = ? AND concurrency_group = ? AND id "
+        "<> ? LIMIT 1");
     seen.bind(1, r.sha).bind(2, r.concurrency_group).bind(3, new_id);
     const bool known = seen.step();
     seen.reset();
     if (known) return {};
     const std::string reason = "superseded by " + r.sha;
     auto& open = db.cached(
-        "SELECT id FROM runs WHERE concurrency_group = ?1 AND state = 'queued' AND sha <> ?2 AND id <> ?3 "
+        "SELECT id FROM runs WHERE concurrency_group = ?1 AND state = 'queued' AND sha <> ?2 AND "
+        "id <> ?3 "
         "UNION ALL "
-        "SELECT id FROM runs WHERE concurrency_group = ?1 AND state = 'running' AND sha <> ?2 AND id <> ?3");
+        "SELECT id FROM runs WHERE concurrency_group = ?1 AND state = 'running' AND sha <> ?2 AND "
+        "id <> ?3");
     open.bind(1, r.concurrency_group).bind(2, r.sha).bind(3, new_id);
     auto ids = ids_of(open);
     cancel_runs(db, ids, reason, now);
@@ -176,7 +191,8 @@ Outcome record_delivery(Db& db, const Delivery& d) {
             out.superseded = supersede(db, *d.run, *out.run_id, now);
         }
     }
-    std::int64_t row = insert_delivery(db, d, out.verdict, out.http_status, out.run_id, out.run_ids, true);
+    std::int64_t row =
+        insert_delivery(db, d, out.verdict, out.http_status, out.run_id, out.run_ids, true);
     auto& st = db.cached("INSERT INTO delivery_keys (key, delivery_row, run_id) VALUES (?,?,?)");
     for (const auto& k : keys) {
         st.reset();

@@ -15,17 +15,21 @@ Result<std::unique_ptr<InstanceLock>> InstanceLock::acquire(const std::filesyste
     std::filesystem::path path = db_path;
     path += ".lock";
     int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
-    if (fd < 0) return make_error("io", "cannot open " + path.string() + ": " + std::strerror(errno));
+    if (fd < 0)
+        return make_error("io", "cannot open " + path.string() + ": " + std::strerror(errno));
     if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
         const int err = errno;
         char buf[32] = {};
         ssize_t n = ::pread(fd, buf, sizeof buf - 1, 0);
         ::close(fd);
         if (err == EWOULDBLOCK) {
-            std::string holder = n > 0 ? std::string(buf, static_cast<std::size_t>(n)) : std::string();
-            while (!holder.empty() && (holder.back() == '\n' || holder.back() == ' ')) holder.pop_back();
-            return make_error("locked", "another crcrd holds " + path.string() +
-                                            (holder.empty() ? std::string() : " (pid " + holder + ")"));
+            std::string holder =
+                n > 0 ? std::string(buf, static_cast<std::size_t>(n)) : std::string();
+            while (!holder.empty() && (holder.back() == '\n' || holder.back() == ' '))
+                holder.pop_back();
+            return make_error("locked",
+                              "another crcrd holds " + path.string() +
+                                  (holder.empty() ? std::string() : " (pid " + holder + ")"));
         }
         return make_error("io", "cannot lock " + path.string() + ": " + std::strerror(err));
     }

@@ -11,17 +11,23 @@ Result<FullMatrixMeta> read_full_matrix_meta(const std::filesystem::path& path) 
     if (!db) return FullMatrixMeta{};
     return guarded([&] {
         FullMatrixMeta r;
-        auto st = (*db)->prepare("SELECT key, value FROM meta WHERE key IN ('full_matrix_schedule', 'full_matrix_next')");
+        auto st = (*db)->prepare(
+            "SELECT key, value FROM meta WHERE key IN ('full_matrix_schedule', "
+            "'full_matrix_next')");
         while (st.step()) {
-            if (st.text(0) == "full_matrix_schedule") r.schedule = st.text(1);
-            else r.next = st.text(1);
+            if (st.text(0) == "full_matrix_schedule")
+                r.schedule = st.text(1);
+            else
+                r.next = st.text(1);
         }
         return r;
     });
 }
 
 void put_meta(Db& db, const std::string& key, const std::string& value) {
-    Scoped st(db, "INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value");
+    Scoped st(db,
+              "INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = "
+              "excluded.value");
     st->bind(1, key).bind(2, value);
     st->run();
 }
@@ -34,7 +40,8 @@ std::optional<std::string> read_recovery_watermark(Db& db) {
 
 void put_recovery_watermark(Db& db, const std::string& value) {
     Scoped wm(db,
-        "INSERT INTO meta (key, value) VALUES ('recovery_watermark', ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value");
+              "INSERT INTO meta (key, value) VALUES ('recovery_watermark', ?) ON CONFLICT (key) DO "
+              "UPDATE SET value = excluded.value");
     wm->bind(1, value);
     wm->run();
 }

@@ -10,9 +10,12 @@ namespace {
 
 const char* bound(AttemptRecord::Kind k) {
     switch (k) {
-        case AttemptRecord::Kind::sent: return "sent";
-        case AttemptRecord::Kind::dead: return "dead";
-        case AttemptRecord::Kind::again: return "again";
+        case AttemptRecord::Kind::sent:
+            return "sent";
+        case AttemptRecord::Kind::dead:
+            return "dead";
+        case AttemptRecord::Kind::again:
+            return "again";
     }
     return "again";
 }
@@ -44,9 +47,11 @@ std::vector<std::int64_t> OutboxRepo::take_dirty() {
 
 std::optional<StatusRun> OutboxRepo::status_run(std::int64_t run_id) {
     Scoped rs(m_db,
-        "SELECT sha, state, coalesce(conclusion,''), coalesce(reason,''), event, coalesce(delivery_id,''), created_at, "
-        "coalesce(finished_at,''), coalesce((SELECT b.culprit FROM bisections b WHERE b.bad_run_id = runs.id), '') "
-        "FROM runs WHERE id = ?");
+              "SELECT sha, state, coalesce(conclusion,''), coalesce(reason,''), event, "
+              "coalesce(delivery_id,''), created_at, "
+              "coalesce(finished_at,''), coalesce((SELECT b.culprit FROM bisections b WHERE "
+              "b.bad_run_id = runs.id), '') "
+              "FROM runs WHERE id = ?");
     rs->bind(1, run_id);
     if (!rs->step()) return std::nullopt;
     return StatusRun{run_id,
@@ -63,44 +68,51 @@ std::optional<StatusRun> OutboxRepo::status_run(std::int64_t run_id) {
 
 std::vector<StatusJob> OutboxRepo::latest_attempts(std::int64_t run_id) {
     Scoped js(m_db,
-        "SELECT tier, state, coalesce(conclusion,''), coalesce(reason,''), coalesce(slot,''), attempt, "
-        "coalesce(counts,'null'), coalesce(started_at,''), base_check IS NOT NULL, coalesce(sha,''), "
-        "coalesce(json_array_length(base_check),0) FROM jobs j WHERE run_id = ? "
-        "AND attempt = (SELECT max(attempt) FROM jobs k WHERE k.run_id = j.run_id AND k.position = j.position) "
-        "ORDER BY position");
+              "SELECT tier, state, coalesce(conclusion,''), coalesce(reason,''), "
+              "coalesce(slot,''), attempt, "
+              "coalesce(counts,'null'), coalesce(started_at,''), base_check IS NOT NULL, "
+              "coalesce(sha,''), "
+              "coalesce(json_array_length(base_check),0) FROM jobs j WHERE run_id = ? "
+              "AND attempt = (SELECT max(attempt) FROM jobs k WHERE k.run_id = j.run_id AND "
+              "k.position = j.position) "
+              "ORDER BY position");
     js->bind(1, run_id);
     std::vector<StatusJob> out;
     while (js->step()) {
         out.push_back({js->text(0), vocab_column<JobState>(*js, 1, "jobs.state"),
-                       opt_vocab_column<Conclusion>(*js, 2, "jobs.conclusion"), js->text(3), js->text(4), js->text(7),
-                       js->int64(5), js->text(6), js->int64(8) != 0, js->text(9), js->int64(10)});
+                       opt_vocab_column<Conclusion>(*js, 2, "jobs.conclusion"), js->text(3),
+                       js->text(4), js->text(7), js->int64(5), js->text(6), js->int64(8) != 0,
+                       js->text(9), js->int64(10)});
     }
     return out;
 }
 
 std::optional<DispatchRecord> OutboxRepo::dispatch_record(std::int64_t run_id) {
     Scoped st(m_db,
-        "SELECT crcr_delivery_id, body FROM deliveries INDEXED BY deliveries_by_run "
-        "WHERE run_id = ? AND verdict = 'queued' AND crcr_delivery_id IS NOT NULL "
-        "ORDER BY id LIMIT 1");
+              "SELECT crcr_delivery_id, body FROM deliveries INDEXED BY deliveries_by_run "
+              "WHERE run_id = ? AND verdict = 'queued' AND crcr_delivery_id IS NOT NULL "
+              "ORDER BY id LIMIT 1");
     st->bind(1, run_id);
     if (!st->step() || st->is_null(1)) return std::nullopt;
     return DispatchRecord{st->text(0), st->text(1)};
 }
 
 std::vector<StartedAttempt> OutboxRepo::started_attempts(std::int64_t run_id) {
-    Scoped js(m_db,
+    Scoped js(
+        m_db,
         // A base check is the tier's next attempt to the relay too: its `completed` carries the
         // tier's class (pre_existing, or the regression it stays), as HUD shows the last attempt.
         "SELECT id, tier, attempt, state, "
         "coalesce(conclusion,''), coalesce(reason,''), started_at, coalesce(finished_at,''), "
-        "coalesce(counts,'null') FROM jobs WHERE run_id = ? AND started_at IS NOT NULL ORDER BY id");
+        "coalesce(counts,'null') FROM jobs WHERE run_id = ? AND started_at IS NOT NULL ORDER BY "
+        "id");
     js->bind(1, run_id);
     std::vector<StartedAttempt> out;
     while (js->step()) {
-        out.push_back({js->int64(0), js->text(1), js->int64(2), vocab_column<JobState>(*js, 3, "jobs.state"),
-                       opt_vocab_column<Conclusion>(*js, 4, "jobs.conclusion"), js->text(5), js->text(6), js->text(7),
-                       js->text(8)});
+        out.push_back({js->int64(0), js->text(1), js->int64(2),
+                       vocab_column<JobState>(*js, 3, "jobs.state"),
+                       opt_vocab_column<Conclusion>(*js, 4, "jobs.conclusion"), js->text(5),
+                       js->text(6), js->text(7), js->text(8)});
     }
     return out;
 }
@@ -108,7 +120,8 @@ std::vector<StartedAttempt> OutboxRepo::started_attempts(std::int64_t run_id) {
 std::optional<LastStatus> OutboxRepo::last_status(std::int64_t run_id, Sink sink,
                                                   const std::string& context) {
     Scoped last(m_db,
-        "SELECT state, description FROM outbox WHERE run_id = ? AND sink = ? AND context = ? ORDER BY id DESC LIMIT 1");
+                "SELECT state, description FROM outbox WHERE run_id = ? AND sink = ? AND context = "
+                "? ORDER BY id DESC LIMIT 1");
     last->bind(1, run_id).bind(2, to_string(sink)).bind(3, context);
     if (!last->step()) return std::nullopt;
     return LastStatus{last->text(0), last->text(1)};
@@ -118,10 +131,18 @@ std::int64_t OutboxRepo::append(const NewStatusRow& row) {
     std::int64_t id = 0;
     {
         Scoped ins(m_db,
-            "INSERT INTO outbox (sink, run_id, sha, context, state, description, target_url, body, created_at) "
-            "VALUES (?,?,?,?,?,?,?,?,?)");
-        ins->bind(1, to_string(row.sink)).bind(2, row.run_id).bind(3, row.sha).bind(4, row.context).bind(5, row.state);
-        ins->bind(6, row.description).bind(7, row.target_url).bind(8, row.body).bind(9, row.created_at);
+                   "INSERT INTO outbox (sink, run_id, sha, context, state, description, "
+                   "target_url, body, created_at) "
+                   "VALUES (?,?,?,?,?,?,?,?,?)");
+        ins->bind(1, to_string(row.sink))
+            .bind(2, row.run_id)
+            .bind(3, row.sha)
+            .bind(4, row.context)
+            .bind(5, row.state);
+        ins->bind(6, row.description)
+            .bind(7, row.target_url)
+            .bind(8, row.body)
+            .bind(9, row.created_at);
         ins->run();
         id = m_db.last_insert_rowid();
     }
@@ -131,8 +152,9 @@ std::int64_t OutboxRepo::append(const NewStatusRow& row) {
     std::vector<std::int64_t> older;
     {
         Scoped waiting(m_db,
-            "SELECT id FROM outbox INDEXED BY outbox_by_key WHERE sink = ? AND sha = ? AND context = ? "
-            "AND delivery = 'waiting' AND id < ?");
+                       "SELECT id FROM outbox INDEXED BY outbox_by_key WHERE sink = ? AND sha = ? "
+                       "AND context = ? "
+                       "AND delivery = 'waiting' AND id < ?");
         waiting->bind(1, to_string(row.sink)).bind(2, row.sha).bind(3, row.context).bind(4, id);
         while (waiting->step()) older.push_back(waiting->int64(0));
     }
@@ -164,7 +186,8 @@ RequeueOutcome OutboxRepo::requeue_dead(std::int64_t id) {
         return out;
     }
     {
-        Scoped newer(m_db,
+        Scoped newer(
+            m_db,
             "SELECT count(*) FROM outbox WHERE sink = ? AND sha = ? AND context = ? AND id > ? "
             "AND delivery IN ('waiting','sent')");
         newer->bind(1, sink).bind(2, sha).bind(3, out.context).bind(4, id);
@@ -174,7 +197,9 @@ RequeueOutcome OutboxRepo::requeue_dead(std::int64_t id) {
             return out;
         }
     }
-    Scoped again(m_db, "UPDATE outbox SET delivery = 'waiting', attempts = 0, next_attempt_at = NULL WHERE id = ?");
+    Scoped again(m_db,
+                 "UPDATE outbox SET delivery = 'waiting', attempts = 0, next_attempt_at = NULL "
+                 "WHERE id = ?");
     again->bind(1, id);
     again->run();
     out.kind = RequeueOutcome::Kind::requeued;
@@ -183,9 +208,10 @@ RequeueOutcome OutboxRepo::requeue_dead(std::int64_t id) {
 
 void OutboxRepo::record_attempts(const std::vector<AttemptRecord>& done, const std::string& now) {
     Scoped upd(m_db,
-        "UPDATE outbox SET delivery = CASE ? WHEN 'sent' THEN 'sent' WHEN 'dead' THEN 'dead' ELSE delivery END, "
-        "attempts = attempts + 1, http_status = ?, last_error = ?, next_attempt_at = ?, "
-        "sent_at = CASE ? WHEN 'sent' THEN ? ELSE sent_at END WHERE id = ?");
+               "UPDATE outbox SET delivery = CASE ? WHEN 'sent' THEN 'sent' WHEN 'dead' THEN "
+               "'dead' ELSE delivery END, "
+               "attempts = attempts + 1, http_status = ?, last_error = ?, next_attempt_at = ?, "
+               "sent_at = CASE ? WHEN 'sent' THEN ? ELSE sent_at END WHERE id = ?");
     for (const auto& a : done) {
         const char* kind = bound(a.kind);
         upd->reset();
@@ -216,14 +242,17 @@ Result<std::vector<OutboxItem>> OutboxQueue::due(const std::string& now,
     return guarded([&] {
         const auto paused = three_sinks(paused_sinks);
         Scoped due(*m_db,
-            "SELECT id, sink, sha, context, state, description, target_url, body, attempts, run_id FROM outbox "
-            "WHERE delivery = 'waiting' AND (next_attempt_at IS NULL OR next_attempt_at <= ?) AND sink NOT IN (?, ?, ?) "
-            "ORDER BY id LIMIT 100");
+                   "SELECT id, sink, sha, context, state, description, target_url, body, attempts, "
+                   "run_id FROM outbox "
+                   "WHERE delivery = 'waiting' AND (next_attempt_at IS NULL OR next_attempt_at <= "
+                   "?) AND sink NOT IN (?, ?, ?) "
+                   "ORDER BY id LIMIT 100");
         due->bind(1, now).bind(2, paused[0]).bind(3, paused[1]).bind(4, paused[2]);
         std::vector<OutboxItem> rows;
         while (due->step()) {
-            rows.push_back({due->int64(0), vocab_column<Sink>(*due, 1, "outbox.sink"), due->text(2), due->text(3), due->text(4), due->text(5),
-                            due->opt_text(6), due->opt_text(7), due->int64(8), due->int64(9)});
+            rows.push_back({due->int64(0), vocab_column<Sink>(*due, 1, "outbox.sink"), due->text(2),
+                            due->text(3), due->text(4), due->text(5), due->opt_text(6),
+                            due->opt_text(7), due->int64(8), due->int64(9)});
         }
         return rows;
     });
@@ -238,31 +267,37 @@ Result<std::optional<OutboxDelivery>> OutboxQueue::delivery_of(std::int64_t id) 
     });
 }
 
-Result<std::optional<std::string>> OutboxQueue::earliest_retry(const std::vector<Sink>& paused_sinks) {
+Result<std::optional<std::string>> OutboxQueue::earliest_retry(
+    const std::vector<Sink>& paused_sinks) {
     return guarded([&]() -> std::optional<std::string> {
         const auto paused = three_sinks(paused_sinks);
-        Scoped soon(*m_db, "SELECT min(next_attempt_at) FROM outbox WHERE delivery = 'waiting' AND sink NOT IN (?, ?, ?)");
+        Scoped soon(*m_db,
+                    "SELECT min(next_attempt_at) FROM outbox WHERE delivery = 'waiting' AND sink "
+                    "NOT IN (?, ?, ?)");
         soon->bind(1, paused[0]).bind(2, paused[1]).bind(3, paused[2]);
         if (!soon->step()) return std::nullopt;
         return soon->opt_text(0);
     });
 }
 
-Result<std::optional<OutboxDelivery>> OutboxQueue::first_callback_delivery(std::int64_t run_id,
-                                                                           const std::string& context) {
+Result<std::optional<OutboxDelivery>> OutboxQueue::first_callback_delivery(
+    std::int64_t run_id, const std::string& context) {
     return guarded([&]() -> std::optional<OutboxDelivery> {
         Scoped first(*m_db,
-                     "SELECT delivery FROM outbox WHERE run_id = ? AND sink = 'callback' AND context = ? ORDER BY id LIMIT 1");
+                     "SELECT delivery FROM outbox WHERE run_id = ? AND sink = 'callback' AND "
+                     "context = ? ORDER BY id LIMIT 1");
         first->bind(1, run_id).bind(2, context);
         if (!first->step()) return std::nullopt;
         return vocab_column<OutboxDelivery>(*first, 0, "outbox.delivery");
     });
 }
 
-Result<std::int64_t> OutboxQueue::github_sent_count(const std::string& sha, const std::string& context) {
+Result<std::int64_t> OutboxQueue::github_sent_count(const std::string& sha,
+                                                    const std::string& context) {
     return guarded([&] {
         Scoped count(*m_db,
-                     "SELECT count(*) FROM outbox WHERE sink = 'github' AND sha = ? AND context = ? AND delivery = 'sent'");
+                     "SELECT count(*) FROM outbox WHERE sink = 'github' AND sha = ? AND context = "
+                     "? AND delivery = 'sent'");
         count->bind(1, sha).bind(2, context);
         count->step();
         return count->int64(0);

@@ -35,31 +35,43 @@ Result<std::optional<std::string>> RecoveryReads::watermark() {
 
 Result<bool> RecoveryReads::accepted(const std::string& guid) {
     // The transport key record_delivery() claims for an accepted delivery (deliveries.cpp).
-    return guarded([&] { return exists(*m_db, "SELECT 1 FROM delivery_keys WHERE key = ?", transport_key(guid)); });
+    return guarded([&] {
+        return exists(*m_db, "SELECT 1 FROM delivery_keys WHERE key = ?", transport_key(guid));
+    });
 }
 
 Result<bool> RecoveryReads::redelivered(const std::string& guid) {
-    return guarded([&] { return exists(*m_db, "SELECT 1 FROM recovery_redelivered WHERE guid = ?", guid); });
+    return guarded(
+        [&] { return exists(*m_db, "SELECT 1 FROM recovery_redelivered WHERE guid = ?", guid); });
 }
 
-void RecoveryRepo::record_redelivery(const std::string& guid, std::int64_t delivery, const std::string& at) {
-    Scoped ins(m_db, "INSERT OR IGNORE INTO recovery_redelivered (guid, delivery, at) VALUES (?,?,?)");
+void RecoveryRepo::record_redelivery(const std::string& guid, std::int64_t delivery,
+                                     const std::string& at) {
+    Scoped ins(m_db,
+               "INSERT OR IGNORE INTO recovery_redelivered (guid, delivery, at) VALUES (?,?,?)");
     ins->bind(1, guid).bind(2, delivery).bind(3, at);
     ins->run();
 }
 
-void RecoveryRepo::record_pass(const RecoveryPassRecord& pass, const std::optional<std::string>& new_watermark) {
+void RecoveryRepo::record_pass(const RecoveryPassRecord& pass,
+                               const std::optional<std::string>& new_watermark) {
     {
         Scoped ins(m_db,
-            "INSERT INTO recovery_passes (started_at, finished_at, since, listed, failed, redelivered, errors) "
-            "VALUES (?,?,?,?,?,?,?)");
-        ins->bind(1, pass.started_at).bind(2, pass.finished_at).bind(3, pass.since).bind(4, pass.listed).bind(5, pass.failed);
+                   "INSERT INTO recovery_passes (started_at, finished_at, since, listed, failed, "
+                   "redelivered, errors) "
+                   "VALUES (?,?,?,?,?,?,?)");
+        ins->bind(1, pass.started_at)
+            .bind(2, pass.finished_at)
+            .bind(3, pass.since)
+            .bind(4, pass.listed)
+            .bind(5, pass.failed);
         ins->bind(6, pass.redelivered).bind(7, pass.errors_json);
         ins->run();
     }
     if (new_watermark) put_recovery_watermark(m_db, *new_watermark);
     // Passes are kept for a month of history at the default interval.
-    m_db.exec("DELETE FROM recovery_passes WHERE id <= (SELECT max(id) FROM recovery_passes) - 5000");
+    m_db.exec(
+        "DELETE FROM recovery_passes WHERE id <= (SELECT max(id) FROM recovery_passes) - 5000");
 }
 
 }  // namespace crcrd::store

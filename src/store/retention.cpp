@@ -11,7 +11,8 @@ Pruned prune(Db& db, const std::string& cutoff) {
     Pruned out;
     auto& bodies = db.cached(
         "UPDATE deliveries SET body = NULL WHERE body IS NOT NULL AND received_at < ? "
-        "AND (run_id IS NULL OR run_id IN (SELECT id FROM runs WHERE state IN ('completed','cancelled')))");
+        "AND (run_id IS NULL OR run_id IN (SELECT id FROM runs WHERE state IN "
+        "('completed','cancelled')))");
     bodies.bind(1, cutoff);
     bodies.run();
     out.bodies = static_cast<std::int64_t>(db.changes());
@@ -20,12 +21,14 @@ Pruned prune(Db& db, const std::string& cutoff) {
     outbox.run();
     out.outbox_rows = static_cast<std::int64_t>(db.changes());
     auto& paths = db.cached(
-        "SELECT log_path FROM jobs WHERE log_path IS NOT NULL AND finished_at IS NOT NULL AND finished_at < ?");
+        "SELECT log_path FROM jobs WHERE log_path IS NOT NULL AND finished_at IS NOT NULL AND "
+        "finished_at < ?");
     paths.bind(1, cutoff);
     while (paths.step()) out.logs.push_back(paths.text(0));
     paths.reset();
     auto& clear = db.cached(
-        "UPDATE jobs SET log_path = NULL WHERE log_path IS NOT NULL AND finished_at IS NOT NULL AND finished_at < ?");
+        "UPDATE jobs SET log_path = NULL WHERE log_path IS NOT NULL AND finished_at IS NOT NULL "
+        "AND finished_at < ?");
     clear.bind(1, cutoff);
     clear.run();
     return out;
@@ -33,18 +36,24 @@ Pruned prune(Db& db, const std::string& cutoff) {
 
 std::int64_t prune_rejected(Db& db, const std::string& cutoff, std::int64_t limit) {
     auto& del = db.cached(
-        "DELETE FROM deliveries WHERE id IN (SELECT id FROM deliveries WHERE verdict = 'rejected' AND received_at < ? "
+        "DELETE FROM deliveries WHERE id IN (SELECT id FROM deliveries WHERE verdict = 'rejected' "
+        "AND received_at < ? "
         "ORDER BY id LIMIT ?)");
     del.bind(1, cutoff).bind(2, limit);
     del.run();
     return static_cast<std::int64_t>(db.changes());
 }
 
-Pruner::Pruner(Writer& writer, std::chrono::milliseconds retention, std::chrono::milliseconds rejected_retention,
-               std::chrono::milliseconds interval)
-    : m_writer(writer), m_retention(retention), m_rejected_retention(rejected_retention), m_interval(interval) {}
+Pruner::Pruner(Writer& writer, std::chrono::milliseconds retention,
+               std::chrono::milliseconds rejected_retention, std::chrono::milliseconds interval)
+    : m_writer(writer),
+      m_retention(retention),
+      m_rejected_retention(rejected_retention),
+      m_interval(interval) {}
 
-Pruner::~Pruner() { stop(); }
+Pruner::~Pruner() {
+    stop();
+}
 
 void Pruner::start() {
     if (m_retention.count() <= 0 && m_rejected_retention.count() <= 0) return;  // keep everything
@@ -68,7 +77,8 @@ void Pruner::loop() {
         }
         if (m_rejected_retention.count() > 0) {
             // In slices, so that a flood's millions of rows never hold the writer for long.
-            const std::string cutoff = rfc3339(std::chrono::system_clock::now() - m_rejected_retention);
+            const std::string cutoff =
+                rfc3339(std::chrono::system_clock::now() - m_rejected_retention);
             constexpr std::int64_t k_slice = 5000;
             std::int64_t total = 0, n = k_slice;
             while (n == k_slice) {
@@ -76,14 +86,18 @@ void Pruner::loop() {
                     std::lock_guard lk(m_mu);
                     if (m_stopping) return;
                 }
-                auto s = m_writer.run_sync([&](Db& db) { n = prune_rejected(db, cutoff, k_slice); });
+                auto s =
+                    m_writer.run_sync([&](Db& db) { n = prune_rejected(db, cutoff, k_slice); });
                 if (!s) {
-                    spdlog::warn("retention: pruning rejected requests failed: {}", s.error().message);
+                    spdlog::warn("retention: pruning rejected requests failed: {}",
+                                 s.error().message);
                     break;
                 }
                 total += n;
             }
-            if (total) spdlog::info("retention: before {}: {} rows of rejected requests pruned", cutoff, total);
+            if (total)
+                spdlog::info("retention: before {}: {} rows of rejected requests pruned", cutoff,
+                             total);
         }
         if (m_retention.count() <= 0) continue;
         const std::string cutoff = rfc3339(std::chrono::system_clock::now() - m_retention);
@@ -99,8 +113,9 @@ void Pruner::loop() {
             if (std::filesystem::remove(path, ec)) ++removed;
         }
         if (p.bodies || p.outbox_rows || removed) {
-            spdlog::info("retention: before {}: {} delivery bodies, {} outbox rows, {} job logs pruned", cutoff, p.bodies,
-                         p.outbox_rows, removed);
+            spdlog::info(
+                "retention: before {}: {} delivery bodies, {} outbox rows, {} job logs pruned",
+                cutoff, p.bodies, p.outbox_rows, removed);
         }
     }
 }

@@ -7,11 +7,13 @@
 
 namespace crcrd::store {
 
-CancelOutcome RunsRepo::cancel(std::int64_t run_id, const std::string& reason, const std::string& now) {
+CancelOutcome RunsRepo::cancel(std::int64_t run_id, const std::string& reason,
+                               const std::string& now) {
     {
         Scoped st(m_db,
-            "UPDATE runs SET state = 'cancelled', conclusion = 'cancelled', reason = ?, finished_at = ? "
-            "WHERE id = ? AND state IN ('queued','running')");
+                  "UPDATE runs SET state = 'cancelled', conclusion = 'cancelled', reason = ?, "
+                  "finished_at = ? "
+                  "WHERE id = ? AND state IN ('queued','running')");
         st->bind(1, reason).bind(2, now).bind(3, run_id);
         st->run();
     }
@@ -27,8 +29,9 @@ CancelOutcome RunsRepo::cancel(std::int64_t run_id, const std::string& reason, c
 
 std::optional<RetrySource> RunsRepo::retry_source(std::int64_t run_id) {
     Scoped st(m_db,
-        "SELECT event, coalesce(action,''), sha, pr, coalesce(ref,''), coalesce(base_ref,''), coalesce(base_sha,''), "
-        "head_repo, labels, inputs, state FROM runs WHERE id = ?");
+              "SELECT event, coalesce(action,''), sha, pr, coalesce(ref,''), "
+              "coalesce(base_ref,''), coalesce(base_sha,''), "
+              "head_repo, labels, inputs, state FROM runs WHERE id = ?");
     st->bind(1, run_id);
     if (!st->step()) return std::nullopt;
     RetrySource r;
@@ -46,22 +49,27 @@ std::optional<RetrySource> RunsRepo::retry_source(std::int64_t run_id) {
     return r;
 }
 
-bool RunsRepo::store_plan(std::int64_t run_id, const std::string& selection_json, const std::vector<PlannedJob>& jobs,
-                          const std::string& nothing_reason, const std::string& now) {
+bool RunsRepo::store_plan(std::int64_t run_id, const std::string& selection_json,
+                          const std::vector<PlannedJob>& jobs, const std::string& nothing_reason,
+                          const std::string& now) {
     {
-        Scoped upd(m_db, "UPDATE runs SET selection = ? WHERE id = ? AND state = 'queued' AND selection IS NULL");
+        Scoped upd(m_db,
+                   "UPDATE runs SET selection = ? WHERE id = ? AND state = 'queued' AND selection "
+                   "IS NULL");
         upd->bind(1, selection_json).bind(2, run_id);
         upd->run();
     }
     if (m_db.changes() == 0) return false;
     if (jobs.empty()) {
         Scoped done(m_db,
-            "UPDATE runs SET state = 'completed', conclusion = 'passed', reason = ?, finished_at = ? WHERE id = ?");
+                    "UPDATE runs SET state = 'completed', conclusion = 'passed', reason = ?, "
+                    "finished_at = ? WHERE id = ?");
         done->bind(1, nothing_reason).bind(2, now).bind(3, run_id);
         done->run();
         return true;
     }
-    Scoped job(m_db,
+    Scoped job(
+        m_db,
         "INSERT INTO jobs (run_id, tier, position, state, tests, timeout_ms, created_at, labels) "
         "VALUES (?, ?, ?, 'queued', ?, ?, ?, ?)");
     for (const auto& t : jobs) {
@@ -87,21 +95,22 @@ void RunsRepo::mark_running(std::int64_t run_id) {
 void RunsRepo::complete(std::int64_t run_id, Conclusion conclusion, const std::string& reason,
                         const std::string& now) {
     Scoped st(m_db,
-        "UPDATE runs SET state = 'completed', conclusion = ?, reason = ?, finished_at = ? "
-        "WHERE id = ? AND state IN ('queued','running')");
+              "UPDATE runs SET state = 'completed', conclusion = ?, reason = ?, finished_at = ? "
+              "WHERE id = ? AND state IN ('queued','running')");
     st->bind(1, to_string(conclusion)).bind(2, reason).bind(3, now).bind(4, run_id);
     st->run();
 }
 
 namespace {
 
-#define CRCRD_UNPLANNED_COLUMNS \
-    "SELECT id, event, sha, pr, coalesce(ref,''), coalesce(base_ref,''), coalesce(base_sha,''), inputs " \
+#define CRCRD_UNPLANNED_COLUMNS                                                                   \
+    "SELECT id, event, sha, pr, coalesce(ref,''), coalesce(base_ref,''), coalesce(base_sha,''), " \
+    "inputs "                                                                                     \
     "FROM runs INDEXED BY runs_unplanned WHERE state = 'queued' AND selection IS NULL "
 
 UnplannedRun unplanned_row(const Stmt& st) {
-    return UnplannedRun{st.int64(0), st.text(1), st.text(2), st.opt_int64(3), st.text(4), st.text(5), st.text(6),
-                        st.text(7)};
+    return UnplannedRun{st.int64(0), st.text(1), st.text(2), st.opt_int64(3),
+                        st.text(4),  st.text(5), st.text(6), st.text(7)};
 }
 
 Result<std::vector<UnplannedRun>> unplanned_on(Db& reader, int limit) {

@@ -188,10 +188,10 @@ ALTER TABLE jobs ADD COLUMN external_id TEXT;  -- Slurm's job id; adopted after 
     R"sql(
 CREATE INDEX runs_by_ref ON runs (ref, finished_at);
 )sql",
-    // 8: bisection of trunk regressions (docs/verdicts.md) and the selection-miss audit (docs/verdicts.md).
-    // runs.event gains 'bisect': the CHECK is widened in place (SQLite's documented way for a
-    // constraint that only loosens; every stored row still satisfies it), and the connection
-    // rereads the schema (RESET) before anything else runs.
+    // 8: bisection of trunk regressions (docs/verdicts.md) and the selection-miss audit
+    // (docs/verdicts.md). runs.event gains 'bisect': the CHECK is widened in place (SQLite's
+    // documented way for a constraint that only loosens; every stored row still satisfies it), and
+    // the connection rereads the schema (RESET) before anything else runs.
     R"sql(
 PRAGMA writable_schema = ON;
 UPDATE sqlite_schema SET sql = replace(sql, '''pull_request'',''push'',''schedule'',''manual'')',
@@ -353,14 +353,17 @@ int current_version(Db& db) {
 
 }  // namespace
 
-int schema_version() { return static_cast<int>(k_migrations.size()); }
+int schema_version() {
+    return static_cast<int>(k_migrations.size());
+}
 
 Status migrate(Db& db) {
     try {
         int v = current_version(db);
         if (v > schema_version()) {
             return make_error("storage_version", "database schema version " + std::to_string(v) +
-                                                     " is newer than this crcrd (" + std::to_string(schema_version()) + ")");
+                                                     " is newer than this crcrd (" +
+                                                     std::to_string(schema_version()) + ")");
         }
         for (; v < schema_version(); ++v) {
             Transaction tx(db);
@@ -383,11 +386,14 @@ Status migrate(Db& db) {
                 // 13's replace() changes nothing in a table whose text differs from the one
                 // released (a development build's): said, not silently left slow.
                 auto& left = db.cached(
-                    "SELECT name FROM sqlite_schema WHERE type = 'table' AND sql LIKE '% IN (''%'',''%'',''%'')%'");
+                    "SELECT name FROM sqlite_schema WHERE type = 'table' AND sql LIKE '% IN "
+                    "(''%'',''%'',''%'')%'");
                 while (left.step())
-                    spdlog::warn("storage: table {} still checks a list of values with IN (schema 13 did not "
-                                 "recognise its text); it works, more slowly",
-                                 left.text(0));
+                    spdlog::warn(
+                        "storage: table {} still checks a list of values with IN (schema 13 did "
+                        "not "
+                        "recognise its text); it works, more slowly",
+                        left.text(0));
                 left.reset();
             }
         }

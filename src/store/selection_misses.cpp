@@ -42,15 +42,18 @@ Result<AuditInputs> read_audit_inputs(const std::filesystem::path& path, std::in
                 in.state = run.text(2);
                 in.ref = run.opt_text(3);
             }
-            auto failed = db.prepare(std::string("SELECT DISTINCT j.tier, t.name FROM jobs j JOIN test_results t ON t.job_id = j.id "
-                                                 "WHERE j.run_id = ? AND j.conclusion = 'regression' AND t.outcome = 'failed' AND ") +
+            auto failed = db.prepare(std::string("SELECT DISTINCT j.tier, t.name FROM jobs j JOIN "
+                                                 "test_results t ON t.job_id = j.id "
+                                                 "WHERE j.run_id = ? AND j.conclusion = "
+                                                 "'regression' AND t.outcome = 'failed' AND ") +
                                      k_final_attempt + " ORDER BY j.position, t.name");
             failed.bind(1, run_id);
             while (failed.step()) in.failed.push_back({failed.text(0), failed.text(1)});
             if (in.failed.empty()) return in;
 
             auto previous = db.prepare(
-                "SELECT id, sha FROM runs WHERE id < ? AND event = 'schedule' AND ref IS ? AND state = 'completed' "
+                "SELECT id, sha FROM runs WHERE id < ? AND event = 'schedule' AND ref IS ? AND "
+                "state = 'completed' "
                 "ORDER BY id DESC LIMIT 1");
             previous.bind(1, run_id).bind(2, in.ref);
             if (!previous.step()) return in;
@@ -59,9 +62,11 @@ Result<AuditInputs> read_audit_inputs(const std::filesystem::path& path, std::in
             // One pass over each failing tier's passes there, rather than one lookup per test.
             std::map<std::string, std::set<std::string>> wanted;
             for (const auto& f : in.failed) wanted[f.tier].insert(f.test);
-            auto passed = db.prepare(std::string("SELECT t.name FROM jobs j JOIN test_results t ON t.job_id = j.id "
-                                                 "WHERE j.run_id = ? AND j.tier = ? AND t.outcome IN ('passed','flaky') AND ") +
-                                     k_final_attempt);
+            auto passed = db.prepare(
+                std::string(
+                    "SELECT t.name FROM jobs j JOIN test_results t ON t.job_id = j.id "
+                    "WHERE j.run_id = ? AND j.tier = ? AND t.outcome IN ('passed','flaky') AND ") +
+                k_final_attempt);
             for (const auto& [tier, tests] : wanted) {
                 passed.reset();
                 passed.bind(1, in.previous->id).bind(2, tier);
@@ -75,7 +80,8 @@ Result<AuditInputs> read_audit_inputs(const std::filesystem::path& path, std::in
     });
 }
 
-Result<std::vector<CommitRuns>> read_commit_runs(const std::filesystem::path& path, const std::vector<CommitKey>& commits) {
+Result<std::vector<CommitRuns>> read_commit_runs(const std::filesystem::path& path,
+                                                 const std::vector<CommitKey>& commits) {
     auto opened = open_reader(path);
     if (!opened) return opened.error();
     auto& db = **opened;
@@ -83,9 +89,11 @@ Result<std::vector<CommitRuns>> read_commit_runs(const std::filesystem::path& pa
         return in_snapshot(db, [&] {
             // Two index lookups (runs_by_sha, runs_by_pr) rather than one OR that scans.
             auto st = db.prepare(
-                "SELECT r.id, j.tier FROM runs r LEFT JOIN jobs j ON j.run_id = r.id WHERE r.event = 'push' AND r.sha = ? "
+                "SELECT r.id, j.tier FROM runs r LEFT JOIN jobs j ON j.run_id = r.id WHERE r.event "
+                "= 'push' AND r.sha = ? "
                 "UNION ALL "
-                "SELECT r.id, j.tier FROM runs r LEFT JOIN jobs j ON j.run_id = r.id WHERE r.event = 'pull_request' AND r.pr = ? "
+                "SELECT r.id, j.tier FROM runs r LEFT JOIN jobs j ON j.run_id = r.id WHERE r.event "
+                "= 'pull_request' AND r.pr = ? "
                 "ORDER BY 1");
             std::vector<CommitRuns> out;
             for (const auto& c : commits) {
@@ -94,7 +102,8 @@ Result<std::vector<CommitRuns>> read_commit_runs(const std::filesystem::path& pa
                 CommitRuns runs;
                 while (st.step()) {
                     const auto id = st.int64(0);
-                    if (runs.run_ids.empty() || runs.run_ids.back() != id) runs.run_ids.push_back(id);
+                    if (runs.run_ids.empty() || runs.run_ids.back() != id)
+                        runs.run_ids.push_back(id);
                     if (!st.is_null(1)) runs.tiers.insert(st.text(1));
                 }
                 out.push_back(std::move(runs));
@@ -104,14 +113,21 @@ Result<std::vector<CommitRuns>> read_commit_runs(const std::filesystem::path& pa
     });
 }
 
-std::int64_t record_selection_misses(Db& db, const std::vector<NewSelectionMiss>& misses, const std::string& now) {
+std::int64_t record_selection_misses(Db& db, const std::vector<NewSelectionMiss>& misses,
+                                     const std::string& now) {
     Scoped st(db,
-              "INSERT OR IGNORE INTO selection_misses (run_id, previous_run_id, tier, test, commits, created_at) "
+              "INSERT OR IGNORE INTO selection_misses (run_id, previous_run_id, tier, test, "
+              "commits, created_at) "
               "VALUES (?, ?, ?, ?, ?, ?)");
     std::int64_t added = 0;
     for (const auto& m : misses) {
         st->reset();
-        st->bind(1, m.run_id).bind(2, m.previous_run_id).bind(3, m.tier).bind(4, m.test).bind(5, m.commits_json).bind(6, now);
+        st->bind(1, m.run_id)
+            .bind(2, m.previous_run_id)
+            .bind(3, m.tier)
+            .bind(4, m.test)
+            .bind(5, m.commits_json)
+            .bind(6, now);
         st->run();
         added += db.changes();
     }
@@ -121,13 +137,19 @@ std::int64_t record_selection_misses(Db& db, const std::vector<NewSelectionMiss>
 Result<std::vector<SelectionMissRow>> AdminReads::selection_misses(const SelectionMissQuery& q) {
     return guarded([&] {
         Scoped st(*m_db,
-                  "SELECT id, run_id, previous_run_id, tier, test, commits, created_at FROM selection_misses "
-                  "WHERE (?1 IS NULL OR run_id = ?1) AND (?2 IS NULL OR test = ?2) AND (?3 IS NULL OR id < ?3) "
+                  "SELECT id, run_id, previous_run_id, tier, test, commits, created_at FROM "
+                  "selection_misses "
+                  "WHERE (?1 IS NULL OR run_id = ?1) AND (?2 IS NULL OR test = ?2) AND (?3 IS NULL "
+                  "OR id < ?3) "
                   "ORDER BY id DESC LIMIT ?4");
-        st->bind(1, q.run_id).bind(2, q.test).bind(3, q.page.before_id).bind(4, std::int64_t{q.page.limit});
+        st->bind(1, q.run_id)
+            .bind(2, q.test)
+            .bind(3, q.page.before_id)
+            .bind(4, std::int64_t{q.page.limit});
         std::vector<SelectionMissRow> rows;
         while (st->step()) {
-            rows.push_back({st->int64(0), st->int64(1), st->int64(2), st->text(3), st->text(4), st->text(5), st->text(6)});
+            rows.push_back({st->int64(0), st->int64(1), st->int64(2), st->text(3), st->text(4),
+                            st->text(5), st->text(6)});
         }
         return rows;
     });

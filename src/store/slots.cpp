@@ -20,7 +20,8 @@ void SlotsRepo::sync(const std::vector<std::string>& configured) {
         Scoped list(m_db, "SELECT name FROM slots WHERE state <> 'busy'");
         while (list->step()) {
             std::string n = list->text(0);
-            if (std::find(configured.begin(), configured.end(), n) == configured.end()) gone.push_back(n);
+            if (std::find(configured.begin(), configured.end(), n) == configured.end())
+                gone.push_back(n);
         }
     }
     Scoped del(m_db, "DELETE FROM slots WHERE name = ?");
@@ -39,21 +40,26 @@ std::vector<std::string> SlotsRepo::free_undrained() {
 }
 
 bool SlotsRepo::take(const std::string& name, std::int64_t job_id, const std::string& expires_at) {
-    Scoped st(m_db, "UPDATE slots SET state = 'busy', job_id = ?, lease_expires_at = ? WHERE name = ? AND state = 'idle'");
+    Scoped st(m_db,
+              "UPDATE slots SET state = 'busy', job_id = ?, lease_expires_at = ? WHERE name = ? "
+              "AND state = 'idle'");
     st->bind(1, job_id).bind(2, expires_at).bind(3, name);
     st->run();
     return m_db.changes() == 1;
 }
 
-void SlotsRepo::take_offline(const std::string& name, const std::string& health_json, const std::string& next_check_at) {
+void SlotsRepo::take_offline(const std::string& name, const std::string& health_json,
+                             const std::string& next_check_at) {
     Scoped st(m_db,
-              "UPDATE slots SET state = 'offline', job_id = NULL, lease_expires_at = NULL, last_health = ?, "
+              "UPDATE slots SET state = 'offline', job_id = NULL, lease_expires_at = NULL, "
+              "last_health = ?, "
               "next_health_at = ? WHERE name = ?");
     st->bind(1, health_json).bind(2, next_check_at).bind(3, name);
     st->run();
 }
 
-void SlotsRepo::give_back(const std::string& name, std::int64_t job_id, const std::optional<std::string>& health_json) {
+void SlotsRepo::give_back(const std::string& name, std::int64_t job_id,
+                          const std::optional<std::string>& health_json) {
     Scoped st(m_db,
               "UPDATE slots SET state = 'idle', job_id = NULL, lease_expires_at = NULL, "
               "last_health = coalesce(?, last_health) WHERE name = ? AND job_id = ?");
@@ -62,7 +68,9 @@ void SlotsRepo::give_back(const std::string& name, std::int64_t job_id, const st
 }
 
 void SlotsRepo::free_all_busy() {
-    m_db.exec("UPDATE slots SET state = 'idle', job_id = NULL, lease_expires_at = NULL WHERE state = 'busy'");
+    m_db.exec(
+        "UPDATE slots SET state = 'idle', job_id = NULL, lease_expires_at = NULL WHERE state = "
+        "'busy'");
 }
 
 void SlotsRepo::renew_lease(std::int64_t job_id, const std::string& expires_at) {
@@ -80,7 +88,9 @@ std::vector<LapsedLease> SlotsRepo::lapsed(const std::string& now) {
 }
 
 void SlotsRepo::free_busy(const std::string& name) {
-    Scoped st(m_db, "UPDATE slots SET state = 'idle', job_id = NULL, lease_expires_at = NULL WHERE name = ? AND state = 'busy'");
+    Scoped st(m_db,
+              "UPDATE slots SET state = 'idle', job_id = NULL, lease_expires_at = NULL WHERE name "
+              "= ? AND state = 'busy'");
     st->bind(1, name);
     st->run();
 }
@@ -94,7 +104,9 @@ std::vector<std::string> SlotsRepo::due_for_recheck(const std::string& now) {
 }
 
 std::optional<std::string> SlotsRepo::next_recheck_at(const std::string& now) {
-    Scoped st(m_db, "SELECT min(next_health_at) FROM slots WHERE state = 'offline' AND next_health_at > ?");
+    Scoped st(
+        m_db,
+        "SELECT min(next_health_at) FROM slots WHERE state = 'offline' AND next_health_at > ?");
     st->bind(1, now);
     if (!st->step()) return std::nullopt;
     return st->opt_text(0);
@@ -103,7 +115,8 @@ std::optional<std::string> SlotsRepo::next_recheck_at(const std::string& now) {
 void SlotsRepo::record_recheck(const std::string& name, bool ok, const std::string& health_json,
                                const std::string& next_check_at) {
     Scoped st(m_db,
-              "UPDATE slots SET state = CASE WHEN ? THEN 'idle' ELSE 'offline' END, last_health = ?, next_health_at = ? "
+              "UPDATE slots SET state = CASE WHEN ? THEN 'idle' ELSE 'offline' END, last_health = "
+              "?, next_health_at = ? "
               "WHERE name = ? AND state = 'offline'");
     st->bind(1, std::int64_t{ok}).bind(2, health_json).bind(3, next_check_at).bind(4, name);
     st->run();

@@ -20,24 +20,31 @@ namespace {
 void sqlite_log(void*, int code, const char* msg) {
     // SQLite's own diagnostics (never bound values): warnings for notices, errors otherwise.
     int primary = code & 0xff;
-    if (primary == SQLITE_NOTICE || primary == SQLITE_WARNING) spdlog::debug("sqlite code={} {}", code, msg);
-    else if (primary != SQLITE_BUSY && primary != SQLITE_CONSTRAINT) spdlog::warn("sqlite code={} {}", code, msg);
+    if (primary == SQLITE_NOTICE || primary == SQLITE_WARNING)
+        spdlog::debug("sqlite code={} {}", code, msg);
+    else if (primary != SQLITE_BUSY && primary != SQLITE_CONSTRAINT)
+        spdlog::warn("sqlite code={} {}", code, msg);
 }
 
 }  // namespace
 
 std::string SqlError::kind() const {
     switch (m_code & 0xff) {
-        case SQLITE_FULL: return "storage_full";
+        case SQLITE_FULL:
+            return "storage_full";
         case SQLITE_BUSY:
-        case SQLITE_LOCKED: return "storage_busy";
-        case SQLITE_READONLY: return "storage_readonly";
-        default: return "storage";
+        case SQLITE_LOCKED:
+            return "storage_busy";
+        case SQLITE_READONLY:
+            return "storage_readonly";
+        default:
+            return "storage";
     }
 }
 
 Stmt::Stmt(sqlite3* db, std::string_view sql) : m_db(db) {
-    int rc = sqlite3_prepare_v3(db, sql.data(), static_cast<int>(sql.size()), SQLITE_PREPARE_PERSISTENT, &m_stmt, nullptr);
+    int rc = sqlite3_prepare_v3(db, sql.data(), static_cast<int>(sql.size()),
+                                SQLITE_PREPARE_PERSISTENT, &m_stmt, nullptr);
     if (rc != SQLITE_OK) fail(db, rc, "prepare");
 }
 
@@ -51,7 +58,9 @@ Stmt& Stmt::operator=(Stmt&& o) noexcept {
     return *this;
 }
 
-Stmt::~Stmt() { sqlite3_finalize(m_stmt); }
+Stmt::~Stmt() {
+    sqlite3_finalize(m_stmt);
+}
 
 Stmt& Stmt::bind(int i, std::int64_t v) {
     if (int rc = sqlite3_bind_int64(m_stmt, i, v); rc != SQLITE_OK) fail(m_db, rc, "bind");
@@ -62,7 +71,9 @@ Stmt& Stmt::bind(int i, double v) {
     return *this;
 }
 Stmt& Stmt::bind(int i, std::string_view v) {
-    if (int rc = sqlite3_bind_text(m_stmt, i, v.data(), static_cast<int>(v.size()), SQLITE_TRANSIENT); rc != SQLITE_OK)
+    if (int rc =
+            sqlite3_bind_text(m_stmt, i, v.data(), static_cast<int>(v.size()), SQLITE_TRANSIENT);
+        rc != SQLITE_OK)
         fail(m_db, rc, "bind");
     return *this;
 }
@@ -71,7 +82,9 @@ Stmt& Stmt::bind(int i, std::nullopt_t) {
     return *this;
 }
 Stmt& Stmt::bind_blob(int i, std::string_view v) {
-    if (int rc = sqlite3_bind_blob(m_stmt, i, v.data(), static_cast<int>(v.size()), SQLITE_TRANSIENT); rc != SQLITE_OK)
+    if (int rc =
+            sqlite3_bind_blob(m_stmt, i, v.data(), static_cast<int>(v.size()), SQLITE_TRANSIENT);
+        rc != SQLITE_OK)
         fail(m_db, rc, "bind");
     return *this;
 }
@@ -94,9 +107,15 @@ void Stmt::reset() noexcept {
     sqlite3_clear_bindings(m_stmt);
 }
 
-bool Stmt::is_null(int col) const { return sqlite3_column_type(m_stmt, col) == SQLITE_NULL; }
-std::int64_t Stmt::int64(int col) const { return sqlite3_column_int64(m_stmt, col); }
-double Stmt::real(int col) const { return sqlite3_column_double(m_stmt, col); }
+bool Stmt::is_null(int col) const {
+    return sqlite3_column_type(m_stmt, col) == SQLITE_NULL;
+}
+std::int64_t Stmt::int64(int col) const {
+    return sqlite3_column_int64(m_stmt, col);
+}
+double Stmt::real(int col) const {
+    return sqlite3_column_double(m_stmt, col);
+}
 std::optional<std::int64_t> Stmt::opt_int64(int col) const {
     if (is_null(col)) return std::nullopt;
     return int64(col);
@@ -104,7 +123,8 @@ std::optional<std::int64_t> Stmt::opt_int64(int col) const {
 std::string Stmt::text(int col) const {
     auto* p = sqlite3_column_blob(m_stmt, col);
     int n = sqlite3_column_bytes(m_stmt, col);
-    return p ? std::string(static_cast<const char*>(p), static_cast<std::size_t>(n)) : std::string();
+    return p ? std::string(static_cast<const char*>(p), static_cast<std::size_t>(n))
+             : std::string();
 }
 std::optional<std::string> Stmt::opt_text(int col) const {
     if (is_null(col)) return std::nullopt;
@@ -122,7 +142,8 @@ Result<std::unique_ptr<Db>> Db::open(const std::filesystem::path& path, OpenOpti
     }();
     (void)k_log_installed;
     sqlite3* raw = nullptr;
-    int flags = opts.read_only ? SQLITE_OPEN_READONLY : (SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE);
+    int flags =
+        opts.read_only ? SQLITE_OPEN_READONLY : (SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE);
     flags |= SQLITE_OPEN_NOMUTEX;
     if (!opts.read_only) {
         // A new database is the daemon's alone (0600; SQLite gives its -wal and -shm files the
@@ -180,10 +201,16 @@ void Db::reset_cached() {
     for (auto& [sql, st] : m_cache) st.reset();
 }
 
-std::int64_t Db::last_insert_rowid() const { return sqlite3_last_insert_rowid(m_db); }
-int Db::changes() const { return sqlite3_changes(m_db); }
+std::int64_t Db::last_insert_rowid() const {
+    return sqlite3_last_insert_rowid(m_db);
+}
+int Db::changes() const {
+    return sqlite3_changes(m_db);
+}
 
-Transaction::Transaction(Db& db) : m_db(db) { m_db.exec("BEGIN IMMEDIATE"); }
+Transaction::Transaction(Db& db) : m_db(db) {
+    m_db.exec("BEGIN IMMEDIATE");
+}
 
 Transaction::~Transaction() {
     if (!m_done) {

@@ -17,7 +17,8 @@ template <class E>
 E vocab_column(const Stmt& st, int col, const char* what) {
     const std::string text = st.text(col);
     if (auto e = from_string<E>(text)) return *e;
-    throw SqlError(SQLITE_CORRUPT, std::string(what) + " holds '" + text + "', not one of its names");
+    throw SqlError(SQLITE_CORRUPT,
+                   std::string(what) + " holds '" + text + "', not one of its names");
 }
 
 /// As vocab_column(), but NULL or "" (a column not set yet) is nullopt.

@@ -34,19 +34,23 @@ std::atomic<std::uint64_t> g_file_writes{0};
 // The object SQLite allocates for each open file (szOsFile bytes): ours first, the real
 // file's after it.
 struct File {
-    sqlite3_file base;          // must be first: SQLite sees this
-    sqlite3_file* real;         // the unix VFS's file, inside the same allocation
-    bool wal;                   // the WAL: its appends are collected
-    File* wal_file;             // a database: its WAL's File while open
-    File* database;             // a WAL: its database's File while open
-    std::string* pending;       // a WAL: the writes not yet in the file
-    sqlite3_int64 pending_at;   // the file offset of pending's first byte
+    sqlite3_file base;         // must be first: SQLite sees this
+    sqlite3_file* real;        // the unix VFS's file, inside the same allocation
+    bool wal;                  // the WAL: its appends are collected
+    File* wal_file;            // a database: its WAL's File while open
+    File* database;            // a WAL: its database's File while open
+    std::string* pending;      // a WAL: the writes not yet in the file
+    sqlite3_int64 pending_at;  // the file offset of pending's first byte
 };
 
 constexpr std::size_t k_real_offset = (sizeof(File) + 15) & ~std::size_t(15);
 
-File* as_file(sqlite3_file* f) { return reinterpret_cast<File*>(f); }
-const sqlite3_io_methods* real_methods(File* f) { return f->real->pMethods; }
+File* as_file(sqlite3_file* f) {
+    return reinterpret_cast<File*>(f);
+}
+const sqlite3_io_methods* real_methods(File* f) {
+    return f->real->pMethods;
+}
 
 int flush(File* f) {
     if (!f->wal || f->pending->empty()) return SQLITE_OK;
@@ -89,7 +93,8 @@ int x_write(sqlite3_file* file, const void* data, int amount, sqlite3_int64 offs
     g_wal_writes.fetch_add(1, std::memory_order_relaxed);
     const auto n = static_cast<std::size_t>(amount);
     std::string& pending = *f->pending;
-    const bool appends = !pending.empty() && offset == f->pending_at + static_cast<sqlite3_int64>(pending.size());
+    const bool appends =
+        !pending.empty() && offset == f->pending_at + static_cast<sqlite3_int64>(pending.size());
     if (!appends || pending.size() + n > k_max_buffer) {
         // Anything but the next bytes of the same run goes out in order: the collected bytes
         // first, then these (a frame rewritten in its own transaction, the header of a
@@ -123,8 +128,12 @@ int x_file_size(sqlite3_file* file, sqlite3_int64* size) {
     return real_methods(f)->xFileSize(f->real, size);
 }
 
-int x_lock(sqlite3_file* file, int level) { return real_methods(as_file(file))->xLock(as_file(file)->real, level); }
-int x_unlock(sqlite3_file* file, int level) { return real_methods(as_file(file))->xUnlock(as_file(file)->real, level); }
+int x_lock(sqlite3_file* file, int level) {
+    return real_methods(as_file(file))->xLock(as_file(file)->real, level);
+}
+int x_unlock(sqlite3_file* file, int level) {
+    return real_methods(as_file(file))->xUnlock(as_file(file)->real, level);
+}
 int x_check_reserved_lock(sqlite3_file* file, int* out) {
     return real_methods(as_file(file))->xCheckReservedLock(as_file(file)->real, out);
 }
@@ -135,7 +144,9 @@ int x_file_control(sqlite3_file* file, int op, void* arg) {
     return real_methods(f)->xFileControl(f->real, op, arg);
 }
 
-int x_sector_size(sqlite3_file* file) { return real_methods(as_file(file))->xSectorSize(as_file(file)->real); }
+int x_sector_size(sqlite3_file* file) {
+    return real_methods(as_file(file))->xSectorSize(as_file(file)->real);
+}
 int x_device_characteristics(sqlite3_file* file) {
     return real_methods(as_file(file))->xDeviceCharacteristics(as_file(file)->real);
 }
@@ -145,7 +156,8 @@ int x_shm_map(sqlite3_file* file, int region, int size, int extend, void volatil
 }
 int x_shm_lock(sqlite3_file* file, int offset, int n, int flags) {
     File* f = as_file(file);
-    if (f->wal_file && (flags & SQLITE_SHM_UNLOCK) && offset <= k_wal_write_lock && offset + n > k_wal_write_lock) {
+    if (f->wal_file && (flags & SQLITE_SHM_UNLOCK) && offset <= k_wal_write_lock &&
+        offset + n > k_wal_write_lock) {
         // Whatever was written under the write lock is in the file before another connection
         // can take it, as without this VFS: frames a rolled-back transaction spilled would
         // otherwise reach the file later, over frames another writer committed at the same
@@ -166,7 +178,10 @@ void x_shm_barrier(sqlite3_file* file) {
     File* f = as_file(file);
     if (f->wal_file) {
         if (int rc = flush(f->wal_file); rc != SQLITE_OK) {
-            std::fprintf(stderr, "crcrd-wal: WAL frames could not be written before their commit was published (SQLite code %d)\n", rc);
+            std::fprintf(stderr,
+                         "crcrd-wal: WAL frames could not be written before their commit was "
+                         "published (SQLite code %d)\n",
+                         rc);
             std::abort();
         }
     }
@@ -214,13 +229,17 @@ sqlite3_io_methods methods_of_version(int version) {
     return m;
 }
 
-const sqlite3_io_methods k_methods[3] = {methods_of_version(1), methods_of_version(2), methods_of_version(3)};
+const sqlite3_io_methods k_methods[3] = {methods_of_version(1), methods_of_version(2),
+                                         methods_of_version(3)};
 
 bool is_ours(const sqlite3_file* f) {
-    return f && (f->pMethods == &k_methods[0] || f->pMethods == &k_methods[1] || f->pMethods == &k_methods[2]);
+    return f && (f->pMethods == &k_methods[0] || f->pMethods == &k_methods[1] ||
+                 f->pMethods == &k_methods[2]);
 }
 
-sqlite3_vfs* real_vfs(sqlite3_vfs* vfs) { return static_cast<sqlite3_vfs*>(vfs->pAppData); }
+sqlite3_vfs* real_vfs(sqlite3_vfs* vfs) {
+    return static_cast<sqlite3_vfs*>(vfs->pAppData);
+}
 
 int x_open(sqlite3_vfs* vfs, sqlite3_filename name, sqlite3_file* file, int flags, int* out_flags) {
     File* f = as_file(file);
@@ -261,15 +280,27 @@ int x_access(sqlite3_vfs* vfs, const char* name, int flags, int* out) {
 int x_full_pathname(sqlite3_vfs* vfs, const char* name, int n, char* out) {
     return real_vfs(vfs)->xFullPathname(real_vfs(vfs), name, n, out);
 }
-void* x_dl_open(sqlite3_vfs* vfs, const char* name) { return real_vfs(vfs)->xDlOpen(real_vfs(vfs), name); }
-void x_dl_error(sqlite3_vfs* vfs, int n, char* out) { real_vfs(vfs)->xDlError(real_vfs(vfs), n, out); }
+void* x_dl_open(sqlite3_vfs* vfs, const char* name) {
+    return real_vfs(vfs)->xDlOpen(real_vfs(vfs), name);
+}
+void x_dl_error(sqlite3_vfs* vfs, int n, char* out) {
+    real_vfs(vfs)->xDlError(real_vfs(vfs), n, out);
+}
 void (*x_dl_sym(sqlite3_vfs* vfs, void* handle, const char* symbol))(void) {
     return real_vfs(vfs)->xDlSym(real_vfs(vfs), handle, symbol);
 }
-void x_dl_close(sqlite3_vfs* vfs, void* handle) { real_vfs(vfs)->xDlClose(real_vfs(vfs), handle); }
-int x_randomness(sqlite3_vfs* vfs, int n, char* out) { return real_vfs(vfs)->xRandomness(real_vfs(vfs), n, out); }
-int x_sleep(sqlite3_vfs* vfs, int micros) { return real_vfs(vfs)->xSleep(real_vfs(vfs), micros); }
-int x_current_time(sqlite3_vfs* vfs, double* out) { return real_vfs(vfs)->xCurrentTime(real_vfs(vfs), out); }
+void x_dl_close(sqlite3_vfs* vfs, void* handle) {
+    real_vfs(vfs)->xDlClose(real_vfs(vfs), handle);
+}
+int x_randomness(sqlite3_vfs* vfs, int n, char* out) {
+    return real_vfs(vfs)->xRandomness(real_vfs(vfs), n, out);
+}
+int x_sleep(sqlite3_vfs* vfs, int micros) {
+    return real_vfs(vfs)->xSleep(real_vfs(vfs), micros);
+}
+int x_current_time(sqlite3_vfs* vfs, double* out) {
+    return real_vfs(vfs)->xCurrentTime(real_vfs(vfs), out);
+}
 int x_get_last_error(sqlite3_vfs* vfs, int n, char* out) {
     return real_vfs(vfs)->xGetLastError(real_vfs(vfs), n, out);
 }
@@ -281,7 +312,8 @@ sqlite3_vfs* registered() {
     static sqlite3_vfs* vfs = [] {
         sqlite3_initialize();
         sqlite3_vfs* unix_vfs = sqlite3_vfs_find("unix");
-        if (!unix_vfs || unix_vfs->iVersion < 2) throw std::runtime_error("SQLite has no unix VFS of version 2 or later");
+        if (!unix_vfs || unix_vfs->iVersion < 2)
+            throw std::runtime_error("SQLite has no unix VFS of version 2 or later");
         static sqlite3_vfs v{};
         v.iVersion = 2;
         v.szOsFile = static_cast<int>(k_real_offset) + unix_vfs->szOsFile;
@@ -302,7 +334,8 @@ sqlite3_vfs* registered() {
         v.xGetLastError = x_get_last_error;
         v.xCurrentTimeInt64 = x_current_time_int64;
         if (int rc = sqlite3_vfs_register(&v, 0); rc != SQLITE_OK) {
-            throw std::runtime_error(std::string("cannot register SQLite VFS: ") + sqlite3_errstr(rc));
+            throw std::runtime_error(std::string("cannot register SQLite VFS: ") +
+                                     sqlite3_errstr(rc));
         }
         return &v;
     }();
@@ -311,7 +344,9 @@ sqlite3_vfs* registered() {
 
 }  // namespace
 
-const char* name() { return registered()->zName; }
+const char* name() {
+    return registered()->zName;
+}
 
 }  // namespace crcrd::store::wal_vfs
 

@@ -14,7 +14,8 @@
 
 namespace crcrd::store {
 
-Result<std::unique_ptr<Writer>> open_writer(const std::filesystem::path& path, int busy_timeout_ms, WriterOptions opts) {
+Result<std::unique_ptr<Writer>> open_writer(const std::filesystem::path& path, int busy_timeout_ms,
+                                            WriterOptions opts) {
     OpenOptions o;
     o.busy_timeout_ms = busy_timeout_ms;
     auto db = Db::open(path, o);
@@ -23,7 +24,8 @@ Result<std::unique_ptr<Writer>> open_writer(const std::filesystem::path& path, i
     return std::make_unique<Writer>(std::move(*db), std::move(opts));
 }
 
-Writer::Writer(std::unique_ptr<Db> db, WriterOptions opts) : m_db(std::move(db)), m_opts(std::move(opts)) {
+Writer::Writer(std::unique_ptr<Db> db, WriterOptions opts)
+    : m_db(std::move(db)), m_opts(std::move(opts)) {
     if (!m_opts.checkpoint_path.empty()) {
         auto cp = Db::open(m_opts.checkpoint_path);
         if (cp) {
@@ -38,7 +40,8 @@ Writer::Writer(std::unique_ptr<Db> db, WriterOptions opts) : m_db(std::move(db))
             // After each commit, with the log's length in frames since it was last restarted
             // (none when the limit is not a size: 0 trims to the minimum, -1 never).
             if (m_opts.wal_size_limit > 0) {
-                m_catch_up_frames = std::max<std::int64_t>(1, m_opts.wal_size_limit * 3 / 4 / (page_size + 24));
+                m_catch_up_frames =
+                    std::max<std::int64_t>(1, m_opts.wal_size_limit * 3 / 4 / (page_size + 24));
                 sqlite3_wal_hook(
                     m_db->handle(),
                     [](void* self, sqlite3*, const char*, int frames) noexcept {
@@ -51,7 +54,8 @@ Writer::Writer(std::unique_ptr<Db> db, WriterOptions opts) : m_db(std::move(db))
                     },
                     this);
             }
-            m_checkpointer = std::thread([this, c = std::move(*cp)]() mutable { checkpoint_loop(std::move(c)); });
+            m_checkpointer = std::thread(
+                [this, c = std::move(*cp)]() mutable { checkpoint_loop(std::move(c)); });
         } else {
             spdlog::warn("storage: checkpoints stay in the writer: {}", cp.error().message);
         }
@@ -59,7 +63,9 @@ Writer::Writer(std::unique_ptr<Db> db, WriterOptions opts) : m_db(std::move(db))
     m_thread = std::thread([this] { loop(); });
 }
 
-Writer::~Writer() { stop(); }
+Writer::~Writer() {
+    stop();
+}
 
 void Writer::log_length(std::int64_t frames) {
     if (frames < m_catch_up_frames) return;
@@ -106,7 +112,9 @@ void Writer::checkpoint_loop(std::unique_ptr<Db> db) {
     // writer's journal_size_limit trims it.
     auto& st = db->cached("PRAGMA wal_checkpoint(PASSIVE)");
     struct Pass {
-        std::int64_t log = 0, done = 0;  // the log's frames at the pass's start, those in the database after it
+        std::int64_t log = 0,
+                     done =
+                         0;  // the log's frames at the pass's start, those in the database after it
     };
     auto pass = [&]() -> std::optional<Pass> {
         try {
@@ -127,7 +135,8 @@ void Writer::checkpoint_loop(std::unique_ptr<Db> db) {
     };
     // A pass that copied at most this many frames is short enough to hold the writer for the
     // next one (256 frames, 1 MiB, 1-11 ms on the bench machine).
-    const std::int64_t short_pass = std::clamp<std::int64_t>(m_catch_up_frames / 8, 1, kCatchUpFrames);
+    const std::int64_t short_pass =
+        std::clamp<std::int64_t>(m_catch_up_frames / 8, 1, kCatchUpFrames);
     bool tried = false;
     for (;;) {
         bool catch_up = false;
@@ -136,8 +145,11 @@ void Writer::checkpoint_loop(std::unique_ptr<Db> db) {
             // After a catch-up, the next one waits a fifth of the interval: a reader that
             // keeps frames out (or takes a read slot as the held batch begins, which makes
             // SQLite skip the restart) would otherwise make every commit start one.
-            if (tried && m_stop_cv.wait_for(lk, m_opts.checkpoint_interval / 5, [&] { return m_stopping; })) break;
-            if (m_stop_cv.wait_for(lk, m_opts.checkpoint_interval, [&] { return m_stopping || m_catch_up; }) &&
+            if (tried &&
+                m_stop_cv.wait_for(lk, m_opts.checkpoint_interval / 5, [&] { return m_stopping; }))
+                break;
+            if (m_stop_cv.wait_for(lk, m_opts.checkpoint_interval,
+                                   [&] { return m_stopping || m_catch_up; }) &&
                 m_stopping) {
                 break;
             }
@@ -305,7 +317,8 @@ void Writer::commit_batch(std::deque<Item>& batch) {
         tx.commit();
         m_db->reset_cached();  // a statement stepped but not finished would pin the WAL
     } catch (const SqlError& e) {
-        spdlog::error("storage commit failed batch={} code={} error=\"{}\"", batch.size(), e.code(), e.what());
+        spdlog::error("storage commit failed batch={} code={} error=\"{}\"", batch.size(), e.code(),
+                      e.what());
         batch_status = make_error(e.kind(), e.what());
     } catch (const std::exception& e) {
         spdlog::error("storage batch failed: {}", e.what());

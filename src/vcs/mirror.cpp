@@ -37,24 +37,28 @@ std::string include_section(const std::string& text) {
         start = end + 1;
         if (line.size() < 8 || line.front() != '[') continue;
         std::string name = line.substr(1, 7);
-        std::transform(name.begin(), name.end(), name.begin(), [](unsigned char c) { return std::tolower(c); });
+        std::transform(name.begin(), name.end(), name.begin(),
+                       [](unsigned char c) { return std::tolower(c); });
         if (name == "include") return line;
     }
     return {};
 }
 
 /// Every git command crcrd runs, `git WHERE... ARGS...` (args[0] the subcommand).
-Result<SubprocessResult> run_git(const std::vector<std::string>& where, const std::vector<std::string>& args,
+Result<SubprocessResult> run_git(const std::vector<std::string>& where,
+                                 const std::vector<std::string>& args,
                                  std::chrono::milliseconds timeout) {
     // Whatever a repository's config says, no hook and no fsmonitor runs: hooksPath names a
     // file, so no hook is ever found under it. No system or user configuration, no prompts.
-    std::vector<std::string> argv = {"git", "-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false"};
+    std::vector<std::string> argv = {"git", "-c", "core.hooksPath=/dev/null", "-c",
+                                     "core.fsmonitor=false"};
     argv.insert(argv.end(), where.begin(), where.end());
     argv.insert(argv.end(), args.begin(), args.end());
     SubprocessOptions o;
     o.timeout = timeout;
-    o.env = std::vector<std::string>{"PATH=/usr/local/bin:/usr/bin:/bin", "GIT_TERMINAL_PROMPT=0", "GIT_CONFIG_NOSYSTEM=1",
-                                     "GIT_CONFIG_GLOBAL=/dev/null", "HOME=/nonexistent", "LANG=C"};
+    o.env = std::vector<std::string>{
+        "PATH=/usr/local/bin:/usr/bin:/bin", "GIT_TERMINAL_PROMPT=0", "GIT_CONFIG_NOSYSTEM=1",
+        "GIT_CONFIG_GLOBAL=/dev/null",       "HOME=/nonexistent",     "LANG=C"};
     auto r = run_subprocess(argv, o);
     if (!r) return r.error();
     const std::string& what = args.front();
@@ -85,8 +89,9 @@ Result<SubprocessResult> git(const config::UpstreamConfig& up, std::vector<std::
     // own config is the daemon's alone (docs/security.md).
     if (auto text = read_file(up.mirror / "config", 1 << 20)) {
         if (auto section = include_section(*text); !section.empty()) {
-            return make_error("git", "the mirror's config " + (up.mirror / "config").string() + " has " + section +
-                                         ": crcrd uses no config includes in its mirror; remove it");
+            return make_error(
+                "git", "the mirror's config " + (up.mirror / "config").string() + " has " +
+                           section + ": crcrd uses no config includes in its mirror; remove it");
         }
     }
     return run_git({"--git-dir=" + up.mirror.string()}, args, up.git_timeout);
@@ -118,15 +123,19 @@ Status fetch(const config::UpstreamConfig& up, const std::vector<std::string>& r
     for (const auto& r : revs)
         if (!has_commit(up, r)) missing.push_back(r);
     if (missing.empty()) return Ok{};
-    if (up.remote.empty()) return make_error("git", "upstream.remote is not set and the mirror lacks " + missing.front());
-    std::vector<std::string> args = {"fetch", "--quiet", "--no-tags", "--no-write-fetch-head", up.remote};
+    if (up.remote.empty())
+        return make_error("git",
+                          "upstream.remote is not set and the mirror lacks " + missing.front());
+    std::vector<std::string> args = {"fetch", "--quiet", "--no-tags", "--no-write-fetch-head",
+                                     up.remote};
     args.insert(args.end(), missing.begin(), missing.end());
     auto r = git(up, args);
     if (!r) return r.error();
     return Ok{};
 }
 
-Status add_checkout(const config::UpstreamConfig& up, const std::filesystem::path& dest, const std::string& sha) {
+Status add_checkout(const config::UpstreamConfig& up, const std::filesystem::path& dest,
+                    const std::string& sha) {
     if (up.mirror.empty()) return make_error("git", "no upstream.mirror configured");
     if (auto s = ensure_mirror(up); !s) return s;
     if (auto s = fetch(up, {sha}); !s) return s;
@@ -157,7 +166,8 @@ Result<std::string> newest_sha(const config::UpstreamConfig& up, const std::stri
     if (auto s = ensure_mirror(up); !s) return s.error();
     const std::string full = "refs/heads/" + ref;
     if (!up.remote.empty()) {
-        auto f = git(up, {"fetch", "--quiet", "--no-tags", "--no-write-fetch-head", up.remote, "+" + full + ":" + full});
+        auto f = git(up, {"fetch", "--quiet", "--no-tags", "--no-write-fetch-head", up.remote,
+                          "+" + full + ":" + full});
         if (!f) return f.error();
     }
     auto r = git(up, {"rev-parse", "--verify", full + "^{commit}"});
@@ -165,17 +175,19 @@ Result<std::string> newest_sha(const config::UpstreamConfig& up, const std::stri
     return trim(r->out);
 }
 
-Result<std::vector<std::string>> changed_paths(const config::UpstreamConfig& up, const std::string& base,
-                                               const std::string& sha) {
+Result<std::vector<std::string>> changed_paths(const config::UpstreamConfig& up,
+                                               const std::string& base, const std::string& sha) {
     if (auto s = ensure_mirror(up); !s) return s.error();
     std::vector<std::string> want = {sha};
     if (base.rfind("refs/", 0) == 0) {
         // A branch is fetched into the mirror under its own name, so it can be compared.
         if (!up.remote.empty()) {
-            auto r = git(up, {"fetch", "--quiet", "--no-tags", "--no-write-fetch-head", up.remote, "+" + base + ":" + base});
+            auto r = git(up, {"fetch", "--quiet", "--no-tags", "--no-write-fetch-head", up.remote,
+                              "+" + base + ":" + base});
             if (!r) return r.error();
         } else if (!has_commit(up, base)) {
-            return make_error("git", "the mirror has no " + base + " and upstream.remote is not set");
+            return make_error("git",
+                              "the mirror has no " + base + " and upstream.remote is not set");
         }
     } else {
         want.push_back(base);
@@ -190,9 +202,12 @@ Result<std::vector<std::string>> changed_paths(const config::UpstreamConfig& up,
     return lines_z(diff->out);
 }
 
-Result<std::vector<FirstParentCommit>> first_parent_commits(const config::UpstreamConfig& up, const std::string& from,
-                                                            const std::string& to, std::size_t max) {
-    auto r = git(up, {"rev-list", "--first-parent", "--parents", "--max-count=" + std::to_string(max), from + ".." + to});
+Result<std::vector<FirstParentCommit>> first_parent_commits(const config::UpstreamConfig& up,
+                                                            const std::string& from,
+                                                            const std::string& to,
+                                                            std::size_t max) {
+    auto r = git(up, {"rev-list", "--first-parent", "--parents",
+                      "--max-count=" + std::to_string(max), from + ".." + to});
     if (!r) return r.error();
     std::vector<FirstParentCommit> out;
     std::istringstream lines(r->out);
@@ -217,10 +232,12 @@ Result<CommitMessage> commit_message(const config::UpstreamConfig& up, const std
     return CommitMessage{out.substr(0, nul), out.substr(nul + 1)};
 }
 
-Result<std::vector<std::string>> commit_paths(const config::UpstreamConfig& up, const std::string& sha,
-                                              const std::string& parent) {
-    auto r = parent.empty() ? git(up, {"diff-tree", "--root", "-r", "--name-only", "--no-commit-id", "-z", sha})
-                            : git(up, {"diff", "--name-only", "--no-renames", "-z", parent, sha});
+Result<std::vector<std::string>> commit_paths(const config::UpstreamConfig& up,
+                                              const std::string& sha, const std::string& parent) {
+    auto r =
+        parent.empty()
+            ? git(up, {"diff-tree", "--root", "-r", "--name-only", "--no-commit-id", "-z", sha})
+            : git(up, {"diff", "--name-only", "--no-renames", "-z", parent, sha});
     if (!r) return r.error();
     return lines_z(r->out);
 }

@@ -18,27 +18,30 @@ using nlohmann::json;
 
 /// main: 24 commits; from `culprit` on the tree has the file `regressed`.
 class History {
-public:
-    History(const std::filesystem::path& dir, std::size_t commits, std::size_t culprit) : m_dir(dir) {
+  public:
+    History(const std::filesystem::path& dir, std::size_t commits, std::size_t culprit)
+        : m_dir(dir) {
         run_test_git({"init", "--quiet", "-b", "main", m_dir.string()});
         for (std::size_t i = 0; i < commits; ++i) {
             write_file(m_dir / ("c" + std::to_string(i) + ".txt"), std::to_string(i) + "\n");
-            if (i == culprit) write_file(m_dir / "regressed", "since commit " + std::to_string(i) + "\n");
+            if (i == culprit)
+                write_file(m_dir / "regressed", "since commit " + std::to_string(i) + "\n");
             run_test_git({"-C", m_dir.string(), "add", "-A"});
-            run_test_git({"-C", m_dir.string(), "commit", "--quiet", "-m", "commit " + std::to_string(i)});
+            run_test_git(
+                {"-C", m_dir.string(), "commit", "--quiet", "-m", "commit " + std::to_string(i)});
             m_shas.push_back(run_test_git({"-C", m_dir.string(), "rev-parse", "HEAD"}));
         }
     }
     const std::string& sha(std::size_t i) const { return m_shas.at(i); }
     const std::filesystem::path& dir() const { return m_dir; }
 
-private:
+  private:
     std::filesystem::path m_dir;
     std::vector<std::string> m_shas;
 };
 
 class BisectTest : public ::testing::Test {
-protected:
+  protected:
     static constexpr std::size_t k_commits = 24;
     static constexpr std::size_t k_culprit = 13;
 
@@ -46,27 +49,38 @@ protected:
         if (auto why = bwrap_unavailable(); !why.empty()) GTEST_SKIP() << why;
         history = std::make_unique<History>(dir.path() / "upstream", k_commits, k_culprit);
         install_ci_script(bin.path());
-        write_file(dir.path() / "selection.yaml",
-                   "tiers:\n"
-                   "  - {name: import, always: true, tests: [ok_import, present_regressed, ok_more]}\n"
-                   "  - {name: smoke, always: true, tests: [ok_smoke]}\n"
-                   "rules: []\n"
-                   "unmatched: nothing\n");
+        write_file(
+            dir.path() / "selection.yaml",
+            "tiers:\n"
+            "  - {name: import, always: true, tests: [ok_import, present_regressed, ok_more]}\n"
+            "  - {name: smoke, always: true, tests: [ok_smoke]}\n"
+            "rules: []\n"
+            "unmatched: nothing\n");
         write_file(dir.path() / "ops.token", "ops-token\n", 0600);
         daemon = std::make_unique<TestDaemon>(
-            dir.path(), "selection: {rules: selection.yaml}\n"
-                        "upstream: {mirror: state/pytorch.git, remote: " + history->dir().string() + "}\n"
-                        "runners:\n"
-                        "  - {name: sim-0, labels: [], health_check: [/bin/true]}\n" +
-                        (runners > 1 ? "  - {name: sim-1, labels: [], health_check: [/bin/true]}\n" : "") +
-                        "execution:\n"
-                        "  command: [" + (bin.path() / "ci.sh").string() + "]\n"
-                        "  work_root: state/work\n"
-                        "  min_free_bytes: 1MiB\n"
-                        "  env: {CI_HOLD: " + hold().string() + "}\n"
-                        "bisect: {max_runs: " + std::to_string(max_runs) + ", refs: [main]}\n"
-                        "report: {file: state/statuses.jsonl, context_prefix: crcr/spyre}\n"
-                        "admin: {tokens: [{name: ops, role: admin, sha256: " + crypto::sha256_hex("ops-token") + "}]}\n");
+            dir.path(),
+            "selection: {rules: selection.yaml}\n"
+            "upstream: {mirror: state/pytorch.git, remote: " +
+                history->dir().string() +
+                "}\n"
+                "runners:\n"
+                "  - {name: sim-0, labels: [], health_check: [/bin/true]}\n" +
+                (runners > 1 ? "  - {name: sim-1, labels: [], health_check: [/bin/true]}\n" : "") +
+                "execution:\n"
+                "  command: [" +
+                (bin.path() / "ci.sh").string() +
+                "]\n"
+                "  work_root: state/work\n"
+                "  min_free_bytes: 1MiB\n"
+                "  env: {CI_HOLD: " +
+                hold().string() +
+                "}\n"
+                "bisect: {max_runs: " +
+                std::to_string(max_runs) +
+                ", refs: [main]}\n"
+                "report: {file: state/statuses.jsonl, context_prefix: crcr/spyre}\n"
+                "admin: {tokens: [{name: ops, role: admin, sha256: " +
+                crypto::sha256_hex("ops-token") + "}]}\n");
         daemon->start();
     }
     std::filesystem::path hold() const { return bin.path() / "hold"; }
@@ -92,7 +106,8 @@ protected:
                 return shown.contains("bisect") && shown["bisect"]["state"] != "running";
             },
             std::chrono::seconds(120)))
-            << shown.dump(2) << "\n" << daemon->log();
+            << shown.dump(2) << "\n"
+            << daemon->log();
         return shown.value("bisect", json::object());
     }
     json get(const std::string& path) {
@@ -101,8 +116,13 @@ protected:
         return r ? json::parse(r->body, nullptr, false) : json();
     }
     std::string ctl(const std::vector<std::string>& args) {
-        std::vector<std::string> argv = {CRCRCTL_BIN, "--url", daemon->url(""), "--cacert", test_certs().ca.string(),
-                                         "--token-file", (dir.path() / "ops.token").string()};
+        std::vector<std::string> argv = {CRCRCTL_BIN,
+                                         "--url",
+                                         daemon->url(""),
+                                         "--cacert",
+                                         test_certs().ca.string(),
+                                         "--token-file",
+                                         (dir.path() / "ops.token").string()};
         argv.insert(argv.end(), args.begin(), args.end());
         std::string out;
         EXPECT_EQ(run_command(argv, &out), 0) << out;
@@ -145,19 +165,24 @@ TEST_F(BisectTest, ATrunkRegressionIsBisectedToItsCulpritWithRunsOfOnlyTheFailin
         ASSERT_LT(index, k_commits) << r.dump();
         EXPECT_EQ(r["verdict"], index >= k_culprit ? "bad" : "good") << r.dump();
         // Only the bisected tier, and in it only the failing test (CRCR_RERUN_FILE).
-        EXPECT_EQ(daemon->text("SELECT group_concat(DISTINCT tier) FROM jobs WHERE run_id=" + id), "import");
-        EXPECT_EQ(daemon->text("SELECT group_concat(DISTINCT name) FROM test_results WHERE job_id IN "
-                               "(SELECT id FROM jobs WHERE attempt = 1 AND run_id=" + id + ")"),
-                  "ci::present_regressed");
+        EXPECT_EQ(daemon->text("SELECT group_concat(DISTINCT tier) FROM jobs WHERE run_id=" + id),
+                  "import");
+        EXPECT_EQ(
+            daemon->text("SELECT group_concat(DISTINCT name) FROM test_results WHERE job_id IN "
+                         "(SELECT id FROM jobs WHERE attempt = 1 AND run_id=" +
+                         id + ")"),
+            "ci::present_regressed");
         // No status of its own.
         EXPECT_EQ(daemon->scalar("SELECT count(*) FROM outbox WHERE run_id=" + id), 0);
     }
     // The bad run's aggregate status names the culprit.
     EXPECT_TRUE(eventually([&] {
-        return daemon->text("SELECT description FROM outbox WHERE run_id=" + std::to_string(bad) +
-                            " AND context='crcr/spyre' ORDER BY id DESC LIMIT 1")
+        return daemon
+                   ->text("SELECT description FROM outbox WHERE run_id=" + std::to_string(bad) +
+                          " AND context='crcr/spyre' ORDER BY id DESC LIMIT 1")
                    .find("culprit " + history->sha(k_culprit).substr(0, 7)) != std::string::npos;
-    })) << daemon->text("SELECT group_concat(description, ' | ') FROM outbox WHERE run_id=" + std::to_string(bad));
+    })) << daemon->text("SELECT group_concat(description, ' | ') FROM outbox WHERE run_id=" +
+                        std::to_string(bad));
     EXPECT_EQ(daemon->text("SELECT state FROM outbox WHERE run_id=" + std::to_string(bad) +
                            " AND context='crcr/spyre' ORDER BY id DESC LIMIT 1"),
               "failure");
@@ -178,7 +203,8 @@ TEST_F(BisectTest, WithASmallBudgetTheBisectionStopsAndNamesTheRangeLeft) {
     EXPECT_TRUE(b["culprit"].is_null());
     EXPECT_EQ(b["runs"].size(), 2u);
     // 23 suspects, halved twice: 6 are left, and the range still holds the culprit.
-    EXPECT_NE(b["reason"].get<std::string>().find("one of 6 commits"), std::string::npos) << b.dump(2);
+    EXPECT_NE(b["reason"].get<std::string>().find("one of 6 commits"), std::string::npos)
+        << b.dump(2);
 }
 
 TEST_F(BisectTest, WithoutABudgetOnlyTheRangeIsReported) {
@@ -210,18 +236,24 @@ TEST_F(BisectTest, ABranchBrokenOverTwoPushesIsBisectedOnceAndCancellingABisectR
     auto bad = push(k_commits - 2, "c-bad");
     EXPECT_EQ(finished(bad), "completed/regression");
     std::string running;
-    ASSERT_TRUE(eventually([&] {
-        running = daemon->text("SELECT coalesce(max(id), '') FROM runs WHERE event='bisect' AND state='running'");
-        return !running.empty();
-    }, std::chrono::seconds(60))) << daemon->log();
+    ASSERT_TRUE(eventually(
+        [&] {
+            running = daemon->text(
+                "SELECT coalesce(max(id), '') FROM runs WHERE event='bisect' AND state='running'");
+            return !running.empty();
+        },
+        std::chrono::seconds(60)))
+        << daemon->log();
     // The next push fails too while the first bisection runs: its range is reported, no second
     // bisection spends devices on the same commits.
     auto again = push(k_commits - 1, "c-again");
     EXPECT_EQ(finished(again), "completed/regression");
     auto second = bisection(again);
     EXPECT_EQ(second["state"], "range") << second.dump(2);
-    EXPECT_NE(second["reason"].get<std::string>().find("(of run " + std::to_string(bad) + ") is bisecting import"),
-              std::string::npos) << second.dump(2);
+    EXPECT_NE(second["reason"].get<std::string>().find("(of run " + std::to_string(bad) +
+                                                       ") is bisecting import"),
+              std::string::npos)
+        << second.dump(2);
     EXPECT_EQ(second["commits"], k_commits - 1);
     ctl({"runs", "cancel", running});
     std::filesystem::remove(hold());

@@ -3,9 +3,9 @@
 // ("crcrctl").
 #include <gtest/gtest.h>
 #include <netinet/in.h>
-#include <nlohmann/json.hpp>
 #include <sys/socket.h>
 #include <unistd.h>
+#include <nlohmann/json.hpp>
 
 #include <set>
 
@@ -31,8 +31,9 @@ struct Ctl {
 Ctl run_ctl(const std::vector<std::string>& args) {
     TempDir tmp;
     const auto err_file = tmp.path() / "stderr";
-    std::vector<std::string> argv = {"/bin/sh", "-c", "err=$1; shift; exec \"$@\" 2>\"$err\"", "sh",
-                                     err_file.string(), CRCRCTL_BIN};
+    std::vector<std::string> argv = {
+        "/bin/sh",         "-c",       "err=$1; shift; exec \"$@\" 2>\"$err\"", "sh",
+        err_file.string(), CRCRCTL_BIN};
     argv.insert(argv.end(), args.begin(), args.end());
     Ctl c;
     c.code = run_command(argv, &c.out);
@@ -42,7 +43,7 @@ Ctl run_ctl(const std::vector<std::string>& args) {
 
 /// A loopback port that refuses connections for as long as this lives: bound, never listening.
 class RefusingPort {
-public:
+  public:
     RefusingPort() {
         m_fd = ::socket(AF_INET, SOCK_STREAM, 0);
         sockaddr_in a{};
@@ -58,7 +59,7 @@ public:
     ~RefusingPort() { ::close(m_fd); }
     std::string url() const { return "https://127.0.0.1:" + std::to_string(m_port); }
 
-private:
+  private:
     int m_fd = -1;
     std::uint16_t m_port = 0;
 };
@@ -71,12 +72,13 @@ std::string joined(const std::vector<std::string>& words) {
 
 TEST(CrcrctlUsage, HelpOnEveryCommandNamesItsOptions) {
     const std::vector<std::pair<std::vector<std::string>, std::vector<std::string>>> commands = {
-        {{}, {"--url", "--token-file", "--cacert", "--version", "runs", "jobs", "runners", "deliveries", "outbox",
-              "recover", "misses", "send", "explain", "Exit status"}},
+        {{},
+         {"--url", "--token-file", "--cacert", "--version", "runs", "jobs", "runners", "deliveries",
+          "outbox", "recover", "misses", "send", "explain", "Exit status"}},
         {{"runs"}, {"list", "show", "cancel", "retry", "trigger"}},
         {{"runs", "list"},
-         {"--state", "queued", "--conclusion", "regression", "--sha", "--pr", "--event", "--since", "--until", "--limit",
-          "--cursor", "--json"}},
+         {"--state", "queued", "--conclusion", "regression", "--sha", "--pr", "--event", "--since",
+          "--until", "--limit", "--cursor", "--json"}},
         {{"runs", "show"}, {"ID", "--json"}},
         {{"runs", "cancel"}, {"ID"}},
         {{"runs", "retry"}, {"ID"}},
@@ -90,7 +92,8 @@ TEST(CrcrctlUsage, HelpOnEveryCommandNamesItsOptions) {
         {{"deliveries"}, {"list"}},
         {{"deliveries", "list"}, {"--verdict", "duplicate", "--limit", "--cursor", "--json"}},
         {{"outbox"}, {"list", "retry"}},
-        {{"outbox", "list"}, {"--state", "dead", "--sink", "--run-id", "--limit", "--cursor", "--json"}},
+        {{"outbox", "list"},
+         {"--state", "dead", "--sink", "--run-id", "--limit", "--cursor", "--json"}},
         {{"outbox", "retry"}, {"ID"}},
         {{"recover"}, {"--list", "--json"}},
         {{"misses"}, {"--run-id", "--test", "--limit", "--cursor", "--json"}},
@@ -105,9 +108,11 @@ TEST(CrcrctlUsage, HelpOnEveryCommandNamesItsOptions) {
         EXPECT_EQ(c.code, 0) << cmd << "\n" << c.err;
         EXPECT_EQ(c.err, "") << cmd;
         // The command's own help, not the top level's.
-        EXPECT_NE(c.out.find(joined({"crcrctl", joined(words)})), std::string::npos) << cmd << "\n" << c.out;
+        EXPECT_NE(c.out.find(joined({"crcrctl", joined(words)})), std::string::npos) << cmd << "\n"
+                                                                                     << c.out;
         EXPECT_NE(c.out.find("--help"), std::string::npos) << cmd << "\n" << c.out;
-        for (const auto& o : options) EXPECT_NE(c.out.find(o), std::string::npos) << cmd << " lacks " << o << "\n" << c.out;
+        for (const auto& o : options)
+            EXPECT_NE(c.out.find(o), std::string::npos) << cmd << " lacks " << o << "\n" << c.out;
     }
     auto v = run_ctl({"--version"});
     EXPECT_EQ(v.code, 0);
@@ -135,11 +140,12 @@ TEST(CrcrctlUsage, UnknownOptionsAndMissingArgumentsAreUsageErrorsFoundBeforeAny
         {{"frobnicate"}, "frobnicate"},
         {{"runs", "frobnicate"}, "frobnicate"},
         {{"send", (dir.path() / "event.json").string()}, "--secret-file"},
-        {{"send", "--secret-file", (dir.path() / "event.json").string(), "--scheme", "carrier-pigeon",
-          (dir.path() / "event.json").string()},
+        {{"send", "--secret-file", (dir.path() / "event.json").string(), "--scheme",
+          "carrier-pigeon", (dir.path() / "event.json").string()},
          "carrier-pigeon"},
         {{"explain", "--changed-files", "-"}, "--rules"},
-        {{"--token-file", (dir.path() / "missing.token").string(), "runs", "list"}, "missing.token"},
+        {{"--token-file", (dir.path() / "missing.token").string(), "runs", "list"},
+         "missing.token"},
     };
     for (const auto& [args, needle] : cases) {
         std::vector<std::string> argv = {"--url", port.url()};
@@ -158,13 +164,14 @@ TEST(CrcrctlUsage, UnknownOptionsAndMissingArgumentsAreUsageErrorsFoundBeforeAny
 }
 
 class AdminCli : public ::testing::Test {
-protected:
+  protected:
     void SetUp() override {
         write_file(dir.path() / "ci" / "ci.sh", k_ci_script, 0755);
         write_file(dir.path() / "selection.yaml",
                    "tiers:\n  - {name: import, always: true, tests: [ok_import]}\n"
                    "  - {name: affected, from_rules: true}\n"
-                   "rules:\n  - {name: fail, paths: [\"fail/**\"], tests: [fail_x]}\nunmatched: nothing\n");
+                   "rules:\n  - {name: fail, paths: [\"fail/**\"], tests: [fail_x]}\nunmatched: "
+                   "nothing\n");
         write_file(dir.path() / "ops.token", "ops-token\n", 0600);
         write_file(dir.path() / "read.token", "read-token\n", 0600);
         daemon = std::make_unique<TestDaemon>(dir.path(), config());
@@ -172,23 +179,31 @@ protected:
     }
     std::string config() {
         return "selection: {rules: selection.yaml}\n"
-            "runners: [{name: sim-0, labels: [sim], health_check: [/bin/true]}]\n"
-            "execution: {command: [ci/ci.sh], work_root: state/work, isolation: none, min_free_bytes: 1MiB, flaky_reruns: 0}\n"
-            "report: {context_prefix: crcr/spyre, file: state/statuses.jsonl}\n"
-            "admin: {tokens: [{name: ops, role: admin, sha256: " + crypto::sha256_hex("ops-token") +
-                "}, {name: viewer, role: read, sha256: " + crypto::sha256_hex("read-token") + "}]}\n";
+               "runners: [{name: sim-0, labels: [sim], health_check: [/bin/true]}]\n"
+               "execution: {command: [ci/ci.sh], work_root: state/work, isolation: none, "
+               "min_free_bytes: 1MiB, flaky_reruns: 0}\n"
+               "report: {context_prefix: crcr/spyre, file: state/statuses.jsonl}\n"
+               "admin: {tokens: [{name: ops, role: admin, sha256: " +
+               crypto::sha256_hex("ops-token") +
+               "}, {name: viewer, role: read, sha256: " + crypto::sha256_hex("read-token") +
+               "}]}\n";
     }
     /// crcrctl with the admin options; returns its exit code, `out` gets stdout and stderr.
-    int ctl(std::vector<std::string> args, std::string* out, const std::string& token = "ops.token") {
-        std::vector<std::string> argv = {CRCRCTL_BIN, "--url", daemon->url(""), "--cacert", test_certs().ca.string()};
-        if (!token.empty()) argv.insert(argv.end(), {"--token-file", (dir.path() / token).string()});
+    int ctl(std::vector<std::string> args, std::string* out,
+            const std::string& token = "ops.token") {
+        std::vector<std::string> argv = {CRCRCTL_BIN, "--url", daemon->url(""), "--cacert",
+                                         test_certs().ca.string()};
+        if (!token.empty())
+            argv.insert(argv.end(), {"--token-file", (dir.path() / token).string()});
         argv.insert(argv.end(), args.begin(), args.end());
         return run_command(argv, out);
     }
     /// ctl() with stdout and stderr apart.
     Ctl ctl2(std::vector<std::string> args, const std::string& token = "ops.token") {
-        std::vector<std::string> argv = {"--url", daemon->url(""), "--cacert", test_certs().ca.string()};
-        if (!token.empty()) argv.insert(argv.end(), {"--token-file", (dir.path() / token).string()});
+        std::vector<std::string> argv = {"--url", daemon->url(""), "--cacert",
+                                         test_certs().ca.string()};
+        if (!token.empty())
+            argv.insert(argv.end(), {"--token-file", (dir.path() / token).string()});
         argv.insert(argv.end(), args.begin(), args.end());
         return run_ctl(argv);
     }
@@ -208,8 +223,12 @@ protected:
         EXPECT_EQ(r->status, 202) << r->body;
         auto run = json::parse(r->body)["run_id"].get<std::int64_t>();
         std::string sql = "SELECT state FROM runs WHERE id=" + std::to_string(run);
-        EXPECT_TRUE(eventually([&] { return daemon->text(sql) == "completed"; }, std::chrono::seconds(60))) << daemon->log();
-        EXPECT_TRUE(eventually([&] { return daemon->scalar("SELECT count(*) FROM outbox WHERE delivery='waiting'") == 0; }));
+        EXPECT_TRUE(
+            eventually([&] { return daemon->text(sql) == "completed"; }, std::chrono::seconds(60)))
+            << daemon->log();
+        EXPECT_TRUE(eventually([&] {
+            return daemon->scalar("SELECT count(*) FROM outbox WHERE delivery='waiting'") == 0;
+        }));
         return run;
     }
     TempDir dir;
@@ -232,7 +251,9 @@ TEST_F(AdminCli, ListsShowsAndActsOnRunsJobsRunnersDeliveriesAndTheOutbox) {
     EXPECT_NE(out.find("affected  1        completed  regression"), std::string::npos) << out;
     EXPECT_NE(out.find("crcr/spyre/affected  failure"), std::string::npos) << out;
 
-    ASSERT_EQ(ctl({"outbox", "list", "--state", "sent", "--run", std::to_string(run), "--json"}, &out), 0) << out;
+    ASSERT_EQ(
+        ctl({"outbox", "list", "--state", "sent", "--run", std::to_string(run), "--json"}, &out), 0)
+        << out;
     auto outbox = json::parse(out);
     ASSERT_FALSE(outbox["items"].empty());
     for (const auto& row : outbox["items"]) {
@@ -263,8 +284,9 @@ TEST_F(AdminCli, ManualRunsOfChosenTiersAndRetriesOfFinishedRuns) {
     auto manual = json::parse(out);
     EXPECT_EQ(manual["tiers"], json::array({"import"}));
     const auto manual_id = std::to_string(manual["run_id"].get<std::int64_t>());
-    ASSERT_TRUE(eventually([&] { return daemon->text("SELECT state FROM runs WHERE id=" + manual_id) == "completed"; },
-                           std::chrono::seconds(60)));
+    ASSERT_TRUE(eventually(
+        [&] { return daemon->text("SELECT state FROM runs WHERE id=" + manual_id) == "completed"; },
+        std::chrono::seconds(60)));
     ASSERT_EQ(ctl({"runs", "show", manual_id, "--json"}, &out), 0) << out;
     auto shown = json::parse(out);
     EXPECT_EQ(shown["event"], "manual");
@@ -278,15 +300,18 @@ TEST_F(AdminCli, ManualRunsOfChosenTiersAndRetriesOfFinishedRuns) {
     auto retry = json::parse(out);
     EXPECT_EQ(retry["retry_of"], first);
     const auto retry_id = std::to_string(retry["run_id"].get<std::int64_t>());
-    ASSERT_TRUE(eventually([&] { return daemon->text("SELECT state FROM runs WHERE id=" + retry_id) == "completed"; },
-                           std::chrono::seconds(60)));
+    ASSERT_TRUE(eventually(
+        [&] { return daemon->text("SELECT state FROM runs WHERE id=" + retry_id) == "completed"; },
+        std::chrono::seconds(60)));
     EXPECT_EQ(daemon->text("SELECT conclusion FROM runs WHERE id=" + retry_id), "regression");
     EXPECT_EQ(daemon->scalar("SELECT count(*) FROM jobs WHERE run_id=" + retry_id), 2);
 
     // Refusals: an unknown tier and a bad SHA are usage errors (the API answers 400), a read
     // token is forbidden, an unknown run is not found.
     EXPECT_EQ(ctl({"runs", "trigger", "--sha", sha, "--tier", "nope"}, &out), 2);
-    EXPECT_NE(out.find("HTTP 400: bad_request: no tier 'nope' in the rules file"), std::string::npos) << out;
+    EXPECT_NE(out.find("HTTP 400: bad_request: no tier 'nope' in the rules file"),
+              std::string::npos)
+        << out;
     EXPECT_EQ(ctl({"runs", "trigger", "--sha", "abc"}, &out), 2);
     EXPECT_NE(out.find("40-character"), std::string::npos) << out;
     EXPECT_EQ(ctl({"runs", "retry", std::to_string(first)}, &out, "read.token"), 4);
@@ -297,14 +322,16 @@ TEST_F(AdminCli, ManualRunsOfChosenTiersAndRetriesOfFinishedRuns) {
 
 TEST_F(AdminCli, RetentionPrunesOldBodiesOutboxRowsAndLogsButKeepsTheHistory) {
     auto run = finished_run({"fail/x.py"}, "cli-old");
-    const auto job = std::to_string(daemon->scalar("SELECT max(id) FROM jobs WHERE run_id=" + std::to_string(run)));
+    const auto job = std::to_string(
+        daemon->scalar("SELECT max(id) FROM jobs WHERE run_id=" + std::to_string(run)));
     const auto log = daemon->text("SELECT log_path FROM jobs WHERE id=" + job);
     ASSERT_TRUE(std::filesystem::exists(log));
     ASSERT_GT(daemon->scalar("SELECT count(*) FROM outbox"), 0);
     EXPECT_EQ(daemon->stop(), 0);
     daemon->write_config(config(), "", ", retention: 1s, prune_interval: 200ms");
     daemon->start();
-    ASSERT_TRUE(eventually([&] { return !std::filesystem::exists(log); }, std::chrono::seconds(30))) << daemon->log();
+    ASSERT_TRUE(eventually([&] { return !std::filesystem::exists(log); }, std::chrono::seconds(30)))
+        << daemon->log();
     ASSERT_TRUE(eventually([&] { return daemon->scalar("SELECT count(*) FROM outbox") == 0; }));
     EXPECT_EQ(daemon->scalar("SELECT count(*) FROM deliveries WHERE body IS NOT NULL"), 0);
     // The history stays: the run, its jobs, their test results, the delivery log.
@@ -328,7 +355,8 @@ TEST_F(AdminCli, ErrorsSayWhatWentWrong) {
     EXPECT_EQ(ctl({"runs", "show", "424242"}, &out), 5);
     EXPECT_NE(out.find("HTTP 404: not_found: no run 424242"), std::string::npos) << out;
     EXPECT_EQ(ctl({"outbox", "list", "--state", "lost"}, &out), 2);
-    EXPECT_NE(out.find("HTTP 400: bad_request: state must be one of waiting"), std::string::npos) << out;
+    EXPECT_NE(out.find("HTTP 400: bad_request: state must be one of waiting"), std::string::npos)
+        << out;
     EXPECT_EQ(ctl({"runs", "list", "--colour", "red"}, &out), 2);
     EXPECT_NE(out.find("--colour"), std::string::npos) << out;
     EXPECT_EQ(ctl({"runs", "show"}, &out), 2);
@@ -339,14 +367,16 @@ TEST_F(AdminCli, ErrorsSayWhatWentWrong) {
 TEST_F(AdminCli, ExitCodesSayWhatKindOfFailure) {
     // 3: a certificate the given CA did not sign (TLS verification fails).
     std::string out;
-    ASSERT_EQ(run_command({"openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1",
-                           "-nodes", "-keyout", (dir.path() / "other.key").string(), "-out",
-                           (dir.path() / "other-ca.pem").string(), "-days", "1", "-subj", "/CN=another CA"},
-                          &out),
-              0)
+    ASSERT_EQ(
+        run_command(
+            {"openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1",
+             "-nodes", "-keyout", (dir.path() / "other.key").string(), "-out",
+             (dir.path() / "other-ca.pem").string(), "-days", "1", "-subj", "/CN=another CA"},
+            &out),
+        0)
         << out;
-    auto c = run_ctl({"--url", daemon->url(""), "--cacert", (dir.path() / "other-ca.pem").string(), "--token-file",
-                      (dir.path() / "ops.token").string(), "runs", "list"});
+    auto c = run_ctl({"--url", daemon->url(""), "--cacert", (dir.path() / "other-ca.pem").string(),
+                      "--token-file", (dir.path() / "ops.token").string(), "runs", "list"});
     EXPECT_EQ(c.code, 3) << c.out << c.err;
     EXPECT_EQ(c.out, "");
     EXPECT_NE(c.err.find("TLS handshake"), std::string::npos) << c.err;
@@ -383,7 +413,8 @@ TEST_F(AdminCli, ExitCodesSayWhatKindOfFailure) {
     c = ctl2({"runs", "list", "--state", "sleeping"});
     EXPECT_EQ(c.code, 2) << c.out << c.err;
     EXPECT_EQ(c.out, "");
-    EXPECT_NE(c.err.find("HTTP 400: bad_request: state must be one of queued"), std::string::npos) << c.err;
+    EXPECT_NE(c.err.find("HTTP 400: bad_request: state must be one of queued"), std::string::npos)
+        << c.err;
     c = ctl2({"runs", "list", "--limit", "0"});
     EXPECT_EQ(c.code, 2) << c.out << c.err;
     EXPECT_NE(c.err.find("limit must be an integer"), std::string::npos) << c.err;
@@ -394,7 +425,8 @@ TEST_F(AdminCli, TheApiRefusesAQueryParameterItDoesNotKnow) {
     auto r = daemon->request("GET", "/api/v1/runs?s=queued", admin, "");
     ASSERT_TRUE(r);
     EXPECT_EQ(r->status, 400);
-    EXPECT_NE(r->body.find("unknown query parameter 's' (this route takes state, conclusion"), std::string::npos)
+    EXPECT_NE(r->body.find("unknown query parameter 's' (this route takes state, conclusion"),
+              std::string::npos)
         << r->body;
     r = daemon->request("GET", "/api/v1/selection-misses?run=2", admin, "");
     EXPECT_EQ(r->status, 400) << r->body;  // it is run_id
@@ -478,22 +510,22 @@ TEST_F(AdminCli, OneUrlMeansTheDaemonForEveryCommandAndTheOptionsMayFollowTheCom
     const auto direct = std::string(CRCRD_FIXTURES_DIR) + "/crcr/direct-pytorch-crcr.json";
     const auto whsec = (dir.path() / "secrets" / "relay.whsec").string();
     // The base URL: send posts to <url>/webhook.
-    auto c = run_ctl({"send", "--scheme", "standard-webhooks", "--secret-file", whsec, "--url", daemon->url(""),
-                      "--cacert", test_certs().ca.string(), direct});
+    auto c = run_ctl({"send", "--scheme", "standard-webhooks", "--secret-file", whsec, "--url",
+                      daemon->url(""), "--cacert", test_certs().ca.string(), direct});
     EXPECT_EQ(c.code, 0) << c.out << c.err;
     EXPECT_NE(c.out.find("HTTP 202"), std::string::npos) << c.out;
     // The webhook's URL, as older invocations gave it, names the same daemon for every command;
     // the connection options may also follow the command.
     int n = 0;
     for (const auto& url : {daemon->url("/webhook"), daemon->url("/")}) {
-        c = run_ctl({"runs", "list", "--json", "--url", url, "--cacert", test_certs().ca.string(), "--token-file",
-                     (dir.path() / "ops.token").string()});
+        c = run_ctl({"runs", "list", "--json", "--url", url, "--cacert", test_certs().ca.string(),
+                     "--token-file", (dir.path() / "ops.token").string()});
         EXPECT_EQ(c.code, 0) << url << "\n" << c.err;
         if (c.code == 0) {
             EXPECT_EQ(ids(c.out).size(), static_cast<std::size_t>(1 + n)) << c.out;
         }
-        c = run_ctl({"--url", url, "--cacert", test_certs().ca.string(), "send", "--scheme", "standard-webhooks",
-                     "--secret-file", whsec, direct});
+        c = run_ctl({"--url", url, "--cacert", test_certs().ca.string(), "send", "--scheme",
+                     "standard-webhooks", "--secret-file", whsec, direct});
         EXPECT_EQ(c.code, 0) << url << "\n" << c.out << c.err;
         EXPECT_NE(c.out.find("HTTP 202"), std::string::npos) << c.out;
         ++n;

@@ -17,10 +17,12 @@ namespace {
 
 using nlohmann::json;
 
-bool has(const std::string& haystack, const std::string& needle) { return haystack.find(needle) != std::string::npos; }
+bool has(const std::string& haystack, const std::string& needle) {
+    return haystack.find(needle) != std::string::npos;
+}
 
 class DashboardTest : public ::testing::Test {
-protected:
+  protected:
     void start(const std::string& admin_extra = "") {
         if (auto why = bwrap_unavailable(); !why.empty()) GTEST_SKIP() << why;
         install_ci_script(bin.path());
@@ -32,17 +34,20 @@ protected:
                    "  - {name: dispatch, paths: [\"aten/**\"], tests: [fail_ops, ok_ops]}\n"
                    "unmatched: nothing\n");
         daemon = std::make_unique<TestDaemon>(
-            dir.path(), "selection: {rules: selection.yaml}\n"
-                        "runners:\n"
-                        "  - {name: sim-0, labels: [sim], health_check: [/bin/true], device_model: Simulated}\n"
-                        "execution:\n"
-                        "  command: [" + (bin.path() / "ci.sh").string() + "]\n"
-                        "  work_root: state/work\n"
-                        "  min_free_bytes: 1MiB\n"
-                        "report: {file: state/statuses.jsonl, context_prefix: crcr/spyre}\n"
-                        "admin: {tokens: [{name: ops, role: admin, sha256: " + crypto::sha256_hex("ops-token") +
-                        "}, {name: viewer, role: read, sha256: " + crypto::sha256_hex("read-token") + "}]" +
-                        admin_extra + "}\n");
+            dir.path(),
+            "selection: {rules: selection.yaml}\n"
+            "runners:\n"
+            "  - {name: sim-0, labels: [sim], health_check: [/bin/true], device_model: Simulated}\n"
+            "execution:\n"
+            "  command: [" +
+                (bin.path() / "ci.sh").string() +
+                "]\n"
+                "  work_root: state/work\n"
+                "  min_free_bytes: 1MiB\n"
+                "report: {file: state/statuses.jsonl, context_prefix: crcr/spyre}\n"
+                "admin: {tokens: [{name: ops, role: admin, sha256: " +
+                crypto::sha256_hex("ops-token") + "}, {name: viewer, role: read, sha256: " +
+                crypto::sha256_hex("read-token") + "}]" + admin_extra + "}\n");
         daemon->start();
     }
 
@@ -65,11 +70,15 @@ protected:
 
     /// A plain request with the browser's session cookie, as a forged cross-site form would
     /// send it if SameSite did not stop it.
-    http::ClientResponse post_with_cookie(Browser& b, const std::string& path, const std::string& body) {
+    http::ClientResponse post_with_cookie(Browser& b, const std::string& path,
+                                          const std::string& body) {
         std::string cookie;
         for (const auto& c : b.cookies())
-            if (c["name"] == "crcrd_session") cookie = "crcrd_session=" + c["value"].get<std::string>();
-        auto r = daemon->request("POST", path, {{"Cookie", cookie}, {"Content-Type", "application/x-www-form-urlencoded"}}, body);
+            if (c["name"] == "crcrd_session")
+                cookie = "crcrd_session=" + c["value"].get<std::string>();
+        auto r = daemon->request(
+            "POST", path,
+            {{"Cookie", cookie}, {"Content-Type", "application/x-www-form-urlencoded"}}, body);
         EXPECT_TRUE(r);
         return *r;
     }
@@ -86,7 +95,8 @@ TEST_F(DashboardTest, AnOperatorSignsInAndFollowsARegressionFromTheListToItsLog)
     ASSERT_EQ(daemon->finished(failing), "completed/regression");
     ASSERT_EQ(daemon->finished(passing), "completed/passed");
     const auto shots = test_artifacts_dir("dashboard");
-    const std::string sha = daemon->text("SELECT sha FROM runs WHERE id=" + std::to_string(failing));
+    const std::string sha =
+        daemon->text("SELECT sha FROM runs WHERE id=" + std::to_string(failing));
 
     Browser b;
     // Without a session every page leads to the sign-in form; a wrong token is refused there.
@@ -115,8 +125,10 @@ TEST_F(DashboardTest, AnOperatorSignsInAndFollowsARegressionFromTheListToItsLog)
     // The run page: commit and PR linked upstream, the selection, the failing tier, its test,
     // the log tail and the statuses with their delivery state.
     b.screenshot(shots / "run.png");
-    EXPECT_EQ(b.attribute(b.find("a[title='" + sha + "']"), "href"), "https://github.com/pytorch/pytorch/commit/" + sha);
-    EXPECT_EQ(b.attribute(b.find("a[href$='/pull/71']"), "href"), "https://github.com/pytorch/pytorch/pull/71");
+    EXPECT_EQ(b.attribute(b.find("a[title='" + sha + "']"), "href"),
+              "https://github.com/pytorch/pytorch/commit/" + sha);
+    EXPECT_EQ(b.attribute(b.find("a[href$='/pull/71']"), "href"),
+              "https://github.com/pytorch/pytorch/pull/71");
     const std::string page = b.text("main");
     EXPECT_TRUE(has(page, "Run " + std::to_string(failing) + " completed regression")) << page;
     EXPECT_TRUE(has(page, "dispatch")) << page;  // the rule that matched
@@ -124,13 +136,14 @@ TEST_F(DashboardTest, AnOperatorSignsInAndFollowsARegressionFromTheListToItsLog)
     EXPECT_TRUE(has(page, "Failing tests: affected")) << page;
     EXPECT_TRUE(has(page, "ci.fail_ops") || has(page, "ci::fail_ops")) << page;
     EXPECT_TRUE(has(page, "Log tail")) << page;
-    EXPECT_TRUE(has(page, "tier=affected")) << page;  // a line the job's log has
+    EXPECT_TRUE(has(page, "tier=affected")) << page;        // a line the job's log has
     EXPECT_TRUE(has(page, "crcr/spyre/affected")) << page;  // a status, with its delivery state
-    EXPECT_FALSE(b.find_all("form[action$='/retry'] button").empty()) << "an admin sees the retry form";
+    EXPECT_FALSE(b.find_all("form[action$='/retry'] button").empty())
+        << "an admin sees the retry form";
 
     // Its job: the tests with their outcomes and the log.
-    const std::string job = std::to_string(
-        daemon->scalar("SELECT id FROM jobs WHERE tier='affected' AND run_id=" + std::to_string(failing)));
+    const std::string job = std::to_string(daemon->scalar(
+        "SELECT id FROM jobs WHERE tier='affected' AND run_id=" + std::to_string(failing)));
     b.click_to(b.find("a[href='/ui/jobs/" + job + "']"), "/ui/jobs/" + job);
     b.screenshot(shots / "job.png");
     const std::string job_page = b.text("main");
@@ -174,7 +187,8 @@ TEST_F(DashboardTest, AnOperatorSignsInAndFollowsARegressionFromTheListToItsLog)
     // Retry from the run page: a new run of the same SHA, and the page of it.
     b.go(daemon->url("/ui/runs/" + std::to_string(failing)));
     b.click_to(b.find("form[action$='/retry'] button"), "done=retry");
-    EXPECT_TRUE(has(b.text(".notice"), "retry of run " + std::to_string(failing))) << b.text("main");
+    EXPECT_TRUE(has(b.text(".notice"), "retry of run " + std::to_string(failing)))
+        << b.text("main");
     EXPECT_EQ(daemon->scalar("SELECT count(*) FROM runs WHERE sha='" + sha + "'"), 3);
 
     // Signing out ends the session: the old cookie opens nothing.
@@ -197,7 +211,9 @@ TEST_F(DashboardTest, WriteFormsNeedAnAdminSessionAndItsCsrfToken) {
     EXPECT_EQ(daemon->scalar("SELECT drained FROM slots WHERE name='sim-0'"), 0);
     // A bearer token is for the JSON API, not for the forms.
     auto bearer = daemon->request("POST", "/ui/runners/sim-0/drain",
-                                  {{"Authorization", "Bearer ops-token"}, {"Content-Type", "application/x-www-form-urlencoded"}}, "");
+                                  {{"Authorization", "Bearer ops-token"},
+                                   {"Content-Type", "application/x-www-form-urlencoded"}},
+                                  "");
     EXPECT_EQ(bearer->status, 403);
     EXPECT_EQ(daemon->scalar("SELECT drained FROM slots WHERE name='sim-0'"), 0);
 
@@ -207,7 +223,8 @@ TEST_F(DashboardTest, WriteFormsNeedAnAdminSessionAndItsCsrfToken) {
     reader.go(daemon->url("/ui/runners"));
     EXPECT_TRUE(has(reader.text("header"), "viewer (read)"));
     EXPECT_TRUE(reader.find_all("form[action$='/drain']").empty());
-    const std::string csrf = reader.attribute(reader.find("form[action='/ui/logout'] input[name='csrf']"), "value");
+    const std::string csrf =
+        reader.attribute(reader.find("form[action='/ui/logout'] input[name='csrf']"), "value");
     ASSERT_FALSE(csrf.empty());
     auto as_reader = post_with_cookie(reader, "/ui/runners/sim-0/drain", "csrf=" + csrf);
     EXPECT_EQ(as_reader.status, 403);
@@ -221,7 +238,8 @@ TEST_F(DashboardTest, UiPublicShowsPagesWithoutATokenButNoWrites) {
     EXPECT_EQ(page->status, 200);
     EXPECT_TRUE(has(page->body, "sim-0"));
     EXPECT_FALSE(has(page->body, "/drain"));
-    auto write = daemon->request("POST", "/ui/runners/sim-0/drain", {{"Content-Type", "application/x-www-form-urlencoded"}}, "csrf=");
+    auto write = daemon->request("POST", "/ui/runners/sim-0/drain",
+                                 {{"Content-Type", "application/x-www-form-urlencoded"}}, "csrf=");
     EXPECT_EQ(write->status, 403);
     EXPECT_EQ(daemon->scalar("SELECT drained FROM slots WHERE name='sim-0'"), 0);
     // The JSON API is not opened by ui_public.
@@ -236,8 +254,10 @@ TEST_F(DashboardTest, AThousandRunsArePagedFiftyAtATime) {
         (*db)->exec(
             "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 1000) "
             "INSERT INTO runs (event, sha, pr, state, conclusion, reason, created_at, finished_at) "
-            "SELECT 'pull_request', printf('%040x', i), i, 'completed', CASE WHEN i % 7 = 0 THEN 'regression' ELSE 'passed' END, "
-            "'generated', printf('2026-11-%02dT10:00:00Z', 1 + i % 28), printf('2026-11-%02dT10:05:00Z', 1 + i % 28) FROM n");
+            "SELECT 'pull_request', printf('%040x', i), i, 'completed', CASE WHEN i % 7 = 0 THEN "
+            "'regression' ELSE 'passed' END, "
+            "'generated', printf('2026-11-%02dT10:00:00Z', 1 + i % 28), "
+            "printf('2026-11-%02dT10:05:00Z', 1 + i % 28) FROM n");
     }
     Browser b;
     sign_in(b, "read-token");

@@ -11,19 +11,24 @@ namespace crcrd {
 namespace {
 
 class DemoScriptTest : public ::testing::Test {
-protected:
+  protected:
     /// Runs the script with `tests` in CRCR_TESTS_FILE and, when given, `rerun` in
     /// CRCR_RERUN_FILE; `regressed`: the checkout has demo/regressed. The JUnit it wrote.
-    std::string run(const std::vector<std::string>& tests, const std::vector<std::string>& rerun, bool regressed,
-                    int* exit_code) {
+    std::string run(const std::vector<std::string>& tests, const std::vector<std::string>& rerun,
+                    bool regressed, int* exit_code) {
         std::filesystem::create_directories(dir.path() / "junit");
         std::filesystem::create_directories(dir.path() / "checkout" / "demo");
         if (regressed) write_file(dir.path() / "checkout" / "demo" / "regressed", "broken\n");
         std::string list;
         for (const auto& t : tests) list += t + "\n";
         write_file(dir.path() / "tests.txt", list);
-        std::vector<std::string> env = {"PATH=/usr/bin:/bin", "CRCR_TIER=smoke", "CRCR_RUN_ID=1", "CRCR_JOB_ID=1",
-                                        "CRCR_ATTEMPT=2", "CRCR_SLOT=sim-0", "CRCR_PYTORCH_SHA=" + std::string(40, 'a'),
+        std::vector<std::string> env = {"PATH=/usr/bin:/bin",
+                                        "CRCR_TIER=smoke",
+                                        "CRCR_RUN_ID=1",
+                                        "CRCR_JOB_ID=1",
+                                        "CRCR_ATTEMPT=2",
+                                        "CRCR_SLOT=sim-0",
+                                        "CRCR_PYTORCH_SHA=" + std::string(40, 'a'),
                                         "CRCR_PYTORCH_DIR=" + (dir.path() / "checkout").string(),
                                         "CRCR_TESTS_FILE=" + (dir.path() / "tests.txt").string(),
                                         "CRCR_JUNIT_DIR=" + (dir.path() / "junit").string(),
@@ -53,14 +58,16 @@ protected:
 
 TEST_F(DemoScriptTest, TheRerunRunsOnlyTheFailedTestNamedByItsFile) {
     int rc = 0;
-    auto junit = run({"tests/test_smoke.py", "tests/test_trunk.py"}, {"tests/test_trunk.py::test_trunk_contract"}, true, &rc);
+    auto junit = run({"tests/test_smoke.py", "tests/test_trunk.py"},
+                     {"tests/test_trunk.py::test_trunk_contract"}, true, &rc);
     EXPECT_EQ(rc, 1) << junit;
     EXPECT_EQ(count(junit, "<testcase "), 1u) << junit;
     EXPECT_NE(junit.find("name=\"test_trunk_contract\""), std::string::npos) << junit;
     EXPECT_EQ(count(junit, "<failure"), 1u) << junit;
     // On a commit without the regression the same rerun passes.
     std::filesystem::remove(dir.path() / "checkout" / "demo" / "regressed");
-    junit = run({"tests/test_smoke.py", "tests/test_trunk.py"}, {"tests/test_trunk.py::test_trunk_contract"}, false, &rc);
+    junit = run({"tests/test_smoke.py", "tests/test_trunk.py"},
+                {"tests/test_trunk.py::test_trunk_contract"}, false, &rc);
     EXPECT_EQ(rc, 0) << junit;
     EXPECT_EQ(count(junit, "<testcase "), 1u) << junit;
     EXPECT_EQ(count(junit, "<failure"), 0u) << junit;

@@ -1,8 +1,8 @@
 // "Nothing acknowledged is ever lost": a burst of concurrent deliveries, the daemon killed
 // with SIGKILL in the middle, then restarted.
 #include <gtest/gtest.h>
-#include <nlohmann/json.hpp>
 #include <sys/resource.h>
+#include <nlohmann/json.hpp>
 
 #include <thread>
 
@@ -23,7 +23,8 @@ void raise_fd_limit() {
     setrlimit(RLIMIT_NOFILE, &rl);
 }
 
-LoadRequest signed_delivery(const std::string& base, const std::string& crcr_id, const std::string& transport_id) {
+LoadRequest signed_delivery(const std::string& base, const std::string& crcr_id,
+                            const std::string& transport_id) {
     json j = json::parse(base);
     j["client_payload"]["delivery_id"] = crcr_id;
     std::string body = j.dump();
@@ -57,30 +58,35 @@ TEST(Durability, BurstWithKill9LosesNothingAcknowledged) {
     std::atomic<bool> killed{false};
     std::atomic<bool> mid_burst{false};
     std::thread killer([&] {
-        mid_burst = eventually([&] { return d.scalar("SELECT count(*) FROM runs") >= 100; }, std::chrono::seconds(120));
+        mid_burst = eventually([&] { return d.scalar("SELECT count(*) FROM runs") >= 100; },
+                               std::chrono::seconds(120));
         d.kill9();
         killed = true;
     });
     LoadResult first = run_load(o);
     killer.join();
     ASSERT_TRUE(killed);
-    ASSERT_TRUE(mid_burst) << "the burst never stored 100 runs; network errors: " << first.network_errors;
+    ASSERT_TRUE(mid_burst) << "the burst never stored 100 runs; network errors: "
+                           << first.network_errors;
 
     std::map<std::size_t, std::int64_t> acked;  // delivery index → run id
     for (std::size_t i = 0; i < k_n; ++i) {
-        if (first.status[i] == 202) acked[i] = json::parse(first.body[i])["run_id"].get<std::int64_t>();
+        if (first.status[i] == 202)
+            acked[i] = json::parse(first.body[i])["run_id"].get<std::int64_t>();
     }
     ASSERT_GE(acked.size(), 1u);
     ASSERT_LT(acked.size(), k_n) << "the kill came after the burst; the test proved nothing";
 
     d.start();
     for (const auto& [i, run] : acked) {
-        ASSERT_EQ(d.scalar("SELECT count(*) FROM runs WHERE id=" + std::to_string(run) + " AND delivery_id='burst-" +
-                           std::to_string(i) + "'"),
+        ASSERT_EQ(d.scalar("SELECT count(*) FROM runs WHERE id=" + std::to_string(run) +
+                           " AND delivery_id='burst-" + std::to_string(i) + "'"),
                   1)
             << "acknowledged delivery " << i << " (run " << run << ") is missing";
     }
-    EXPECT_EQ(d.scalar("SELECT count(*) FROM (SELECT delivery_id FROM runs GROUP BY delivery_id HAVING count(*) > 1)"), 0);
+    EXPECT_EQ(d.scalar("SELECT count(*) FROM (SELECT delivery_id FROM runs GROUP BY delivery_id "
+                       "HAVING count(*) > 1)"),
+              0);
 
     // The relay retries everything (new transport ids): acknowledged ones are duplicates of
     // their run, the rest are stored now, and every delivery ends up exactly once.
@@ -92,7 +98,8 @@ TEST(Durability, BurstWithKill9LosesNothingAcknowledged) {
     };
     LoadResult second = run_load(o);
     for (std::size_t i = 0; i < k_n; ++i) {
-        ASSERT_TRUE(second.status[i] == 202 || second.status[i] == 200) << i << ": " << second.status[i];
+        ASSERT_TRUE(second.status[i] == 202 || second.status[i] == 200)
+            << i << ": " << second.status[i];
         auto b = json::parse(second.body[i]);
         if (acked.count(i)) {
             EXPECT_EQ(b["status"], "duplicate") << i;
@@ -100,7 +107,8 @@ TEST(Durability, BurstWithKill9LosesNothingAcknowledged) {
         }
     }
     EXPECT_EQ(d.scalar("SELECT count(*) FROM runs"), static_cast<std::int64_t>(k_n));
-    EXPECT_EQ(d.scalar("SELECT count(DISTINCT delivery_id) FROM runs"), static_cast<std::int64_t>(k_n));
+    EXPECT_EQ(d.scalar("SELECT count(DISTINCT delivery_id) FROM runs"),
+              static_cast<std::int64_t>(k_n));
     EXPECT_EQ(d.stop(), 0);
 }
 

@@ -1,8 +1,8 @@
 // Runs end to end through the real daemon: leased slots, bubblewrap, real child processes,
 // JUnit, tier order, retries, a device that fails its health check, and a kill -9 mid-job.
 #include <gtest/gtest.h>
-#include <fstream>
 #include <unistd.h>
+#include <fstream>
 #include <nlohmann/json.hpp>
 
 #include "crcrd/core/crypto.hpp"
@@ -16,10 +16,11 @@ namespace {
 
 using nlohmann::json;
 
-
 std::string rules(const std::string& import_tests) {
     return "tiers:\n"
-           "  - {name: import, always: true, tests: [" + import_tests + "], labels: [sim]}\n"
+           "  - {name: import, always: true, tests: [" +
+           import_tests +
+           "], labels: [sim]}\n"
            "  - {name: smoke, always: true, tests: [ok_smoke]}\n"
            "  - {name: affected, from_rules: true, timeout: 10m}\n"
            "rules:\n"
@@ -30,28 +31,34 @@ std::string rules(const std::string& import_tests) {
 }
 
 class ExecutionTest : public ::testing::Test {
-protected:
-    void start(const std::string& import_tests = "ok_import", const std::string& health = "[/bin/true]",
-               const std::string& execution_extra = "", const std::vector<std::string>& env = {}) {
+  protected:
+    void start(const std::string& import_tests = "ok_import",
+               const std::string& health = "[/bin/true]", const std::string& execution_extra = "",
+               const std::vector<std::string>& env = {}) {
         if (auto why = bwrap_unavailable(); !why.empty()) GTEST_SKIP() << why;
         // Installed outside the daemon's folders, as a backend's script is (a command inside a
         // folder the sandbox hides is a configuration error), and traversable by the test uid.
         install_ci_script(bin.path());
         write_file(dir.path() / "selection.yaml", rules(import_tests));
         daemon = std::make_unique<TestDaemon>(
-            dir.path(), "selection: {rules: selection.yaml" + selection_extra + "}\n"
-                        "runners:\n"
-                        "  - {name: sim-0, labels: [sim], env: {SIM_DEVICE: \"0\"}, health_check: " + health +
-                            ", device_model: Simulated}\n"
-                        "execution:\n"
-                        "  command: [" + (bin.path() / "ci.sh").string() + "]\n"
-                        "  work_root: state/work\n"
-                        "  min_free_bytes: 1MiB\n"
-                        "  infra_retries: 1\n"
-                        "  device_wait: 2s\n"
-                        "  health_interval: 1s\n" + execution_extra +
-                        "admin: {tokens: [{name: ops, role: admin, sha256: " + crypto::sha256_hex("ops-token") + "}]}\n" +
-                        top_extra);
+            dir.path(),
+            "selection: {rules: selection.yaml" + selection_extra +
+                "}\n"
+                "runners:\n"
+                "  - {name: sim-0, labels: [sim], env: {SIM_DEVICE: \"0\"}, health_check: " +
+                health +
+                ", device_model: Simulated}\n"
+                "execution:\n"
+                "  command: [" +
+                (bin.path() / "ci.sh").string() +
+                "]\n"
+                "  work_root: state/work\n"
+                "  min_free_bytes: 1MiB\n"
+                "  infra_retries: 1\n"
+                "  device_wait: 2s\n"
+                "  health_interval: 1s\n" +
+                execution_extra + "admin: {tokens: [{name: ops, role: admin, sha256: " +
+                crypto::sha256_hex("ops-token") + "}]}\n" + top_extra);
         daemon->start(env);
     }
 
@@ -65,8 +72,11 @@ protected:
     }
     std::string finished(std::int64_t run) { return daemon->finished(run); }
     std::string jobs(std::int64_t run) {
-        return daemon->text("SELECT group_concat(tier || ':' || state || ':' || coalesce(conclusion,'') || ':' || attempt, ' ') "
-                            "FROM (SELECT * FROM jobs WHERE run_id=" + std::to_string(run) + " ORDER BY position, attempt)");
+        return daemon->text(
+            "SELECT group_concat(tier || ':' || state || ':' || coalesce(conclusion,'') || ':' || "
+            "attempt, ' ') "
+            "FROM (SELECT * FROM jobs WHERE run_id=" +
+            std::to_string(run) + " ORDER BY position, attempt)");
     }
 
     TempDir dir;
@@ -81,9 +91,14 @@ TEST_F(ExecutionTest, APassingRunWalksEveryTierOnALeasedSlot) {
     start();
     auto run = post({"torch/_inductor/ir.py"}, "m-1");
     EXPECT_EQ(finished(run), "completed/passed");
-    EXPECT_EQ(jobs(run), "import:completed:passed:1 smoke:completed:passed:1 affected:completed:passed:1");
-    auto id = std::to_string(daemon->scalar("SELECT id FROM jobs WHERE tier='affected' AND run_id=" + std::to_string(run)));
-    EXPECT_EQ(daemon->text("SELECT group_concat(name || '=' || outcome) FROM test_results WHERE job_id=" + id), "ci::ok_compile=passed");
+    EXPECT_EQ(jobs(run),
+              "import:completed:passed:1 smoke:completed:passed:1 affected:completed:passed:1");
+    auto id = std::to_string(daemon->scalar(
+        "SELECT id FROM jobs WHERE tier='affected' AND run_id=" + std::to_string(run)));
+    EXPECT_EQ(
+        daemon->text("SELECT group_concat(name || '=' || outcome) FROM test_results WHERE job_id=" +
+                     id),
+        "ci::ok_compile=passed");
     auto meta = json::parse(daemon->text("SELECT metadata FROM jobs WHERE id=" + id));
     EXPECT_EQ(meta["pytorch_sha"], "ec26c3e57ca3a959ca5aad62de7213c562f8c821");
     EXPECT_EQ(meta["device_model"], "Simulated");
@@ -101,7 +116,8 @@ TEST_F(ExecutionTest, JobsLogsTestsAndRunnersThroughTheAdminApi) {
     start();
     auto run = post({"aten/src/ATen/native/BinaryOps.cpp"}, "m-api");
     EXPECT_EQ(finished(run), "completed/regression");
-    auto id = std::to_string(daemon->scalar("SELECT id FROM jobs WHERE tier='affected' AND run_id=" + std::to_string(run)));
+    auto id = std::to_string(daemon->scalar(
+        "SELECT id FROM jobs WHERE tier='affected' AND run_id=" + std::to_string(run)));
     auto get = [&](const std::string& path) {
         auto r = daemon->request("GET", path, {{"Authorization", "Bearer ops-token"}}, "");
         EXPECT_TRUE(r);
@@ -123,7 +139,8 @@ TEST_F(ExecutionTest, JobsLogsTestsAndRunnersThroughTheAdminApi) {
     ASSERT_EQ(failed["items"].size(), 1u);
     EXPECT_EQ(failed["items"][0]["name"], "ci::fail_ops");
     EXPECT_EQ(failed["items"][0]["message"], "boom");
-    EXPECT_EQ(json::parse(get("/api/v1/jobs/" + id + "/tests?outcome=passed").body)["items"].size(), 0u);
+    EXPECT_EQ(json::parse(get("/api/v1/jobs/" + id + "/tests?outcome=passed").body)["items"].size(),
+              0u);
     EXPECT_EQ(get("/api/v1/jobs/999999").status, 404);
 
     auto runners = json::parse(get("/api/v1/runners").body);
@@ -132,29 +149,40 @@ TEST_F(ExecutionTest, JobsLogsTestsAndRunnersThroughTheAdminApi) {
     EXPECT_EQ(runners["items"][0]["state"], "idle");
     EXPECT_EQ(runners["items"][0]["labels"], json::array({"sim"}));
     EXPECT_EQ(runners["items"][0]["last_health"]["ok"], true);
-    auto drain = daemon->request("POST", "/api/v1/runners/sim-0/drain", {{"Authorization", "Bearer ops-token"}}, "");
+    auto drain = daemon->request("POST", "/api/v1/runners/sim-0/drain",
+                                 {{"Authorization", "Bearer ops-token"}}, "");
     EXPECT_EQ(drain->status, 200);
     EXPECT_EQ(json::parse(get("/api/v1/runners").body)["items"][0]["state"], "drained");
     // A drained slot takes no job: the next run waits past device_wait.
     auto waiting = post({"torch/_inductor/ir.py"}, "m-api-2");
     EXPECT_EQ(finished(waiting), "completed/device_unavailable");
-    EXPECT_EQ(daemon->request("POST", "/api/v1/runners/sim-0/undrain", {{"Authorization", "Bearer ops-token"}}, "")->status, 200);
+    EXPECT_EQ(daemon
+                  ->request("POST", "/api/v1/runners/sim-0/undrain",
+                            {{"Authorization", "Bearer ops-token"}}, "")
+                  ->status,
+              200);
     EXPECT_EQ(json::parse(get("/api/v1/runners").body)["items"][0]["state"], "idle");
-    EXPECT_EQ(daemon->request("POST", "/api/v1/runners/nope/drain", {{"Authorization", "Bearer ops-token"}}, "")->status, 404);
+    EXPECT_EQ(daemon
+                  ->request("POST", "/api/v1/runners/nope/drain",
+                            {{"Authorization", "Bearer ops-token"}}, "")
+                  ->status,
+              404);
 }
 
 TEST_F(ExecutionTest, FiftyMegabytesOfOutputStayCappedAndTheDaemonsSecretsStayInvisible) {
     const auto secret = dir.path() / "secrets" / "webhook.secret";
     start("noisy", "[/bin/true]",
           "  max_log_bytes: 1MiB\n"
-          "  env: {PROBE_SECRET: " + secret.string() + ", PROBE_CONFIG: " + (dir.path() / "crcrd.yaml").string() +
+          "  env: {PROBE_SECRET: " +
+              secret.string() + ", PROBE_CONFIG: " + (dir.path() / "crcrd.yaml").string() +
               ", PROBE_DB: " + (dir.path() / "state" / "crcrd.db").string() + "}\n",
           {"DAEMON_ONLY_MARKER=1"});
     // The files exist and are readable by this (the daemon's) user.
     ASSERT_TRUE(read_file(secret));
     auto run = post({"torch/_inductor/ir.py"}, "m-noisy");
     EXPECT_EQ(finished(run), "completed/passed");
-    auto id = std::to_string(daemon->scalar("SELECT id FROM jobs WHERE tier='import' AND run_id=" + std::to_string(run)));
+    auto id = std::to_string(daemon->scalar("SELECT id FROM jobs WHERE tier='import' AND run_id=" +
+                                            std::to_string(run)));
     const auto log_path = daemon->text("SELECT log_path FROM jobs WHERE id=" + id);
     EXPECT_LE(std::filesystem::file_size(log_path), (1u << 20) + 4096u);
     auto log = read_file(log_path).value();
@@ -175,22 +203,26 @@ TEST_F(ExecutionTest, IsolationUserRunsTheCommandAsAnotherUidThatCannotReadTheDa
     const auto secret = dir.path() / "secrets" / "webhook.secret";
     start("noisy", "[/bin/true]",
           "  isolation: user\n  user: nobody\n  max_log_bytes: 1MiB\n"
-          "  env: {PROBE_SECRET: " + secret.string() + ", PROBE_CONFIG: " + (dir.path() / "crcrd.yaml").string() +
+          "  env: {PROBE_SECRET: " +
+              secret.string() + ", PROBE_CONFIG: " + (dir.path() / "crcrd.yaml").string() +
               ", PROBE_DB: " + (dir.path() / "state" / "crcrd.db").string() + "}\n",
           {"DAEMON_ONLY_MARKER=1"});
     std::filesystem::permissions(dir.path(), std::filesystem::perms(0711));
     std::filesystem::permissions(dir.path() / "crcrd.yaml", std::filesystem::perms(0600));
-    EXPECT_EQ(std::filesystem::status(daemon->db_path()).permissions() & std::filesystem::perms::all,
-              std::filesystem::perms(0600));
+    EXPECT_EQ(
+        std::filesystem::status(daemon->db_path()).permissions() & std::filesystem::perms::all,
+        std::filesystem::perms(0600));
     auto run = post({"torch/_inductor/ir.py"}, "m-user");
     EXPECT_EQ(finished(run), "completed/passed") << jobs(run);
-    auto id = std::to_string(daemon->scalar("SELECT id FROM jobs WHERE tier='import' AND run_id=" + std::to_string(run)));
+    auto id = std::to_string(daemon->scalar("SELECT id FROM jobs WHERE tier='import' AND run_id=" +
+                                            std::to_string(run)));
     auto log = read_file(daemon->text("SELECT log_path FROM jobs WHERE id=" + id)).value();
     EXPECT_NE(log.find("probe: done"), std::string::npos) << log.substr(log.size() - 2000);
     EXPECT_EQ(log.find("probe: READ"), std::string::npos) << log.substr(log.size() - 2000);
     EXPECT_EQ(log.find("probe: daemon env"), std::string::npos) << log.substr(log.size() - 2000);
     EXPECT_EQ(log.find(k_test_secret), std::string::npos);
-    EXPECT_EQ(json::parse(daemon->text("SELECT metadata FROM jobs WHERE id=" + id))["isolation"], "user");
+    EXPECT_EQ(json::parse(daemon->text("SELECT metadata FROM jobs WHERE id=" + id))["isolation"],
+              "user");
 }
 
 TEST_F(ExecutionTest, AnOutcomeThatCannotBeStoredIsStoredOnceWritesWorkAgain) {
@@ -201,17 +233,23 @@ TEST_F(ExecutionTest, AnOutcomeThatCannotBeStoredIsStoredOnceWritesWorkAgain) {
         (*db)->exec(sql);
     };
     // Every write that ends a job fails (as on a full disk) while the flag row exists.
-    exec_sql("CREATE TABLE test_block (x); INSERT INTO test_block VALUES (1);"
-             "CREATE TRIGGER test_block_outcomes BEFORE UPDATE OF metadata ON jobs WHEN (SELECT count(*) FROM test_block) > 0 "
-             "BEGIN SELECT RAISE(ABORT, 'test: writes fail'); END;");
+    exec_sql(
+        "CREATE TABLE test_block (x); INSERT INTO test_block VALUES (1);"
+        "CREATE TRIGGER test_block_outcomes BEFORE UPDATE OF metadata ON jobs WHEN (SELECT "
+        "count(*) FROM test_block) > 0 "
+        "BEGIN SELECT RAISE(ABORT, 'test: writes fail'); END;");
     auto run = post({"torch/_inductor/ir.py"}, "m-block");
-    ASSERT_TRUE(eventually([&] { return daemon->log().find("outcome not stored, again in") != std::string::npos; },
-                           std::chrono::seconds(60)))
+    ASSERT_TRUE(eventually(
+        [&] { return daemon->log().find("outcome not stored, again in") != std::string::npos; },
+        std::chrono::seconds(60)))
         << daemon->log();
-    EXPECT_EQ(daemon->text("SELECT state FROM jobs WHERE tier='import' AND run_id=" + std::to_string(run)), "running");
+    EXPECT_EQ(daemon->text("SELECT state FROM jobs WHERE tier='import' AND run_id=" +
+                           std::to_string(run)),
+              "running");
     exec_sql("DELETE FROM test_block");
     EXPECT_EQ(finished(run), "completed/passed");
-    EXPECT_EQ(jobs(run), "import:completed:passed:1 smoke:completed:passed:1 affected:completed:passed:1");
+    EXPECT_EQ(jobs(run),
+              "import:completed:passed:1 smoke:completed:passed:1 affected:completed:passed:1");
 }
 
 TEST_F(ExecutionTest, AnExpiredLeaseWhoseJobIsNotRunningFreesItsSlot) {
@@ -220,7 +258,9 @@ TEST_F(ExecutionTest, AnExpiredLeaseWhoseJobIsNotRunningFreesItsSlot) {
         // A slot left busy by nothing that runs (as after a lost worker), its lease lapsed.
         auto db = store::Db::open(daemon->db_path(), store::OpenOptions{false, 5000});
         ASSERT_TRUE(db);
-        (*db)->exec("UPDATE slots SET state = 'busy', lease_expires_at = '2000-01-01T00:00:00.000Z' WHERE name = 'sim-0'");
+        (*db)->exec(
+            "UPDATE slots SET state = 'busy', lease_expires_at = '2000-01-01T00:00:00.000Z' WHERE "
+            "name = 'sim-0'");
     }
     auto run = post({"torch/_inductor/ir.py"}, "m-lease");
     EXPECT_EQ(finished(run), "completed/passed");
@@ -232,12 +272,16 @@ TEST_F(ExecutionTest, AFailedTestIsARegressionAndStopsTheLaterTiers) {
     auto run = post({"aten/src/ATen/native/BinaryOps.cpp"}, "m-2");
     EXPECT_EQ(finished(run), "completed/regression");
     // Rerun once (execution.flaky_reruns: 1): it fails again, so it is a regression.
-    EXPECT_EQ(jobs(run), "import:completed:passed:1 smoke:completed:passed:1 affected:completed:regression:1 "
-                         "affected:completed:regression:2");
-    EXPECT_EQ(daemon->text("SELECT reason FROM jobs WHERE tier='affected' AND attempt=2 AND run_id=" + std::to_string(run)),
-              "1 of 1 tests failed, again on rerun");
-    auto evidence = json::parse(daemon->text("SELECT evidence FROM jobs WHERE tier='affected' AND attempt=2 AND run_id=" +
-                                             std::to_string(run)));
+    EXPECT_EQ(jobs(run),
+              "import:completed:passed:1 smoke:completed:passed:1 affected:completed:regression:1 "
+              "affected:completed:regression:2");
+    EXPECT_EQ(
+        daemon->text("SELECT reason FROM jobs WHERE tier='affected' AND attempt=2 AND run_id=" +
+                     std::to_string(run)),
+        "1 of 1 tests failed, again on rerun");
+    auto evidence = json::parse(
+        daemon->text("SELECT evidence FROM jobs WHERE tier='affected' AND attempt=2 AND run_id=" +
+                     std::to_string(run)));
     EXPECT_EQ(evidence["failed_tests"], json::array({"ci::fail_ops"}));
     EXPECT_EQ(evidence["exit_status"], 1);
 }
@@ -246,19 +290,21 @@ TEST_F(ExecutionTest, TheRerunOfAFailedTierGetsOnlyItsFailedTestsAndATestThatThe
     start("ok_import, flaky_dtype, ok_other");
     auto run = post({"torch/_inductor/ir.py"}, "m-rerun");
     EXPECT_EQ(finished(run), "completed/flaky");
-    const auto second = std::to_string(daemon->scalar("SELECT id FROM jobs WHERE tier='import' AND attempt=2 AND run_id=" +
-                                                      std::to_string(run)));
+    const auto second = std::to_string(daemon->scalar(
+        "SELECT id FROM jobs WHERE tier='import' AND attempt=2 AND run_id=" + std::to_string(run)));
     // The rerun was told what failed (the script runs only that).
     auto log = read_file(daemon->text("SELECT log_path FROM jobs WHERE id=" + second)).value();
     EXPECT_NE(log.find("rerun of: ci::flaky_dtype \n"), std::string::npos) << log;
     // Its results are the tier's: the rerun's test, and those that passed the first time.
     EXPECT_EQ(daemon->text("SELECT group_concat(name || '=' || outcome, ' ') FROM "
-                           "(SELECT * FROM test_results WHERE job_id=" + second + " ORDER BY name)"),
+                           "(SELECT * FROM test_results WHERE job_id=" +
+                           second + " ORDER BY name)"),
               "ci::flaky_dtype=flaky ci::ok_import=passed ci::ok_other=passed");
-    EXPECT_EQ(daemon->text("SELECT reason FROM jobs WHERE id=" + second), "1 test failed, then passed on rerun");
+    EXPECT_EQ(daemon->text("SELECT reason FROM jobs WHERE id=" + second),
+              "1 test failed, then passed on rerun");
     // The first attempt had no rerun file.
-    const auto first = std::to_string(daemon->scalar("SELECT id FROM jobs WHERE tier='import' AND attempt=1 AND run_id=" +
-                                                     std::to_string(run)));
+    const auto first = std::to_string(daemon->scalar(
+        "SELECT id FROM jobs WHERE tier='import' AND attempt=1 AND run_id=" + std::to_string(run)));
     auto first_log = read_file(daemon->text("SELECT log_path FROM jobs WHERE id=" + first)).value();
     EXPECT_EQ(first_log.find("rerun of:"), std::string::npos) << first_log;
 }
@@ -267,10 +313,11 @@ TEST_F(ExecutionTest, WithRerunTierTheWholeTierRunsAgain) {
     start("ok_import, flaky_dtype", "[/bin/true]", "  rerun: tier\n");
     auto run = post({"torch/_inductor/ir.py"}, "m-rerun-tier");
     EXPECT_EQ(finished(run), "completed/flaky");
-    const auto second = std::to_string(daemon->scalar("SELECT id FROM jobs WHERE tier='import' AND attempt=2 AND run_id=" +
-                                                      std::to_string(run)));
+    const auto second = std::to_string(daemon->scalar(
+        "SELECT id FROM jobs WHERE tier='import' AND attempt=2 AND run_id=" + std::to_string(run)));
     EXPECT_EQ(daemon->text("SELECT group_concat(name || '=' || outcome, ' ') FROM "
-                           "(SELECT * FROM test_results WHERE job_id=" + second + " ORDER BY name)"),
+                           "(SELECT * FROM test_results WHERE job_id=" +
+                           second + " ORDER BY name)"),
               "ci::flaky_dtype=flaky ci::ok_import=passed");
     auto log = read_file(daemon->text("SELECT log_path FROM jobs WHERE id=" + second)).value();
     EXPECT_EQ(log.find("rerun of:"), std::string::npos) << log;
@@ -285,22 +332,30 @@ TEST_F(ExecutionTest, AfterAStallTheSlotWaitsForItsDevicesAndGoesOfflineWhileAPr
     auto run = post({"torch/_inductor/ir.py"}, "m-card");
     // Once the job runs (its health check passed), a process opens the card and keeps it open
     // past the job's end.
-    ASSERT_TRUE(eventually([&] { return daemon->text("SELECT coalesce(max(state), '') FROM jobs WHERE tier='import'") == "running"; }));
+    ASSERT_TRUE(eventually([&] {
+        return daemon->text("SELECT coalesce(max(state), '') FROM jobs WHERE tier='import'") ==
+               "running";
+    }));
     std::ifstream held(card);
     ASSERT_TRUE(held.is_open());
     EXPECT_EQ(finished(run), "completed/timeout");
-    ASSERT_TRUE(eventually([&] { return daemon->text("SELECT state FROM slots WHERE name='sim-0'") == "offline"; }))
-        << daemon->log();
+    ASSERT_TRUE(eventually([&] {
+        return daemon->text("SELECT state FROM slots WHERE name='sim-0'") == "offline";
+    })) << daemon->log();
     auto health = json::parse(daemon->text("SELECT last_health FROM slots WHERE name='sim-0'"));
     EXPECT_EQ(health["ok"], false);
-    EXPECT_NE(health["output"].get<std::string>().find("device " + card.string() + " is held by pid " + std::to_string(::getpid())),
-              std::string::npos) << health.dump();
-    auto evidence = json::parse(daemon->text("SELECT evidence FROM jobs WHERE tier='import' AND run_id=" + std::to_string(run)));
+    EXPECT_NE(health["output"].get<std::string>().find(
+                  "device " + card.string() + " is held by pid " + std::to_string(::getpid())),
+              std::string::npos)
+        << health.dump();
+    auto evidence = json::parse(daemon->text(
+        "SELECT evidence FROM jobs WHERE tier='import' AND run_id=" + std::to_string(run)));
     EXPECT_EQ(evidence["health_after"]["ok"], false);
     // Released: the next recheck brings the slot back.
     held.close();
-    EXPECT_TRUE(eventually([&] { return daemon->text("SELECT state FROM slots WHERE name='sim-0'") == "idle"; }))
-        << daemon->text("SELECT last_health FROM slots WHERE name='sim-0'");
+    EXPECT_TRUE(eventually([&] {
+        return daemon->text("SELECT state FROM slots WHERE name='sim-0'") == "idle";
+    })) << daemon->text("SELECT last_health FROM slots WHERE name='sim-0'");
 }
 
 TEST_F(ExecutionTest, ATierThatPassedOnTheSameShaWithinTheReuseWindowIsReusedWithoutRunning) {
@@ -311,19 +366,23 @@ TEST_F(ExecutionTest, ATierThatPassedOnTheSameShaWithinTheReuseWindowIsReusedWit
     // Another PR on the same upstream SHA: the same tiers with the same tests.
     auto second = post({"torch/_inductor/ir.py", "docs/index.rst"}, "m-reuse-2");
     EXPECT_EQ(finished(second), "completed/passed");
-    EXPECT_EQ(daemon->text("SELECT group_concat(reason, ' | ') FROM (SELECT reason FROM jobs WHERE run_id=" +
-                           std::to_string(second) + " ORDER BY position)"),
-              "reused from run " + std::to_string(first) + " | reused from run " + std::to_string(first) +
-                  " | reused from run " + std::to_string(first));
+    EXPECT_EQ(daemon->text(
+                  "SELECT group_concat(reason, ' | ') FROM (SELECT reason FROM jobs WHERE run_id=" +
+                  std::to_string(second) + " ORDER BY position)"),
+              "reused from run " + std::to_string(first) + " | reused from run " +
+                  std::to_string(first) + " | reused from run " + std::to_string(first));
     // Nothing ran: no log, no start, no test results.
     EXPECT_EQ(daemon->scalar("SELECT count(*) FROM jobs WHERE run_id=" + std::to_string(second) +
                              " AND (started_at IS NOT NULL OR log_path IS NOT NULL)"),
               0);
-    auto ev = json::parse(daemon->text("SELECT evidence FROM jobs WHERE tier='import' AND run_id=" + std::to_string(second)));
+    auto ev = json::parse(daemon->text("SELECT evidence FROM jobs WHERE tier='import' AND run_id=" +
+                                       std::to_string(second)));
     EXPECT_EQ(ev["reused_from"]["run_id"], first);
-    EXPECT_EQ(daemon->scalar("SELECT count(*) FROM test_results WHERE job_id IN (SELECT id FROM jobs WHERE run_id=" +
-                             std::to_string(second) + ")"),
-              0);
+    EXPECT_EQ(
+        daemon->scalar(
+            "SELECT count(*) FROM test_results WHERE job_id IN (SELECT id FROM jobs WHERE run_id=" +
+            std::to_string(second) + ")"),
+        0);
 }
 
 TEST_F(ExecutionTest, WithoutAReuseWindowEveryRunRunsItsTiers) {
@@ -332,13 +391,17 @@ TEST_F(ExecutionTest, WithoutAReuseWindowEveryRunRunsItsTiers) {
     EXPECT_EQ(finished(first), "completed/passed");
     auto second = post({"torch/_inductor/ir.py"}, "m-noreuse-2");
     EXPECT_EQ(finished(second), "completed/passed");
-    EXPECT_EQ(daemon->scalar("SELECT count(*) FROM jobs WHERE run_id=" + std::to_string(second) + " AND started_at IS NOT NULL"), 3);
+    EXPECT_EQ(daemon->scalar("SELECT count(*) FROM jobs WHERE run_id=" + std::to_string(second) +
+                             " AND started_at IS NOT NULL"),
+              3);
 }
 
-TEST_F(ExecutionTest, APrFailingOnlyTestsThatFailOnItsBaseIsPreExistingAndOneWithANewFailureStaysARegression) {
+TEST_F(ExecutionTest,
+       APrFailingOnlyTestsThatFailOnItsBaseIsPreExistingAndOneWithANewFailureStaysARegression) {
     start("ok_import, fail_known");
     const std::string base = "1111111111111111111111111111111111111111";
-    auto send = [&](const std::string& id, const std::string& sha, std::optional<int> pr, const std::vector<std::string>& changed) {
+    auto send = [&](const std::string& id, const std::string& sha, std::optional<int> pr,
+                    const std::vector<std::string>& changed) {
         json j = json::parse(fixture_text("crcr/direct-pytorch-crcr.json"));
         auto& cp = j["client_payload"];
         cp["upstream_sha"] = sha;
@@ -358,19 +421,29 @@ TEST_F(ExecutionTest, APrFailingOnlyTestsThatFailOnItsBaseIsPreExistingAndOneWit
     auto trunk = send("m-base", base, std::nullopt, {"docs/index.rst"});
     EXPECT_EQ(finished(trunk), "completed/regression");
     // A PR on that base that breaks nothing new: its only failure is the base's.
-    auto pr = send("m-pr-old", "2222222222222222222222222222222222222222", 5, {"torch/_inductor/ir.py"});
+    auto pr =
+        send("m-pr-old", "2222222222222222222222222222222222222222", 5, {"torch/_inductor/ir.py"});
     EXPECT_EQ(finished(pr), "completed/pre_existing");
-    EXPECT_EQ(daemon->text("SELECT reason FROM runs WHERE id=" + std::to_string(pr)), "import: 1 test fails on 1111111 too");
+    EXPECT_EQ(daemon->text("SELECT reason FROM runs WHERE id=" + std::to_string(pr)),
+              "import: 1 test fails on 1111111 too");
     // The later tiers ran: a pre-existing failure does not stop them.
-    EXPECT_EQ(jobs(pr), "import:completed:regression:1 import:completed:pre_existing:2 smoke:completed:passed:1 "
-                        "affected:completed:passed:1");
-    auto ev = json::parse(daemon->text("SELECT evidence FROM jobs WHERE tier='import' AND attempt=2 AND run_id=" + std::to_string(pr)));
-    EXPECT_EQ(ev["pre_existing"], (json::array({{{"test", "ci::fail_known"}, {"run_id", trunk}, {"sha", base}}})));
+    EXPECT_EQ(
+        jobs(pr),
+        "import:completed:regression:1 import:completed:pre_existing:2 smoke:completed:passed:1 "
+        "affected:completed:passed:1");
+    auto ev = json::parse(
+        daemon->text("SELECT evidence FROM jobs WHERE tier='import' AND attempt=2 AND run_id=" +
+                     std::to_string(pr)));
+    EXPECT_EQ(ev["pre_existing"],
+              (json::array({{{"test", "ci::fail_known"}, {"run_id", trunk}, {"sha", base}}})));
     // A PR that also breaks a test of its own stays a regression.
-    auto broken = send("m-pr-new", "3333333333333333333333333333333333333333", 6, {"aten/src/ATen/native/BinaryOps.cpp"});
+    auto broken = send("m-pr-new", "3333333333333333333333333333333333333333", 6,
+                       {"aten/src/ATen/native/BinaryOps.cpp"});
     EXPECT_EQ(finished(broken), "completed/regression");
-    EXPECT_EQ(daemon->text("SELECT conclusion FROM jobs WHERE tier='affected' AND attempt=2 AND run_id=" + std::to_string(broken)),
-              "regression");
+    EXPECT_EQ(
+        daemon->text("SELECT conclusion FROM jobs WHERE tier='affected' AND attempt=2 AND run_id=" +
+                     std::to_string(broken)),
+        "regression");
 }
 
 TEST_F(ExecutionTest, WithBaseCheckRunTheFailuresNoRunAnsweredForAreRunOnTheBase) {
@@ -389,91 +462,131 @@ TEST_F(ExecutionTest, WithBaseCheckRunTheFailuresNoRunAnsweredForAreRunOnTheBase
         return json::parse(r->body)["run_id"].get<std::int64_t>();
     };
     auto sql_of = [&](std::int64_t run, const std::string& what) {
-        return daemon->text("SELECT " + what + " FROM jobs WHERE tier='import' AND attempt=3 AND run_id=" + std::to_string(run));
+        return daemon->text(
+            "SELECT " + what +
+            " FROM jobs WHERE tier='import' AND attempt=3 AND run_id=" + std::to_string(run));
     };
     // No run of the base is known: fail_known is run on the base, fails there too.
     auto pr = send("bc-1", "2222222222222222222222222222222222222222", 5);
     EXPECT_EQ(finished(pr), "completed/pre_existing");
-    EXPECT_EQ(jobs(pr), "import:completed:regression:1 import:completed:regression:2 import:completed:pre_existing:3 "
-                        "smoke:completed:passed:1 affected:completed:passed:1");
-    EXPECT_EQ(daemon->text("SELECT reason FROM jobs WHERE tier='import' AND attempt=2 AND run_id=" + std::to_string(pr)),
+    EXPECT_EQ(jobs(pr),
+              "import:completed:regression:1 import:completed:regression:2 "
+              "import:completed:pre_existing:3 "
+              "smoke:completed:passed:1 affected:completed:passed:1");
+    EXPECT_EQ(daemon->text("SELECT reason FROM jobs WHERE tier='import' AND attempt=2 AND run_id=" +
+                           std::to_string(pr)),
               "1 of 3 tests failed, again on rerun; checking 1 test on base 1111111");
     // The base check ran on the base SHA, only the failing test no run answered for.
     EXPECT_EQ(sql_of(pr, "sha"), base);
     EXPECT_EQ(json::parse(sql_of(pr, "metadata"))["pytorch_sha"], base);
-    EXPECT_EQ(daemon->text("SELECT group_concat(name || '=' || outcome) FROM test_results WHERE job_id = (SELECT id FROM jobs "
-                           "WHERE tier='import' AND attempt=3 AND run_id=" + std::to_string(pr) + ")"),
+    EXPECT_EQ(daemon->text("SELECT group_concat(name || '=' || outcome) FROM test_results WHERE "
+                           "job_id = (SELECT id FROM jobs "
+                           "WHERE tier='import' AND attempt=3 AND run_id=" +
+                           std::to_string(pr) + ")"),
               "ci::fail_known=failed");
     EXPECT_EQ(sql_of(pr, "reason"), "1 test fails on 1111111 too");
     EXPECT_EQ(json::parse(sql_of(pr, "evidence"))["pre_existing"],
               (json::array({{{"test", "ci::fail_known"}, {"run_id", pr}, {"sha", base}}})));
     // Its own context, and the tier's says the tier's class.
     auto last = [&](std::int64_t run, const std::string& context) {
-        return daemon->text("SELECT state || ' ' || description FROM outbox WHERE run_id=" + std::to_string(run) +
-                            " AND context='" + context + "' ORDER BY id DESC LIMIT 1");
+        return daemon->text(
+            "SELECT state || ' ' || description FROM outbox WHERE run_id=" + std::to_string(run) +
+            " AND context='" + context + "' ORDER BY id DESC LIMIT 1");
     };
     EXPECT_EQ(last(pr, "crcr/import/base"), "success 1 test fails on 1111111 too");
     EXPECT_EQ(last(pr, "crcr/import"), "success 1 test fails on 1111111 too");
-    EXPECT_NE(daemon->text("SELECT group_concat(description, ' | ') FROM outbox WHERE run_id=" + std::to_string(pr) +
-                           " AND context='crcr/import'").find("checking 1 failing test on base 1111111"),
+    EXPECT_NE(daemon
+                  ->text("SELECT group_concat(description, ' | ') FROM outbox WHERE run_id=" +
+                         std::to_string(pr) + " AND context='crcr/import'")
+                  .find("checking 1 failing test on base 1111111"),
               std::string::npos);
 
     // A PR whose second failure passes on the base: the change broke it.
     auto broken = send("bc-2", "3333333333333333333333333333333333333333", 6);
     EXPECT_EQ(finished(broken), "completed/regression");
     EXPECT_EQ(sql_of(broken, "reason"), "1 failing test passes on 1111111: the change broke it");
-    EXPECT_EQ(json::parse(sql_of(broken, "evidence"))["passes_on_base"], json::array({"ci::failon_3333"}));
-    EXPECT_EQ(last(broken, "crcr/import/base"), "failure 1 failing test passes on 1111111: the change broke it");
-    EXPECT_EQ(last(broken, "crcr/import"), "failure regression: 1 failing test passes on 1111111: the change broke it");
-    EXPECT_EQ(jobs(broken), "import:completed:regression:1 import:completed:regression:2 import:completed:regression:3 "
-                            "smoke:cancelled:cancelled:1 affected:cancelled:cancelled:1");
+    EXPECT_EQ(json::parse(sql_of(broken, "evidence"))["passes_on_base"],
+              json::array({"ci::failon_3333"}));
+    EXPECT_EQ(last(broken, "crcr/import/base"),
+              "failure 1 failing test passes on 1111111: the change broke it");
+    EXPECT_EQ(last(broken, "crcr/import"),
+              "failure regression: 1 failing test passes on 1111111: the change broke it");
+    EXPECT_EQ(
+        jobs(broken),
+        "import:completed:regression:1 import:completed:regression:2 import:completed:regression:3 "
+        "smoke:cancelled:cancelled:1 affected:cancelled:cancelled:1");
 }
 
 TEST_F(ExecutionTest, ACrashIsRetriedThenInfraErrorAndLaterTiersAreCancelled) {
     start("crash");
     auto run = post({"torch/_inductor/ir.py"}, "m-3");
     EXPECT_EQ(finished(run), "completed/infra_error");
-    EXPECT_EQ(jobs(run), "import:completed:infra_error:1 import:completed:infra_error:2 smoke:cancelled:cancelled:1 "
-                         "affected:cancelled:cancelled:1");
-    EXPECT_NE(daemon->text("SELECT reason FROM jobs WHERE tier='smoke' AND run_id=" + std::to_string(run)).find("import ended infra_error"),
-              std::string::npos);
+    EXPECT_EQ(
+        jobs(run),
+        "import:completed:infra_error:1 import:completed:infra_error:2 smoke:cancelled:cancelled:1 "
+        "affected:cancelled:cancelled:1");
+    EXPECT_NE(
+        daemon->text("SELECT reason FROM jobs WHERE tier='smoke' AND run_id=" + std::to_string(run))
+            .find("import ended infra_error"),
+        std::string::npos);
 }
 
 TEST_F(ExecutionTest, AnUnhealthyDeviceGoesOfflineAndTheJobEndsDeviceUnavailable) {
     start("ok_import", "[/bin/false]");
     auto run = post({"torch/_inductor/ir.py"}, "m-4");
     EXPECT_EQ(finished(run), "completed/device_unavailable");
-    EXPECT_NE(daemon->text("SELECT reason FROM jobs WHERE tier='import' AND run_id=" + std::to_string(run)).find("no healthy runner slot"),
-              std::string::npos);
+    EXPECT_NE(
+        daemon
+            ->text("SELECT reason FROM jobs WHERE tier='import' AND run_id=" + std::to_string(run))
+            .find("no healthy runner slot"),
+        std::string::npos);
     EXPECT_EQ(daemon->text("SELECT state FROM slots WHERE name='sim-0'"), "offline");
-    EXPECT_EQ(json::parse(daemon->text("SELECT last_health FROM slots WHERE name='sim-0'"))["ok"], false);
+    EXPECT_EQ(json::parse(daemon->text("SELECT last_health FROM slots WHERE name='sim-0'"))["ok"],
+              false);
 }
 
 TEST_F(ExecutionTest, Kill9MidJobIsReconciledAtRestartWithoutOrphans) {
     start();
     auto run = post({"slow/x"}, "m-5");
-    std::string sql = "SELECT count(*) FROM jobs WHERE tier='affected' AND state='running' AND run_id=" + std::to_string(run);
-    ASSERT_TRUE(eventually([&] { return daemon->scalar(sql) == 1; }, std::chrono::seconds(60))) << daemon->log();
+    std::string sql =
+        "SELECT count(*) FROM jobs WHERE tier='affected' AND state='running' AND run_id=" +
+        std::to_string(run);
+    ASSERT_TRUE(eventually([&] { return daemon->scalar(sql) == 1; }, std::chrono::seconds(60)))
+        << daemon->log();
     std::string out;
-    ASSERT_TRUE(eventually([&] { return run_command({"pgrep", "-f", "sleep 3601.5"}, &out) == 0; }));
+    ASSERT_TRUE(eventually([&] {
+        return run_command({"pgrep", "-f", "sleep 3601.5"}, &out) == 0;
+    }));
     daemon->kill9();
     // The test process dies with the daemon (its sandbox dies with its parent).
-    EXPECT_TRUE(eventually([&] { return run_command({"pgrep", "-f", "sleep 3601.5"}, &out) == 1; }, std::chrono::seconds(10)))
+    EXPECT_TRUE(eventually(
+        [&] {
+            return run_command({"pgrep", "-f", "sleep 3601.5"}, &out) == 1;
+        },
+        std::chrono::seconds(10)))
         << out;
     daemon->start();
-    std::string first = "SELECT conclusion || ':' || reason FROM jobs WHERE tier='affected' AND attempt=1 AND run_id=" +
-                        std::to_string(run);
-    ASSERT_TRUE(eventually([&] { return daemon->text(first) == "infra_error:daemon restarted (retried)"; }))
-        << daemon->text(first);
+    std::string first =
+        "SELECT conclusion || ':' || reason FROM jobs WHERE tier='affected' AND attempt=1 AND "
+        "run_id=" +
+        std::to_string(run);
+    ASSERT_TRUE(eventually([&] {
+        return daemon->text(first) == "infra_error:daemon restarted (retried)";
+    })) << daemon->text(first);
     // The retry runs again (and would hang again): it exists as attempt 2.
     EXPECT_TRUE(eventually([&] {
-        return daemon->scalar("SELECT count(*) FROM jobs WHERE tier='affected' AND attempt=2 AND run_id=" + std::to_string(run)) == 1;
+        return daemon->scalar(
+                   "SELECT count(*) FROM jobs WHERE tier='affected' AND attempt=2 AND run_id=" +
+                   std::to_string(run)) == 1;
     }));
     // A clean stop ends the retry's process too and records it for the next start.
-    EXPECT_TRUE(eventually([&] { return run_command({"pgrep", "-f", "sleep 3601.5"}, &out) == 0; }));
+    EXPECT_TRUE(eventually([&] {
+        return run_command({"pgrep", "-f", "sleep 3601.5"}, &out) == 0;
+    }));
     EXPECT_EQ(daemon->stop(), 0);
     EXPECT_EQ(run_command({"pgrep", "-f", "sleep 3601.5"}, &out), 1) << out;
-    EXPECT_EQ(daemon->text("SELECT conclusion || ':' || reason FROM jobs WHERE tier='affected' AND attempt=2 AND run_id=" +
+    EXPECT_EQ(daemon->text("SELECT conclusion || ':' || reason FROM jobs WHERE tier='affected' AND "
+                           "attempt=2 AND run_id=" +
                            std::to_string(run)),
               "infra_error:daemon stopped while the job ran");
 }

@@ -1,7 +1,7 @@
 // `crcrctl explain` and the rules file as the daemon checks it (start-up, --check-config).
 #include <gtest/gtest.h>
-#include <nlohmann/json.hpp>
 #include <signal.h>
+#include <nlohmann/json.hpp>
 
 #include "support/daemon.hpp"
 
@@ -21,7 +21,8 @@ TEST(Explain, PrintsTheDecisionForChangedFilesFromStdinOrAFile) {
     TempDir dir;
     write_file(dir.path() / "sel.yaml", k_rules);
     std::string out;
-    int rc = run_command({CRCRCTL_BIN, "explain", "--rules", (dir.path() / "sel.yaml").string(), "--changed-files", "-"},
+    int rc = run_command({CRCRCTL_BIN, "explain", "--rules", (dir.path() / "sel.yaml").string(),
+                          "--changed-files", "-"},
                          &out, "aten/src/ATen/native/BinaryOps.cpp\n\ndocs/index.rst\nsetup.py\n");
     EXPECT_EQ(rc, 0) << out;
     EXPECT_NE(out.find("3 changed path(s)"), std::string::npos) << out;
@@ -29,8 +30,8 @@ TEST(Explain, PrintsTheDecisionForChangedFilesFromStdinOrAFile) {
     EXPECT_NE(out.find("matched no rule: 1 path(s)"), std::string::npos) << out;
 
     write_file(dir.path() / "changed.txt", "docs/index.rst\n");
-    rc = run_command({CRCRCTL_BIN, "explain", "--rules", (dir.path() / "sel.yaml").string(), "--changed-files",
-                      (dir.path() / "changed.txt").string(), "--json"},
+    rc = run_command({CRCRCTL_BIN, "explain", "--rules", (dir.path() / "sel.yaml").string(),
+                      "--changed-files", (dir.path() / "changed.txt").string(), "--json"},
                      &out);
     ASSERT_EQ(rc, 0) << out;
     auto j = nlohmann::json::parse(out);
@@ -42,12 +43,15 @@ TEST(Explain, PrintsTheDecisionForChangedFilesFromStdinOrAFile) {
 
 TEST(Explain, InvalidRulesAreReportedWithFileLineAndKey) {
     TempDir dir;
-    write_file(dir.path() / "bad.yaml", "tiers:\n  - name: import\n    always: true\n    timeout: soon\n");
+    write_file(dir.path() / "bad.yaml",
+               "tiers:\n  - name: import\n    always: true\n    timeout: soon\n");
     std::string out;
-    int rc = run_command({CRCRCTL_BIN, "explain", "--rules", (dir.path() / "bad.yaml").string(), "--changed-files", "-"},
+    int rc = run_command({CRCRCTL_BIN, "explain", "--rules", (dir.path() / "bad.yaml").string(),
+                          "--changed-files", "-"},
                          &out, "x\n");
     EXPECT_EQ(rc, 2);
-    EXPECT_NE(out.find("bad.yaml: tiers[0].timeout: 'soon' is not a duration"), std::string::npos) << out;
+    EXPECT_NE(out.find("bad.yaml: tiers[0].timeout: 'soon' is not a duration"), std::string::npos)
+        << out;
     EXPECT_NE(out.find("(line 4)"), std::string::npos) << out;
     EXPECT_NE(out.find("tiers[0].tests: required"), std::string::npos) << out;
 
@@ -59,7 +63,9 @@ TEST(Explain, InvalidRulesAreReportedWithFileLineAndKey) {
     EXPECT_EQ(run_command({CRCRD_BIN, "--config", d.config_path().string()}, &out), 2);
 
     write_file(dir.path() / "bad.yaml", k_rules);
-    EXPECT_EQ(run_command({CRCRD_BIN, "--check-config", "--config", d.config_path().string()}, &out), 0) << out;
+    EXPECT_EQ(
+        run_command({CRCRD_BIN, "--check-config", "--config", d.config_path().string()}, &out), 0)
+        << out;
 }
 
 TEST(Explain, SighupRefusesABrokenRulesFileAndKeepsTheRunningRules) {
@@ -70,8 +76,11 @@ TEST(Explain, SighupRefusesABrokenRulesFileAndKeepsTheRunningRules) {
     write_file(dir.path() / "sel.yaml", "tiers: []\nrulez: 1\n");
     auto before = d.log().size();
     d.process().signal(SIGHUP);
-    ASSERT_TRUE(eventually([&] { return d.log().find("keeping the running configuration", before) != std::string::npos; }));
-    EXPECT_NE(d.log().find("sel.yaml: rulez: unknown key", before), std::string::npos) << d.log().substr(before);
+    ASSERT_TRUE(eventually([&] {
+        return d.log().find("keeping the running configuration", before) != std::string::npos;
+    }));
+    EXPECT_NE(d.log().find("sel.yaml: rulez: unknown key", before), std::string::npos)
+        << d.log().substr(before);
     // The rules in force still plan runs.
     nlohmann::json j = nlohmann::json::parse(fixture_text("crcr/direct-pytorch-crcr.json"));
     auto r = d.post_standard(j.dump(), "msg-hup");

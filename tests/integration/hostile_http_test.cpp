@@ -4,22 +4,22 @@
 // SIGHUP. Each must be answered or closed, and the daemon must go on serving.
 #include <gtest/gtest.h>
 
-#include <regex>
 #include <signal.h>
 #include <unistd.h>
+#include <regex>
 
 #include <nlohmann/json.hpp>
 
 #include "support/certs.hpp"
-#include "support/process.hpp"
 #include "support/daemon.hpp"
+#include "support/process.hpp"
 #include "support/raw_client.hpp"
 
 namespace crcrd {
 namespace {
 
 class HostileHttpTest : public ::testing::Test {
-protected:
+  protected:
     void start(const std::string& server_yaml = "") {
         daemon = std::make_unique<TestDaemon>(dir.path());
         if (tls_files) daemon->set_tls_files(tls_files->first, tls_files->second);
@@ -57,34 +57,43 @@ protected:
 };
 
 const std::string k_post_head =
-    "POST /webhook HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nX-GitHub-Event: ping\r\n"
+    "POST /webhook HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nX-GitHub-Event: "
+    "ping\r\n"
     "X-GitHub-Delivery: hostile-1\r\n";
 
 TEST_F(HostileHttpTest, AChunkedTrailerOver64KiBIsAnswered431NotACrash) {
     start();
     // The request that used to abort the daemon: one chunk, then a 100,000-byte trailer field.
-    std::string req = k_post_head + "Transfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\nX-T: " + std::string(100'000, 't') +
-                      "\r\n\r\n";
+    std::string req = k_post_head + "Transfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\nX-T: " +
+                      std::string(100'000, 't') + "\r\n\r\n";
     EXPECT_EQ(exchange(req), 431);
     expect_alive();
     // A trailer within 64 KiB but over max_header_bytes (16 KiB) is refused the same way.
-    req = k_post_head + "Transfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\nX-T: " + std::string(20'000, 't') + "\r\n\r\n";
+    req = k_post_head +
+          "Transfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\nX-T: " + std::string(20'000, 't') +
+          "\r\n\r\n";
     EXPECT_EQ(exchange(req), 431);
     // The refusals are in the delivery log, bodies not stored.
-    EXPECT_EQ(daemon->scalar("SELECT count(*) FROM deliveries WHERE http_status = 431 AND body IS NULL"), 2);
+    EXPECT_EQ(
+        daemon->scalar("SELECT count(*) FROM deliveries WHERE http_status = 431 AND body IS NULL"),
+        2);
     expect_alive();
 }
 
 TEST_F(HostileHttpTest, OversizedRequestLineHeaderFieldAndChunkExtensionsAre431) {
     start();
     EXPECT_EQ(exchange("GET /" + std::string(20'000, 'a') + " HTTP/1.1\r\nHost: x\r\n\r\n"), 431);
-    EXPECT_EQ(exchange(k_post_head + "X-Big: " + std::string(70'000, 'b') + "\r\nContent-Length: 2\r\n\r\n{}"), 431);
-    EXPECT_EQ(exchange(k_post_head + "Transfer-Encoding: chunked\r\n\r\n5;" + std::string(100'000, 'e') + "\r\nhello\r\n0\r\n\r\n"),
+    EXPECT_EQ(exchange(k_post_head + "X-Big: " + std::string(70'000, 'b') +
+                       "\r\nContent-Length: 2\r\n\r\n{}"),
+              431);
+    EXPECT_EQ(exchange(k_post_head + "Transfer-Encoding: chunked\r\n\r\n5;" +
+                       std::string(100'000, 'e') + "\r\nhello\r\n0\r\n\r\n"),
               431);
     // Many small extensions add up too.
     std::string chunks;
     for (int i = 0; i < 2000; ++i) chunks += "1;ext=" + std::string(10, 'x') + "\r\na\r\n";
-    EXPECT_EQ(exchange(k_post_head + "Transfer-Encoding: chunked\r\n\r\n" + chunks + "0\r\n\r\n"), 431);
+    EXPECT_EQ(exchange(k_post_head + "Transfer-Encoding: chunked\r\n\r\n" + chunks + "0\r\n\r\n"),
+              431);
     expect_alive();
 }
 
@@ -93,16 +102,19 @@ TEST_F(HostileHttpTest, PipelinedAndMalformedRequestsAreAnsweredOrClosed) {
     auto c = connect();
     ASSERT_TRUE(c);
     // Two requests in one write: both answered, in order.
-    ASSERT_TRUE(c->send("GET /healthz HTTP/1.1\r\nHost: x\r\n\r\nGET /nope HTTP/1.1\r\nHost: x\r\n\r\n"));
+    ASSERT_TRUE(
+        c->send("GET /healthz HTTP/1.1\r\nHost: x\r\n\r\nGET /nope HTTP/1.1\r\nHost: x\r\n\r\n"));
     EXPECT_EQ(status_of(c->read_response()), 200);
     EXPECT_EQ(status_of(c->read_response()), 404);
     // Then garbage: 400 and the connection is closed.
     ASSERT_TRUE(c->send("\x01\x02 not http at all\r\n\r\n"));
     EXPECT_EQ(status_of(c->read_response()), 400);
     EXPECT_TRUE(c->wait_closed());
-    for (const std::string& bad : {std::string("POST /webhook HTTP/1.1\r\nContent-Length: 5\r\nContent-Length: 6\r\n\r\nhello!"),
-                                  std::string("POST /webhook HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n"),
-                                  std::string("GET / HTTP/9.9\r\n\r\n")}) {
+    for (const std::string& bad :
+         {std::string(
+              "POST /webhook HTTP/1.1\r\nContent-Length: 5\r\nContent-Length: 6\r\n\r\nhello!"),
+          std::string("POST /webhook HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n"),
+          std::string("GET / HTTP/9.9\r\n\r\n")}) {
         EXPECT_EQ(exchange(bad), 400) << bad;
     }
     expect_alive();
@@ -116,8 +128,8 @@ TEST_F(HostileHttpTest, AnUnknownTransferCodingIs501AndTheConnectionCloses) {
     auto answer = [&](const std::string& coding) {
         auto c = connect();
         EXPECT_TRUE(c);
-        if (!c || !c->send("GET /healthz HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: " + coding + chunked_body +
-                           "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")) {
+        if (!c || !c->send("GET /healthz HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: " + coding +
+                           chunked_body + "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")) {
             return 0;
         }
         const int status = status_of(c->read_response());
@@ -125,15 +137,19 @@ TEST_F(HostileHttpTest, AnUnknownTransferCodingIs501AndTheConnectionCloses) {
         return status;
     };
     // A coding the server does not implement, before chunked (RFC 9112 6.1: 501).
-    for (const std::string coding : {"gzip, chunked", "deflate,chunked", "x-custom , chunked", "gzip, identity, chunked"}) {
+    for (const std::string coding :
+         {"gzip, chunked", "deflate,chunked", "x-custom , chunked", "gzip, identity, chunked"}) {
         EXPECT_EQ(answer(coding), 501) << coding;
     }
     // chunked not last, or not there, or twice: the body's length is unknown (6.3: 400).
-    for (const std::string coding : {"xchunked", "identity", "chunked, gzip", "chunked, chunked", ""}) {
+    for (const std::string coding :
+         {"xchunked", "identity", "chunked, gzip", "chunked, chunked", ""}) {
         EXPECT_EQ(answer(coding), 400) << coding;
     }
     // chunked alone, in any case, is read as before.
-    EXPECT_EQ(exchange("GET /healthz HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: Chunked" + chunked_body), 200);
+    EXPECT_EQ(
+        exchange("GET /healthz HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: Chunked" + chunked_body),
+        200);
     expect_alive();
 }
 
@@ -144,7 +160,8 @@ TEST_F(HostileHttpTest, AHandshakeThatNeverHappensIsClosedAfterHandshakeTimeout)
     o.timeout = std::chrono::seconds(15);
     auto c = connect(o);
     ASSERT_TRUE(c);
-    EXPECT_TRUE(c->wait_closed()) << "the daemon kept a silent connection past its handshake_timeout";
+    EXPECT_TRUE(c->wait_closed())
+        << "the daemon kept a silent connection past its handshake_timeout";
     expect_alive();
 }
 
@@ -162,12 +179,14 @@ TEST_F(HostileHttpTest, OneAddressCannotHoldEveryConnection) {
     std::string err;
     auto fifth = RawConnection::open(daemon->port(), raw(), &err);
     EXPECT_FALSE(fifth) << "a fifth connection from 127.0.0.1 was accepted";
-    EXPECT_TRUE(eventually([&] { return daemon->log().find("max_connections_per_ip") != std::string::npos; }));
+    EXPECT_TRUE(eventually(
+        [&] { return daemon->log().find("max_connections_per_ip") != std::string::npos; }));
     // One closed: a new one is served again.
     held.pop_back();
     EXPECT_TRUE(eventually([&] {
         auto c = RawConnection::open(daemon->port(), raw());
-        return c && c->send("GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n") && status_of(c->read_response()) == 200;
+        return c && c->send("GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n") &&
+               status_of(c->read_response()) == 200;
     }));
 }
 
@@ -175,7 +194,9 @@ TEST_F(HostileHttpTest, Tls12OffersOnlyAeadSuites) {
     start();
     RawOptions cbc = raw();
     cbc.tls12_only = true;
-    cbc.cipher_list = "ECDHE-ECDSA-AES128-SHA:ECDHE-ECDSA-AES256-SHA:AES128-SHA:AES256-SHA:ECDHE-ECDSA-AES128-SHA256";
+    cbc.cipher_list =
+        "ECDHE-ECDSA-AES128-SHA:ECDHE-ECDSA-AES256-SHA:AES128-SHA:AES256-SHA:ECDHE-ECDSA-AES128-"
+        "SHA256";
     std::string err;
     EXPECT_FALSE(RawConnection::open(daemon->port(), cbc, &err)) << "a CBC suite was negotiated";
     RawOptions gcm = raw();
@@ -196,16 +217,21 @@ TEST_F(HostileHttpTest, SighupReloadsTheCertificate) {
     start();
     auto before = connect();
     ASSERT_TRUE(before);
-    EXPECT_NE(before->peer_subject().find("crcrd first"), std::string::npos) << before->peer_subject();
+    EXPECT_NE(before->peer_subject().find("crcrd first"), std::string::npos)
+        << before->peer_subject();
 
     // A key that does not match the certificate is refused; the running one stays.
     auto second = issue_server_cert(dir.path() / "tls", "next", "crcrd second");
-    std::filesystem::copy_file(second.first, cert, std::filesystem::copy_options::overwrite_existing);
+    std::filesystem::copy_file(second.first, cert,
+                               std::filesystem::copy_options::overwrite_existing);
     daemon->process().signal(SIGHUP);
-    EXPECT_TRUE(eventually([&] { return daemon->log().find("reload refused: server.tls.key") != std::string::npos; })) << daemon->log();
+    EXPECT_TRUE(eventually([&] {
+        return daemon->log().find("reload refused: server.tls.key") != std::string::npos;
+    })) << daemon->log();
     EXPECT_NE(connect()->peer_subject().find("crcrd first"), std::string::npos);
 
-    std::filesystem::copy_file(second.second, key, std::filesystem::copy_options::overwrite_existing);
+    std::filesystem::copy_file(second.second, key,
+                               std::filesystem::copy_options::overwrite_existing);
     daemon->process().signal(SIGHUP);
     EXPECT_TRUE(eventually([&] {
         auto c = RawConnection::open(daemon->port(), raw());
@@ -216,22 +242,25 @@ TEST_F(HostileHttpTest, SighupReloadsTheCertificate) {
     EXPECT_EQ(status_of(before->read_response()), 200);
 }
 
-
 TEST_F(HostileHttpTest, AnUnauthenticatedFloodIsOneLogLineAndItsRowsArePruned) {
     daemon = std::make_unique<TestDaemon>(dir.path());
     daemon->write_config("", "", ", rejected_retention: 2s, prune_interval: 1s, retention: 0s");
     daemon->start();
     // An accepted delivery first: its row stays.
-    auto ok = daemon->post_github(fixture_text("crcr/pull_request-synchronize.dispatch.json"), "kept-1");
+    auto ok =
+        daemon->post_github(fixture_text("crcr/pull_request-synchronize.dispatch.json"), "kept-1");
     ASSERT_EQ(ok->status, 202);
     for (int i = 0; i < 200; ++i) {
-        auto r = daemon->post_github("{}", "flood-" + std::to_string(i), "repository_dispatch", "wrong-secret");
+        auto r = daemon->post_github("{}", "flood-" + std::to_string(i), "repository_dispatch",
+                                     "wrong-secret");
         ASSERT_EQ(r->status, 401);
     }
     // One log line, not two hundred.
     const auto log = daemon->log();
     std::size_t lines = 0;
-    for (auto at = log.find("verdict=rejected"); at != std::string::npos; at = log.find("verdict=rejected", at + 1)) ++lines;
+    for (auto at = log.find("verdict=rejected"); at != std::string::npos;
+         at = log.find("verdict=rejected", at + 1))
+        ++lines;
     EXPECT_EQ(lines, 1u) << log;
     // Every request left its row (docs/ingest.md, "The delivery log"), and rejected rows go after
     // storage.rejected_retention: the pruner's lines count all 200 (some may go while the flood
@@ -240,10 +269,13 @@ TEST_F(HostileHttpTest, AnUnauthenticatedFloodIsOneLogLineAndItsRowsArePruned) {
     auto pruned = [&] {
         const auto text = daemon->log();
         std::int64_t n = 0;
-        for (std::sregex_iterator m(text.begin(), text.end(), pruned_line), end; m != end; ++m) n += std::stoll((*m)[1]);
+        for (std::sregex_iterator m(text.begin(), text.end(), pruned_line), end; m != end; ++m)
+            n += std::stoll((*m)[1]);
         return n;
     };
-    EXPECT_TRUE(eventually([&] { return pruned() == 200; }, std::chrono::seconds(20))) << pruned() << "\n" << daemon->log();
+    EXPECT_TRUE(eventually([&] { return pruned() == 200; }, std::chrono::seconds(20)))
+        << pruned() << "\n"
+        << daemon->log();
     EXPECT_EQ(daemon->scalar("SELECT count(*) FROM deliveries WHERE verdict='rejected'"), 0);
     EXPECT_EQ(daemon->scalar("SELECT count(*) FROM deliveries WHERE delivery_id='kept-1'"), 1);
 }
@@ -255,13 +287,15 @@ TEST_F(HostileHttpTest, ReadyzWritesNothingAndTellsAFullDisk) {
     EXPECT_EQ(daemon->scalar("SELECT count(*) FROM meta"), before);
     daemon->stop();
 
-    if (::geteuid() != 0) GTEST_SKIP() << "a small file system for the full-disk case needs root (mount)";
+    if (::geteuid() != 0)
+        GTEST_SKIP() << "a small file system for the full-disk case needs root (mount)";
     // The database on a 4 MiB file system, then the disk filled by something else.
     const auto state = dir.path() / "state";
     std::filesystem::remove_all(state);
     std::filesystem::create_directories(state);
     std::string out;
-    if (run_command({"mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", state.string()}, &out) != 0) {
+    if (run_command({"mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", state.string()}, &out) !=
+        0) {
         GTEST_SKIP() << "cannot mount a tmpfs here: " << out;
     }
     struct Unmount {
@@ -270,7 +304,8 @@ TEST_F(HostileHttpTest, ReadyzWritesNothingAndTellsAFullDisk) {
     } unmount{state};
     daemon->start();
     ASSERT_EQ(daemon->request("GET", "/readyz", {}, "")->status, 200);
-    run_command({"dd", "if=/dev/zero", "of=" + (state / "filler").string(), "bs=64k", "count=1000"}, &out);
+    run_command({"dd", "if=/dev/zero", "of=" + (state / "filler").string(), "bs=64k", "count=1000"},
+                &out);
     auto body = fixture_text("crcr/pull_request-synchronize.dispatch.json");
     // Padding that does not compress, so the write needs new pages on the full disk.
     std::string noise;

@@ -90,7 +90,8 @@ void chown_tree(const std::filesystem::path& root, uid_t uid) {
 }
 
 std::vector<std::string> as_nobody() {
-    return {"setpriv", "--reuid=" + std::to_string(k_nobody), "--regid=" + std::to_string(k_nobody), "--clear-groups", "--"};
+    return {"setpriv", "--reuid=" + std::to_string(k_nobody), "--regid=" + std::to_string(k_nobody),
+            "--clear-groups", "--"};
 }
 
 /// Why this host cannot run the packaged set-up's shape ("" when it can).
@@ -99,13 +100,15 @@ std::string unavailable() {
     if (auto why = bwrap_unavailable(); !why.empty()) return why;
     std::string out;
     auto argv = as_nobody();
-    argv.insert(argv.end(), {"bwrap", "--unshare-user", "--unshare-pid", "--ro-bind", "/", "/", "--proc", "/proc", "true"});
-    if (run_command(argv, &out) != 0) return "an unprivileged user cannot make bubblewrap's namespaces here: " + out;
+    argv.insert(argv.end(), {"bwrap", "--unshare-user", "--unshare-pid", "--ro-bind", "/", "/",
+                             "--proc", "/proc", "true"});
+    if (run_command(argv, &out) != 0)
+        return "an unprivileged user cannot make bubblewrap's namespaces here: " + out;
     return "";
 }
 
 class LauncherEscapeTest : public ::testing::Test {
-protected:
+  protected:
     void SetUp() override {
         if (auto why = unavailable(); !why.empty()) GTEST_SKIP() << why;
         std::filesystem::permissions(dir.path(), std::filesystem::perms(0755));
@@ -126,12 +129,15 @@ protected:
         chown_tree(run.path(), k_nobody);
 
         auto launcher = as_nobody();
-        launcher.insert(launcher.end(), {"systemd-socket-activate", "--seqpacket", "--accept", "-l", socket().string(),
-                                         CRCRD_BIN, "--sandbox-serve", "/usr/bin/bwrap"});
+        launcher.insert(launcher.end(),
+                        {"systemd-socket-activate", "--seqpacket", "--accept", "-l",
+                         socket().string(), CRCRD_BIN, "--sandbox-serve", "/usr/bin/bwrap"});
         m_launcher = std::make_unique<Process>(launcher, bin.path() / "launcher.log");
-        ASSERT_TRUE(eventually([&] { return std::filesystem::exists(socket()); })) << launcher_log();
+        ASSERT_TRUE(eventually([&] { return std::filesystem::exists(socket()); }))
+            << launcher_log();
         // A second path to the same socket, in a folder every job's sandbox shows.
-        ASSERT_EQ(::link(socket().c_str(), (bin.path() / "launcher.sock").c_str()), 0) << std::strerror(errno);
+        ASSERT_EQ(::link(socket().c_str(), (bin.path() / "launcher.sock").c_str()), 0)
+            << std::strerror(errno);
 
         write_file(shm_mark(), "the host's\n");
         write_file(dir.path() / "precious", "the daemon's\n");
@@ -145,33 +151,60 @@ protected:
     std::filesystem::path socket() const { return run.path() / "sandbox.sock"; }
     std::filesystem::path mirror() const { return dir.path() / "state" / "pytorch.git"; }
     std::filesystem::path hook_mark() const { return dir.path() / "a-hook-ran"; }
-    std::filesystem::path shm_mark() const { return "/dev/shm/crcrd-test-" + dir.path().filename().string(); }
+    std::filesystem::path shm_mark() const {
+        return "/dev/shm/crcrd-test-" + dir.path().filename().string();
+    }
     std::string launcher_log() const { return read_file(bin.path() / "launcher.log").value_or(""); }
 
     std::string config() const {
         const auto p = [](const std::filesystem::path& x) { return "\"" + x.string() + "\""; };
         return "selection: {rules: selection.yaml}\n"
-               "upstream: {mirror: state/pytorch.git, remote: " + upstream().string() + "}\n"
+               "upstream: {mirror: state/pytorch.git, remote: " +
+               upstream().string() +
+               "}\n"
                "runners:\n"
                "  - {name: sim-0, labels: [sim], health_check: [/bin/true]}\n"
                "execution:\n"
-               "  command: [" + (bin.path() / "test.sh").string() + "]\n"
+               "  command: [" +
+               (bin.path() / "test.sh").string() +
+               "]\n"
                "  work_root: state/work\n"
                "  min_free_bytes: 1MiB\n"
                "  infra_retries: 0\n"
                "  flaky_reruns: 0\n"
-               "  sandbox_socket: " + socket().string() + "\n"
+               "  sandbox_socket: " +
+               socket().string() +
+               "\n"
                "  env:\n"
-               "    LAUNCHER_SOCKET: " + p(socket()) + "\n"
-               "    ATTACK_SOCKET: " + p(bin.path() / "launcher.sock") + "\n"
-               "    CRCRD: " + p(CRCRD_BIN) + "\n"
-               "    CLIENT_PY: " + p(bin.path() / "client.py") + "\n"
-               "    SECRET: " + p(dir.path() / "secrets" / "webhook.secret") + "\n"
-               "    MIRROR: " + p(mirror()) + "\n"
-               "    OUTSIDE: " + p(dir.path()) + "\n"
-               "    HOOK_MARK: " + p(hook_mark()) + "\n"
-               "    SHM_MARK: " + p(shm_mark()) + "\n"
-               "    PAYLOAD: " + json(k_payload).dump() + "\n";
+               "    LAUNCHER_SOCKET: " +
+               p(socket()) +
+               "\n"
+               "    ATTACK_SOCKET: " +
+               p(bin.path() / "launcher.sock") +
+               "\n"
+               "    CRCRD: " +
+               p(CRCRD_BIN) +
+               "\n"
+               "    CLIENT_PY: " +
+               p(bin.path() / "client.py") +
+               "\n"
+               "    SECRET: " +
+               p(dir.path() / "secrets" / "webhook.secret") +
+               "\n"
+               "    MIRROR: " +
+               p(mirror()) +
+               "\n"
+               "    OUTSIDE: " +
+               p(dir.path()) +
+               "\n"
+               "    HOOK_MARK: " +
+               p(hook_mark()) +
+               "\n"
+               "    SHM_MARK: " +
+               p(shm_mark()) +
+               "\n"
+               "    PAYLOAD: " +
+               json(k_payload).dump() + "\n";
     }
 
     std::int64_t post(const std::string& id) {
@@ -183,7 +216,8 @@ protected:
         return json::parse(r->body)["run_id"].get<std::int64_t>();
     }
     std::string job_log(std::int64_t run) {
-        auto path = daemon->text("SELECT log_path FROM jobs WHERE run_id=" + std::to_string(run) + " ORDER BY id DESC LIMIT 1");
+        auto path = daemon->text("SELECT log_path FROM jobs WHERE run_id=" + std::to_string(run) +
+                                 " ORDER BY id DESC LIMIT 1");
         return read_file(path, 64u << 20).value_or("");
     }
     /// Hooks in the mirror other than the samples `git init` writes.
@@ -198,7 +232,8 @@ protected:
     std::vector<std::string> stolen() const {
         std::vector<std::string> out;
         for (const auto& e : std::filesystem::directory_iterator(dir.path())) {
-            if (e.path().filename().string().rfind("stolen-", 0) == 0) out.push_back(e.path().string());
+            if (e.path().filename().string().rfind("stolen-", 0) == 0)
+                out.push_back(e.path().string());
         }
         return out;
     }
@@ -222,8 +257,12 @@ TEST_F(LauncherEscapeTest, AJobCannotHaveTheLauncherStartAnythingForIt) {
     // The configured socket's folder is hidden; the second path reaches the socket, and the
     // launcher refuses both clients there.
     EXPECT_NE(log.find("attack: " + socket().string() + " is not there"), std::string::npos) << log;
-    EXPECT_NE(log.find("attack: " + (bin.path() / "launcher.sock").string() + " is reachable"), std::string::npos) << log;
-    EXPECT_NE(log.find("attack(a): crcrd --sandbox-connect: the sandbox launcher refused: "), std::string::npos) << log;
+    EXPECT_NE(log.find("attack: " + (bin.path() / "launcher.sock").string() + " is reachable"),
+              std::string::npos)
+        << log;
+    EXPECT_NE(log.find("attack(a): crcrd --sandbox-connect: the sandbox launcher refused: "),
+              std::string::npos)
+        << log;
     EXPECT_NE(log.find("attack(b): launcher said: error "), std::string::npos) << log;
     EXPECT_EQ(log.find("ESCAPED"), std::string::npos) << log;
     EXPECT_NE(log.find("attack(c): the mirror is out of reach"), std::string::npos) << log;
@@ -247,7 +286,8 @@ TEST_F(LauncherEscapeTest, AHookInTheMirrorNeverRunsInTheDaemonsCheckouts) {
     // However a hook got into the mirror, the daemon's git commands do not run it.
     const auto first = post("hook-1");
     EXPECT_EQ(daemon->finished(first), "completed/passed");
-    write_file(mirror() / "hooks" / "post-checkout", "#!/bin/sh\ntouch " + hook_mark().string() + "\n", 0755);
+    write_file(mirror() / "hooks" / "post-checkout",
+               "#!/bin/sh\ntouch " + hook_mark().string() + "\n", 0755);
     chown_tree(mirror() / "hooks", k_nobody);
     const auto second = post("hook-2");
     EXPECT_EQ(daemon->finished(second), "completed/passed");

@@ -2,12 +2,12 @@
 // crcrctl send, and a full disk.
 #include <gtest/gtest.h>
 #include <netinet/in.h>
-#include <nlohmann/json.hpp>
 #include <signal.h>
 #include <sys/mount.h>
 #include <sys/socket.h>
 #include <sys/statvfs.h>
 #include <unistd.h>
+#include <nlohmann/json.hpp>
 
 #include <cstring>
 #include <fstream>
@@ -22,7 +22,9 @@ namespace {
 
 using nlohmann::json;
 
-std::string pr_sync() { return fixture_text("crcr/pull_request-synchronize.dispatch.json"); }
+std::string pr_sync() {
+    return fixture_text("crcr/pull_request-synchronize.dispatch.json");
+}
 
 std::string pr_with_delivery(const std::string& crcr_id, std::size_t pad = 0) {
     json j = json::parse(pr_sync());
@@ -41,7 +43,8 @@ TEST(Lifecycle, RedeliveryAfterRestartIsStillADuplicate) {
     auto again = d.post_github(pr_sync(), "r-1");
     ASSERT_TRUE(again);
     EXPECT_EQ(again->status, 200);
-    EXPECT_EQ(json::parse(again->body), (json{{"status", "duplicate"}, {"run_id", first["run_id"]}}));
+    EXPECT_EQ(json::parse(again->body),
+              (json{{"status", "duplicate"}, {"run_id", first["run_id"]}}));
     EXPECT_EQ(d.scalar("SELECT count(*) FROM runs"), 1);
 }
 
@@ -49,11 +52,15 @@ TEST(Lifecycle, SighupRotatesSecretsAndRefusesABadConfig) {
     TempDir dir;
     TestDaemon d(dir.path());
     d.start();
-    EXPECT_EQ(d.post_github(pr_with_delivery("a"), "h-1", "repository_dispatch", k_test_secret_new)->status, 401);
+    EXPECT_EQ(d.post_github(pr_with_delivery("a"), "h-1", "repository_dispatch", k_test_secret_new)
+                  ->status,
+              401);
 
     // Rotation: both secrets active.
     write_file(dir.path() / "secrets" / "new.secret", k_test_secret_new, 0600);
-    std::string rotated = "ingest:\n  secrets: [{id: current, file: secrets/webhook.secret}, {id: next, file: secrets/new.secret}]\n";
+    std::string rotated =
+        "ingest:\n  secrets: [{id: current, file: secrets/webhook.secret}, {id: next, file: "
+        "secrets/new.secret}]\n";
     std::string cfg = read_file(d.config_path()).value();
     auto replace_ingest = [&](const std::string& ingest_yaml) {
         std::string c = cfg;
@@ -66,24 +73,35 @@ TEST(Lifecycle, SighupRotatesSecretsAndRefusesABadConfig) {
     std::size_t before = d.log().size();
     d.process().signal(SIGHUP);
     ASSERT_TRUE(eventually([&] { return d.log().find("reloaded", before) != std::string::npos; }));
-    EXPECT_EQ(d.post_github(pr_with_delivery("b"), "h-2", "repository_dispatch", k_test_secret_new)->status, 202);
-    EXPECT_EQ(d.post_github(pr_with_delivery("c"), "h-3", "repository_dispatch", k_test_secret)->status, 202);
+    EXPECT_EQ(d.post_github(pr_with_delivery("b"), "h-2", "repository_dispatch", k_test_secret_new)
+                  ->status,
+              202);
+    EXPECT_EQ(
+        d.post_github(pr_with_delivery("c"), "h-3", "repository_dispatch", k_test_secret)->status,
+        202);
 
     // The old secret retired.
     replace_ingest("ingest:\n  secrets: [{id: next, file: secrets/new.secret}]\n");
     before = d.log().size();
     d.process().signal(SIGHUP);
     ASSERT_TRUE(eventually([&] { return d.log().find("reloaded", before) != std::string::npos; }));
-    EXPECT_EQ(d.post_github(pr_with_delivery("d"), "h-4", "repository_dispatch", k_test_secret)->status, 401);
+    EXPECT_EQ(
+        d.post_github(pr_with_delivery("d"), "h-4", "repository_dispatch", k_test_secret)->status,
+        401);
 
     // A broken config is refused; the running one stays.
-    replace_ingest("ingest:\n  secrets: [{id: gone, file: secrets/missing.secret}]\n  bogus_key: 1\n");
+    replace_ingest(
+        "ingest:\n  secrets: [{id: gone, file: secrets/missing.secret}]\n  bogus_key: 1\n");
     before = d.log().size();
     d.process().signal(SIGHUP);
-    ASSERT_TRUE(eventually([&] { return d.log().find("keeping the running configuration", before) != std::string::npos; }));
+    ASSERT_TRUE(eventually([&] {
+        return d.log().find("keeping the running configuration", before) != std::string::npos;
+    }));
     std::string refused = d.log().substr(before);
     EXPECT_NE(refused.find("ingest.bogus_key: unknown key"), std::string::npos) << refused;
-    EXPECT_EQ(d.post_github(pr_with_delivery("e"), "h-5", "repository_dispatch", k_test_secret_new)->status, 202);
+    EXPECT_EQ(d.post_github(pr_with_delivery("e"), "h-5", "repository_dispatch", k_test_secret_new)
+                  ->status,
+              202);
     EXPECT_TRUE(d.process().running());
     // Secrets never reach the log.
     EXPECT_EQ(d.log().find(k_test_secret_new), std::string::npos);
@@ -94,31 +112,50 @@ TEST(Lifecycle, CheckConfigAndVersion) {
     TempDir dir;
     TestDaemon d(dir.path());
     std::string out;
-    EXPECT_EQ(run_command({CRCRD_BIN, "--check-config", "--config", d.config_path().string()}, &out), 0) << out;
+    EXPECT_EQ(
+        run_command({CRCRD_BIN, "--check-config", "--config", d.config_path().string()}, &out), 0)
+        << out;
     EXPECT_EQ(run_command({CRCRD_BIN, "--version"}, &out), 0);
     EXPECT_NE(out.find("crcrd 0."), std::string::npos);
 
-    write_file(dir.path() / "bad.yaml",
-               "server: {listen: \"0.0.0.0:8443\"}\nstorage: {}\ningest: {secrets: [{id: a, file: /nonexistent/s}]}\n"
-               "trust: {downstream_repo: a/b, fork_policy: sometimes}\nexecution: {stall_timeout: 5}\n");
-    EXPECT_EQ(run_command({CRCRD_BIN, "--check-config", "--config", (dir.path() / "bad.yaml").string()}, &out), 2);
+    write_file(
+        dir.path() / "bad.yaml",
+        "server: {listen: \"0.0.0.0:8443\"}\nstorage: {}\ningest: {secrets: [{id: a, file: "
+        "/nonexistent/s}]}\n"
+        "trust: {downstream_repo: a/b, fork_policy: sometimes}\nexecution: {stall_timeout: 5}\n");
+    EXPECT_EQ(
+        run_command({CRCRD_BIN, "--check-config", "--config", (dir.path() / "bad.yaml").string()},
+                    &out),
+        2);
     for (const char* want : {"server.tls: required", "storage.path: required", "trust.fork_policy",
                              "execution.stall_timeout"}) {
         EXPECT_NE(out.find(want), std::string::npos) << want << " in:\n" << out;
     }
     // Secret files are checked too.
     write_file(dir.path() / "nosecret.yaml",
-               "server: {listen: \"127.0.0.1:0\"}\nstorage: {path: x.db}\ningest: {secrets: [{id: a, file: /nonexistent/s}]}\n"
+               "server: {listen: \"127.0.0.1:0\"}\nstorage: {path: x.db}\ningest: {secrets: [{id: "
+               "a, file: /nonexistent/s}]}\n"
                "trust: {downstream_repo: a/b, fork_policy: run}\n");
-    EXPECT_EQ(run_command({CRCRD_BIN, "--check-config", "--config", (dir.path() / "nosecret.yaml").string()}, &out), 2);
-    EXPECT_NE(out.find("ingest.secrets[0].file: cannot open /nonexistent/s"), std::string::npos) << out;
+    EXPECT_EQ(run_command({CRCRD_BIN, "--check-config", "--config",
+                           (dir.path() / "nosecret.yaml").string()},
+                          &out),
+              2);
+    EXPECT_NE(out.find("ingest.secrets[0].file: cannot open /nonexistent/s"), std::string::npos)
+        << out;
     // So are the reporters' credentials: a missing token file, a key that is not an RSA key.
     write_file(dir.path() / "secrets" / "not-a-key.pem", "-----BEGIN NOTHING-----\n", 0600);
-    d.write_config("report:\n"
-                   "  github: {repo: pytorch/pytorch, app_id: 1, installation_id: 2, private_key_file: secrets/not-a-key.pem}\n"
-                   "  crcr_callback: {url: \"https://relay.example/cb\", token_file: secrets/no-relay.token}\n");
-    EXPECT_EQ(run_command({CRCRD_BIN, "--check-config", "--config", d.config_path().string()}, &out), 2);
-    EXPECT_NE(out.find("report.github.private_key_file: private_key_file is not a PEM RSA private key"), std::string::npos) << out;
+    d.write_config(
+        "report:\n"
+        "  github: {repo: pytorch/pytorch, app_id: 1, installation_id: 2, private_key_file: "
+        "secrets/not-a-key.pem}\n"
+        "  crcr_callback: {url: \"https://relay.example/cb\", token_file: "
+        "secrets/no-relay.token}\n");
+    EXPECT_EQ(
+        run_command({CRCRD_BIN, "--check-config", "--config", d.config_path().string()}, &out), 2);
+    EXPECT_NE(
+        out.find("report.github.private_key_file: private_key_file is not a PEM RSA private key"),
+        std::string::npos)
+        << out;
     EXPECT_NE(out.find("report.crcr_callback.token_file: cannot open"), std::string::npos) << out;
     d.write_config("");
     // Starting with a broken config exits 2 and serves nothing.
@@ -132,8 +169,8 @@ TEST(Lifecycle, CrcrctlSendSignsAndPosts) {
     std::string out;
     auto fixture = std::string(CRCRD_FIXTURES_DIR) + "/crcr/pull_request-synchronize.dispatch.json";
     int rc = run_command({CRCRCTL_BIN, "send", "--scheme", "github", "--secret-file",
-                          (dir.path() / "secrets" / "webhook.secret").string(), "--url", d.url(), "--cacert",
-                          test_certs().ca.string(), fixture},
+                          (dir.path() / "secrets" / "webhook.secret").string(), "--url", d.url(),
+                          "--cacert", test_certs().ca.string(), fixture},
                          &out);
     EXPECT_EQ(rc, 0) << out;
     EXPECT_NE(out.find("HTTP 202"), std::string::npos) << out;
@@ -141,16 +178,17 @@ TEST(Lifecycle, CrcrctlSendSignsAndPosts) {
 
     auto direct = std::string(CRCRD_FIXTURES_DIR) + "/crcr/direct-pytorch-crcr.json";
     rc = run_command({CRCRCTL_BIN, "send", "--scheme", "standard-webhooks", "--secret-file",
-                      (dir.path() / "secrets" / "relay.whsec").string(), "--url", d.url(), "--cacert",
-                      test_certs().ca.string(), direct},
+                      (dir.path() / "secrets" / "relay.whsec").string(), "--url", d.url(),
+                      "--cacert", test_certs().ca.string(), direct},
                      &out);
     EXPECT_EQ(rc, 0) << out;
     EXPECT_NE(out.find("HTTP 202"), std::string::npos) << out;
 
     // Without the CA the server's certificate is not trusted: exit 3, a TLS failure.
-    rc = run_command({CRCRCTL_BIN, "send", "--scheme", "github", "--secret-file",
-                      (dir.path() / "secrets" / "webhook.secret").string(), "--url", d.url(), fixture},
-                     &out);
+    rc = run_command(
+        {CRCRCTL_BIN, "send", "--scheme", "github", "--secret-file",
+         (dir.path() / "secrets" / "webhook.secret").string(), "--url", d.url(), fixture},
+        &out);
     EXPECT_EQ(rc, 3);
     EXPECT_NE(out.find("TLS handshake"), std::string::npos) << out;
     EXPECT_EQ(d.scalar("SELECT count(*) FROM runs"), 2);
@@ -176,7 +214,9 @@ std::optional<std::string> read_until_closed(int fd) {
     for (;;) {
         ssize_t n = ::recv(fd, buf, sizeof buf, 0);
         if (n == 0) return out;
-        if (n < 0) return errno == EAGAIN || errno == EWOULDBLOCK ? std::nullopt : std::optional<std::string>(out);
+        if (n < 0)
+            return errno == EAGAIN || errno == EWOULDBLOCK ? std::nullopt
+                                                           : std::optional<std::string>(out);
         out.append(buf, static_cast<std::size_t>(n));
     }
 }
@@ -193,7 +233,8 @@ TEST(Lifecycle, PlainHttpOnLoopbackAndSlowClientsAreCutOff) {
     int slow = connect_to(d.port());
     ASSERT_GE(slow, 0);
     std::string partial = "POST /webhook HTTP/1.1\r\nHost: x\r\nX-Slow: ";
-    ASSERT_EQ(::send(slow, partial.data(), partial.size(), 0), static_cast<ssize_t>(partial.size()));
+    ASSERT_EQ(::send(slow, partial.data(), partial.size(), 0),
+              static_cast<ssize_t>(partial.size()));
     EXPECT_TRUE(read_until_closed(slow).has_value());
     ::close(slow);
 
@@ -205,7 +246,8 @@ TEST(Lifecycle, PlainHttpOnLoopbackAndSlowClientsAreCutOff) {
 
     // Oversized headers are refused (431 Request Header Fields Too Large).
     int big = connect_to(d.port());
-    std::string huge = "GET /healthz HTTP/1.1\r\nHost: x\r\nX-Big: " + std::string(64 * 1024, 'a') + "\r\n\r\n";
+    std::string huge =
+        "GET /healthz HTTP/1.1\r\nHost: x\r\nX-Big: " + std::string(64 * 1024, 'a') + "\r\n\r\n";
     ::send(big, huge.data(), huge.size(), MSG_NOSIGNAL);
     auto answer = read_until_closed(big);
     ::close(big);
@@ -278,7 +320,8 @@ TEST(Lifecycle, FullDiskAnswers503AndLosesNothingAccepted) {
     auto retry = d.post_github(pr_with_delivery(refused_id, 32 * 1024), refused_id);
     ASSERT_TRUE(retry);
     EXPECT_EQ(retry->status, 202) << retry->body;
-    EXPECT_EQ(d.scalar("SELECT count(*) FROM runs"), static_cast<std::int64_t>(accepted.size() + 1));
+    EXPECT_EQ(d.scalar("SELECT count(*) FROM runs"),
+              static_cast<std::int64_t>(accepted.size() + 1));
     EXPECT_EQ(d.stop(), 0);
 }
 

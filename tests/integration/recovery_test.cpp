@@ -28,7 +28,7 @@ using std::chrono::system_clock;
 
 /// GitHub's side of one webhook: what it delivers, the log of its attempts, redelivery.
 class Hook {
-public:
+  public:
     struct Attempt {
         std::int64_t id;
         std::string guid;
@@ -43,10 +43,12 @@ public:
     }
     std::string url() const { return m_server.url(); }
     /// A delivery GitHub attempted at `at` and that was answered `status_code` (0: no answer).
-    void attempted(const std::string& guid, const std::string& body, system_clock::time_point at, int status_code) {
+    void attempted(const std::string& guid, const std::string& body, system_clock::time_point at,
+                   int status_code) {
         std::lock_guard lk(m_mu);
         m_bodies[guid] = body;
-        m_log.insert(m_log.begin(), Attempt{m_next_id++, guid, rfc3339(at).substr(0, 19) + "Z", status_code, false});
+        m_log.insert(m_log.begin(), Attempt{m_next_id++, guid, rfc3339(at).substr(0, 19) + "Z",
+                                            status_code, false});
     }
     /// The daemon's start() has returned, so its port is known: redeliveries asked for before
     /// (the daemon's first recovery pass runs as soon as it listens) are sent from now on.
@@ -70,7 +72,7 @@ public:
         for (auto& t : threads) t.join();
     }
 
-private:
+  private:
     http::Response handle(const http::Request& req) {
         const std::string base = "/repos/torch-spyre/torch-spyre/hooks/77/deliveries";
         if (req.header("Authorization").value_or("") != "Bearer gh-token") {
@@ -83,14 +85,21 @@ private:
             json page = json::array();
             for (std::size_t i = from; i < m_log.size() && i < from + 2; ++i) {
                 const auto& a = m_log[i];
-                page.push_back({{"id", a.id}, {"guid", a.guid}, {"delivered_at", a.delivered_at}, {"redelivery", a.redelivery},
-                                {"duration", 0.1}, {"status", a.status_code ? "OK" : "Invalid HTTP Response: 0"},
-                                {"status_code", a.status_code}, {"event", "repository_dispatch"}, {"action", "pull_request"}});
+                page.push_back({{"id", a.id},
+                                {"guid", a.guid},
+                                {"delivered_at", a.delivered_at},
+                                {"redelivery", a.redelivery},
+                                {"duration", 0.1},
+                                {"status", a.status_code ? "OK" : "Invalid HTTP Response: 0"},
+                                {"status_code", a.status_code},
+                                {"event", "repository_dispatch"},
+                                {"action", "pull_request"}});
             }
             auto r = http::Response::json(200, page);
             if (from + 2 < m_log.size()) {
-                r.headers.emplace_back("Link", "<" + m_server.url() + base + "?per_page=100&cursor=" + std::to_string(from + 2) +
-                                                   ">; rel=\"next\"");
+                r.headers.emplace_back("Link", "<" + m_server.url() + base +
+                                                   "?per_page=100&cursor=" +
+                                                   std::to_string(from + 2) + ">; rel=\"next\"");
             }
             return r;
         }
@@ -106,18 +115,22 @@ private:
                 m_threads.emplace_back([this, guid, body] {
                     {
                         std::unique_lock lk2(m_mu);
-                        m_started_cv.wait_for(lk2, std::chrono::seconds(60), [&] { return m_started; });
+                        m_started_cv.wait_for(lk2, std::chrono::seconds(60),
+                                              [&] { return m_started; });
                     }
                     auto r = m_daemon->post_github(body, guid);
                     std::lock_guard lk2(m_mu);
-                    m_log.insert(m_log.begin(), Attempt{m_next_id++, guid, rfc3339(system_clock::now()).substr(0, 19) + "Z",
-                                                        r ? r->status : 0, true});
+                    m_log.insert(
+                        m_log.begin(),
+                        Attempt{m_next_id++, guid, rfc3339(system_clock::now()).substr(0, 19) + "Z",
+                                r ? r->status : 0, true});
                 });
                 return http::Response::json(202, json::object());
             }
             return http::Response::json(404, {{"message", "Not Found"}});
         }
-        if (req.path.find("/statuses/") != std::string::npos) return http::Response::json(201, {{"id", 1}});
+        if (req.path.find("/statuses/") != std::string::npos)
+            return http::Response::json(201, {{"id", 1}});
         return http::Response::json(404, {{"message", "Not Found"}});
     }
 
@@ -145,8 +158,10 @@ TEST(Recovery, AfterOnePassEveryMissedDeliveryHasExactlyOneRun) {
     TestDaemon* daemon_ptr = nullptr;
     Hook hook(daemon_ptr);
     write_file(dir.path() / "secrets" / "gh.token", "gh-token\n", 0600);
-    const std::string report = "report:\n  github: {api_url: \"" + hook.url() + "\", repo: pytorch/pytorch, token_file: secrets/gh.token, ca_file: " +
-                               test_certs().ca.string() + ", context_prefix: crcr/spyre}\n";
+    const std::string report =
+        "report:\n  github: {api_url: \"" + hook.url() +
+        "\", repo: pytorch/pytorch, token_file: secrets/gh.token, ca_file: " +
+        test_certs().ca.string() + ", context_prefix: crcr/spyre}\n";
     TestDaemon daemon(dir.path(), report);
     daemon_ptr = &daemon;
     const auto now = system_clock::now();
@@ -155,19 +170,28 @@ TEST(Recovery, AfterOnePassEveryMissedDeliveryHasExactlyOneRun) {
     ASSERT_EQ(daemon.post_github(dispatch_body("crcr-B", 2), "guid-B")->status, 202);
     ASSERT_EQ(daemon.post_github(dispatch_body("crcr-C", 3), "guid-C")->status, 202);
     EXPECT_EQ(daemon.stop(), 0);
-    hook.attempted("guid-E", dispatch_body("crcr-E", 5), now - hours(80), 0);   // older than the lookback
+    hook.attempted("guid-E", dispatch_body("crcr-E", 5), now - hours(80),
+                   0);  // older than the lookback
     hook.attempted("guid-D", dispatch_body("crcr-D", 4), now - hours(30), 502);  // failed
     hook.attempted("guid-B", dispatch_body("crcr-B", 2), now - hours(20), 0);    // failed...
-    hook.attempted("guid-B", dispatch_body("crcr-B", 2), now - hours(19), 202);  // ...redelivered by hand since
-    hook.attempted("guid-C", dispatch_body("crcr-C", 3), now - hours(10), 0);    // crcrd has it all the same
-    hook.attempted("guid-A", dispatch_body("crcr-A", 1), now - hours(1), 0);     // crcrd was down
-    hook.attempted("guid-A", dispatch_body("crcr-A", 1), now - hours(1) + std::chrono::minutes(1), 0);  // and again
+    hook.attempted("guid-B", dispatch_body("crcr-B", 2), now - hours(19),
+                   202);  // ...redelivered by hand since
+    hook.attempted("guid-C", dispatch_body("crcr-C", 3), now - hours(10),
+                   0);  // crcrd has it all the same
+    hook.attempted("guid-A", dispatch_body("crcr-A", 1), now - hours(1), 0);  // crcrd was down
+    hook.attempted("guid-A", dispatch_body("crcr-A", 1), now - hours(1) + std::chrono::minutes(1),
+                   0);  // and again
 
-    daemon.write_config(report + "recovery:\n  github_hook: {repo: torch-spyre/torch-spyre, hook_id: 77}\n  interval: 1h\n"
-                        "admin: {tokens: [{name: ops, role: admin, sha256: " + crypto::sha256_hex("ops-token") + "}]}\n");
+    daemon.write_config(
+        report +
+        "recovery:\n  github_hook: {repo: torch-spyre/torch-spyre, hook_id: 77}\n  interval: 1h\n"
+        "admin: {tokens: [{name: ops, role: admin, sha256: " +
+        crypto::sha256_hex("ops-token") + "}]}\n");
     daemon.start();
     hook.daemon_started();
-    ASSERT_TRUE(eventually([&] { return daemon.scalar("SELECT count(*) FROM recovery_passes") == 1; }, std::chrono::seconds(30)))
+    ASSERT_TRUE(
+        eventually([&] { return daemon.scalar("SELECT count(*) FROM recovery_passes") == 1; },
+                   std::chrono::seconds(30)))
         << daemon.log();
     hook.wait_for_redeliveries();
     // Exactly the two guids that never got through were asked for, once each (A's newest try).
@@ -175,14 +199,18 @@ TEST(Recovery, AfterOnePassEveryMissedDeliveryHasExactlyOneRun) {
     std::sort(asked.begin(), asked.end());
     EXPECT_EQ(asked, (std::vector<std::string>{"guid-A", "guid-D"}));
     for (const char* crcr : {"crcr-A", "crcr-B", "crcr-C", "crcr-D"}) {
-        EXPECT_EQ(daemon.scalar(std::string("SELECT count(*) FROM runs r JOIN deliveries d ON d.run_id = r.id WHERE d.verdict = 'queued' "
-                                            "AND d.crcr_delivery_id = '") + crcr + "'"),
+        EXPECT_EQ(daemon.scalar(std::string("SELECT count(*) FROM runs r JOIN deliveries d ON "
+                                            "d.run_id = r.id WHERE d.verdict = 'queued' "
+                                            "AND d.crcr_delivery_id = '") +
+                                crcr + "'"),
                   1)
             << crcr;
     }
-    EXPECT_EQ(daemon.scalar("SELECT count(*) FROM deliveries WHERE crcr_delivery_id = 'crcr-E'"), 0);
+    EXPECT_EQ(daemon.scalar("SELECT count(*) FROM deliveries WHERE crcr_delivery_id = 'crcr-E'"),
+              0);
     EXPECT_EQ(daemon.scalar("SELECT count(*) FROM runs"), 4);
-    auto passes = daemon.request("GET", "/api/v1/recovery", {{"Authorization", "Bearer ops-token"}}, "");
+    auto passes =
+        daemon.request("GET", "/api/v1/recovery", {{"Authorization", "Bearer ops-token"}}, "");
     ASSERT_EQ(passes->status, 200) << passes->body;
     auto p = json::parse(passes->body);
     EXPECT_EQ(p["enabled"], true);
@@ -197,10 +225,11 @@ TEST(Recovery, AfterOnePassEveryMissedDeliveryHasExactlyOneRun) {
     // guid is never asked for twice.
     write_file(dir.path() / "ops.token", "ops-token\n", 0600);
     std::string out;
-    EXPECT_EQ(run_command({CRCRCTL_BIN, "--url", daemon.url(""), "--cacert", test_certs().ca.string(), "--token-file",
-                           (dir.path() / "ops.token").string(), "recover"},
-                          &out),
-              0)
+    EXPECT_EQ(
+        run_command({CRCRCTL_BIN, "--url", daemon.url(""), "--cacert", test_certs().ca.string(),
+                     "--token-file", (dir.path() / "ops.token").string(), "recover"},
+                    &out),
+        0)
         << out;
     EXPECT_NE(out.find("REDELIVERED"), std::string::npos) << out;
     hook.wait_for_redeliveries();
@@ -213,8 +242,10 @@ TEST(Recovery, ConfigNeedsAHookAndGithubCredentials) {
     TempDir dir;
     TestDaemon d(dir.path(), "recovery: {github_hook: {repo: torch-spyre/torch-spyre}}\n");
     std::string out;
-    EXPECT_EQ(run_command({CRCRD_BIN, "--check-config", "--config", d.config_path().string()}, &out), 2);
-    EXPECT_NE(out.find("recovery.github_hook.repo: required with hook_id"), std::string::npos) << out;
+    EXPECT_EQ(
+        run_command({CRCRD_BIN, "--check-config", "--config", d.config_path().string()}, &out), 2);
+    EXPECT_NE(out.find("recovery.github_hook.repo: required with hook_id"), std::string::npos)
+        << out;
     EXPECT_NE(out.find("recovery.github_hook: needs report.github"), std::string::npos) << out;
 }
 

@@ -30,31 +30,39 @@ constexpr const char* k_rules =
     "unmatched: nothing\n";
 
 class RelayTest : public ::testing::Test {
-protected:
+  protected:
     /// `callback_yaml`: what follows url and ca_file in report.crcr_callback.
     void start(const std::string& callback_yaml) {
         write_file(dir.path() / "ci" / "ci.sh", k_ci_script, 0755);
         write_file(dir.path() / "selection.yaml", k_rules);
         // The token helper: prints relay-oidc-token-<n>, n counting its runs.
         write_file(dir.path() / "bin" / "mint-token",
-                   "#!/bin/sh\nn=$(cat " + (dir.path() / "minted").string() + " 2>/dev/null || echo 0)\nn=$((n+1))\n"
-                   "echo $n > " + (dir.path() / "minted").string() + "\necho relay-oidc-token-$n\n",
+                   "#!/bin/sh\nn=$(cat " + (dir.path() / "minted").string() +
+                       " 2>/dev/null || echo 0)\nn=$((n+1))\n"
+                       "echo $n > " +
+                       (dir.path() / "minted").string() + "\necho relay-oidc-token-$n\n",
                    0755);
         const std::string yaml =
             "selection: {rules: selection.yaml}\n"
             "runners: [{name: sim-0, labels: [sim], health_check: [/bin/true]}]\n"
-            "execution: {command: [ci/ci.sh], work_root: state/work, isolation: none, min_free_bytes: 1MiB, "
+            "execution: {command: [ci/ci.sh], work_root: state/work, isolation: none, "
+            "min_free_bytes: 1MiB, "
             "infra_retries: 0, flaky_reruns: 1}\n"
             "report:\n"
             "  retry_initial: 100ms\n"
             "  retry_max: 1s\n"
-            "  crcr_callback: {url: \"" + relay.url() + "\", ca_file: " + test_certs().ca.string() + ", " + callback_yaml + "}\n"
-            "admin: {tokens: [{name: ops, role: admin, sha256: " + crypto::sha256_hex("ops-token") + "}]}\n";
+            "  crcr_callback: {url: \"" +
+            relay.url() + "\", ca_file: " + test_certs().ca.string() + ", " + callback_yaml +
+            "}\n"
+            "admin: {tokens: [{name: ops, role: admin, sha256: " +
+            crypto::sha256_hex("ops-token") + "}]}\n";
         daemon = std::make_unique<TestDaemon>(dir.path());
         daemon->write_config(yaml, "  public_url: \"https://ci.example:8443\"\n");
         daemon->start();
     }
-    std::string mint() const { return "token_command: [" + (dir.path() / "bin" / "mint-token").string() + "]"; }
+    std::string mint() const {
+        return "token_command: [" + (dir.path() / "bin" / "mint-token").string() + "]";
+    }
 
     /// A CRCR v1 pull_request the relay dispatched (its delivery id registered there).
     std::int64_t dispatch(const std::string& crcr_id, int pr, bool register_at_relay = true) {
@@ -68,8 +76,10 @@ protected:
     }
     std::string finished(std::int64_t run) { return daemon->finished(run); }
     bool callbacks_settled(std::int64_t run) {
-        return daemon->scalar("SELECT count(*) FROM outbox WHERE sink='callback' AND delivery='waiting' AND run_id=" +
-                              std::to_string(run)) == 0;
+        return daemon->scalar(
+                   "SELECT count(*) FROM outbox WHERE sink='callback' AND delivery='waiting' AND "
+                   "run_id=" +
+                   std::to_string(run)) == 0;
     }
     /// "tier#attempt:status" of the callbacks the relay accepted for `crcr_id`, in order.
     std::vector<std::string> accepted_sequence(const std::string& crcr_id) {
@@ -77,9 +87,10 @@ protected:
         for (const auto& b : relay.accepted()) {
             if (b["delivery_id"] != crcr_id) continue;
             const auto& wf = b["workflow"];
-            out.push_back(wf["job_name"].get<std::string>() + "#" + wf["run_attempt"].get<std::string>() + ":" +
-                          wf["status"].get<std::string>() +
-                          (wf["conclusion"].is_string() ? "=" + wf["conclusion"].get<std::string>() : ""));
+            out.push_back(
+                wf["job_name"].get<std::string>() + "#" + wf["run_attempt"].get<std::string>() +
+                ":" + wf["status"].get<std::string>() +
+                (wf["conclusion"].is_string() ? "=" + wf["conclusion"].get<std::string>() : ""));
         }
         return out;
     }
@@ -93,11 +104,13 @@ TEST_F(RelayTest, EachTierAttemptIsOneInProgressThenOneCompletedAsTheRelayAndHud
     start(mint());
     auto run = dispatch("guid-100", 100);
     EXPECT_EQ(finished(run), "completed/flaky");
-    ASSERT_TRUE(eventually([&] { return callbacks_settled(run); }, std::chrono::seconds(30))) << daemon->log();
+    ASSERT_TRUE(eventually([&] { return callbacks_settled(run); }, std::chrono::seconds(30)))
+        << daemon->log();
     // The flaky tier failed once (attempt 1, failure) and passed on its rerun (attempt 2).
     EXPECT_EQ(accepted_sequence("guid-100"),
-              (std::vector<std::string>{"import#1:in_progress", "import#1:completed=success", "flaky#1:in_progress",
-                                        "flaky#1:completed=failure", "flaky#2:in_progress", "flaky#2:completed=success"}));
+              (std::vector<std::string>{"import#1:in_progress", "import#1:completed=success",
+                                        "flaky#1:in_progress", "flaky#1:completed=failure",
+                                        "flaky#2:in_progress", "flaky#2:completed=success"}));
     // The relay refused nothing: every exchange was a 200, each with a token from the command.
     for (const auto& ex : relay.exchanges()) {
         EXPECT_EQ(ex.status, 200) << ex.detail;
@@ -110,12 +123,14 @@ TEST_F(RelayTest, EachTierAttemptIsOneInProgressThenOneCompletedAsTheRelayAndHud
     for (const auto& b : relay.accepted()) {
         const auto& wf = b["workflow"];
         EXPECT_EQ(b["event_type"], "pull_request");
-        EXPECT_EQ(b["payload"]["pull_request"]["head"]["sha"], "ec26c3e57ca3a959ca5aad62de7213c562f8c821");
+        EXPECT_EQ(b["payload"]["pull_request"]["head"]["sha"],
+                  "ec26c3e57ca3a959ca5aad62de7213c562f8c821");
         EXPECT_EQ(wf["schema_version"], "1");
         EXPECT_EQ(wf["name"], "crcrd");
         EXPECT_EQ(wf["run_id"], std::to_string(run));
         EXPECT_EQ(wf["url"], "https://ci.example:8443/ui/runs/" + std::to_string(run));
-        EXPECT_EQ(wf["artifact_url"], "https://ci.example:8443/api/v1/jobs/" + wf["check_run_id"].get<std::string>() + "/log");
+        EXPECT_EQ(wf["artifact_url"], "https://ci.example:8443/api/v1/jobs/" +
+                                          wf["check_run_id"].get<std::string>() + "/log");
         EXPECT_TRUE(wf["started_at"].is_string());
         if (wf["status"] == "completed") {
             EXPECT_TRUE(wf["completed_at"].is_string());
@@ -129,7 +144,8 @@ TEST_F(RelayTest, EachTierAttemptIsOneInProgressThenOneCompletedAsTheRelayAndHud
     }
     auto flaky_done = relay.accepted().back()["workflow"];
     EXPECT_EQ(flaky_done["crcr_class"], "flaky");
-    EXPECT_EQ(flaky_done["test_results"], (json{{"passed", 2}, {"failed", 0}, {"skipped", 0}, {"total", 2}}));
+    EXPECT_EQ(flaky_done["test_results"],
+              (json{{"passed", 2}, {"failed", 0}, {"skipped", 0}, {"total", 2}}));
 }
 
 TEST_F(RelayTest, ALostAnswerAnExpiredTokenAndARateLimitStillDeliverEachCallbackOnce) {
@@ -144,17 +160,23 @@ TEST_F(RelayTest, ALostAnswerAnExpiredTokenAndARateLimitStillDeliverEachCallback
     start(mint());
     auto run = dispatch("guid-200", 200);
     EXPECT_EQ(finished(run), "completed/flaky");
-    ASSERT_TRUE(eventually([&] { return callbacks_settled(run); }, std::chrono::seconds(120))) << daemon->log();
-    EXPECT_EQ(daemon->scalar("SELECT count(*) FROM outbox WHERE sink='callback' AND delivery='dead'"), 0)
+    ASSERT_TRUE(eventually([&] { return callbacks_settled(run); }, std::chrono::seconds(120)))
+        << daemon->log();
+    EXPECT_EQ(
+        daemon->scalar("SELECT count(*) FROM outbox WHERE sink='callback' AND delivery='dead'"), 0)
         << daemon->text("SELECT group_concat(last_error, ' | ') FROM outbox WHERE delivery='dead'");
     // Retries reorder callbacks of different attempts, never the two of one attempt: each
     // callback accepted exactly once, every in_progress before its completed.
     auto seq = accepted_sequence("guid-200");
-    auto at = [&](const std::string& v) { return std::find(seq.begin(), seq.end(), v) - seq.begin(); };
+    auto at = [&](const std::string& v) {
+        return std::find(seq.begin(), seq.end(), v) - seq.begin();
+    };
     auto sorted = seq;
     std::sort(sorted.begin(), sorted.end());
-    EXPECT_EQ(sorted, (std::vector<std::string>{"flaky#1:completed=failure", "flaky#1:in_progress", "flaky#2:completed=success",
-                                                "flaky#2:in_progress", "import#1:completed=success", "import#1:in_progress"}));
+    EXPECT_EQ(sorted,
+              (std::vector<std::string>{"flaky#1:completed=failure", "flaky#1:in_progress",
+                                        "flaky#2:completed=success", "flaky#2:in_progress",
+                                        "import#1:completed=success", "import#1:in_progress"}));
     EXPECT_LT(at("import#1:in_progress"), at("import#1:completed=success"));
     EXPECT_LT(at("flaky#1:in_progress"), at("flaky#1:completed=failure"));
     EXPECT_LT(at("flaky#2:in_progress"), at("flaky#2:completed=success"));
@@ -164,7 +186,8 @@ TEST_F(RelayTest, ALostAnswerAnExpiredTokenAndARateLimitStillDeliverEachCallback
     EXPECT_EQ(answers[500], 1);
     EXPECT_GE(answers[429], 1);
     EXPECT_EQ(answers[400], 1) << "the retry of the lost answer";
-    EXPECT_EQ(daemon->scalar("SELECT count(*) FROM outbox WHERE sink='callback' AND delivery='sent' AND http_status=400 AND "
+    EXPECT_EQ(daemon->scalar("SELECT count(*) FROM outbox WHERE sink='callback' AND "
+                             "delivery='sent' AND http_status=400 AND "
                              "last_error LIKE 'already recorded by the relay%'"),
               1);
 }
@@ -174,12 +197,18 @@ TEST_F(RelayTest, A429WithoutRetryAfterPausesTheCallbacksForAMinute) {
     start(mint());
     auto run = dispatch("guid-300", 300);
     EXPECT_EQ(finished(run), "completed/flaky");
-    ASSERT_TRUE(eventually([&] {
-        return daemon->scalar("SELECT count(*) FROM outbox WHERE sink='callback' AND http_status=429 AND delivery='waiting'") > 0;
-    }, std::chrono::seconds(30))) << daemon->log();
+    ASSERT_TRUE(eventually(
+        [&] {
+            return daemon->scalar(
+                       "SELECT count(*) FROM outbox WHERE sink='callback' AND http_status=429 AND "
+                       "delivery='waiting'") > 0;
+        },
+        std::chrono::seconds(30)))
+        << daemon->log();
     // The next try of that row is a minute away, not a quick backoff.
     const auto wait_s = daemon->scalar(
-        "SELECT CAST((julianday(next_attempt_at) - julianday('now')) * 86400 AS INTEGER) FROM outbox "
+        "SELECT CAST((julianday(next_attempt_at) - julianday('now')) * 86400 AS INTEGER) FROM "
+        "outbox "
         "WHERE sink='callback' AND http_status=429 AND delivery='waiting' ORDER BY id LIMIT 1");
     EXPECT_GE(wait_s, 50);
     EXPECT_LE(wait_s, 61);
@@ -189,9 +218,11 @@ TEST_F(RelayTest, A429WithoutRetryAfterPausesTheCallbacksForAMinute) {
 
 TEST_F(RelayTest, ARefusedInProgressMakesItsCompletedADeadLetterToo) {
     start(mint());
-    auto run = dispatch("guid-400", 400, /*register_at_relay=*/false);  // the relay has no dispatch record
+    auto run =
+        dispatch("guid-400", 400, /*register_at_relay=*/false);  // the relay has no dispatch record
     EXPECT_EQ(finished(run), "completed/flaky");
-    ASSERT_TRUE(eventually([&] { return callbacks_settled(run); }, std::chrono::seconds(60))) << daemon->log();
+    ASSERT_TRUE(eventually([&] { return callbacks_settled(run); }, std::chrono::seconds(60)))
+        << daemon->log();
     EXPECT_TRUE(relay.accepted().empty());
     // Each in_progress was tried a few times (the record may come late), then dead; no
     // completed was ever sent after a refused in_progress.
@@ -199,10 +230,12 @@ TEST_F(RelayTest, ARefusedInProgressMakesItsCompletedADeadLetterToo) {
         EXPECT_EQ(ex.status, 400);
         EXPECT_EQ(ex.body["workflow"]["status"], "in_progress");
     }
-    EXPECT_EQ(daemon->scalar("SELECT count(*) FROM outbox WHERE sink='callback' AND state='completed' AND delivery='dead' AND "
+    EXPECT_EQ(daemon->scalar("SELECT count(*) FROM outbox WHERE sink='callback' AND "
+                             "state='completed' AND delivery='dead' AND "
                              "last_error LIKE 'its in_progress callback was not accepted%'"),
               3);
-    auto dead = daemon->request("GET", "/api/v1/outbox?state=dead&sink=callback", {{"Authorization", "Bearer ops-token"}}, "");
+    auto dead = daemon->request("GET", "/api/v1/outbox?state=dead&sink=callback",
+                                {{"Authorization", "Bearer ops-token"}}, "");
     ASSERT_EQ(dead->status, 200);
     EXPECT_EQ(json::parse(dead->body)["items"].size(), 6u);
 }
@@ -215,8 +248,10 @@ TEST_F(RelayTest, RunsTheRelayDidNotDispatchSendNothing) {
     auto r = daemon->post_standard(direct.dump(), "direct-1");
     ASSERT_EQ(r->status, 202);
     auto run = json::parse(r->body)["run_id"].get<std::int64_t>();
-    auto manual = daemon->request("POST", "/api/v1/runs", {{"Authorization", "Bearer ops-token"}, {"Content-Type", "application/json"}},
-                                  json{{"sha", "f95f852bd8fca8fcc58a9a2d6c842781e32a215e"}, {"tiers", {"import"}}}.dump());
+    auto manual = daemon->request(
+        "POST", "/api/v1/runs",
+        {{"Authorization", "Bearer ops-token"}, {"Content-Type", "application/json"}},
+        json{{"sha", "f95f852bd8fca8fcc58a9a2d6c842781e32a215e"}, {"tiers", {"import"}}}.dump());
     ASSERT_EQ(manual->status, 201) << manual->body;
     auto manual_run = json::parse(manual->body)["run_id"].get<std::int64_t>();
     EXPECT_EQ(finished(run), "completed/flaky");

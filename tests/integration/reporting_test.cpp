@@ -3,9 +3,9 @@
 // server, rate limits, dead letters, a restart with statuses still waiting, a GitHub App.
 #include <gtest/gtest.h>
 
-#include <algorithm>
 #include <openssl/evp.h>
 #include <openssl/pem.h>
+#include <algorithm>
 #include <nlohmann/json.hpp>
 
 #include <chrono>
@@ -50,7 +50,7 @@ struct Seen {
 };
 
 class Github {
-public:
+  public:
     using Answer = std::function<http::Response(const http::Request&)>;
     Github()
         : server([this](const http::Request& req) {
@@ -91,7 +91,7 @@ public:
     }
     std::string url() const { return server.url(); }
 
-private:
+  private:
     std::mutex mu;
     Answer answer;
     std::vector<Seen> seen;
@@ -104,9 +104,10 @@ std::string sha_of(int n) {
 }
 
 class ReportingTest : public ::testing::Test {
-protected:
+  protected:
     /// `github_yaml`: the body of report.github after api_url, repo and ca_file.
-    std::string config(const std::string& api_url, const std::string& github_yaml, const std::string& extra = "") {
+    std::string config(const std::string& api_url, const std::string& github_yaml,
+                       const std::string& extra = "") {
         return "selection: {rules: selection.yaml}\n"
                "runners:\n"
                "  - {name: sim-0, labels: [sim], health_check: [/bin/true]}\n"
@@ -114,23 +115,30 @@ protected:
                "execution:\n"
                "  command: [ci/ci.sh]\n"
                "  work_root: state/work\n"
-               "  isolation: none\n"  // reporting is under test here; isolation is in execution_test
+               "  isolation: none\n"  // reporting is under test here; isolation is in
+                                      // execution_test
                "  min_free_bytes: 1MiB\n"
                "  infra_retries: 1\n"
                "  device_wait: 30s\n"
                "  health_interval: 1s\n"
                "  stall_timeout: 2s\n"
                "report:\n"
-               "  github: {api_url: \"" + api_url + "\", repo: pytorch/pytorch, ca_file: " + test_certs().ca.string() +
-               ", context_prefix: crcr/spyre, " + github_yaml + "}\n"
+               "  github: {api_url: \"" +
+               api_url + "\", repo: pytorch/pytorch, ca_file: " + test_certs().ca.string() +
+               ", context_prefix: crcr/spyre, " + github_yaml +
+               "}\n"
                "  target_url: \"https://ci.example/runs/{run_id}\"\n"
                "  retry_initial: 100ms\n"
-               "  min_interval: " + min_interval + "\n"
+               "  min_interval: " +
+               min_interval +
+               "\n"
                "  retry_max: 1s\n"
-               "  timeout: 2s\n" + extra +
-               "admin: {tokens: [{name: ops, role: admin, sha256: " + crypto::sha256_hex("ops-token") + "}]}\n";
+               "  timeout: 2s\n" +
+               extra + "admin: {tokens: [{name: ops, role: admin, sha256: " +
+               crypto::sha256_hex("ops-token") + "}]}\n";
     }
-    void start(const std::string& api_url, const std::string& github_yaml = "token_file: secrets/gh.token",
+    void start(const std::string& api_url,
+               const std::string& github_yaml = "token_file: secrets/gh.token",
                const std::string& extra = "") {
         write_file(dir.path() / "ci" / "ci.sh", k_ci_script, 0755);
         write_file(dir.path() / "selection.yaml", k_rules);
@@ -148,16 +156,22 @@ protected:
         return json::parse(r->body)["run_id"].get<std::int64_t>();
     }
     std::string finished(std::int64_t run) {
-        std::string sql = "SELECT state || '/' || coalesce(conclusion, '') FROM runs WHERE id=" + std::to_string(run);
-        EXPECT_TRUE(eventually([&] { return daemon->text(sql).rfind("completed/", 0) == 0 ||
-                                            daemon->text(sql).rfind("cancelled/", 0) == 0; },
-                               std::chrono::seconds(90)))
-            << daemon->text(sql) << "\n" << daemon->log();
+        std::string sql = "SELECT state || '/' || coalesce(conclusion, '') FROM runs WHERE id=" +
+                          std::to_string(run);
+        EXPECT_TRUE(eventually(
+            [&] {
+                return daemon->text(sql).rfind("completed/", 0) == 0 ||
+                       daemon->text(sql).rfind("cancelled/", 0) == 0;
+            },
+            std::chrono::seconds(90)))
+            << daemon->text(sql) << "\n"
+            << daemon->log();
         return daemon->text(sql);
     }
     /// Every outbox row of the GitHub sink is sent, dead or coalesced.
     bool outbox_settled() {
-        return daemon->scalar("SELECT count(*) FROM outbox WHERE sink='github' AND delivery='waiting'") == 0;
+        return daemon->scalar(
+                   "SELECT count(*) FROM outbox WHERE sink='github' AND delivery='waiting'") == 0;
     }
     json get(const std::string& path) {
         auto r = daemon->request("GET", path, {{"Authorization", "Bearer ops-token"}}, "");
@@ -184,18 +198,23 @@ TEST_F(ReportingTest, EveryClassReachesGithubAsExactlyTheContractsRequests) {
         // the tier's tests, the passed one carried over from the first attempt.
         {"fail/a.py", "regression", "failure", "failure", "1 of 2 tests failed, again on rerun",
          "regression: affected: 1 of 2 tests failed, again on rerun"},
-        {"crash/a.py", "infra_error", "error", "error", "exit status 3", "infra_error: affected: exit status 3"},
+        {"crash/a.py", "infra_error", "error", "error", "exit status 3",
+         "infra_error: affected: exit status 3"},
         {"device/a.py", "device_unavailable", "error", "error", "RAS::VFIO::DeviceOpenFail",
          "device_unavailable: affected: device failure in the log: RAS::VFIO::DeviceOpenFail"},
         {"stall/a.py", "timeout", "error", "error", "no output for the stall timeout",
          "timeout: affected: no output for the stall timeout"},
     };
     std::vector<std::pair<std::int64_t, std::string>> runs;
-    for (std::size_t i = 0; i < cases.size(); ++i) runs.emplace_back(post({cases[i].path}, sha_of(static_cast<int>(i)), 10 + static_cast<int>(i)), sha_of(static_cast<int>(i)));
+    for (std::size_t i = 0; i < cases.size(); ++i)
+        runs.emplace_back(
+            post({cases[i].path}, sha_of(static_cast<int>(i)), 10 + static_cast<int>(i)),
+            sha_of(static_cast<int>(i)));
     for (std::size_t i = 0; i < cases.size(); ++i) {
         EXPECT_EQ(finished(runs[i].first), "completed/" + cases[i].run_class) << cases[i].path;
     }
-    ASSERT_TRUE(eventually([&] { return outbox_settled(); }, std::chrono::seconds(30))) << daemon->log();
+    ASSERT_TRUE(eventually([&] { return outbox_settled(); }, std::chrono::seconds(30)))
+        << daemon->log();
 
     for (std::size_t i = 0; i < cases.size(); ++i) {
         const auto& sha = runs[i].second;
@@ -204,7 +223,8 @@ TEST_F(ReportingTest, EveryClassReachesGithubAsExactlyTheContractsRequests) {
         // Pending states (when one was sent before the next replaced it in the outbox) come
         // before the final one, and only one final state is sent: none is left pending.
         for (const auto& [ctx, states] : accepted) {
-            auto first_final = std::find_if(states.begin(), states.end(), [](const std::string& st) { return st != "pending"; });
+            auto first_final = std::find_if(states.begin(), states.end(),
+                                            [](const std::string& st) { return st != "pending"; });
             ASSERT_NE(first_final, states.end()) << ctx;
             EXPECT_EQ(first_final + 1, states.end()) << ctx << ": " << json(states).dump();
         }
@@ -219,7 +239,8 @@ TEST_F(ReportingTest, EveryClassReachesGithubAsExactlyTheContractsRequests) {
             if (b["context"] == "crcr/spyre/affected") last_description = b["description"];
             if (b["context"] == "crcr/spyre") run_description = b["description"];
         }
-        EXPECT_NE(last_description.find(cases[i].description_part), std::string::npos) << last_description;
+        EXPECT_NE(last_description.find(cases[i].description_part), std::string::npos)
+            << last_description;
         EXPECT_EQ(run_description.rfind(cases[i].run_description, 0), 0u) << run_description;
     }
     // The requests themselves (docs/reporting.md, "The sender").
@@ -242,12 +263,14 @@ TEST_F(ReportingTest, EveryClassReachesGithubAsExactlyTheContractsRequests) {
     const auto& flaky_job = flaky_run["jobs"].back();
     EXPECT_EQ(flaky_job["conclusion"], "flaky");
     EXPECT_EQ(flaky_job["tests"]["flaky"], 1);
-    auto flaky_tests = get("/api/v1/jobs/" + std::to_string(flaky_job["id"].get<std::int64_t>()) + "/tests?outcome=flaky");
+    auto flaky_tests = get("/api/v1/jobs/" + std::to_string(flaky_job["id"].get<std::int64_t>()) +
+                           "/tests?outcome=flaky");
     ASSERT_EQ(flaky_tests["items"].size(), 1u);
     EXPECT_EQ(flaky_tests["items"][0]["name"], "ci::flaky_x");
     auto device_run = get("/api/v1/runs/" + std::to_string(runs[4].first));
     const auto& device_job = device_run["jobs"].back();
-    EXPECT_EQ(device_job["evidence"]["log_lines"][0], "RAS::VFIO::DeviceOpenFail: cannot open /dev/vfio/0");
+    EXPECT_EQ(device_job["evidence"]["log_lines"][0],
+              "RAS::VFIO::DeviceOpenFail: cannot open /dev/vfio/0");
     EXPECT_EQ(device_job["attempt"], 2);  // an infra-class failure is retried (infra_retries: 1)
     // Each run shows its statuses with their delivery state.
     ASSERT_EQ(flaky_run["statuses"].size(), 3u);
@@ -261,10 +284,14 @@ TEST_F(ReportingTest, ASupersededRunEndsEveryContextCancelled) {
     Github gh;
     start(gh.url());
     auto old_run = post({"stall/a.py"}, sha_of(100), 7);
-    ASSERT_TRUE(eventually([&] {
-        return daemon->scalar("SELECT count(*) FROM jobs WHERE tier='affected' AND state='running' AND run_id=" +
-                              std::to_string(old_run)) == 1;
-    }, std::chrono::seconds(30)));
+    ASSERT_TRUE(eventually(
+        [&] {
+            return daemon->scalar(
+                       "SELECT count(*) FROM jobs WHERE tier='affected' AND state='running' AND "
+                       "run_id=" +
+                       std::to_string(old_run)) == 1;
+        },
+        std::chrono::seconds(30)));
     auto new_run = post({"pass/a.py"}, sha_of(101), 7);
     EXPECT_EQ(finished(new_run), "completed/passed");
     ASSERT_TRUE(eventually([&] { return outbox_settled(); }, std::chrono::seconds(30)));
@@ -276,9 +303,11 @@ TEST_F(ReportingTest, ASupersededRunEndsEveryContextCancelled) {
     std::string run_description;
     for (const auto& s : gh.statuses()) {
         auto b = s.body();
-        if (s.req.path.find(sha_of(100)) != std::string::npos && b["context"] == "crcr/spyre") run_description = b["description"];
+        if (s.req.path.find(sha_of(100)) != std::string::npos && b["context"] == "crcr/spyre")
+            run_description = b["description"];
     }
-    EXPECT_EQ(run_description.rfind("cancelled: superseded by " + sha_of(101), 0), 0u) << run_description;
+    EXPECT_EQ(run_description.rfind("cancelled: superseded by " + sha_of(101), 0), 0u)
+        << run_description;
 }
 
 TEST_F(ReportingTest, ServerErrorsResetsAndSlowAnswersAreRetriedUntilEveryStatusArrivesInOrder) {
@@ -287,9 +316,13 @@ TEST_F(ReportingTest, ServerErrorsResetsAndSlowAnswersAreRetriedUntilEveryStatus
     auto run = post({"pass/a.py"}, sha_of(200), 20);
     EXPECT_EQ(finished(run), "completed/passed");
     // Connections reset: nothing is delivered, everything waits with the error.
-    ASSERT_TRUE(eventually([&] {
-        return daemon->scalar("SELECT count(*) FROM outbox WHERE sink='github' AND delivery='waiting' AND attempts >= 2") >= 3;
-    }, std::chrono::seconds(30)));
+    ASSERT_TRUE(eventually(
+        [&] {
+            return daemon->scalar(
+                       "SELECT count(*) FROM outbox WHERE sink='github' AND delivery='waiting' AND "
+                       "attempts >= 2") >= 3;
+        },
+        std::chrono::seconds(30)));
     EXPECT_EQ(daemon->scalar("SELECT count(*) FROM outbox WHERE delivery='sent'"), 0);
     auto waiting = get("/api/v1/outbox?state=waiting");
     ASSERT_FALSE(waiting["items"].empty());
@@ -302,19 +335,23 @@ TEST_F(ReportingTest, ServerErrorsResetsAndSlowAnswersAreRetriedUntilEveryStatus
     gh.set([&](const http::Request&) {
         int n = ++calls;
         if (n <= 2) return http::Response::json(500, {{"message", "Server Error"}});
-        if (n == 3) std::this_thread::sleep_for(std::chrono::milliseconds(2500));  // beyond report.timeout
+        if (n == 3)
+            std::this_thread::sleep_for(std::chrono::milliseconds(2500));  // beyond report.timeout
         return http::Response::json(201, {{"id", n}});
     });
     daemon->write_config(config(gh.url(), "token_file: secrets/gh.token"));
     daemon->process().signal(SIGHUP);
-    ASSERT_TRUE(eventually([&] { return outbox_settled(); }, std::chrono::seconds(60))) << daemon->log();
+    ASSERT_TRUE(eventually([&] { return outbox_settled(); }, std::chrono::seconds(60)))
+        << daemon->log();
     auto accepted = gh.accepted(sha_of(200));
     ASSERT_EQ(accepted.size(), 3u);
     for (const auto& [ctx, states] : accepted) {
         // The newest state last, and never an older one after it. (The answer that came too
         // late was stored by GitHub and sent again: the same state twice is what GitHub tolerates.)
         auto first_final = std::find(states.begin(), states.end(), "success");
-        EXPECT_TRUE(std::all_of(first_final, states.end(), [](const std::string& st) { return st == "success"; })) << ctx;
+        EXPECT_TRUE(std::all_of(first_final, states.end(), [](const std::string& st) {
+            return st == "success";
+        })) << ctx;
         EXPECT_EQ(states.back(), "success") << ctx;
     }
     // Superseded states that waited were coalesced rather than sent late.
@@ -335,7 +372,10 @@ TEST_F(ReportingTest, RateLimitsWaitForRetryAfterAndForTheReset) {
         }
         if (n == 2) {
             auto r = http::Response::json(403, {{"message", "API rate limit exceeded"}});
-            auto at = std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count() + 3;
+            auto at = std::chrono::duration_cast<std::chrono::seconds>(
+                          std::chrono::system_clock::now().time_since_epoch())
+                          .count() +
+                      3;
             reset_at = at;
             r.headers.emplace_back("x-ratelimit-remaining", "0");
             r.headers.emplace_back("x-ratelimit-reset", std::to_string(at));
@@ -346,7 +386,8 @@ TEST_F(ReportingTest, RateLimitsWaitForRetryAfterAndForTheReset) {
     start(gh.url());
     auto run = post({"pass/a.py"}, sha_of(300), 30);
     EXPECT_EQ(finished(run), "completed/passed");
-    ASSERT_TRUE(eventually([&] { return outbox_settled(); }, std::chrono::seconds(60))) << daemon->log();
+    ASSERT_TRUE(eventually([&] { return outbox_settled(); }, std::chrono::seconds(60)))
+        << daemon->log();
     auto seen = gh.statuses();
     ASSERT_GE(seen.size(), 4u);
     // Nothing was sent before Retry-After passed, nor before the rate limit's reset.
@@ -354,14 +395,17 @@ TEST_F(ReportingTest, RateLimitsWaitForRetryAfterAndForTheReset) {
     auto reset_time = std::chrono::system_clock::time_point(std::chrono::seconds(reset_at.load()));
     auto third_wall = std::chrono::system_clock::now() - (Clock::now() - seen[2].at);
     EXPECT_GE(third_wall, reset_time - std::chrono::milliseconds(100));
-    for (const auto& [ctx, states] : gh.accepted(sha_of(300))) EXPECT_EQ(states.back(), "success") << ctx;
+    for (const auto& [ctx, states] : gh.accepted(sha_of(300)))
+        EXPECT_EQ(states.back(), "success") << ctx;
 }
 
 TEST_F(ReportingTest, PostsToGithubArePacedAndASecondaryRateLimitPausesForAMinute) {
     Github gh;
     std::atomic<bool> limited{false};
     gh.set([&](const http::Request&) {
-        if (limited) return http::Response::json(403, {{"message", "You have exceeded a secondary rate limit."}});
+        if (limited)
+            return http::Response::json(403,
+                                        {{"message", "You have exceeded a secondary rate limit."}});
         return http::Response::json(201, {{"id", 1}});
     });
     min_interval = "300ms";
@@ -380,14 +424,15 @@ TEST_F(ReportingTest, PostsToGithubArePacedAndASecondaryRateLimitPausesForAMinut
     limited = true;
     auto second = post({"pass/b.py"}, sha_of(451), 46);
     EXPECT_EQ(finished(second), "completed/passed");
-    ASSERT_TRUE(eventually([&] {
-        return daemon->scalar("SELECT count(*) FROM outbox WHERE http_status = 403") == 1;
-    }, std::chrono::seconds(30)));
+    ASSERT_TRUE(eventually(
+        [&] { return daemon->scalar("SELECT count(*) FROM outbox WHERE http_status = 403") == 1; },
+        std::chrono::seconds(30)));
     auto waiting = get("/api/v1/outbox?state=waiting&sink=github");
     ASSERT_FALSE(waiting["items"].empty());
     EXPECT_EQ(daemon->scalar("SELECT count(*) FROM outbox WHERE delivery = 'dead'"), 0);
-    auto limited_row = json::parse(daemon->text(
-        "SELECT json_object('next', next_attempt_at, 'created', created_at) FROM outbox WHERE http_status = 403"));
+    auto limited_row =
+        json::parse(daemon->text("SELECT json_object('next', next_attempt_at, 'created', "
+                                 "created_at) FROM outbox WHERE http_status = 403"));
     auto next = parse_rfc3339(limited_row["next"].get<std::string>());
     ASSERT_TRUE(next);
     EXPECT_GE(*next - std::chrono::system_clock::now(), std::chrono::seconds(50));
@@ -397,8 +442,10 @@ TEST_F(ReportingTest, PostsToGithubArePacedAndASecondaryRateLimitPausesForAMinut
         return text ? *text : std::string();
     };
     ASSERT_TRUE(eventually([&] {
-        return report_file().find("\"context\":\"crcr/spyre\",\"description\":\"every selected tier passed\",\"run_id\":" +
-                         std::to_string(second)) != std::string::npos;
+        return report_file().find(
+                   "\"context\":\"crcr/spyre\",\"description\":\"every selected tier "
+                   "passed\",\"run_id\":" +
+                   std::to_string(second)) != std::string::npos;
     })) << report_file();
     // Nothing else was sent to GitHub meanwhile.
     std::size_t after = 0;
@@ -440,31 +487,47 @@ TEST_F(ReportingTest, ARevokedTokenIsRetriedUntilARotatedOneWorksAndNoStatusIsLe
     Github gh;
     gh.set([](const http::Request& req) {
         const auto auth = req.header("Authorization").value_or("");
-        if (auth == "Bearer gh-token-1") return http::Response::json(401, {{"message", "Bad credentials"}});
+        if (auth == "Bearer gh-token-1")
+            return http::Response::json(401, {{"message", "Bad credentials"}});
         if (auth == "Bearer gh-token-scopeless") {
-            return http::Response::json(403, {{"message", "Resource not accessible by integration"}});
+            return http::Response::json(403,
+                                        {{"message", "Resource not accessible by integration"}});
         }
         return http::Response::json(201, {{"id", 1}});
     });
     start(gh.url());
     auto run = post({"pass/a.py"}, sha_of(470), 49);
     EXPECT_EQ(finished(run), "completed/passed");
-    ASSERT_TRUE(eventually([&] {
-        return daemon->scalar("SELECT count(*) FROM outbox WHERE sink='github' AND http_status=401 AND attempts >= 2") > 0;
-    }, std::chrono::seconds(30))) << daemon->log();
+    ASSERT_TRUE(eventually(
+        [&] {
+            return daemon->scalar(
+                       "SELECT count(*) FROM outbox WHERE sink='github' AND http_status=401 AND "
+                       "attempts >= 2") > 0;
+        },
+        std::chrono::seconds(30)))
+        << daemon->log();
     auto metrics = daemon->request("GET", "/metrics", {{"Authorization", "Bearer ops-token"}}, "");
-    EXPECT_NE(metrics->body.find("crcrd_outbox_credentials_rejected{sink=\"github\"}"), std::string::npos) << metrics->body;
+    EXPECT_NE(metrics->body.find("crcrd_outbox_credentials_rejected{sink=\"github\"}"),
+              std::string::npos)
+        << metrics->body;
     write_file(dir.path() / "secrets" / "gh.token", "gh-token-scopeless\n", 0600);
-    ASSERT_TRUE(eventually([&] {
-        return daemon->scalar("SELECT count(*) FROM outbox WHERE sink='github' AND http_status=403") > 0;
-    }, std::chrono::seconds(30))) << daemon->log();
+    ASSERT_TRUE(eventually(
+        [&] {
+            return daemon->scalar(
+                       "SELECT count(*) FROM outbox WHERE sink='github' AND http_status=403") > 0;
+        },
+        std::chrono::seconds(30)))
+        << daemon->log();
     write_file(dir.path() / "secrets" / "gh.token", "gh-token-2\n", 0600);
-    ASSERT_TRUE(eventually([&] { return outbox_settled(); }, std::chrono::seconds(60))) << daemon->log();
-    EXPECT_EQ(daemon->scalar("SELECT count(*) FROM outbox WHERE sink='github' AND delivery='dead'"), 0);
+    ASSERT_TRUE(eventually([&] { return outbox_settled(); }, std::chrono::seconds(60)))
+        << daemon->log();
+    EXPECT_EQ(daemon->scalar("SELECT count(*) FROM outbox WHERE sink='github' AND delivery='dead'"),
+              0);
     // The newest state of every context reached GitHub with the new token: nothing pending.
     std::map<std::string, std::string> last;
     for (const auto& st : gh.statuses()) {
-        if (st.req.header("Authorization").value_or("") == "Bearer gh-token-2") last[st.body()["context"]] = st.body()["state"];
+        if (st.req.header("Authorization").value_or("") == "Bearer gh-token-2")
+            last[st.body()["context"]] = st.body()["state"];
     }
     ASSERT_FALSE(last.empty());
     for (const auto& [context, state] : last) EXPECT_EQ(state, "success") << context;
@@ -475,8 +538,9 @@ TEST_F(ReportingTest, A422IsADeadLetterKeepingGithubsMessageAndIsNotRetried) {
     gh.set([](const http::Request& req) {
         auto b = json::parse(req.body, nullptr, false);
         if (b.value("context", "") == "crcr/spyre/import") {
-            return http::Response::json(422, {{"message", "Validation Failed"},
-                                              {"errors", json::array({{{"message", "No commit found for SHA"}}})}});
+            return http::Response::json(
+                422, {{"message", "Validation Failed"},
+                      {"errors", json::array({{{"message", "No commit found for SHA"}}})}});
         }
         return http::Response::json(201, {{"id", 1}});
     });
@@ -490,8 +554,10 @@ TEST_F(ReportingTest, A422IsADeadLetterKeepingGithubsMessageAndIsNotRetried) {
         EXPECT_EQ(row["context"], "crcr/spyre/import");
         EXPECT_EQ(row["http_status"], 422);
         EXPECT_EQ(row["attempts"], 1);
-        EXPECT_NE(row["last_error"].get<std::string>().find("Validation Failed"), std::string::npos);
-        EXPECT_NE(row["last_error"].get<std::string>().find("No commit found for SHA"), std::string::npos);
+        EXPECT_NE(row["last_error"].get<std::string>().find("Validation Failed"),
+                  std::string::npos);
+        EXPECT_NE(row["last_error"].get<std::string>().find("No commit found for SHA"),
+                  std::string::npos);
     }
     // One request per dead row: none was retried.
     std::size_t import_requests = 0;
@@ -517,15 +583,22 @@ TEST_F(ReportingTest, A422IsADeadLetterKeepingGithubsMessageAndIsNotRetried) {
     };
     const auto newest = dead["items"][0]["id"].get<std::int64_t>();
     EXPECT_EQ(post_admin("/api/v1/outbox/" + std::to_string(newest) + "/retry"), 200);
-    ASSERT_TRUE(eventually([&] {
-        return daemon->text("SELECT delivery FROM outbox WHERE id=" + std::to_string(newest)) == "sent";
-    }, std::chrono::seconds(30)));
+    ASSERT_TRUE(eventually(
+        [&] {
+            return daemon->text("SELECT delivery FROM outbox WHERE id=" + std::to_string(newest)) ==
+                   "sent";
+        },
+        std::chrono::seconds(30)));
     EXPECT_EQ(gh.accepted(sha_of(400))["crcr/spyre/import"].back(), "success");
     // An older dead letter of that context would now overwrite a newer state: refused.
     if (dead["items"].size() > 1) {
-        EXPECT_EQ(post_admin("/api/v1/outbox/" + std::to_string(dead["items"].back()["id"].get<std::int64_t>()) + "/retry"), 409);
+        EXPECT_EQ(
+            post_admin("/api/v1/outbox/" +
+                       std::to_string(dead["items"].back()["id"].get<std::int64_t>()) + "/retry"),
+            409);
     }
-    EXPECT_EQ(post_admin("/api/v1/outbox/" + std::to_string(newest) + "/retry"), 409);  // not dead any more
+    EXPECT_EQ(post_admin("/api/v1/outbox/" + std::to_string(newest) + "/retry"),
+              409);  // not dead any more
     EXPECT_EQ(post_admin("/api/v1/outbox/999999/retry"), 404);
 }
 
@@ -533,27 +606,32 @@ TEST_F(ReportingTest, StatusesStillWaitingAtAStopAllArriveAfterTheRestartInOrder
     Github gh;
     std::atomic<bool> down{true};
     gh.set([&](const http::Request&) {
-        return down ? http::Response::json(503, {{"message", "Service Unavailable"}}) : http::Response::json(201, {{"id", 1}});
+        return down ? http::Response::json(503, {{"message", "Service Unavailable"}})
+                    : http::Response::json(201, {{"id", 1}});
     });
     start(gh.url());
     auto run = post({"flaky/a.py"}, sha_of(500), 50);
     EXPECT_EQ(finished(run), "completed/flaky");
     ASSERT_TRUE(eventually([&] {
-        return daemon->scalar("SELECT count(*) FROM outbox WHERE sink='github' AND delivery='waiting'") >= 3;
+        return daemon->scalar(
+                   "SELECT count(*) FROM outbox WHERE sink='github' AND delivery='waiting'") >= 3;
     }));
     EXPECT_EQ(daemon->stop(), 0);
-    const auto waiting = daemon->scalar("SELECT count(*) FROM outbox WHERE sink='github' AND delivery='waiting'");
+    const auto waiting =
+        daemon->scalar("SELECT count(*) FROM outbox WHERE sink='github' AND delivery='waiting'");
     EXPECT_GE(waiting, 3);
     down = false;
     daemon->start();
-    ASSERT_TRUE(eventually([&] { return outbox_settled(); }, std::chrono::seconds(30))) << daemon->log();
+    ASSERT_TRUE(eventually([&] { return outbox_settled(); }, std::chrono::seconds(30)))
+        << daemon->log();
     auto accepted = gh.accepted(sha_of(500));
     ASSERT_EQ(accepted.size(), 3u);
     for (const auto& [ctx, states] : accepted) {
         EXPECT_EQ(states.size(), 1u) << ctx;  // only the newest state of each context, once
         EXPECT_EQ(states.back(), "success") << ctx;
     }
-    EXPECT_EQ(daemon->scalar("SELECT count(*) FROM outbox WHERE sink='github' AND delivery='sent'"), 3);
+    EXPECT_EQ(daemon->scalar("SELECT count(*) FROM outbox WHERE sink='github' AND delivery='sent'"),
+              3);
 }
 
 /// Verifies an RS256 JWT with the public key; returns its claims or null.
@@ -575,9 +653,10 @@ json verify_jwt(const std::string& jwt, const std::string& public_pem) {
     BIO_free(bio);
     if (!key) return nullptr;
     EVP_MD_CTX* ctx = EVP_MD_CTX_new();
-    bool ok = EVP_DigestVerifyInit(ctx, nullptr, EVP_sha256(), nullptr, key) == 1 &&
-              EVP_DigestVerify(ctx, reinterpret_cast<const unsigned char*>(sig.data()), sig.size(),
-                               reinterpret_cast<const unsigned char*>(input.data()), input.size()) == 1;
+    bool ok =
+        EVP_DigestVerifyInit(ctx, nullptr, EVP_sha256(), nullptr, key) == 1 &&
+        EVP_DigestVerify(ctx, reinterpret_cast<const unsigned char*>(sig.data()), sig.size(),
+                         reinterpret_cast<const unsigned char*>(input.data()), input.size()) == 1;
     EVP_MD_CTX_free(ctx);
     EVP_PKEY_free(key);
     if (!ok) return nullptr;
@@ -587,9 +666,16 @@ json verify_jwt(const std::string& jwt, const std::string& public_pem) {
 TEST_F(ReportingTest, AGithubAppJwtIsExchangedForAnInstallationTokenThatIsCached) {
     std::string out;
     std::filesystem::create_directories(dir.path() / "secrets");
-    ASSERT_EQ(run_command({"openssl", "genrsa", "-out", (dir.path() / "secrets" / "app.pem").string(), "2048"}, &out), 0) << out;
-    ASSERT_EQ(run_command({"openssl", "rsa", "-in", (dir.path() / "secrets" / "app.pem").string(), "-pubout", "-out",
-                           (dir.path() / "app.pub").string()}, &out), 0) << out;
+    ASSERT_EQ(run_command({"openssl", "genrsa", "-out",
+                           (dir.path() / "secrets" / "app.pem").string(), "2048"},
+                          &out),
+              0)
+        << out;
+    ASSERT_EQ(run_command({"openssl", "rsa", "-in", (dir.path() / "secrets" / "app.pem").string(),
+                           "-pubout", "-out", (dir.path() / "app.pub").string()},
+                          &out),
+              0)
+        << out;
     const std::string public_pem = read_file(dir.path() / "app.pub").value();
     Github gh;
     std::atomic<int> exchanges{0};
@@ -597,16 +683,23 @@ TEST_F(ReportingTest, AGithubAppJwtIsExchangedForAnInstallationTokenThatIsCached
     gh.set([&](const http::Request& req) {
         if (req.path == "/app/installations/4242/access_tokens") {
             auto auth = std::string(req.header("Authorization").value_or(""));
-            auto claims = auth.rfind("Bearer ", 0) == 0 ? verify_jwt(auth.substr(7), public_pem) : json(nullptr);
-            const auto now = std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
-            if (!claims.is_object() || claims.value("iss", "") != "777" || claims["exp"].get<std::int64_t>() > now + 600 ||
+            auto claims = auth.rfind("Bearer ", 0) == 0 ? verify_jwt(auth.substr(7), public_pem)
+                                                        : json(nullptr);
+            const auto now = std::chrono::duration_cast<std::chrono::seconds>(
+                                 std::chrono::system_clock::now().time_since_epoch())
+                                 .count();
+            if (!claims.is_object() || claims.value("iss", "") != "777" ||
+                claims["exp"].get<std::int64_t>() > now + 600 ||
                 claims["iat"].get<std::int64_t>() > now || req.method != "POST") {
                 ++bad_jwts;
-                return http::Response::json(401, {{"message", "A JSON web token could not be decoded"}});
+                return http::Response::json(401,
+                                            {{"message", "A JSON web token could not be decoded"}});
             }
             ++exchanges;
             auto expires = std::chrono::system_clock::now() + std::chrono::hours(1);
-            return http::Response::json(201, {{"token", "ghs_installation_1"}, {"expires_at", rfc3339(expires).substr(0, 19) + "Z"}});
+            return http::Response::json(201,
+                                        {{"token", "ghs_installation_1"},
+                                         {"expires_at", rfc3339(expires).substr(0, 19) + "Z"}});
         }
         if (req.header("Authorization").value_or("") != "Bearer ghs_installation_1") {
             return http::Response::json(401, {{"message", "Bad credentials"}});
@@ -616,7 +709,8 @@ TEST_F(ReportingTest, AGithubAppJwtIsExchangedForAnInstallationTokenThatIsCached
     start(gh.url(), "app_id: 777, private_key_file: secrets/app.pem, installation_id: 4242");
     auto run = post({"pass/a.py"}, sha_of(600), 60);
     EXPECT_EQ(finished(run), "completed/passed");
-    ASSERT_TRUE(eventually([&] { return outbox_settled(); }, std::chrono::seconds(30))) << daemon->log();
+    ASSERT_TRUE(eventually([&] { return outbox_settled(); }, std::chrono::seconds(30)))
+        << daemon->log();
     EXPECT_EQ(bad_jwts.load(), 0);
     EXPECT_EQ(exchanges.load(), 1);  // cached for every status after the first
     auto accepted = gh.accepted(sha_of(600));
@@ -630,8 +724,9 @@ TEST_F(ReportingTest, TheReportFileGetsEveryStatus) {
     start(gh.url(), "token_file: secrets/gh.token", "  file: state/statuses.jsonl\n");
     auto run = post({"fail/a.py"}, sha_of(700), 70);
     EXPECT_EQ(finished(run), "completed/regression");
-    ASSERT_TRUE(eventually([&] { return daemon->scalar("SELECT count(*) FROM outbox WHERE delivery='waiting'") == 0; },
-                           std::chrono::seconds(30)))
+    ASSERT_TRUE(eventually(
+        [&] { return daemon->scalar("SELECT count(*) FROM outbox WHERE delivery='waiting'") == 0; },
+        std::chrono::seconds(30)))
         << daemon->log();
     // The file has a line per status, ending with the final state of each context.
     auto text = read_file(dir.path() / "state" / "statuses.jsonl").value();

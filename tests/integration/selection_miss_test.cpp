@@ -2,8 +2,8 @@
 // `crcrctl misses` and /metrics on recorded misses, and the whole audit: two scheduled runs of
 // the full matrix around a commit that only a push run tested, on a real git upstream.
 #include <gtest/gtest.h>
-#include <nlohmann/json.hpp>
 #include <sqlite3.h>
+#include <nlohmann/json.hpp>
 
 #include "crcrd/core/crypto.hpp"
 #include "crcrd/core/files.hpp"
@@ -39,24 +39,38 @@ void exec_sql(const std::filesystem::path& db_path, const std::string& sql) {
 
 TEST(SelectionMisses, RecordedMissesAreListedPagedFilteredPrintedAndCounted) {
     TempDir dir;
-    write_file(dir.path() / "selection.yaml", "tiers:\n  - {name: full, scheduled: true, tests: [ok_a]}\n");
+    write_file(dir.path() / "selection.yaml",
+               "tiers:\n  - {name: full, scheduled: true, tests: [ok_a]}\n");
     write_file(dir.path() / "read.token", "read-token\n", 0600);
     TestDaemon d(dir.path(), "selection: {rules: selection.yaml}\n" + admin_yaml());
     d.start();
     EXPECT_EQ(d.stop(), 0);  // migrated; the rows the audit would have written go in directly
     const std::string commits =
-        std::string(R"j([{"sha":")j") + k_sha1 + R"j(","subject":"Tools (#12)","pr":12,"paths":["tools/a.py"],"rules":[],"runs":[]},)j" +
-        R"j({"sha":")j" + k_sha2 + R"j(","subject":"Docs","pr":null,"paths":["docs/a.md","torch/_inductor/x.py"],)j" +
+        std::string(R"j([{"sha":")j") + k_sha1 +
+        R"j(","subject":"Tools (#12)","pr":12,"paths":["tools/a.py"],"rules":[],"runs":[]},)j" +
+        R"j({"sha":")j" + k_sha2 +
+        R"j(","subject":"Docs","pr":null,"paths":["docs/a.md","torch/_inductor/x.py"],)j" +
         R"j("rules":["compile","docs"],"runs":[3]}])j";
-    exec_sql(d.db_path(),
-             std::string("INSERT INTO runs (event, sha, ref, state, conclusion, created_at) VALUES ") +
-                 "('schedule', '" + k_sha0 + "', 'refs/heads/main', 'completed', 'passed', '2026-12-01T03:00:00.000Z'),"
-                 "('schedule', '" + k_sha2 + "', 'refs/heads/main', 'completed', 'regression', '2026-12-02T03:00:00.000Z'),"
-                 "('push', '" + k_sha2 + "', 'refs/heads/main', 'completed', 'passed', '2026-12-01T12:00:00.000Z');"
-                 "INSERT INTO selection_misses (run_id, previous_run_id, tier, test, commits, created_at) VALUES "
-                 "(2, 1, 'full', 'test_nn.py::test_a', '" + commits + "', '2026-12-02T04:00:00.000Z'),"
-                 "(2, 1, 'full', 'test_nn.py::test_b', '" + commits + "', '2026-12-02T04:00:00.000Z'),"
-                 "(3, 2, 'full', 'test_nn.py::test_a', '[]', '2026-12-02T05:00:00.000Z');");
+    exec_sql(
+        d.db_path(),
+        std::string("INSERT INTO runs (event, sha, ref, state, conclusion, created_at) VALUES ") +
+            "('schedule', '" + k_sha0 +
+            "', 'refs/heads/main', 'completed', 'passed', '2026-12-01T03:00:00.000Z'),"
+            "('schedule', '" +
+            k_sha2 +
+            "', 'refs/heads/main', 'completed', 'regression', '2026-12-02T03:00:00.000Z'),"
+            "('push', '" +
+            k_sha2 +
+            "', 'refs/heads/main', 'completed', 'passed', '2026-12-01T12:00:00.000Z');"
+            "INSERT INTO selection_misses (run_id, previous_run_id, tier, test, commits, "
+            "created_at) VALUES "
+            "(2, 1, 'full', 'test_nn.py::test_a', '" +
+            commits +
+            "', '2026-12-02T04:00:00.000Z'),"
+            "(2, 1, 'full', 'test_nn.py::test_b', '" +
+            commits +
+            "', '2026-12-02T04:00:00.000Z'),"
+            "(3, 2, 'full', 'test_nn.py::test_a', '[]', '2026-12-02T05:00:00.000Z');");
     d.start();
     auto get = [&](const std::string& path, int status = 200) {
         auto r = d.request("GET", path, {{"Authorization", "Bearer read-token"}}, "");
@@ -86,20 +100,29 @@ TEST(SelectionMisses, RecordedMissesAreListedPagedFilteredPrintedAndCounted) {
     auto page1 = get("/api/v1/selection-misses?limit=2");
     EXPECT_EQ(ids(page1), (Ids{3, 2}));
     ASSERT_TRUE(page1["next_cursor"].is_string());
-    auto page2 = get("/api/v1/selection-misses?limit=2&cursor=" + page1["next_cursor"].get<std::string>());
+    auto page2 =
+        get("/api/v1/selection-misses?limit=2&cursor=" + page1["next_cursor"].get<std::string>());
     EXPECT_EQ(ids(page2), (Ids{1}));
     EXPECT_EQ(ids(get("/api/v1/selection-misses?run_id=2")), (Ids{2, 1}));
     EXPECT_EQ(ids(get("/api/v1/selection-misses?test=test_nn.py::test_a")), (Ids{3, 1}));
     EXPECT_EQ(ids(get("/api/v1/selection-misses?run_id=2&test=test_nn.py::test_b")), (Ids{2}));
-    EXPECT_EQ(get("/api/v1/selection-misses?run_id=x", 400)["detail"], "run_id must be an integer from 1 to 9223372036854775807");
+    EXPECT_EQ(get("/api/v1/selection-misses?run_id=x", 400)["detail"],
+              "run_id must be an integer from 1 to 9223372036854775807");
     get("/api/v1/selection-misses?limit=201", 400);
     get("/api/v1/selection-misses?cursor=nope", 400);
     EXPECT_EQ(d.request("GET", "/api/v1/selection-misses", {}, "")->status, 401);
 
-    // crcrctl misses: a table (the rules any commit's paths matched, the first commits), or the JSON.
+    // crcrctl misses: a table (the rules any commit's paths matched, the first commits), or the
+    // JSON.
     auto ctl = [&](std::vector<std::string> args, std::string* out) {
-        std::vector<std::string> argv = {CRCRCTL_BIN, "--url", d.url(""), "--cacert", test_certs().ca.string(),
-                                         "--token-file", (dir.path() / "read.token").string(), "misses"};
+        std::vector<std::string> argv = {CRCRCTL_BIN,
+                                         "--url",
+                                         d.url(""),
+                                         "--cacert",
+                                         test_certs().ca.string(),
+                                         "--token-file",
+                                         (dir.path() / "read.token").string(),
+                                         "misses"};
         argv.insert(argv.end(), args.begin(), args.end());
         return run_command(argv, out);
     };
@@ -120,13 +143,14 @@ TEST(SelectionMisses, RecordedMissesAreListedPagedFilteredPrintedAndCounted) {
 
     auto metrics = d.request("GET", "/metrics", {{"Authorization", "Bearer read-token"}}, "");
     ASSERT_EQ(metrics->status, 200);
-    EXPECT_NE(metrics->body.find("\ncrcrd_selection_misses_total 3\n"), std::string::npos) << metrics->body;
+    EXPECT_NE(metrics->body.find("\ncrcrd_selection_misses_total 3\n"), std::string::npos)
+        << metrics->body;
     EXPECT_NE(metrics->body.find("# TYPE crcrd_selection_misses_total counter"), std::string::npos);
 }
 
 /// A small upstream: main at c0, then one commit that only a push run tests.
 class Upstream {
-public:
+  public:
     explicit Upstream(const std::filesystem::path& dir) : m_dir(dir) {
         run_test_git({"init", "--quiet", "-b", "main", m_dir.string()});
         write_file(m_dir / "torch/nn/modules/linear.py", "x = 1\n");
@@ -138,11 +162,13 @@ public:
         run_test_git({"-C", m_dir.string(), "commit", "--quiet", "-m", message});
         return trim(run_test_git({"-C", m_dir.string(), "rev-parse", "HEAD"}));
     }
-    void write(const std::string& rel, const std::string& content) { write_file(m_dir / rel, content); }
+    void write(const std::string& rel, const std::string& content) {
+        write_file(m_dir / rel, content);
+    }
     const std::filesystem::path& dir() const { return m_dir; }
     std::string c0;
 
-private:
+  private:
     std::filesystem::path m_dir;
 };
 
@@ -154,9 +180,11 @@ TEST(SelectionMisses, AScheduledFailureThatNoPrOrPushRunSelectedIsRecorded) {
     // matches no rule (unmatched: nothing), so its push run ran the always tier only.
     const auto broken = dir.path() / "broken";
     write_file(dir.path() / "ci" / "ci.sh",
-               "#!/bin/sh\nif [ -e " + broken.string() + " ] && grep -q ok_nn \"$CRCR_TESTS_FILE\"; then\n"
-               "  echo '<testsuite name=\"ci\"><testcase classname=\"ci\" name=\"ok_nn\"><failure message=\"boom\"/>"
-               "</testcase></testsuite>' > \"$CRCR_JUNIT_DIR/results.xml\"; exit 1\nfi\n" +
+               "#!/bin/sh\nif [ -e " + broken.string() +
+                   " ] && grep -q ok_nn \"$CRCR_TESTS_FILE\"; then\n"
+                   "  echo '<testsuite name=\"ci\"><testcase classname=\"ci\" "
+                   "name=\"ok_nn\"><failure message=\"boom\"/>"
+                   "</testcase></testsuite>' > \"$CRCR_JUNIT_DIR/results.xml\"; exit 1\nfi\n" +
                    std::string(k_ci_script).substr(std::string(k_ci_script).find('\n') + 1),
                0755);
     write_file(dir.path() / "selection.yaml",
@@ -168,11 +196,13 @@ TEST(SelectionMisses, AScheduledFailureThatNoPrOrPushRunSelectedIsRecorded) {
                "full_matrix: {schedule: \"0 3 * * *\", ref: main}\n");
     write_file(dir.path() / "read.token", "read-token\n", 0600);
     TestDaemon d(dir.path(),
-                 "upstream: {mirror: state/pytorch.git, remote: " + upstream.dir().string() + "}\n"
-                 "selection: {rules: selection.yaml}\n"
-                 "runners: [{name: sim-0, labels: [sim], health_check: [/bin/true]}]\n"
-                 "execution: {command: [ci/ci.sh], work_root: state/work, isolation: none, min_free_bytes: 1MiB, "
-                 "flaky_reruns: 0, infra_retries: 0}\n" +
+                 "upstream: {mirror: state/pytorch.git, remote: " + upstream.dir().string() +
+                     "}\n"
+                     "selection: {rules: selection.yaml}\n"
+                     "runners: [{name: sim-0, labels: [sim], health_check: [/bin/true]}]\n"
+                     "execution: {command: [ci/ci.sh], work_root: state/work, isolation: none, "
+                     "min_free_bytes: 1MiB, "
+                     "flaky_reruns: 0, infra_retries: 0}\n" +
                      admin_yaml());
     // The full matrix fires at start-up when its next time has passed.
     auto scheduled_run = [&] {
@@ -180,15 +210,22 @@ TEST(SelectionMisses, AScheduledFailureThatNoPrOrPushRunSelectedIsRecorded) {
         EXPECT_EQ(d.stop(), 0);
         exec_sql(d.db_path(), "UPDATE meta SET value='1' WHERE key='full_matrix_next'");
         d.start();
-        EXPECT_TRUE(eventually([&] {
-            return d.scalar("SELECT count(*) FROM runs WHERE event='schedule' AND state='completed'") == before + 1;
-        }, std::chrono::seconds(60))) << d.log();
+        EXPECT_TRUE(eventually(
+            [&] {
+                return d.scalar(
+                           "SELECT count(*) FROM runs WHERE event='schedule' AND "
+                           "state='completed'") == before + 1;
+            },
+            std::chrono::seconds(60)))
+            << d.log();
         return d.scalar("SELECT max(id) FROM runs WHERE event='schedule'");
     };
     d.start();
-    ASSERT_TRUE(eventually([&] { return d.scalar("SELECT count(*) FROM meta WHERE key='full_matrix_next'") == 1; }));
+    ASSERT_TRUE(eventually(
+        [&] { return d.scalar("SELECT count(*) FROM meta WHERE key='full_matrix_next'") == 1; }));
     const auto good = scheduled_run();
-    EXPECT_EQ(d.text("SELECT conclusion FROM runs WHERE id=" + std::to_string(good)), "passed") << d.log();
+    EXPECT_EQ(d.text("SELECT conclusion FROM runs WHERE id=" + std::to_string(good)), "passed")
+        << d.log();
 
     upstream.write("tools/setup_helpers/env.py", "BROKEN = True\n");
     const auto c1 = upstream.commit("Change the build env (#31)");
@@ -201,17 +238,25 @@ TEST(SelectionMisses, AScheduledFailureThatNoPrOrPushRunSelectedIsRecorded) {
     auto posted = d.post_standard(j.dump(), "miss-push-1");
     ASSERT_EQ(posted->status, 202) << posted->body;
     const auto push = json::parse(posted->body)["run_id"].get<std::int64_t>();
-    ASSERT_TRUE(eventually([&] { return d.text("SELECT state FROM runs WHERE id=" + std::to_string(push)) == "completed"; },
-                           std::chrono::seconds(60)));
-    EXPECT_EQ(d.scalar("SELECT count(*) FROM jobs WHERE tier='full' AND run_id=" + std::to_string(push)), 0);
+    ASSERT_TRUE(eventually(
+        [&] {
+            return d.text("SELECT state FROM runs WHERE id=" + std::to_string(push)) == "completed";
+        },
+        std::chrono::seconds(60)));
+    EXPECT_EQ(
+        d.scalar("SELECT count(*) FROM jobs WHERE tier='full' AND run_id=" + std::to_string(push)),
+        0);
 
     write_file(broken, "");
     const auto bad = scheduled_run();
     ASSERT_GT(bad, good);
-    EXPECT_EQ(d.text("SELECT conclusion FROM runs WHERE id=" + std::to_string(bad)), "regression") << d.log();
-    ASSERT_TRUE(eventually([&] { return d.scalar("SELECT count(*) FROM selection_misses") == 1; }, std::chrono::seconds(30)))
+    EXPECT_EQ(d.text("SELECT conclusion FROM runs WHERE id=" + std::to_string(bad)), "regression")
         << d.log();
-    auto r = d.request("GET", "/api/v1/selection-misses", {{"Authorization", "Bearer read-token"}}, "");
+    ASSERT_TRUE(eventually([&] { return d.scalar("SELECT count(*) FROM selection_misses") == 1; },
+                           std::chrono::seconds(30)))
+        << d.log();
+    auto r =
+        d.request("GET", "/api/v1/selection-misses", {{"Authorization", "Bearer read-token"}}, "");
     ASSERT_EQ(r->status, 200);
     const auto miss = json::parse(r->body)["items"][0];
     EXPECT_EQ(miss["run_id"], bad);

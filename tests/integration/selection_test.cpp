@@ -1,8 +1,8 @@
 // Planning runs end to end: a real git repository plays upstream PyTorch, the real daemon
 // receives signed deliveries, and the planner stores the selection and the jobs.
 #include <gtest/gtest.h>
-#include <nlohmann/json.hpp>
 #include <sqlite3.h>
+#include <nlohmann/json.hpp>
 
 #include <atomic>
 #include <condition_variable>
@@ -35,7 +35,7 @@ docs_only: nothing
 
 /// A small upstream repository: main, and a PR branch whose merge-base is not main's tip.
 class Upstream {
-public:
+  public:
     explicit Upstream(const std::filesystem::path& dir) : m_dir(dir) {
         git({"init", "--quiet", "-b", "main", m_dir.string()});
         write("aten/src/ATen/native/BinaryOps.cpp", "int add();\n");
@@ -60,14 +60,17 @@ public:
     }
     const std::filesystem::path& dir() const { return m_dir; }
 
-private:
+  private:
     std::string git(std::vector<std::string> args) {
-        args.insert(args.begin(), {"git", "-c", "user.name=test", "-c", "user.email=test@example.org"});
+        args.insert(args.begin(),
+                    {"git", "-c", "user.name=test", "-c", "user.email=test@example.org"});
         std::string out;
         if (run_command(args, &out) != 0) throw std::runtime_error("git failed: " + out);
         return out;
     }
-    void write(const std::string& rel, const std::string& content) { write_file(m_dir / rel, content); }
+    void write(const std::string& rel, const std::string& content) {
+        write_file(m_dir / rel, content);
+    }
     std::string commit(const std::string& msg) {
         git({"-C", m_dir.string(), "add", "-A"});
         git({"-C", m_dir.string(), "commit", "--quiet", "-m", msg});
@@ -81,7 +84,8 @@ private:
     std::string m_fork_point, m_pr_head, m_docs_head, m_main;
 };
 
-std::string pr_delivery(const std::string& crcr_id, const std::string& head, const std::string& base_sha, int pr = 2) {
+std::string pr_delivery(const std::string& crcr_id, const std::string& head,
+                        const std::string& base_sha, int pr = 2) {
     json j = json::parse(fixture_text("crcr/pull_request-synchronize.dispatch.json"));
     j["client_payload"]["delivery_id"] = crcr_id;
     auto& p = j["client_payload"]["payload"];
@@ -93,20 +97,22 @@ std::string pr_delivery(const std::string& crcr_id, const std::string& head, con
 }
 
 class SelectionTest : public ::testing::Test {
-protected:
+  protected:
     void SetUp() override {
         upstream = std::make_unique<Upstream>(dir.path() / "upstream");
         write_file(dir.path() / "selection.yaml", k_rules);
         daemon = std::make_unique<TestDaemon>(
-            dir.path(), "upstream: {mirror: state/pytorch.git, remote: " + upstream->dir().string() +
-                            "}\nselection: {rules: selection.yaml}\n");
+            dir.path(), "upstream: {mirror: state/pytorch.git, remote: " +
+                            upstream->dir().string() + "}\nselection: {rules: selection.yaml}\n");
         daemon->start();
     }
 
     /// The stored selection of a run, once planned.
     json planned(std::int64_t run_id) {
-        std::string sql = "SELECT coalesce(selection, '') FROM runs WHERE id=" + std::to_string(run_id);
-        EXPECT_TRUE(eventually([&] { return !daemon->text(sql).empty(); }, std::chrono::seconds(60)))
+        std::string sql =
+            "SELECT coalesce(selection, '') FROM runs WHERE id=" + std::to_string(run_id);
+        EXPECT_TRUE(
+            eventually([&] { return !daemon->text(sql).empty(); }, std::chrono::seconds(60)))
             << daemon->log();
         return json::parse(daemon->text(sql));
     }
@@ -132,30 +138,42 @@ TEST_F(SelectionTest, MirrorDiffsAgainstTheMergeBaseAndQueuesOneJobPerTier) {
     EXPECT_EQ(sel["rules"][0]["name"], "dispatch");
     EXPECT_EQ(sel["rules"][0]["paths"], json::array({"aten/src/ATen/native/BinaryOps.cpp"}));
     EXPECT_EQ(sel["tiers"].size(), 3u);
-    EXPECT_EQ(daemon->scalar("SELECT count(*) FROM jobs WHERE run_id=" + std::to_string(run) + " AND state='queued'"), 3);
-    EXPECT_EQ(daemon->text("SELECT group_concat(tier, ',') FROM (SELECT tier FROM jobs WHERE run_id=" +
-                           std::to_string(run) + " ORDER BY position)"),
-              "import,smoke,affected");
-    EXPECT_EQ(daemon->text("SELECT tests FROM jobs WHERE tier='affected' AND run_id=" + std::to_string(run)),
+    EXPECT_EQ(daemon->scalar("SELECT count(*) FROM jobs WHERE run_id=" + std::to_string(run) +
+                             " AND state='queued'"),
+              3);
+    EXPECT_EQ(
+        daemon->text("SELECT group_concat(tier, ',') FROM (SELECT tier FROM jobs WHERE run_id=" +
+                     std::to_string(run) + " ORDER BY position)"),
+        "import,smoke,affected");
+    EXPECT_EQ(daemon->text("SELECT tests FROM jobs WHERE tier='affected' AND run_id=" +
+                           std::to_string(run)),
               R"(["${PYTORCH_DIR}/test/test_ops.py"])");
-    EXPECT_EQ(daemon->scalar("SELECT timeout_ms FROM jobs WHERE tier='import' AND run_id=" + std::to_string(run)), 600000);
+    EXPECT_EQ(daemon->scalar("SELECT timeout_ms FROM jobs WHERE tier='import' AND run_id=" +
+                             std::to_string(run)),
+              600000);
     EXPECT_EQ(daemon->text("SELECT state FROM runs WHERE id=" + std::to_string(run)), "queued");
 }
 
 TEST_F(SelectionTest, DocsOnlyChangeWithNothingPolicyCompletesAtOnce) {
-    auto run = post(pr_delivery("sel-2", upstream->sha("docs"), upstream->sha("fork_point"), 3), "d-2");
+    auto run =
+        post(pr_delivery("sel-2", upstream->sha("docs"), upstream->sha("fork_point"), 3), "d-2");
     auto sel = planned(run);
     EXPECT_EQ(sel["source"], "git");
     EXPECT_EQ(sel["docs_only"], true);
     EXPECT_TRUE(sel["tiers"].empty());
-    EXPECT_EQ(daemon->text("SELECT state || '/' || conclusion FROM runs WHERE id=" + std::to_string(run)), "completed/passed");
-    EXPECT_NE(daemon->text("SELECT reason FROM runs WHERE id=" + std::to_string(run)).find("documentation-only"),
+    EXPECT_EQ(
+        daemon->text("SELECT state || '/' || conclusion FROM runs WHERE id=" + std::to_string(run)),
+        "completed/passed");
+    EXPECT_NE(daemon->text("SELECT reason FROM runs WHERE id=" + std::to_string(run))
+                  .find("documentation-only"),
               std::string::npos);
     EXPECT_EQ(daemon->scalar("SELECT count(*) FROM jobs WHERE run_id=" + std::to_string(run)), 0);
 }
 
 TEST_F(SelectionTest, AShaTheMirrorCannotFetchIsRecordedAndEveryRuleRuns) {
-    auto run = post(pr_delivery("sel-3", "1234567890abcdef1234567890abcdef12345678", upstream->sha("main"), 4), "d-3");
+    auto run = post(
+        pr_delivery("sel-3", "1234567890abcdef1234567890abcdef12345678", upstream->sha("main"), 4),
+        "d-3");
     auto sel = planned(run);
     EXPECT_EQ(sel["source"], "unknown");
     EXPECT_NE(sel["note"].get<std::string>().find("git fetch"), std::string::npos) << sel.dump();
@@ -167,13 +185,15 @@ TEST_F(SelectionTest, AShaTheMirrorCannotFetchIsRecordedAndEveryRuleRuns) {
 TEST_F(SelectionTest, PayloadChangedFilesWinAndClosedPrCancelsJobs) {
     json j = json::parse(fixture_text("crcr/direct-pytorch-crcr.json"));
     j["client_payload"]["changed_files"] = json::array({"torch/_inductor/ir.py"});
-    auto run = json::parse(daemon->post_standard(j.dump(), "msg-1")->body)["run_id"].get<std::int64_t>();
+    auto run =
+        json::parse(daemon->post_standard(j.dump(), "msg-1")->body)["run_id"].get<std::int64_t>();
     auto sel = planned(run);
     EXPECT_EQ(sel["source"], "payload");
     EXPECT_EQ(sel["rules"][0]["name"], "compile");
     EXPECT_EQ(daemon->scalar("SELECT count(*) FROM jobs WHERE run_id=" + std::to_string(run)), 3);
 
-    auto closed = daemon->post_github(fixture_text("crcr/pull_request-closed.dispatch.json"), "close-1");
+    auto closed =
+        daemon->post_github(fixture_text("crcr/pull_request-closed.dispatch.json"), "close-1");
     ASSERT_EQ(closed->status, 200);
     EXPECT_EQ(daemon->scalar("SELECT count(*) FROM jobs WHERE run_id=" + std::to_string(run) +
                              " AND state='cancelled' AND reason='PR closed'"),
@@ -203,12 +223,16 @@ TEST_F(SelectionTest, ARunWithItsPathsInThePayloadIsAcceptedWithItsJobsAlreadyQu
     ASSERT_TRUE(r && r->status == 202) << (r ? r->body : r.error().message);
     const auto run = std::to_string(json::parse(r->body)["run_id"].get<std::int64_t>());
     // Read at once, not eventually: the answer came after the commit.
-    EXPECT_EQ(daemon->text("SELECT coalesce(json_extract(selection, '$.source'), '') FROM runs WHERE id=" + run),
-              "payload");
-    EXPECT_EQ(daemon->scalar("SELECT count(*) FROM jobs WHERE state='queued' AND run_id=" + run), 3);
+    EXPECT_EQ(
+        daemon->text(
+            "SELECT coalesce(json_extract(selection, '$.source'), '') FROM runs WHERE id=" + run),
+        "payload");
+    EXPECT_EQ(daemon->scalar("SELECT count(*) FROM jobs WHERE state='queued' AND run_id=" + run),
+              3);
     EXPECT_NE(planned_line(run).find("(with its run)"), std::string::npos);
 
-    const auto mirrored = post(pr_delivery("sel-late", upstream->sha("pr"), upstream->sha("main"), 11), "d-late");
+    const auto mirrored =
+        post(pr_delivery("sel-late", upstream->sha("pr"), upstream->sha("main"), 11), "d-late");
     EXPECT_EQ(planned(mirrored)["source"], "git");
     EXPECT_EQ(planned_line(std::to_string(mirrored)).find("(with its run)"), std::string::npos);
 }
@@ -216,18 +240,22 @@ TEST_F(SelectionTest, ARunWithItsPathsInThePayloadIsAcceptedWithItsJobsAlreadyQu
 TEST_F(SelectionTest, ANewerShaSupersedesThePrsQueuedWork) {
     auto first = post(pr_delivery("sup-1", upstream->sha("pr"), upstream->sha("main"), 9), "s-1");
     planned(first);
-    auto r = daemon->post_github(pr_delivery("sup-2", upstream->sha("docs"), upstream->sha("main"), 9), "s-2");
+    auto r = daemon->post_github(
+        pr_delivery("sup-2", upstream->sha("docs"), upstream->sha("main"), 9), "s-2");
     ASSERT_EQ(r->status, 202);
     auto body = json::parse(r->body);
     EXPECT_EQ(body["superseded"], json::array({first}));
-    EXPECT_EQ(daemon->text("SELECT state || '/' || conclusion || '/' || reason FROM runs WHERE id=" + std::to_string(first)),
-              "cancelled/cancelled/superseded by " + upstream->sha("docs"));
+    EXPECT_EQ(
+        daemon->text("SELECT state || '/' || conclusion || '/' || reason FROM runs WHERE id=" +
+                     std::to_string(first)),
+        "cancelled/cancelled/superseded by " + upstream->sha("docs"));
     EXPECT_EQ(daemon->scalar("SELECT count(*) FROM jobs WHERE run_id=" + std::to_string(first) +
                              " AND state='cancelled' AND reason LIKE 'superseded by %'"),
               3);
     // Another PR and the same SHA again are left alone.
     auto other = post(pr_delivery("sup-3", upstream->sha("pr"), upstream->sha("main"), 10), "s-3");
-    auto same = daemon->post_github(pr_delivery("sup-4", upstream->sha("docs"), upstream->sha("main"), 9), "s-4");
+    auto same = daemon->post_github(
+        pr_delivery("sup-4", upstream->sha("docs"), upstream->sha("main"), 9), "s-4");
     EXPECT_FALSE(json::parse(same->body).contains("superseded"));
     EXPECT_EQ(daemon->text("SELECT state FROM runs WHERE id=" + std::to_string(other)), "queued");
 }
@@ -235,26 +263,36 @@ TEST_F(SelectionTest, ANewerShaSupersedesThePrsQueuedWork) {
 TEST(FullMatrix, AMissedSlotRunsOnceAtStartUpOnTheNewestShaOfTheRef) {
     TempDir dir;
     Upstream upstream(dir.path() / "upstream");
-    write_file(dir.path() / "selection.yaml", std::string(k_rules) + "full_matrix: {schedule: \"0 3 * * *\", ref: main}\n");
-    TestDaemon d(dir.path(), "upstream: {mirror: state/pytorch.git, remote: " + upstream.dir().string() +
-                                 "}\nselection: {rules: selection.yaml}\n");
+    write_file(dir.path() / "selection.yaml",
+               std::string(k_rules) + "full_matrix: {schedule: \"0 3 * * *\", ref: main}\n");
+    TestDaemon d(dir.path(),
+                 "upstream: {mirror: state/pytorch.git, remote: " + upstream.dir().string() +
+                     "}\nselection: {rules: selection.yaml}\n");
     d.start();
-    ASSERT_TRUE(eventually([&] { return d.scalar("SELECT count(*) FROM meta WHERE key='full_matrix_next'") == 1; }));
+    ASSERT_TRUE(eventually(
+        [&] { return d.scalar("SELECT count(*) FROM meta WHERE key='full_matrix_next'") == 1; }));
     EXPECT_EQ(d.stop(), 0);
     EXPECT_EQ(d.scalar("SELECT count(*) FROM runs"), 0);
     // The daemon was down over three slots.
     sqlite3* db = nullptr;
     ASSERT_EQ(sqlite3_open(d.db_path().c_str(), &db), SQLITE_OK);
-    auto three_days_ago = std::chrono::duration_cast<std::chrono::seconds>(
-                              (std::chrono::system_clock::now() - std::chrono::hours(72)).time_since_epoch())
-                              .count();
-    std::string sql = "UPDATE meta SET value='" + std::to_string(three_days_ago) + "' WHERE key='full_matrix_next'";
+    auto three_days_ago =
+        std::chrono::duration_cast<std::chrono::seconds>(
+            (std::chrono::system_clock::now() - std::chrono::hours(72)).time_since_epoch())
+            .count();
+    std::string sql = "UPDATE meta SET value='" + std::to_string(three_days_ago) +
+                      "' WHERE key='full_matrix_next'";
     ASSERT_EQ(sqlite3_exec(db, sql.c_str(), nullptr, nullptr, nullptr), SQLITE_OK);
     sqlite3_close(db);
     d.start();
-    ASSERT_TRUE(eventually([&] {
-        return d.scalar("SELECT count(*) FROM runs WHERE event='schedule' AND selection IS NOT NULL") == 1;
-    }, std::chrono::seconds(30))) << d.log();
+    ASSERT_TRUE(eventually(
+        [&] {
+            return d.scalar(
+                       "SELECT count(*) FROM runs WHERE event='schedule' AND selection IS NOT "
+                       "NULL") == 1;
+        },
+        std::chrono::seconds(30)))
+        << d.log();
     EXPECT_EQ(d.text("SELECT sha FROM runs WHERE event='schedule'"), upstream.sha("main"));
     auto sel = json::parse(d.text("SELECT selection FROM runs WHERE event='schedule'"));
     EXPECT_EQ(sel["source"], "schedule");
@@ -279,7 +317,9 @@ TEST(Concurrency, GroupKeyIsConfigurablePerEvent) {
     auto p2 = push("push-2", "2222222222222222222222222222222222222222");
     EXPECT_EQ(p2["superseded"], json::array({p1["run_id"]}));
     auto pr = [&](const std::string& id, const std::string& sha) {
-        return json::parse(d.post_github(pr_delivery(id, sha, "f95f852bd8fca8fcc58a9a2d6c842781e32a215e"), id)->body);
+        return json::parse(
+            d.post_github(pr_delivery(id, sha, "f95f852bd8fca8fcc58a9a2d6c842781e32a215e"), id)
+                ->body);
     };
     auto a = pr("pr-1", "3333333333333333333333333333333333333333");
     auto b = pr("pr-2", "4444444444444444444444444444444444444444");
@@ -293,24 +333,30 @@ TEST(SelectionGithubApi, PrFilesAreReadFromEveryPage) {
     // 250 files over three pages, linked as GitHub does (Link: <...&page=2>; rel="next").
     auto base_url = std::make_shared<std::string>();
     FakeGithub gh([base_url](const http::Request& req) {
-        if (req.path != "/repos/pytorch/pytorch/pulls/7/files") return http::Response::json(404, {{"message", "Not Found"}});
+        if (req.path != "/repos/pytorch/pytorch/pulls/7/files")
+            return http::Response::json(404, {{"message", "Not Found"}});
         int page = std::stoi(req.query_param("page").value_or("1"));
         json files = json::array();
         for (int i = 0; i < (page < 3 ? 100 : 50); ++i) {
-            files.push_back({{"filename", "c10/core/F" + std::to_string((page - 1) * 100 + i) + ".h"}, {"status", "modified"}});
+            files.push_back(
+                {{"filename", "c10/core/F" + std::to_string((page - 1) * 100 + i) + ".h"},
+                 {"status", "modified"}});
         }
         auto r = http::Response::json(200, files);
         std::string link = "<" + *base_url + req.path + "?per_page=100&page=1>; rel=\"first\"";
-        if (page < 3) link += ", <" + *base_url + req.path + "?per_page=100&page=" + std::to_string(page + 1) + ">; rel=\"next\"";
+        if (page < 3)
+            link += ", <" + *base_url + req.path +
+                    "?per_page=100&page=" + std::to_string(page + 1) + ">; rel=\"next\"";
         r.headers.emplace_back("Link", link);
         return r;
     });
     *base_url = gh.url();
     write_file(dir.path() / "secrets" / "gh.token", "ghs_test_token\n", 0600);
     write_file(dir.path() / "selection.yaml", k_rules);
-    TestDaemon d(dir.path(), "selection: {rules: selection.yaml}\nreport:\n  github: {api_url: \"" + gh.url() +
-                                 "\", repo: pytorch/pytorch, token_file: secrets/gh.token, ca_file: " +
-                                 test_certs().ca.string() + "}\n");
+    TestDaemon d(dir.path(),
+                 "selection: {rules: selection.yaml}\nreport:\n  github: {api_url: \"" + gh.url() +
+                     "\", repo: pytorch/pytorch, token_file: secrets/gh.token, ca_file: " +
+                     test_certs().ca.string() + "}\n");
     d.start();
     // No mirror is configured, so the API answers.
     auto r = d.post_github(pr_delivery("api-1", "ec26c3e57ca3a959ca5aad62de7213c562f8c821",
@@ -319,7 +365,8 @@ TEST(SelectionGithubApi, PrFilesAreReadFromEveryPage) {
     ASSERT_EQ(r->status, 202);
     auto run = json::parse(r->body)["run_id"].get<std::int64_t>();
     std::string sql = "SELECT coalesce(selection, '') FROM runs WHERE id=" + std::to_string(run);
-    ASSERT_TRUE(eventually([&] { return !d.text(sql).empty(); }, std::chrono::seconds(60))) << d.log();
+    ASSERT_TRUE(eventually([&] { return !d.text(sql).empty(); }, std::chrono::seconds(60)))
+        << d.log();
     auto sel = json::parse(d.text(sql));
     EXPECT_EQ(sel["source"], "github_api");
     EXPECT_EQ(sel["changed_paths"], 250);
@@ -338,23 +385,25 @@ TEST(SelectionGithubApi, PrFilesAreReadFromEveryPage) {
     EXPECT_EQ(seen[2].query_param("page"), "3");
 }
 
-
 TEST(SelectionGithub, ALinkToAnotherHostIsNotFollowedWithTheToken) {
     TempDir dir;
     // The second server stands for any other host a Link header might name.
-    FakeGithub elsewhere([](const http::Request&) { return http::Response::json(200, json::array()); });
+    FakeGithub elsewhere(
+        [](const http::Request&) { return http::Response::json(200, json::array()); });
     const std::string other = elsewhere.url();
     FakeGithub gh([other](const http::Request& req) {
-        if (req.path != "/repos/pytorch/pytorch/pulls/8/files") return http::Response::json(404, {{"message", "Not Found"}});
+        if (req.path != "/repos/pytorch/pytorch/pulls/8/files")
+            return http::Response::json(404, {{"message", "Not Found"}});
         auto r = http::Response::json(200, json::array({{{"filename", "c10/core/A.h"}}}));
         r.headers.emplace_back("Link", "<" + other + req.path + "?page=2>; rel=\"next\"");
         return r;
     });
     write_file(dir.path() / "secrets" / "gh.token", "ghs_test_token\n", 0600);
     write_file(dir.path() / "selection.yaml", k_rules);
-    TestDaemon d(dir.path(), "selection: {rules: selection.yaml}\nreport:\n  github: {api_url: \"" + gh.url() +
-                                 "\", repo: pytorch/pytorch, token_file: secrets/gh.token, ca_file: " +
-                                 test_certs().ca.string() + "}\n");
+    TestDaemon d(dir.path(),
+                 "selection: {rules: selection.yaml}\nreport:\n  github: {api_url: \"" + gh.url() +
+                     "\", repo: pytorch/pytorch, token_file: secrets/gh.token, ca_file: " +
+                     test_certs().ca.string() + "}\n");
     d.start();
     auto r = d.post_github(pr_delivery("api-2", "ec26c3e57ca3a959ca5aad62de7213c562f8c821",
                                        "f95f852bd8fca8fcc58a9a2d6c842781e32a215e", 8),
@@ -362,7 +411,8 @@ TEST(SelectionGithub, ALinkToAnotherHostIsNotFollowedWithTheToken) {
     ASSERT_EQ(r->status, 202);
     auto run = json::parse(r->body)["run_id"].get<std::int64_t>();
     std::string sql = "SELECT coalesce(selection, '') FROM runs WHERE id=" + std::to_string(run);
-    ASSERT_TRUE(eventually([&] { return !d.text(sql).empty(); }, std::chrono::seconds(60))) << d.log();
+    ASSERT_TRUE(eventually([&] { return !d.text(sql).empty(); }, std::chrono::seconds(60)))
+        << d.log();
     auto sel = json::parse(d.text(sql));
     EXPECT_EQ(sel["source"], "unknown") << sel.dump();  // fails safe: every rule's tests
     EXPECT_NE(sel.dump().find("not followed with the token"), std::string::npos) << sel.dump();
@@ -389,18 +439,21 @@ TEST(SelectionGithubApi, RunsOfOnePrHeadStoredTogetherShareOneLookUp) {
     };
     auto gate = std::make_shared<Gate>();
     FakeGithub gh([gate](const http::Request& req) {
-        if (req.path != "/repos/pytorch/pytorch/pulls/31/files") return http::Response::json(201, {{"id", 1}});
+        if (req.path != "/repos/pytorch/pytorch/pulls/31/files")
+            return http::Response::json(201, {{"id", 1}});
         std::unique_lock lk(gate->mu);
         ++gate->asked;
         // The first look-up is answered once the other runs are stored.
         gate->cv.wait_for(lk, std::chrono::seconds(60), [&] { return gate->open; });
-        return http::Response::json(200, json::array({{{"filename", "c10/core/A.h"}}, {{"filename", "docs/x.md"}}}));
+        return http::Response::json(
+            200, json::array({{{"filename", "c10/core/A.h"}}, {{"filename", "docs/x.md"}}}));
     });
     write_file(dir.path() / "secrets" / "gh.token", "ghs_test_token\n", 0600);
     write_file(dir.path() / "selection.yaml", k_rules);
-    TestDaemon d(dir.path(), "selection: {rules: selection.yaml}\nreport:\n  github: {api_url: \"" + gh.url() +
-                                 "\", repo: pytorch/pytorch, token_file: secrets/gh.token, ca_file: " +
-                                 test_certs().ca.string() + "}\n");
+    TestDaemon d(dir.path(),
+                 "selection: {rules: selection.yaml}\nreport:\n  github: {api_url: \"" + gh.url() +
+                     "\", repo: pytorch/pytorch, token_file: secrets/gh.token, ca_file: " +
+                     test_certs().ca.string() + "}\n");
     // Declared after the daemon: a held look-up is answered before the daemon stops.
     struct ReleaseOnExit {
         std::shared_ptr<Gate> gate;
@@ -422,15 +475,18 @@ TEST(SelectionGithubApi, RunsOfOnePrHeadStoredTogetherShareOneLookUp) {
     for (const char* id : {"head-2", "head-3", "head-4"}) runs.push_back(post(id));
     gate->release();
     for (auto run : runs) {
-        std::string sql = "SELECT coalesce(selection, '') FROM runs WHERE id=" + std::to_string(run);
-        ASSERT_TRUE(eventually([&] { return !d.text(sql).empty(); }, std::chrono::seconds(60))) << d.log();
+        std::string sql =
+            "SELECT coalesce(selection, '') FROM runs WHERE id=" + std::to_string(run);
+        ASSERT_TRUE(eventually([&] { return !d.text(sql).empty(); }, std::chrono::seconds(60)))
+            << d.log();
         auto sel = json::parse(d.text(sql));
         EXPECT_EQ(sel["source"], "github_api") << sel.dump();
         EXPECT_EQ(sel["changed_paths"], 2) << sel.dump();
         EXPECT_EQ(sel["rules"][0]["name"], "dispatch") << sel.dump();
     }
     std::lock_guard lk(gate->mu);
-    EXPECT_EQ(gate->asked, 2) << "the first run's look-up, then one for the three stored while it ran";
+    EXPECT_EQ(gate->asked, 2)
+        << "the first run's look-up, then one for the three stored while it ran";
 }
 
 // A GitHub App's installation token is exchanged once and serves the look-ups of every run
@@ -439,24 +495,30 @@ TEST(SelectionGithubApi, AnAppsInstallationTokenServesEveryLookUp) {
     TempDir dir;
     std::filesystem::create_directories(dir.path() / "secrets");
     std::string out;
-    ASSERT_EQ(run_command({"openssl", "genrsa", "-out", (dir.path() / "secrets" / "app.pem").string(), "2048"}, &out), 0)
+    ASSERT_EQ(run_command({"openssl", "genrsa", "-out",
+                           (dir.path() / "secrets" / "app.pem").string(), "2048"},
+                          &out),
+              0)
         << out;
     std::atomic<int> exchanges{0};
     FakeGithub gh([&exchanges](const http::Request& req) {
         if (req.path == "/app/installations/4242/access_tokens") {
             const int n = ++exchanges;
             const auto expires = std::chrono::system_clock::now() + std::chrono::hours(1);
-            return http::Response::json(201, {{"token", "ghs_installation_" + std::to_string(n)},
-                                              {"expires_at", rfc3339(expires).substr(0, 19) + "Z"}});
+            return http::Response::json(201,
+                                        {{"token", "ghs_installation_" + std::to_string(n)},
+                                         {"expires_at", rfc3339(expires).substr(0, 19) + "Z"}});
         }
         if (req.path.rfind("/repos/pytorch/pytorch/pulls/", 0) == 0)
             return http::Response::json(200, json::array({{{"filename", "c10/core/A.h"}}}));
         return http::Response::json(201, {{"id", 1}});  // the statuses crcrd reports
     });
     write_file(dir.path() / "selection.yaml", k_rules);
-    TestDaemon d(dir.path(), "selection: {rules: selection.yaml}\nreport:\n  github: {api_url: \"" + gh.url() +
-                                 "\", repo: pytorch/pytorch, app_id: 777, private_key_file: secrets/app.pem, "
-                                 "installation_id: 4242, ca_file: " + test_certs().ca.string() + "}\n");
+    TestDaemon d(dir.path(),
+                 "selection: {rules: selection.yaml}\nreport:\n  github: {api_url: \"" + gh.url() +
+                     "\", repo: pytorch/pytorch, app_id: 777, private_key_file: secrets/app.pem, "
+                     "installation_id: 4242, ca_file: " +
+                     test_certs().ca.string() + "}\n");
     d.start();
     for (int pr : {21, 22, 23}) {
         const std::string id = "app-" + std::to_string(pr);
@@ -465,13 +527,17 @@ TEST(SelectionGithubApi, AnAppsInstallationTokenServesEveryLookUp) {
                                id);
         ASSERT_EQ(r->status, 202) << r->body;
         auto run = json::parse(r->body)["run_id"].get<std::int64_t>();
-        std::string sql = "SELECT coalesce(json_extract(selection, '$.source'), '') FROM runs WHERE id=" + std::to_string(run);
-        ASSERT_TRUE(eventually([&] { return !d.text(sql).empty(); }, std::chrono::seconds(60))) << d.log();
+        std::string sql =
+            "SELECT coalesce(json_extract(selection, '$.source'), '') FROM runs WHERE id=" +
+            std::to_string(run);
+        ASSERT_TRUE(eventually([&] { return !d.text(sql).empty(); }, std::chrono::seconds(60)))
+            << d.log();
         EXPECT_EQ(d.text(sql), "github_api") << d.log();
     }
     std::set<std::string> tokens;
     for (const auto& req : gh.requests())
-        if (req.path.rfind("/repos/pytorch/pytorch/pulls/", 0) == 0) tokens.insert(std::string(req.header("Authorization").value_or("")));
+        if (req.path.rfind("/repos/pytorch/pytorch/pulls/", 0) == 0)
+            tokens.insert(std::string(req.header("Authorization").value_or("")));
     EXPECT_EQ(tokens.size(), 1u) << "the look-ups exchanged a token each";
 }
 

@@ -17,8 +17,8 @@ namespace {
 
 using namespace std::chrono_literals;
 
-#define SKIP_WITHOUT_SLURM()                                                       \
-    do {                                                                           \
+#define SKIP_WITHOUT_SLURM()                                                           \
+    do {                                                                               \
         if (auto why = SlurmCluster::skip_reason(); !why.empty()) GTEST_SKIP() << why; \
     } while (0)
 
@@ -49,25 +49,28 @@ bool poll(const std::function<bool()>& cond, std::chrono::milliseconds timeout =
 }
 
 class Slurm {
-public:
+  public:
     explicit Slurm(const std::filesystem::path& dir) : cluster(dir), script(dir / "run.sh") {
         write_file(script, "#!/bin/sh\nexec \"$@\"\n", 0755);
     }
 
     /// sbatch as crcrd runs it; returns the job id (what --parsable prints).
     std::string submit(const std::string& name, const std::vector<std::string>& command,
-                       const std::vector<std::string>& options = {"--gres=aiu:1"}, const std::vector<std::string>& env = {}) {
+                       const std::vector<std::string>& options = {"--gres=aiu:1"},
+                       const std::vector<std::string>& env = {}) {
         std::vector<std::string> argv{"env"};
         argv.insert(argv.end(), env.begin(), env.end());
-        argv.insert(argv.end(), {"sbatch", "--parsable", "--export=NONE", "--time=1", "--no-requeue", "--job-name=" + name,
-                                 "--comment=crcrd job_id=7", "--output=" + (cluster.dir() / (name + ".out")).string()});
+        argv.insert(argv.end(), {"sbatch", "--parsable", "--export=NONE", "--time=1",
+                                 "--no-requeue", "--job-name=" + name, "--comment=crcrd job_id=7",
+                                 "--output=" + (cluster.dir() / (name + ".out")).string()});
         argv.insert(argv.end(), options.begin(), options.end());
         argv.push_back(script.string());
         argv.insert(argv.end(), command.begin(), command.end());
         std::string out;
         int rc = cluster.run(argv, &out);
         EXPECT_EQ(rc, 0) << out;
-        EXPECT_TRUE(std::regex_match(out, std::regex("[0-9]+\n"))) << "sbatch --parsable printed: " << out;
+        EXPECT_TRUE(std::regex_match(out, std::regex("[0-9]+\n")))
+            << "sbatch --parsable printed: " << out;
         return out.substr(0, out.find('\n'));
     }
 
@@ -97,7 +100,8 @@ TEST(SlurmCluster, NodeComesUpIdleWithTwoAiu) {
     SlurmCluster c(dir.path());
     std::string out;
     // Field:0 prints the field unpadded and untruncated; "|" after the width is the suffix.
-    ASSERT_EQ(c.run({"sinfo", "--noheader", "-N", "-p", c.partition(), "-O", "NodeHost:0|,StateLong:0|,Gres:0|,GresUsed:0"},
+    ASSERT_EQ(c.run({"sinfo", "--noheader", "-N", "-p", c.partition(), "-O",
+                     "NodeHost:0|,StateLong:0|,Gres:0|,GresUsed:0"},
                     &out),
               0)
         << out;
@@ -118,7 +122,8 @@ TEST(SlurmCluster, BatchJobRunsItsCommandUnderExportNoneAndIsRecorded) {
     TempDir dir;
     Slurm s(dir.path());
     auto id = s.submit("x", {"/usr/bin/env"}, {"--gres=aiu:1"}, {"CRCRD_SUBMITTER_ONLY=leak"});
-    ASSERT_TRUE(poll([&] { return s.state(id) == "COMPLETED"; })) << s.show_job(id) << s.cluster.log_tail();
+    ASSERT_TRUE(poll([&] { return s.state(id) == "COMPLETED"; }))
+        << s.show_job(id) << s.cluster.log_tail();
 
     auto line = s.show_job(id);
     EXPECT_EQ(field(line, "ExitCode"), "0:0") << line;
@@ -132,7 +137,8 @@ TEST(SlurmCluster, BatchJobRunsItsCommandUnderExportNoneAndIsRecorded) {
     EXPECT_NE(env.find("SLURM_JOB_ID=" + id + "\n"), std::string::npos) << env;
     EXPECT_NE(env.find("SLURM_JOB_NAME=x\n"), std::string::npos) << env;
     EXPECT_NE(env.find("SLURM_JOB_PARTITION=spyre\n"), std::string::npos) << env;
-    EXPECT_NE(env.find("SLURM_CONF=" + s.cluster.conf_path().string() + "\n"), std::string::npos) << env;
+    EXPECT_NE(env.find("SLURM_CONF=" + s.cluster.conf_path().string() + "\n"), std::string::npos)
+        << env;
     // --export=NONE: nothing from sbatch's environment; instead slurmd loads root's login
     // environment (SLURM_GET_USER_ENV=1, `su - root`): HOME, SHELL, PATH from the profile.
     EXPECT_EQ(env.find("CRCRD_SUBMITTER_ONLY"), std::string::npos) << env;
@@ -143,7 +149,8 @@ TEST(SlurmCluster, BatchJobRunsItsCommandUnderExportNoneAndIsRecorded) {
     EXPECT_EQ(env.find("CUDA_VISIBLE_DEVICES"), std::string::npos) << env;
 
     std::string rec;
-    ASSERT_TRUE(poll([&] { return !(rec = s.jobcomp_line(id)).empty(); }, 10s)) << read_text(s.cluster.jobcomp_path());
+    ASSERT_TRUE(poll([&] { return !(rec = s.jobcomp_line(id)).empty(); }, 10s))
+        << read_text(s.cluster.jobcomp_path());
     EXPECT_EQ(field(rec, "Name"), "x") << rec;
     EXPECT_EQ(field(rec, "JobState"), "COMPLETED") << rec;
     EXPECT_EQ(field(rec, "ExitCode"), "0:0") << rec;
@@ -170,7 +177,8 @@ TEST(SlurmCluster, JobWaitsForTheAiuHeldByAnotherAndRunsWhenThatOneIsCancelled) 
     SKIP_WITHOUT_SLURM();
     TempDir dir;
     Slurm s(dir.path());
-    auto holder = s.submit("holder", {"sh", "-c", "echo started; exec sleep 600"}, {"--gres=aiu:2"});
+    auto holder =
+        s.submit("holder", {"sh", "-c", "echo started; exec sleep 600"}, {"--gres=aiu:2"});
     // RUNNING comes first: the controller has allocated the node, but slurmd still loads
     // root's login environment (--export=NONE) for about a second before the command starts.
     // A job cancelled in that window never runs: CANCELLED, ExitCode=0:0, no output file.
@@ -181,7 +189,8 @@ TEST(SlurmCluster, JobWaitsForTheAiuHeldByAnotherAndRunsWhenThatOneIsCancelled) 
     EXPECT_EQ(out, "aiu:2\n");
 
     auto waiter = s.submit("waiter", {"true"}, {"--gres=aiu:1"});
-    ASSERT_TRUE(poll([&] { return field(s.show_job(waiter), "Reason") == "Resources"; })) << s.show_job(waiter);
+    ASSERT_TRUE(poll([&] { return field(s.show_job(waiter), "Reason") == "Resources"; }))
+        << s.show_job(waiter);
     EXPECT_EQ(s.state(waiter), "PENDING");
     s.cluster.run({"squeue", "--noheader", "--name=waiter", "--format=%i"}, &out);
     EXPECT_EQ(out, waiter + "\n");
@@ -191,7 +200,8 @@ TEST(SlurmCluster, JobWaitsForTheAiuHeldByAnotherAndRunsWhenThatOneIsCancelled) 
     ASSERT_EQ(s.cluster.run({"scancel", holder}, &out), 0) << out;
     ASSERT_TRUE(poll([&] { return s.state(holder) == "CANCELLED"; }, 10s)) << s.show_job(holder);
     EXPECT_EQ(field(s.show_job(holder), "ExitCode"), "0:15");  // killed by SIGTERM
-    EXPECT_NE(read_text(dir.path() / "holder.out").find("*** JOB " + holder + " ON " + s.cluster.node() + " CANCELLED AT "),
+    EXPECT_NE(read_text(dir.path() / "holder.out")
+                  .find("*** JOB " + holder + " ON " + s.cluster.node() + " CANCELLED AT "),
               std::string::npos)
         << read_text(dir.path() / "holder.out");
     ASSERT_TRUE(poll([&] { return s.state(waiter) == "COMPLETED"; })) << s.show_job(waiter);
@@ -205,7 +215,8 @@ TEST(SlurmCluster, NodeSetDownEndsItsRunningJobAsNodeFailAndResumeBringsItBack) 
     TempDir dir;
     Slurm s(dir.path());
     auto id = s.submit("doomed", {"sh", "-c", "echo started; exec sleep 600"});
-    ASSERT_TRUE(poll([&] { return read_text(dir.path() / "doomed.out") == "started\n"; }, 20s)) << s.show_job(id);
+    ASSERT_TRUE(poll([&] { return read_text(dir.path() / "doomed.out") == "started\n"; }, 20s))
+        << s.show_job(id);
     EXPECT_EQ(s.state(id), "RUNNING");
 
     s.cluster.set_node_state("down", "test");
@@ -220,7 +231,9 @@ TEST(SlurmCluster, NodeSetDownEndsItsRunningJobAsNodeFailAndResumeBringsItBack) 
     ASSERT_TRUE(poll([&] {
         reasons.insert(field(s.show_job(waiting), "Reason"));
         return reasons.count("ReqNodeNotAvail,_UnavailableNodes:" + s.cluster.node()) ||
-               reasons.count("Nodes_required_for_job_are_DOWN,_DRAINED_or_reserved_for_jobs_in_higher_priority_partitions");
+               reasons.count(
+                   "Nodes_required_for_job_are_DOWN,_DRAINED_or_reserved_for_jobs_in_higher_"
+                   "priority_partitions");
     })) << s.show_job(waiting);
     EXPECT_EQ(s.state(waiting), "PENDING");
 

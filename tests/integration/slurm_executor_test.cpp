@@ -45,41 +45,57 @@ exit $status
 )SH";
 
 class SlurmExecutorTest : public ::testing::Test {
-protected:
+  protected:
     void SetUp() override {
         if (auto why = SlurmCluster::skip_reason(); !why.empty()) GTEST_SKIP() << why;
         if (auto why = bwrap_unavailable(); !why.empty()) GTEST_SKIP() << why;
         cluster = std::make_unique<SlurmCluster>(cluster_dir.path());
     }
 
-    void start(const std::string& tests, const std::string& timeout = "10m", const std::string& extra = "",
-               int infra_retries = 0, const std::string& device_wait = "3s") {
+    void start(const std::string& tests, const std::string& timeout = "10m",
+               const std::string& extra = "", int infra_retries = 0,
+               const std::string& device_wait = "3s") {
         write_file(bin.path() / "ci.sh", k_script, 0755);
         std::filesystem::permissions(bin.path(), std::filesystem::perms(0755));
         std::filesystem::permissions(shared.path(), std::filesystem::perms(0755));
-        write_file(dir.path() / "selection.yaml", "tiers:\n  - {name: unit, always: true, tests: [" + tests +
-                                                      "], labels: [aiu1], timeout: " + timeout + "}\nrules: []\nunmatched: nothing\n");
+        write_file(dir.path() / "selection.yaml",
+                   "tiers:\n  - {name: unit, always: true, tests: [" + tests +
+                       "], labels: [aiu1], timeout: " + timeout +
+                       "}\nrules: []\nunmatched: nothing\n");
         daemon = std::make_unique<TestDaemon>(
-            dir.path(), "selection: {rules: selection.yaml}\n"
-                        "execution:\n"
-                        "  executor: slurm\n"
-                        "  command: [" + (bin.path() / "ci.sh").string() + "]\n"
-                        "  min_free_bytes: 1MiB\n"
-                        "  infra_retries: " + std::to_string(infra_retries) + "\n"
-                        "  flaky_reruns: 0\n"
-                        "  device_wait: " + device_wait + "\n"
-                        "  env: {BACKEND_FLAG: \"1\"}\n"
-                        "  slurm:\n"
-                        "    partition: " + cluster->partition() + "\n"
-                        "    gres_per_label: {aiu1: \"aiu:1\", aiu2: \"aiu:2\"}\n"
-                        "    shared_root: " + shared.path().string() + "\n"
-                        "    poll_interval: 200ms\n"
-                        "    max_submitted: 4\n" + extra +
-                        "admin: {tokens: [{name: ops, role: admin, sha256: " + crypto::sha256_hex("ops-token") + "}]}\n");
+            dir.path(),
+            "selection: {rules: selection.yaml}\n"
+            "execution:\n"
+            "  executor: slurm\n"
+            "  command: [" +
+                (bin.path() / "ci.sh").string() +
+                "]\n"
+                "  min_free_bytes: 1MiB\n"
+                "  infra_retries: " +
+                std::to_string(infra_retries) +
+                "\n"
+                "  flaky_reruns: 0\n"
+                "  device_wait: " +
+                device_wait +
+                "\n"
+                "  env: {BACKEND_FLAG: \"1\"}\n"
+                "  slurm:\n"
+                "    partition: " +
+                cluster->partition() +
+                "\n"
+                "    gres_per_label: {aiu1: \"aiu:1\", aiu2: \"aiu:2\"}\n"
+                "    shared_root: " +
+                shared.path().string() +
+                "\n"
+                "    poll_interval: 200ms\n"
+                "    max_submitted: 4\n" +
+                extra + "admin: {tokens: [{name: ops, role: admin, sha256: " +
+                crypto::sha256_hex("ops-token") + "}]}\n");
         daemon->start(cluster->env());
     }
 
-    std::int64_t post(const std::string& id, int pr = 100, const std::string& sha = "ec26c3e57ca3a959ca5aad62de7213c562f8c821") {
+    std::int64_t post(const std::string& id, int pr = 100,
+                      const std::string& sha = "ec26c3e57ca3a959ca5aad62de7213c562f8c821") {
         json j = json::parse(fixture_text("crcr/direct-pytorch-crcr.json"));
         j["client_payload"]["pr_number"] = pr;
         j["client_payload"]["upstream_sha"] = sha;
@@ -88,24 +104,38 @@ protected:
         return json::parse(r->body)["run_id"].get<std::int64_t>();
     }
     std::string finished(std::int64_t run, std::chrono::seconds within = std::chrono::seconds(90)) {
-        std::string sql = "SELECT state || '/' || coalesce(conclusion, '') FROM runs WHERE id=" + std::to_string(run);
-        EXPECT_TRUE(eventually([&] {
-            auto t = daemon->text(sql);
-            return t.rfind("completed/", 0) == 0 || t.rfind("cancelled/", 0) == 0;
-        }, within))
-            << daemon->text(sql) << "\n" << daemon->log() << "\n" << cluster->log_tail();
+        std::string sql = "SELECT state || '/' || coalesce(conclusion, '') FROM runs WHERE id=" +
+                          std::to_string(run);
+        EXPECT_TRUE(eventually(
+            [&] {
+                auto t = daemon->text(sql);
+                return t.rfind("completed/", 0) == 0 || t.rfind("cancelled/", 0) == 0;
+            },
+            within))
+            << daemon->text(sql) << "\n"
+            << daemon->log() << "\n"
+            << cluster->log_tail();
         return daemon->text(sql);
     }
     std::string jobs(std::int64_t run) {
-        return daemon->text("SELECT group_concat(tier || ':' || state || ':' || coalesce(conclusion,'') || ':' || attempt, ' ') "
-                            "FROM (SELECT * FROM jobs WHERE run_id=" + std::to_string(run) + " ORDER BY position, attempt)");
+        return daemon->text(
+            "SELECT group_concat(tier || ':' || state || ':' || coalesce(conclusion,'') || ':' || "
+            "attempt, ' ') "
+            "FROM (SELECT * FROM jobs WHERE run_id=" +
+            std::to_string(run) + " ORDER BY position, attempt)");
     }
     std::int64_t job_of(std::int64_t run, int attempt = 1) {
-        const std::string where = " FROM jobs WHERE run_id=" + std::to_string(run) + " AND attempt=" + std::to_string(attempt);
-        EXPECT_TRUE(eventually([&] { return daemon->scalar("SELECT count(*)" + where) == 1; })) << daemon->log();
-        return daemon->scalar("SELECT id FROM jobs WHERE run_id=" + std::to_string(run) + " AND attempt=" + std::to_string(attempt));
+        const std::string where = " FROM jobs WHERE run_id=" + std::to_string(run) +
+                                  " AND attempt=" + std::to_string(attempt);
+        EXPECT_TRUE(eventually([&] { return daemon->scalar("SELECT count(*)" + where) == 1; }))
+            << daemon->log();
+        return daemon->scalar("SELECT id FROM jobs WHERE run_id=" + std::to_string(run) +
+                              " AND attempt=" + std::to_string(attempt));
     }
-    json evidence(std::int64_t job) { return json::parse(daemon->text("SELECT evidence FROM jobs WHERE id=" + std::to_string(job))); }
+    json evidence(std::int64_t job) {
+        return json::parse(
+            daemon->text("SELECT evidence FROM jobs WHERE id=" + std::to_string(job)));
+    }
     /// Slurm's own word on job `id`: its JobState.
     std::string slurm_state(const std::string& id) {
         std::string out;
@@ -115,17 +145,26 @@ protected:
     }
     /// Waits until job `job`'s command runs on the node (it wrote `started`).
     bool held(std::int64_t job) {
-        return eventually([&] { return std::filesystem::exists(shared.path() / "jobs" / std::to_string(job) / "started"); },
-                          std::chrono::seconds(60));
+        return eventually(
+            [&] {
+                return std::filesystem::exists(shared.path() / "jobs" / std::to_string(job) /
+                                               "started");
+            },
+            std::chrono::seconds(60));
     }
-    void release(std::int64_t job) { write_file(shared.path() / "jobs" / std::to_string(job) / "release", ""); }
+    void release(std::int64_t job) {
+        write_file(shared.path() / "jobs" / std::to_string(job) / "release", "");
+    }
     /// How many Slurm jobs were ever named `name` (the controller's and the completion file's).
     int slurm_jobs_named(const std::string& name) {
         auto text = read_file(cluster->jobcomp_path()).value_or("");
         int n = 0;
-        for (std::size_t p = text.find(" Name=" + name + " "); p != std::string::npos; p = text.find(" Name=" + name + " ", p + 1)) ++n;
+        for (std::size_t p = text.find(" Name=" + name + " "); p != std::string::npos;
+             p = text.find(" Name=" + name + " ", p + 1))
+            ++n;
         std::string out;
-        cluster->run({"squeue", "--noheader", "--name=" + name, "--format=%i"}, &out);  // still queued or running
+        cluster->run({"squeue", "--noheader", "--name=" + name, "--format=%i"},
+                     &out);  // still queued or running
         for (char c : out) n += c == '\n';
         return n;
     }
@@ -134,12 +173,14 @@ protected:
     /// collects it once released: one attempt, one Slurm job.
     void expect_adopted_once(std::int64_t run, std::int64_t job, const std::string& slurm_id) {
         daemon->start(cluster->env());
-        ASSERT_TRUE(eventually([&] { return daemon->log().find("adopted Slurm job " + slurm_id) != std::string::npos; }))
-            << daemon->log();
+        ASSERT_TRUE(eventually([&] {
+            return daemon->log().find("adopted Slurm job " + slurm_id) != std::string::npos;
+        })) << daemon->log();
         release(job);
         EXPECT_EQ(finished(run), "completed/passed");
         EXPECT_EQ(jobs(run), "unit:completed:passed:1");
-        EXPECT_EQ(daemon->text("SELECT external_id FROM jobs WHERE id=" + std::to_string(job)), slurm_id);
+        EXPECT_EQ(daemon->text("SELECT external_id FROM jobs WHERE id=" + std::to_string(job)),
+                  slurm_id);
         EXPECT_EQ(slurm_jobs_named("crcrd-" + std::to_string(job)), 1);
     }
 
@@ -147,12 +188,15 @@ protected:
     ::testing::AssertionResult hold_both_aiu() {
         write_file(bin.path() / "sleep.sh", "#!/bin/sh\nexec sleep 600\n", 0755);
         std::string out;
-        if (cluster->run({"sbatch", "--parsable", "--gres=aiu:2", "--job-name=other", "--output=/dev/null",
-                          (bin.path() / "sleep.sh").string()},
+        if (cluster->run({"sbatch", "--parsable", "--gres=aiu:2", "--job-name=other",
+                          "--output=/dev/null", (bin.path() / "sleep.sh").string()},
                          &out) != 0) {
             return ::testing::AssertionFailure() << "sbatch: " << out;
         }
-        if (!eventually([&] { auto s = cluster->node_state(); return s == "mixed" || s == "allocated"; })) {
+        if (!eventually([&] {
+                auto s = cluster->node_state();
+                return s == "mixed" || s == "allocated";
+            })) {
             return ::testing::AssertionFailure() << "the node stays " << cluster->node_state();
         }
         return ::testing::AssertionSuccess();
@@ -168,7 +212,8 @@ TEST_F(SlurmExecutorTest, APassingTierRunsAsASlurmJobWithExactlyTheContractEnvir
     auto run = post("s-pass");
     EXPECT_EQ(finished(run), "completed/passed");
     const auto job = job_of(run);
-    const std::string slurm_id = daemon->text("SELECT external_id FROM jobs WHERE id=" + std::to_string(job));
+    const std::string slurm_id =
+        daemon->text("SELECT external_id FROM jobs WHERE id=" + std::to_string(job));
     ASSERT_FALSE(slurm_id.empty());
     auto ev = evidence(job)["executor"];
     EXPECT_EQ(ev["kind"], "slurm");
@@ -176,26 +221,33 @@ TEST_F(SlurmExecutorTest, APassingTierRunsAsASlurmJobWithExactlyTheContractEnvir
     EXPECT_EQ(ev["state"], "COMPLETED");
     EXPECT_EQ(ev["node"], cluster->node());
     EXPECT_EQ(ev["exit_code"], "0:0");
-    EXPECT_EQ(daemon->text("SELECT group_concat(name || '=' || outcome, ' ') FROM test_results WHERE job_id=" + std::to_string(job)),
-              "ci::ok_a=passed ci::ok_b=passed");
+    EXPECT_EQ(
+        daemon->text(
+            "SELECT group_concat(name || '=' || outcome, ' ') FROM test_results WHERE job_id=" +
+            std::to_string(job)),
+        "ci::ok_a=passed ci::ok_b=passed");
     // Slurm knows it under crcrd's name, and asked for the tier's GRES.
     std::string out;
     cluster->run({"scontrol", "show", "job", "-o", slurm_id}, &out);
     EXPECT_NE(out.find("JobName=crcrd-" + std::to_string(job)), std::string::npos) << out;
-    EXPECT_NE(out.find("Comment=crcrd:job=" + std::to_string(job) + ",run=" + std::to_string(run) + ",tier=unit,attempt=1"),
-              std::string::npos) << out;
+    EXPECT_NE(out.find("Comment=crcrd:job=" + std::to_string(job) + ",run=" + std::to_string(run) +
+                       ",tier=unit,attempt=1"),
+              std::string::npos)
+        << out;
     EXPECT_NE(out.find("gres:aiu:1"), std::string::npos) << out;
     // What the command saw: the documented environment (docs/execution.md) and nothing else (no
     // SLURM_*, no login shell's).
-    auto log = read_file(daemon->text("SELECT log_path FROM jobs WHERE id=" + std::to_string(job))).value();
+    auto log = read_file(daemon->text("SELECT log_path FROM jobs WHERE id=" + std::to_string(job)))
+                   .value();
     std::vector<std::string> names;
     for (std::size_t p = log.find("env: "); p != std::string::npos; p = log.find("env: ", p + 1)) {
         auto line = log.substr(p + 5, log.find('\n', p) - p - 5);
         names.push_back(line.substr(0, line.find('=')));
     }
-    EXPECT_EQ(names, (std::vector<std::string>{"BACKEND_FLAG", "CRCR_ATTEMPT", "CRCR_JOB_ID", "CRCR_JUNIT_DIR", "CRCR_PR",
-                                               "CRCR_PYTORCH_SHA", "CRCR_RUN_ID", "CRCR_SLOT", "CRCR_TESTS_FILE", "CRCR_TIER",
-                                               "HOME", "LANG", "PATH", "PWD"}))
+    EXPECT_EQ(names, (std::vector<std::string>{"BACKEND_FLAG", "CRCR_ATTEMPT", "CRCR_JOB_ID",
+                                               "CRCR_JUNIT_DIR", "CRCR_PR", "CRCR_PYTORCH_SHA",
+                                               "CRCR_RUN_ID", "CRCR_SLOT", "CRCR_TESTS_FILE",
+                                               "CRCR_TIER", "HOME", "LANG", "PATH", "PWD"}))
         << log;
     EXPECT_NE(log.find("env: CRCR_SLOT=slurm-"), std::string::npos) << log;
     EXPECT_NE(log.find("probe: control folders seen: 0\n"), std::string::npos) << log;
@@ -228,18 +280,25 @@ TEST_F(SlurmExecutorTest, ANodeThatFailsUnderAJobIsAnInfraErrorAndTheRetryRunsOn
     ASSERT_TRUE(held(first)) << daemon->log();
     cluster->set_node_state("down", "crcrd test");
     // The retry waits in Slurm for the node (within device_wait: it is not pending for long).
-    ASSERT_TRUE(eventually([&] { return daemon->scalar("SELECT count(*) FROM jobs WHERE run_id=" + std::to_string(run)) == 2; },
-                           std::chrono::seconds(60)))
+    ASSERT_TRUE(eventually(
+        [&] {
+            return daemon->scalar("SELECT count(*) FROM jobs WHERE run_id=" +
+                                  std::to_string(run)) == 2;
+        },
+        std::chrono::seconds(60)))
         << daemon->log();
     cluster->set_node_state("resume");
     EXPECT_EQ(finished(run), "completed/passed");
     EXPECT_EQ(jobs(run), "unit:completed:infra_error:1 unit:completed:passed:2");
     auto ev = evidence(first);
     EXPECT_EQ(ev["executor"]["state"], "NODE_FAIL");
-    EXPECT_NE(daemon->text("SELECT reason FROM jobs WHERE id=" + std::to_string(first)).find("NODE_FAIL"), std::string::npos);
+    EXPECT_NE(
+        daemon->text("SELECT reason FROM jobs WHERE id=" + std::to_string(first)).find("NODE_FAIL"),
+        std::string::npos);
 }
 
-TEST_F(SlurmExecutorTest, AJobPendingForDevicesPastDeviceWaitIsDeviceUnavailableAndCancelledInSlurm) {
+TEST_F(SlurmExecutorTest,
+       AJobPendingForDevicesPastDeviceWaitIsDeviceUnavailableAndCancelledInSlurm) {
     ASSERT_TRUE(hold_both_aiu());
     start("ok_a");
     auto run = post("s-pending");
@@ -247,7 +306,9 @@ TEST_F(SlurmExecutorTest, AJobPendingForDevicesPastDeviceWaitIsDeviceUnavailable
     const auto job = job_of(run);
     auto reason = daemon->text("SELECT reason FROM jobs WHERE id=" + std::to_string(job));
     EXPECT_NE(reason.find("still pending (Resources) after 3s"), std::string::npos) << reason;
-    EXPECT_EQ(slurm_state(daemon->text("SELECT external_id FROM jobs WHERE id=" + std::to_string(job))), "CANCELLED");
+    EXPECT_EQ(
+        slurm_state(daemon->text("SELECT external_id FROM jobs WHERE id=" + std::to_string(job))),
+        "CANCELLED");
 }
 
 TEST_F(SlurmExecutorTest, ANewerShaForThePrScancelsTheRunningSlurmJob) {
@@ -255,10 +316,12 @@ TEST_F(SlurmExecutorTest, ANewerShaForThePrScancelsTheRunningSlurmJob) {
     auto run = post("s-old", 7);
     const auto job = job_of(run);
     ASSERT_TRUE(held(job)) << daemon->log();
-    const std::string slurm_id = daemon->text("SELECT external_id FROM jobs WHERE id=" + std::to_string(job));
+    const std::string slurm_id =
+        daemon->text("SELECT external_id FROM jobs WHERE id=" + std::to_string(job));
     auto next = post("s-new", 7, "0123456789abcdef0123456789abcdef01234567");
     EXPECT_EQ(finished(run), "cancelled/cancelled");
-    EXPECT_TRUE(eventually([&] { return slurm_state(slurm_id) == "CANCELLED"; })) << slurm_state(slurm_id);
+    EXPECT_TRUE(eventually([&] { return slurm_state(slurm_id) == "CANCELLED"; }))
+        << slurm_state(slurm_id);
     const auto next_job = job_of(next);
     ASSERT_TRUE(held(next_job)) << daemon->log();
     release(next_job);
@@ -270,7 +333,8 @@ TEST_F(SlurmExecutorTest, AfterKill9TheNextDaemonAdoptsTheSlurmJobInsteadOfRunni
     auto run = post("s-adopt");
     const auto job = job_of(run);
     ASSERT_TRUE(held(job)) << daemon->log();
-    const std::string slurm_id = daemon->text("SELECT external_id FROM jobs WHERE id=" + std::to_string(job));
+    const std::string slurm_id =
+        daemon->text("SELECT external_id FROM jobs WHERE id=" + std::to_string(job));
     daemon->kill9();
     EXPECT_EQ(slurm_state(slurm_id), "RUNNING");  // the test goes on without crcrd
     expect_adopted_once(run, job, slurm_id);
@@ -281,11 +345,16 @@ TEST_F(SlurmExecutorTest, ADaemonKilledBeforeItStoredTheSlurmIdFindsTheJobByName
     auto run = post("s-unstored");
     const auto job = job_of(run);
     ASSERT_TRUE(held(job)) << daemon->log();
-    const std::string slurm_id = daemon->text("SELECT external_id FROM jobs WHERE id=" + std::to_string(job));
+    const std::string slurm_id =
+        daemon->text("SELECT external_id FROM jobs WHERE id=" + std::to_string(job));
     daemon->kill9();
     // As if sbatch had answered and the daemon died before its write.
     std::string out;
-    ASSERT_EQ(run_command({"sqlite3", daemon->db_path().string(), "UPDATE jobs SET external_id = NULL"}, &out), 0) << out;
+    ASSERT_EQ(
+        run_command({"sqlite3", daemon->db_path().string(), "UPDATE jobs SET external_id = NULL"},
+                    &out),
+        0)
+        << out;
     expect_adopted_once(run, job, slurm_id);
 }
 
@@ -294,12 +363,14 @@ TEST_F(SlurmExecutorTest, AStoppedDaemonLeavesTheSlurmJobRunningAndTheNextOneCol
     auto run = post("s-stop");
     const auto job = job_of(run);
     ASSERT_TRUE(held(job)) << daemon->log();
-    const std::string slurm_id = daemon->text("SELECT external_id FROM jobs WHERE id=" + std::to_string(job));
+    const std::string slurm_id =
+        daemon->text("SELECT external_id FROM jobs WHERE id=" + std::to_string(job));
     EXPECT_EQ(daemon->stop(), 0);
     EXPECT_EQ(slurm_state(slurm_id), "RUNNING");
     EXPECT_EQ(daemon->text("SELECT state FROM jobs WHERE id=" + std::to_string(job)), "running");
     release(job);
-    EXPECT_TRUE(eventually([&] { return slurm_state(slurm_id) == "COMPLETED"; })) << slurm_state(slurm_id);
+    EXPECT_TRUE(eventually([&] { return slurm_state(slurm_id) == "COMPLETED"; }))
+        << slurm_state(slurm_id);
     daemon->start(cluster->env());
     EXPECT_EQ(finished(run), "completed/passed");
     EXPECT_EQ(slurm_jobs_named("crcrd-" + std::to_string(job)), 1);
@@ -310,14 +381,22 @@ TEST_F(SlurmExecutorTest, WithCancelPendingOnStopAStopScancelsWhatStillWaitsInSl
     start("ok_a", "10m", "    cancel_pending_on_stop: true\n", 0, "10m");
     auto run = post("s-stop-pending");
     const auto job = job_of(run);
-    ASSERT_TRUE(eventually([&] { return !daemon->text("SELECT coalesce(external_id, '') FROM jobs WHERE id=" + std::to_string(job)).empty(); }))
-        << daemon->log();
-    const std::string slurm_id = daemon->text("SELECT external_id FROM jobs WHERE id=" + std::to_string(job));
-    ASSERT_TRUE(eventually([&] { return slurm_state(slurm_id) == "PENDING"; })) << slurm_state(slurm_id);
+    ASSERT_TRUE(eventually([&] {
+        return !daemon
+                    ->text("SELECT coalesce(external_id, '') FROM jobs WHERE id=" +
+                           std::to_string(job))
+                    .empty();
+    })) << daemon->log();
+    const std::string slurm_id =
+        daemon->text("SELECT external_id FROM jobs WHERE id=" + std::to_string(job));
+    ASSERT_TRUE(eventually([&] { return slurm_state(slurm_id) == "PENDING"; }))
+        << slurm_state(slurm_id);
     EXPECT_EQ(daemon->stop(), 0);
     EXPECT_EQ(slurm_state(slurm_id), "CANCELLED");
-    EXPECT_EQ(daemon->text("SELECT state || '/' || conclusion || ': ' || reason FROM jobs WHERE id=" + std::to_string(job)),
-              "completed/infra_error: daemon stopped while the job ran");
+    EXPECT_EQ(
+        daemon->text("SELECT state || '/' || conclusion || ': ' || reason FROM jobs WHERE id=" +
+                     std::to_string(job)),
+        "completed/infra_error: daemon stopped while the job ran");
 }
 
 TEST_F(SlurmExecutorTest, RunnersShowThePartitionsNodesAndTheirGresBesideCrcrdsSlots) {
@@ -340,10 +419,11 @@ TEST_F(SlurmExecutorTest, RunnersShowThePartitionsNodesAndTheirGresBesideCrcrdsS
     EXPECT_EQ(c["nodes"][0]["state"], "mixed");
     std::string out;
     write_file(dir.path() / "ops.token", "ops-token\n", 0600);
-    EXPECT_EQ(run_command({CRCRCTL_BIN, "--url", daemon->url(""), "--cacert", test_certs().ca.string(), "--token-file",
-                           (dir.path() / "ops.token").string(), "runners", "list"},
-                          &out),
-              0)
+    EXPECT_EQ(
+        run_command({CRCRCTL_BIN, "--url", daemon->url(""), "--cacert", test_certs().ca.string(),
+                     "--token-file", (dir.path() / "ops.token").string(), "runners", "list"},
+                    &out),
+        0)
         << out;
     EXPECT_NE(out.find(cluster->node()), std::string::npos) << out;
     EXPECT_NE(out.find("aiu:2"), std::string::npos) << out;
@@ -353,14 +433,18 @@ TEST_F(SlurmExecutorTest, RunnersShowThePartitionsNodesAndTheirGresBesideCrcrdsS
 
 TEST_F(SlurmExecutorTest, CheckConfigRefusesAPartitionTheClusterDoesNotHave) {
     write_file(bin.path() / "ci.sh", k_script, 0755);
-    TestDaemon d(dir.path(), "execution:\n  executor: slurm\n  command: [" + (bin.path() / "ci.sh").string() +
-                                 "]\n  slurm: {partition: nope, shared_root: " + shared.path().string() + "}\n");
+    TestDaemon d(dir.path(),
+                 "execution:\n  executor: slurm\n  command: [" + (bin.path() / "ci.sh").string() +
+                     "]\n  slurm: {partition: nope, shared_root: " + shared.path().string() +
+                     "}\n");
     std::string out;
     std::vector<std::string> argv = {"env"};
     for (const auto& e : cluster->env()) argv.push_back(e);
     argv.insert(argv.end(), {CRCRD_BIN, "--check-config", "--config", d.config_path().string()});
     EXPECT_EQ(run_command(argv, &out), 2) << out;
-    EXPECT_NE(out.find("execution.slurm.partition: 'nope' is not a partition of the cluster"), std::string::npos) << out;
+    EXPECT_NE(out.find("execution.slurm.partition: 'nope' is not a partition of the cluster"),
+              std::string::npos)
+        << out;
 }
 
 }  // namespace

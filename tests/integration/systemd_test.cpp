@@ -4,8 +4,8 @@
 #include <sys/socket.h>
 #include <sys/un.h>
 
-#include <cstring>
 #include <unistd.h>
+#include <cstring>
 
 #include "support/daemon.hpp"
 
@@ -13,13 +13,14 @@ namespace crcrd {
 namespace {
 
 class NotifySocket {
-public:
+  public:
     explicit NotifySocket(const std::filesystem::path& path) : m_path(path) {
         m_fd = ::socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
         sockaddr_un a{};
         a.sun_family = AF_UNIX;
         std::strncpy(a.sun_path, path.c_str(), sizeof a.sun_path - 1);
-        if (::bind(m_fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) throw std::runtime_error("bind failed");
+        if (::bind(m_fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0)
+            throw std::runtime_error("bind failed");
         timeval tv{0, 100 * 1000};
         ::setsockopt(m_fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
     }
@@ -28,11 +29,12 @@ public:
     const std::string& drain() {
         char buf[1024];
         ssize_t n;
-        while ((n = ::recv(m_fd, buf, sizeof buf, MSG_DONTWAIT)) > 0) m_seen.append(buf, static_cast<std::size_t>(n)).append("\n");
+        while ((n = ::recv(m_fd, buf, sizeof buf, MSG_DONTWAIT)) > 0)
+            m_seen.append(buf, static_cast<std::size_t>(n)).append("\n");
         return m_seen;
     }
 
-private:
+  private:
     std::filesystem::path m_path;
     int m_fd;
     std::string m_seen;

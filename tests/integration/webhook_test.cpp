@@ -1,8 +1,8 @@
 // Every row of the answers table (docs/ingest.md, "Answers") against the real crcrd over real
 // TLS and a real SQLite file.
 #include <gtest/gtest.h>
-#include <nlohmann/json.hpp>
 #include <sqlite3.h>
+#include <nlohmann/json.hpp>
 
 #include "crcrd/core/compress.hpp"
 #include "crcrd/ingest/signature.hpp"
@@ -16,7 +16,7 @@ using nlohmann::json;
 constexpr const char* k_sha = "ec26c3e57ca3a959ca5aad62de7213c562f8c821";
 
 class WebhookTest : public ::testing::Test {
-protected:
+  protected:
     void SetUp() override {
         daemon = std::make_unique<TestDaemon>(dir.path());
         daemon->write_config("", "  max_body_bytes: 64KiB\n");
@@ -57,8 +57,9 @@ TEST_F(WebhookTest, NewRunIsStoredBeforeThe202) {
     EXPECT_EQ(daemon->scalar("SELECT pr FROM runs WHERE id=" + std::to_string(id)), 2);
     EXPECT_EQ(daemon->text("SELECT delivery_id FROM runs WHERE id=" + std::to_string(id)),
               "6d1c2a70-5a1b-11f0-8d4e-2f1c9a1b7e01");
-    EXPECT_EQ(daemon->scalar("SELECT count(*) FROM deliveries WHERE delivery_id='d-1' AND verdict='queued' "
-                             "AND http_status=202 AND body IS NOT NULL"),
+    EXPECT_EQ(daemon->scalar(
+                  "SELECT count(*) FROM deliveries WHERE delivery_id='d-1' AND verdict='queued' "
+                  "AND http_status=202 AND body IS NOT NULL"),
               1);
     // The stored body gives back exactly what was signed, for audit and replay.
     auto stored = decompress(daemon->text("SELECT body FROM deliveries WHERE delivery_id='d-1'"));
@@ -71,21 +72,28 @@ TEST_F(WebhookTest, NewRunIsStoredBeforeThe202) {
 
 TEST_F(WebhookTest, EveryFormIsAccepted) {
     EXPECT_EQ(daemon->post_github(fixture_text("crcr/push.dispatch.json"), "p-1")->status, 202);
-    EXPECT_EQ(daemon->post_github(fixture_text("crcr/legacy-pr-trigger.dispatch.json"), "l-1")->status, 202);
-    EXPECT_EQ(daemon->post_github(fixture_text("crcr/direct-pytorch-crcr.json"), "c-1")->status, 202);
-    EXPECT_EQ(daemon->post_standard(fixture_text("crcr/direct-pytorch-crcr.json"), "msg_1")->status, 202);
-    EXPECT_EQ(daemon->post_standard(with("crcr/push.dispatch.json", [](json& j) {
-                                        j.erase("action");
-                                        j["event_type"] = "push";
-                                        j.erase("repository");
-                                        j.erase("sender");
-                                        j["client_payload"]["delivery_id"] = "direct-push-1";
-                                    }),
-                                    "msg_2")
+    EXPECT_EQ(
+        daemon->post_github(fixture_text("crcr/legacy-pr-trigger.dispatch.json"), "l-1")->status,
+        202);
+    EXPECT_EQ(daemon->post_github(fixture_text("crcr/direct-pytorch-crcr.json"), "c-1")->status,
+              202);
+    EXPECT_EQ(daemon->post_standard(fixture_text("crcr/direct-pytorch-crcr.json"), "msg_1")->status,
+              202);
+    EXPECT_EQ(daemon
+                  ->post_standard(with("crcr/push.dispatch.json",
+                                       [](json& j) {
+                                           j.erase("action");
+                                           j["event_type"] = "push";
+                                           j.erase("repository");
+                                           j.erase("sender");
+                                           j["client_payload"]["delivery_id"] = "direct-push-1";
+                                       }),
+                                  "msg_2")
                   ->status,
               202);
     EXPECT_EQ(daemon->scalar("SELECT count(*) FROM runs"), 5);
-    EXPECT_EQ(daemon->text("SELECT sha FROM runs WHERE delivery_id='6d1c2a70-5a1b-11f0-8d4e-2f1c9a1b7e03'"),
+    EXPECT_EQ(daemon->text(
+                  "SELECT sha FROM runs WHERE delivery_id='6d1c2a70-5a1b-11f0-8d4e-2f1c9a1b7e03'"),
               "6113728f27ae82c7b1a177c8d03f9e96e0adf246");
 }
 
@@ -113,18 +121,22 @@ TEST_F(WebhookTest, IgnoredCases) {
         std::string body, event, reason_part;
     };
     const std::vector<Case> cases = {
-        {with("github-webhooks/pull_request-labeled.json", [](json& j) { j["repository"]["full_name"] = "pytorch/pytorch"; }),
+        {with("github-webhooks/pull_request-labeled.json",
+              [](json& j) { j["repository"]["full_name"] = "pytorch/pytorch"; }),
          "pull_request", "action 'labeled'"},
-        {with("crcr/pull_request-synchronize.dispatch.json", [](json& j) { j["client_payload"]["payload"]["action"] = "edited"; }),
+        {with("crcr/pull_request-synchronize.dispatch.json",
+              [](json& j) { j["client_payload"]["payload"]["action"] = "edited"; }),
          "repository_dispatch", "action 'edited'"},
         {with("crcr/push.dispatch.json",
               [](json& j) {
                   j["client_payload"]["payload"]["deleted"] = true;
-                  j["client_payload"]["payload"]["after"] = "0000000000000000000000000000000000000000";
+                  j["client_payload"]["payload"]["after"] =
+                      "0000000000000000000000000000000000000000";
               }),
          "repository_dispatch", "deletes"},
         {fixture_text("crcr/pull_request-fork.dispatch.json"), "repository_dispatch", "fork"},
-        {with("crcr/pull_request-synchronize.dispatch.json", [](json& j) { j["action"] = "on-demand-test"; }),
+        {with("crcr/pull_request-synchronize.dispatch.json",
+              [](json& j) { j["action"] = "on-demand-test"; }),
          "repository_dispatch", "not a CRCR event"},
     };
     int n = 0;
@@ -134,15 +146,19 @@ TEST_F(WebhookTest, IgnoredCases) {
         EXPECT_EQ(r->status, 200) << c.reason_part;
         auto b = json::parse(r->body);
         EXPECT_EQ(b["status"], "ignored");
-        EXPECT_NE(b["reason"].get<std::string>().find(c.reason_part), std::string::npos) << b.dump();
+        EXPECT_NE(b["reason"].get<std::string>().find(c.reason_part), std::string::npos)
+            << b.dump();
     }
     EXPECT_EQ(daemon->scalar("SELECT count(*) FROM runs"), 0);
-    EXPECT_EQ(daemon->scalar("SELECT count(*) FROM deliveries WHERE verdict='ignored' AND reason <> ''"), 5);
+    EXPECT_EQ(
+        daemon->scalar("SELECT count(*) FROM deliveries WHERE verdict='ignored' AND reason <> ''"),
+        5);
 }
 
 TEST_F(WebhookTest, ForkWithTrustedLabelRuns) {
     auto body = with("crcr/pull_request-fork.dispatch.json", [](json& j) {
-        j["client_payload"]["payload"]["pull_request"]["labels"] = json::array({{{"name", "ciflow/crcr/spyre"}}});
+        j["client_payload"]["payload"]["pull_request"]["labels"] =
+            json::array({{{"name", "ciflow/crcr/spyre"}}});
     });
     EXPECT_EQ(daemon->post_github(body, "f-1")->status, 202);
     EXPECT_EQ(daemon->text("SELECT head_repo FROM runs"), "someone/pytorch");
@@ -150,24 +166,28 @@ TEST_F(WebhookTest, ForkWithTrustedLabelRuns) {
 
 TEST_F(WebhookTest, ClosingThePrCancelsItsRuns) {
     auto a = body_of(daemon->post_github(pr_sync(), "d-1"));
-    auto b = body_of(daemon->post_github(
-        with("crcr/pull_request-synchronize.dispatch.json",
-             [](json& j) {
-                 j["client_payload"]["delivery_id"] = "other";
-                 j["client_payload"]["payload"]["pull_request"]["head"]["sha"] = "f95f852bd8fca8fcc58a9a2d6c842781e32a215e";
-             }),
-        "d-2"));
+    auto b = body_of(
+        daemon->post_github(with("crcr/pull_request-synchronize.dispatch.json",
+                                 [](json& j) {
+                                     j["client_payload"]["delivery_id"] = "other";
+                                     j["client_payload"]["payload"]["pull_request"]["head"]["sha"] =
+                                         "f95f852bd8fca8fcc58a9a2d6c842781e32a215e";
+                                 }),
+                            "d-2"));
     // The newer SHA superseded the first run; closing cancels what is left.
     EXPECT_EQ(b["superseded"], json::array({a["run_id"]}));
     auto r = daemon->post_github(fixture_text("crcr/pull_request-closed.dispatch.json"), "close-1");
     EXPECT_EQ(r->status, 200);
     EXPECT_EQ(body_of(r), (json{{"status", "cancelled"}, {"run_ids", {b["run_id"]}}}));
-    EXPECT_EQ(daemon->scalar("SELECT count(*) FROM runs WHERE state='cancelled' AND reason='PR closed'"), 1);
+    EXPECT_EQ(
+        daemon->scalar("SELECT count(*) FROM runs WHERE state='cancelled' AND reason='PR closed'"),
+        1);
     EXPECT_EQ(daemon->scalar("SELECT count(*) FROM runs WHERE state='queued'"), 0);
     // Closing again finds nothing left to cancel.
-    auto again = daemon->post_github(
-        with("crcr/pull_request-closed.dispatch.json", [](json& j) { j["client_payload"]["delivery_id"] = "close-2"; }),
-        "close-2");
+    auto again =
+        daemon->post_github(with("crcr/pull_request-closed.dispatch.json",
+                                 [](json& j) { j["client_payload"]["delivery_id"] = "close-2"; }),
+                            "close-2");
     EXPECT_EQ(body_of(again), (json{{"status", "cancelled"}, {"run_ids", json::array()}}));
 }
 
@@ -177,13 +197,18 @@ TEST_F(WebhookTest, AReplayedOldDeliveryNeverMovesAPrBackwards) {
     // X-GitHub-Delivery, signed correctly (the signature covers the body, not the header).
     const std::string old_body = fixture_text("crcr/legacy-pr-trigger.dispatch.json");
     auto first = body_of(daemon->post_github(old_body, "legacy-1"));
-    auto newer = body_of(daemon->post_github(
-        with("crcr/legacy-pr-trigger.dispatch.json", [&](json& j) { j["client_payload"]["head_sha"] = k_newer; }), "legacy-2"));
+    auto newer = body_of(
+        daemon->post_github(with("crcr/legacy-pr-trigger.dispatch.json",
+                                 [&](json& j) { j["client_payload"]["head_sha"] = k_newer; }),
+                            "legacy-2"));
     EXPECT_EQ(newer["superseded"], json::array({first["run_id"]}));
     auto replay = daemon->post_github(old_body, "legacy-replayed");
     ASSERT_EQ(replay->status, 202) << replay->body;  // stored like any delivery...
-    EXPECT_FALSE(body_of(replay).contains("superseded")) << replay->body;  // ...but it supersedes nothing
-    EXPECT_EQ(daemon->text("SELECT state FROM runs WHERE id=" + std::to_string(newer["run_id"].get<int>())), "queued");
+    EXPECT_FALSE(body_of(replay).contains("superseded"))
+        << replay->body;  // ...but it supersedes nothing
+    EXPECT_EQ(daemon->text("SELECT state FROM runs WHERE id=" +
+                           std::to_string(newer["run_id"].get<int>())),
+              "queued");
 
     // The native GitHub form: a replayed `closed` of an older head leaves the newer push's run.
     auto native = [&](const std::string& action, const std::string& sha) {
@@ -197,12 +222,16 @@ TEST_F(WebhookTest, AReplayedOldDeliveryNeverMovesAPrBackwards) {
     };
     auto a = body_of(daemon->post_github(native("opened", k_sha), "n-1", "pull_request"));
     const std::string closed_at_a = native("closed", k_sha);
-    EXPECT_EQ(body_of(daemon->post_github(closed_at_a, "n-2", "pull_request"))["run_ids"], json::array({a["run_id"]}));
-    auto reopened = body_of(daemon->post_github(native("reopened", k_newer), "n-3", "pull_request"));
+    EXPECT_EQ(body_of(daemon->post_github(closed_at_a, "n-2", "pull_request"))["run_ids"],
+              json::array({a["run_id"]}));
+    auto reopened =
+        body_of(daemon->post_github(native("reopened", k_newer), "n-3", "pull_request"));
     ASSERT_EQ(reopened["status"], "queued") << reopened.dump();
     auto replayed_close = body_of(daemon->post_github(closed_at_a, "n-2-replayed", "pull_request"));
     EXPECT_EQ(replayed_close["run_ids"], json::array()) << replayed_close.dump();
-    EXPECT_EQ(daemon->text("SELECT state FROM runs WHERE id=" + std::to_string(reopened["run_id"].get<int>())), "queued");
+    EXPECT_EQ(daemon->text("SELECT state FROM runs WHERE id=" +
+                           std::to_string(reopened["run_id"].get<int>())),
+              "queued");
     // A close at the newest head still cancels it.
     auto closed = body_of(daemon->post_github(native("closed", k_newer), "n-4", "pull_request"));
     EXPECT_EQ(closed["run_ids"], json::array({reopened["run_id"]}));
@@ -225,10 +254,14 @@ TEST_F(WebhookTest, AMergedPrQueuesAPostMergeRunOnItsMergeCommitWhenEnabled) {
     ASSERT_EQ(on->status, 200) << on->body;
     auto b = body_of(on);
     EXPECT_EQ(b["status"], "cancelled");
-    EXPECT_EQ(b["sha"], "c4295bd74fb0f4fda03689c3df3f2803b658fd85");  // payload.pull_request.merge_commit_sha
+    EXPECT_EQ(b["sha"],
+              "c4295bd74fb0f4fda03689c3df3f2803b658fd85");  // payload.pull_request.merge_commit_sha
     const auto run = std::to_string(b["post_merge_run_id"].get<std::int64_t>());
-    EXPECT_EQ(daemon->text("SELECT event || ' ' || sha || ' ' || ref || ' ' || pr || ' ' || base_sha || ' ' || state FROM runs WHERE id=" + run),
-              "push c4295bd74fb0f4fda03689c3df3f2803b658fd85 refs/heads/main 2 f95f852bd8fca8fcc58a9a2d6c842781e32a215e queued");
+    EXPECT_EQ(daemon->text("SELECT event || ' ' || sha || ' ' || ref || ' ' || pr || ' ' || "
+                           "base_sha || ' ' || state FROM runs WHERE id=" +
+                           run),
+              "push c4295bd74fb0f4fda03689c3df3f2803b658fd85 refs/heads/main 2 "
+              "f95f852bd8fca8fcc58a9a2d6c842781e32a215e queued");
     // An unmerged PR's merge_commit_sha is only GitHub's test merge: no run.
     auto unmerged = body_of(daemon->post_github(merged("merge-2", false), "merge-2"));
     EXPECT_FALSE(unmerged.contains("post_merge_run_id")) << unmerged.dump();
@@ -254,57 +287,73 @@ TEST_F(WebhookTest, BadRequests) {
     EXPECT_EQ(missing->status, 400);
     EXPECT_NE(body_of(missing)["detail"].get<std::string>().find("head.sha"), std::string::npos);
 
-    auto wrong_type = daemon->post_github(
-        with("crcr/pull_request-synchronize.dispatch.json", [](json& j) { j["client_payload"]["payload"]["number"] = "two"; }),
-        "b-3");
+    auto wrong_type =
+        daemon->post_github(with("crcr/pull_request-synchronize.dispatch.json",
+                                 [](json& j) { j["client_payload"]["payload"]["number"] = "two"; }),
+                            "b-3");
     EXPECT_EQ(wrong_type->status, 400);
-    EXPECT_NE(body_of(wrong_type)["detail"].get<std::string>().find("must be a positive integer"), std::string::npos);
+    EXPECT_NE(body_of(wrong_type)["detail"].get<std::string>().find("must be a positive integer"),
+              std::string::npos);
 
-    auto no_delivery = daemon->request("POST", "/webhook",
-                                       {{"Content-Type", "application/json"},
-                                        {"X-GitHub-Event", "repository_dispatch"},
-                                        {"X-Hub-Signature-256", ingest::sign_github(k_test_secret, pr_sync())}},
-                                       pr_sync());
+    auto no_delivery =
+        daemon->request("POST", "/webhook",
+                        {{"Content-Type", "application/json"},
+                         {"X-GitHub-Event", "repository_dispatch"},
+                         {"X-Hub-Signature-256", ingest::sign_github(k_test_secret, pr_sync())}},
+                        pr_sync());
     EXPECT_EQ(no_delivery->status, 400);
     EXPECT_EQ(daemon->scalar("SELECT count(*) FROM runs"), 0);
-    EXPECT_EQ(daemon->scalar("SELECT count(*) FROM deliveries WHERE verdict='rejected' AND http_status=400 AND body IS NULL"), 4);
+    EXPECT_EQ(daemon->scalar("SELECT count(*) FROM deliveries WHERE verdict='rejected' AND "
+                             "http_status=400 AND body IS NULL"),
+              4);
 }
 
 TEST_F(WebhookTest, InvalidSha) {
     for (const char* sha : {"ec26c3e", "0000000000000000000000000000000000000000", "main"}) {
         auto r = daemon->post_github(
             with("crcr/pull_request-synchronize.dispatch.json",
-                 [&](json& j) { j["client_payload"]["payload"]["pull_request"]["head"]["sha"] = sha; }),
+                 [&](json& j) {
+                     j["client_payload"]["payload"]["pull_request"]["head"]["sha"] = sha;
+                 }),
             std::string("sha-") + sha);
         EXPECT_EQ(r->status, 422) << sha;
-        EXPECT_EQ(body_of(r), (json{{"error", "invalid_sha"}, {"detail", "expected a full 40-character commit SHA"}}));
+        EXPECT_EQ(body_of(r), (json{{"error", "invalid_sha"},
+                                    {"detail", "expected a full 40-character commit SHA"}}));
     }
     EXPECT_EQ(daemon->scalar("SELECT count(*) FROM runs"), 0);
 }
 
 TEST_F(WebhookTest, Unauthorized) {
     auto body = pr_sync();
-    auto missing = daemon->request("POST", "/webhook",
-                                   {{"Content-Type", "application/json"}, {"X-GitHub-Delivery", "u-1"}}, body);
+    auto missing =
+        daemon->request("POST", "/webhook",
+                        {{"Content-Type", "application/json"}, {"X-GitHub-Delivery", "u-1"}}, body);
     EXPECT_EQ(missing->status, 401);
     EXPECT_EQ(body_of(missing)["error"], "unauthorized");
     EXPECT_EQ(daemon->post_github(body, "u-2", "repository_dispatch", "wrong secret")->status, 401);
-    auto now = std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
-    auto stale = daemon->post_standard(fixture_text("crcr/direct-pytorch-crcr.json"), "msg_old", now - 301);
+    auto now = std::chrono::duration_cast<std::chrono::seconds>(
+                   std::chrono::system_clock::now().time_since_epoch())
+                   .count();
+    auto stale =
+        daemon->post_standard(fixture_text("crcr/direct-pytorch-crcr.json"), "msg_old", now - 301);
     EXPECT_EQ(stale->status, 401);
     EXPECT_NE(body_of(stale)["detail"].get<std::string>().find("clock skew"), std::string::npos);
     // A rejected id does not burn the real delivery's id.
     EXPECT_EQ(daemon->post_github(body, "u-2")->status, 202);
-    EXPECT_EQ(daemon->scalar("SELECT count(*) FROM deliveries WHERE verdict='rejected' AND http_status=401"), 3);
+    EXPECT_EQ(daemon->scalar(
+                  "SELECT count(*) FROM deliveries WHERE verdict='rejected' AND http_status=401"),
+              3);
 }
 
 TEST_F(WebhookTest, Forbidden) {
-    auto r = daemon->post_github(with("crcr/pull_request-synchronize.dispatch.json",
-                                      [](json& j) { j["repository"]["full_name"] = "someone/else"; }),
-                                 "x-1");
+    auto r =
+        daemon->post_github(with("crcr/pull_request-synchronize.dispatch.json",
+                                 [](json& j) { j["repository"]["full_name"] = "someone/else"; }),
+                            "x-1");
     EXPECT_EQ(r->status, 403);
     EXPECT_EQ(body_of(r)["error"], "forbidden");
-    auto upstream = daemon->post_github(fixture_text("github-webhooks/pull_request-opened.json"), "x-2", "pull_request");
+    auto upstream = daemon->post_github(fixture_text("github-webhooks/pull_request-opened.json"),
+                                        "x-2", "pull_request");
     EXPECT_EQ(upstream->status, 403);  // Codertocat/Hello-World is not pytorch/pytorch
     EXPECT_EQ(daemon->scalar("SELECT count(*) FROM runs"), 0);
 }
@@ -329,7 +378,8 @@ TEST_F(WebhookTest, PathMethodMediaTypeAndSize) {
     auto large = daemon->post_github(big, "big-1");
     EXPECT_EQ(large->status, 413);
     EXPECT_EQ(body_of(large), (json{{"error", "payload_too_large"}}));
-    EXPECT_EQ(daemon->scalar("SELECT count(*) FROM deliveries WHERE http_status IN (405,413,415)"), 3);
+    EXPECT_EQ(daemon->scalar("SELECT count(*) FROM deliveries WHERE http_status IN (405,413,415)"),
+              3);
     // The server is still fine afterwards.
     EXPECT_EQ(daemon->post_github(body, "ok-1")->status, 202);
 }

@@ -20,7 +20,7 @@ const TestCerts& test_certs();
 
 /// A new certificate for 127.0.0.1 with common name `cn`, signed by test_certs()'s CA, written
 /// as `dir`/`name`.crt and `dir`/`name`.key. Returns {cert, key}.
-std::pair<std::filesystem::path, std::filesystem::path> issue_server_cert(const std::filesystem::path& dir,
-                                                                           const std::string& name, const std::string& cn);
+std::pair<std::filesystem::path, std::filesystem::path> issue_server_cert(
+    const std::filesystem::path& dir, const std::string& name, const std::string& cn);
 
 }  // namespace crcrd

@@ -7,7 +7,9 @@ namespace crcrd {
 
 std::string bwrap_unavailable() {
     std::string out;
-    if (run_command({"bwrap", "--ro-bind", "/", "/", "--unshare-pid", "--proc", "/proc", "true"}, &out) == 0) return {};
+    if (run_command({"bwrap", "--ro-bind", "/", "/", "--unshare-pid", "--proc", "/proc", "true"},
+                    &out) == 0)
+        return {};
     return "bubblewrap cannot create namespaces here: " + out;
 }
 

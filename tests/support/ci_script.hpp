@@ -2,9 +2,9 @@
 // A backend CI script in miniature, for tests that run the real daemon: each line of
 // CRCR_TESTS_FILE names what to do (ok_*, fail_*, flaky_* failing on the first attempt only,
 // device_* printing a device-failure signature, crash, hang, stall, noisy, present_<file> failing
-// when the pinned checkout has <file>, failon_<prefix> failing on a SHA that starts so), and JUnit is written into CRCR_JUNIT_DIR. A rerun runs
-// only the tests of CRCR_RERUN_FILE. A first attempt given a CRCR_RERUN_FILE (a bisect run)
-// waits while the file named by $CI_HOLD exists.
+// when the pinned checkout has <file>, failon_<prefix> failing on a SHA that starts so), and JUnit
+// is written into CRCR_JUNIT_DIR. A rerun runs only the tests of CRCR_RERUN_FILE. A first attempt
+// given a CRCR_RERUN_FILE (a bisect run) waits while the file named by $CI_HOLD exists.
 
 #include <filesystem>
 #include <string>

@@ -21,7 +21,8 @@ std::string fixture_text(const std::string& rel) {
     return *t;
 }
 
-TestDaemon::TestDaemon(const std::filesystem::path& dir, std::string extra_yaml, bool tls) : m_dir(dir), m_tls(tls) {
+TestDaemon::TestDaemon(const std::filesystem::path& dir, std::string extra_yaml, bool tls)
+    : m_dir(dir), m_tls(tls) {
     write_file(m_dir / "secrets" / "webhook.secret", std::string(k_test_secret) + "\n", 0600);
     write_file(m_dir / "secrets" / "relay.whsec", std::string(k_test_whsec) + "\n", 0600);
     write_config(extra_yaml);
@@ -38,8 +39,8 @@ void TestDaemon::write_config(const std::string& extra_yaml, const std::string& 
         const auto& key = m_tls_files ? m_tls_files->second : certs.key;
         y << "  tls: {cert: " << cert.string() << ", key: " << key.string() << "}\n";
     }
-    y << "  max_connections: 2048\n" << server_yaml
-      << "storage: {path: state/crcrd.db" << storage_yaml << "}\n"
+    y << "  max_connections: 2048\n"
+      << server_yaml << "storage: {path: state/crcrd.db" << storage_yaml << "}\n"
       << "ingest:\n  secrets: [{id: current, file: secrets/webhook.secret}]\n"
       << "  standard_webhooks_secrets: [{id: relay, file: secrets/relay.whsec}]\n"
       << "trust:\n  downstream_repo: torch-spyre/torch-spyre\n  fork_labels: [ciflow/crcr/spyre]\n"
@@ -94,7 +95,8 @@ std::string TestDaemon::url(const std::string& path) const {
 }
 
 Result<http::ClientResponse> TestDaemon::request(const std::string& method, const std::string& path,
-                                                 const http::Headers& headers, const std::string& body) {
+                                                 const http::Headers& headers,
+                                                 const std::string& body) {
     http::ClientOptions o;
     o.ca_file = test_certs().ca;
     o.timeout = std::chrono::seconds(30);
@@ -103,14 +105,17 @@ Result<http::ClientResponse> TestDaemon::request(const std::string& method, cons
         // The daemon died under the test: say so once, with how its log ends, for the post-mortem.
         m_exit_reported = true;
         const std::string l = log();
-        ADD_FAILURE() << "crcrd exited during the test (" << method << " " << path << ": " << r.error().message
-                      << "); its log ends:\n" << l.substr(l.size() > 6000 ? l.size() - 6000 : 0);
+        ADD_FAILURE() << "crcrd exited during the test (" << method << " " << path << ": "
+                      << r.error().message << "); its log ends:\n"
+                      << l.substr(l.size() > 6000 ? l.size() - 6000 : 0);
     }
     return r;
 }
 
-Result<http::ClientResponse> TestDaemon::post_github(const std::string& body, const std::string& delivery_id,
-                                                     const std::string& event, const std::string& secret) {
+Result<http::ClientResponse> TestDaemon::post_github(const std::string& body,
+                                                     const std::string& delivery_id,
+                                                     const std::string& event,
+                                                     const std::string& secret) {
     return request("POST", "/webhook",
                    {{"Content-Type", "application/json"},
                     {"X-GitHub-Event", event},
@@ -119,7 +124,8 @@ Result<http::ClientResponse> TestDaemon::post_github(const std::string& body, co
                    body);
 }
 
-Result<http::ClientResponse> TestDaemon::post_standard(const std::string& body, const std::string& id,
+Result<http::ClientResponse> TestDaemon::post_standard(const std::string& body,
+                                                       const std::string& id,
                                                        std::optional<std::int64_t> timestamp) {
     auto key = ingest::decode_whsec(k_test_whsec);
     std::int64_t ts = timestamp.value_or(std::chrono::duration_cast<std::chrono::seconds>(
@@ -154,9 +160,12 @@ std::string TestDaemon::text(const std::string& sql) const {
 }
 
 std::string TestDaemon::finished(std::int64_t run) const {
-    std::string sql = "SELECT state || '/' || coalesce(conclusion, '') FROM runs WHERE id=" + std::to_string(run);
-    EXPECT_TRUE(eventually([&] { return text(sql).rfind("completed/", 0) == 0; }, std::chrono::seconds(60)))
-        << text(sql) << "\n" << log();
+    std::string sql =
+        "SELECT state || '/' || coalesce(conclusion, '') FROM runs WHERE id=" + std::to_string(run);
+    EXPECT_TRUE(
+        eventually([&] { return text(sql).rfind("completed/", 0) == 0; }, std::chrono::seconds(60)))
+        << text(sql) << "\n"
+        << log();
     return text(sql);
 }
 

@@ -23,10 +23,11 @@ inline constexpr const char* k_test_whsec = "whsec_dGVzdC1zdGFuZGFyZC13ZWJob29rc
 std::string fixture_text(const std::string& rel);
 
 class TestDaemon {
-public:
+  public:
     /// Writes config (with `extra_yaml` appended at the top level: it may add whole sections
     /// the default config does not have), certificates and secrets into `dir`.
-    explicit TestDaemon(const std::filesystem::path& dir, std::string extra_yaml = "", bool tls = true);
+    explicit TestDaemon(const std::filesystem::path& dir, std::string extra_yaml = "",
+                        bool tls = true);
     ~TestDaemon();
 
     /// Starts crcrd (with `env` added to its environment) and waits until it logs its
@@ -50,12 +51,14 @@ public:
                       const std::string& storage_yaml = "");
 
     /// POST signed with GitHub's scheme. `event` is X-GitHub-Event.
-    Result<http::ClientResponse> post_github(const std::string& body, const std::string& delivery_id,
+    Result<http::ClientResponse> post_github(const std::string& body,
+                                             const std::string& delivery_id,
                                              const std::string& event = "repository_dispatch",
                                              const std::string& secret = k_test_secret);
     /// POST signed with Standard Webhooks at `timestamp` (default now).
-    Result<http::ClientResponse> post_standard(const std::string& body, const std::string& id,
-                                               std::optional<std::int64_t> timestamp = std::nullopt);
+    Result<http::ClientResponse> post_standard(
+        const std::string& body, const std::string& id,
+        std::optional<std::int64_t> timestamp = std::nullopt);
     /// Any request, as given.
     Result<http::ClientResponse> request(const std::string& method, const std::string& path,
                                          const http::Headers& headers, const std::string& body);
@@ -75,7 +78,7 @@ public:
     /// Starts crcrd behind `prefix` (e.g. setpriv to another user) from the next start().
     void set_launch_prefix(std::vector<std::string> prefix) { m_prefix = std::move(prefix); }
 
-private:
+  private:
     std::filesystem::path m_dir;
     bool m_tls;
     std::unique_ptr<Process> m_proc;

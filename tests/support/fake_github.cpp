@@ -18,7 +18,8 @@ struct FakeGithub::Impl {
     Handler handler;
 };
 
-FakeGithub::FakeGithub(Handler handler, std::uint64_t max_body_bytes, std::chrono::milliseconds idle_timeout)
+FakeGithub::FakeGithub(Handler handler, std::uint64_t max_body_bytes,
+                       std::chrono::milliseconds idle_timeout)
     : m_impl(std::make_unique<Impl>()) {
     m_impl->handler = std::move(handler);
     config::ServerConfig cfg;
@@ -47,7 +48,9 @@ FakeGithub::~FakeGithub() {
     if (m_impl->thread.joinable()) m_impl->thread.join();
 }
 
-std::string FakeGithub::url() const { return "https://127.0.0.1:" + std::to_string(m_impl->server->port()); }
+std::string FakeGithub::url() const {
+    return "https://127.0.0.1:" + std::to_string(m_impl->server->port());
+}
 
 std::vector<http::Request> FakeGithub::requests() const {
     std::lock_guard lk(m_impl->mu);

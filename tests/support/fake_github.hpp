@@ -15,7 +15,7 @@
 namespace crcrd {
 
 class FakeGithub {
-public:
+  public:
     using Handler = std::function<http::Response(const http::Request&)>;
 
     /// A request body over `max_body_bytes` reaches the handler with refused_status 413.
@@ -28,7 +28,7 @@ public:
     /// Every request received so far (copies).
     std::vector<http::Request> requests() const;
 
-private:
+  private:
     struct Impl;
     std::unique_ptr<Impl> m_impl;
 };

@@ -12,7 +12,8 @@ std::optional<long long> as_int(const json& v) {
     if (v.is_number_integer()) return v.get<long long>();
     if (v.is_string()) {
         const auto& s = v.get_ref<const std::string&>();
-        if (s.empty() || s.size() > 18 || s.find_first_not_of("0123456789") != std::string::npos) return std::nullopt;
+        if (s.empty() || s.size() > 18 || s.find_first_not_of("0123456789") != std::string::npos)
+            return std::nullopt;
         return std::stoll(s);
     }
     return std::nullopt;
@@ -22,9 +23,12 @@ std::optional<long long> as_int(const json& v) {
 
 FakeRelay::FakeRelay(std::string repo)
     : m_repo(std::move(repo)),
-      m_server(std::make_unique<FakeGithub>([this](const http::Request& req) { return handle(req); }, 2ULL << 20)) {}
+      m_server(std::make_unique<FakeGithub>(
+          [this](const http::Request& req) { return handle(req); }, 2ULL << 20)) {}
 
-std::string FakeRelay::url() const { return m_server->url() + "/github/callback"; }
+std::string FakeRelay::url() const {
+    return m_server->url() + "/github/callback";
+}
 
 void FakeRelay::dispatched(const std::string& delivery_id) {
     std::lock_guard lk(m_mu);
@@ -77,18 +81,21 @@ http::Response FakeRelay::handle(const http::Request& req) {
     // lambda_function.py: the route, then the body, then the token.
     if (req.path != "/github/callback") return done(answer(404, "Not found"));
     if (req.method != "POST") return done(answer(405, "Method not allowed"));
-    if (req.refused_status == 413) return done(answer(413, "HUD rejected callback: HTTP 413: Payload Too Large"));
+    if (req.refused_status == 413)
+        return done(answer(413, "HUD rejected callback: HTTP 413: Payload Too Large"));
     json body = req.body.empty() ? json::object() : json::parse(req.body, nullptr, false);
     if (body.is_discarded()) return done(answer(400, "Invalid JSON body"));
     std::string auth = ex.authorization;
     if (auth.rfind("Bearer ", 0) == 0) auth = auth.substr(7);
     if (auth.empty()) return done(answer(401, "Missing authorization token"));
-    const bool known = m_tokens.empty() ? auth.rfind("relay-oidc-token-", 0) == 0 : m_tokens.count(auth) > 0;
+    const bool known =
+        m_tokens.empty() ? auth.rfind("relay-oidc-token-", 0) == 0 : m_tokens.count(auth) > 0;
     if (!known) return done(answer(401, "Invalid authorization token"));
     // Rate limit per repository over 60 s; the request is counted before the check.
     const auto now = std::chrono::steady_clock::now();
     m_window.push_back(now);
-    while (!m_window.empty() && now - m_window.front() > m_window_length) m_window.erase(m_window.begin());
+    while (!m_window.empty() && now - m_window.front() > m_window_length)
+        m_window.erase(m_window.begin());
     if (m_rate_limit > 0 && static_cast<int>(m_window.size()) > m_rate_limit) {
         auto r = answer(429, "rate limit exceeded for " + m_repo);
         if (m_retry_after) r.headers.emplace_back("Retry-After", std::to_string(*m_retry_after));
@@ -96,7 +103,8 @@ http::Response FakeRelay::handle(const http::Request& req) {
     }
     if (!body.is_object()) return done(answer(500, "Internal server error"));
     // _parse_callback_body
-    if (!body.contains("delivery_id")) return done(answer(400, "callback body missing required field: 'delivery_id'"));
+    if (!body.contains("delivery_id"))
+        return done(answer(400, "callback body missing required field: 'delivery_id'"));
     if (!body.contains("workflow") || !body["workflow"].is_object()) {
         return done(answer(400, "callback body missing required field: 'workflow'"));
     }
@@ -104,64 +112,90 @@ http::Response FakeRelay::handle(const http::Request& req) {
     const std::string event_type = body.value("event_type", "");
     const bool nightly = event_type == "nightly" || event_type == "periodic";
     for (const char* k : {"status", "run_id", "name"}) {
-        if (!wf.contains(k)) return done(answer(400, std::string("callback body missing required field: '") + k + "'"));
+        if (!wf.contains(k))
+            return done(
+                answer(400, std::string("callback body missing required field: '") + k + "'"));
     }
-    if (wf["run_id"].is_null()) return done(answer(400, "callback body missing required field: int() of None"));
+    if (wf["run_id"].is_null())
+        return done(answer(400, "callback body missing required field: int() of None"));
     auto run_id = as_int(wf["run_id"]);
     if (!run_id) return done(answer(500, "Internal server error"));
     if (*run_id == 0) return done(answer(400, "run_id 0 is reserved"));
-    auto run_attempt = wf.contains("run_attempt") ? as_int(wf["run_attempt"]) : std::optional<long long>(1);
+    auto run_attempt =
+        wf.contains("run_attempt") ? as_int(wf["run_attempt"]) : std::optional<long long>(1);
     if (!run_attempt) return done(answer(400, "callback body missing required field: run_attempt"));
     const std::string status = wf["status"].is_string() ? wf["status"].get<std::string>() : "";
     if (nightly && status != "completed") {
-        return done(answer(400, "nightly/periodic callbacks must have status 'completed', got '" + status + "'"));
+        return done(answer(
+            400, "nightly/periodic callbacks must have status 'completed', got '" + status + "'"));
     }
-    const std::string delivery = body["delivery_id"].is_string() ? body["delivery_id"].get<std::string>() : body["delivery_id"].dump();
+    const std::string delivery = body["delivery_id"].is_string()
+                                     ? body["delivery_id"].get<std::string>()
+                                     : body["delivery_id"].dump();
     if (!nightly) {
-        if (!m_dispatched.count(delivery)) return done(answer(400, "callback rejected: no matching dispatch record"));
-        if (status != "in_progress" && status != "completed") return done(answer(400, "unknown callback status: '" + status + "'"));
-        const std::string job = wf.contains("job_name") && wf["job_name"].is_string() ? wf["job_name"].get<std::string>() : "";
-        const std::string key = delivery + ":" + m_repo + ":" + std::to_string(*run_id) + ":" + std::to_string(*run_attempt) +
-                                (job.empty() ? "" : ":" + job);
+        if (!m_dispatched.count(delivery))
+            return done(answer(400, "callback rejected: no matching dispatch record"));
+        if (status != "in_progress" && status != "completed")
+            return done(answer(400, "unknown callback status: '" + status + "'"));
+        const std::string job = wf.contains("job_name") && wf["job_name"].is_string()
+                                    ? wf["job_name"].get<std::string>()
+                                    : "";
+        const std::string key = delivery + ":" + m_repo + ":" + std::to_string(*run_id) + ":" +
+                                std::to_string(*run_attempt) + (job.empty() ? "" : ":" + job);
         auto it = m_state.find(key);
-        const bool ok = status == "in_progress" ? it == m_state.end() : (it != m_state.end() && it->second == "IN_PROGRESS");
+        const bool ok = status == "in_progress"
+                            ? it == m_state.end()
+                            : (it != m_state.end() && it->second == "IN_PROGRESS");
         if (!ok) {
-            return done(answer(400, "callback rejected: invalid state transition delivery_id=" + delivery + " repo=" + m_repo +
-                                        " status=" + status));
+            return done(answer(400, "callback rejected: invalid state transition delivery_id=" +
+                                        delivery + " repo=" + m_repo + " status=" + status));
         }
     }
     // HUD (crcrUtils.ts extractDynamoRecord), after the relay stored its state.
     auto hud_fail = [&]() -> std::optional<http::Response> {
-        if (!wf.contains("job_name") || !wf["job_name"].is_string() || wf["job_name"].get<std::string>().empty()) {
-            return answer(400, "HUD rejected callback: HTTP 400: Bad Request (Missing required field: workflow.job_name)");
+        if (!wf.contains("job_name") || !wf["job_name"].is_string() ||
+            wf["job_name"].get<std::string>().empty()) {
+            return answer(400,
+                          "HUD rejected callback: HTTP 400: Bad Request (Missing required field: "
+                          "workflow.job_name)");
         }
         if (!wf.contains("check_run_id") || wf["check_run_id"].is_null()) {
-            return answer(400, "HUD rejected callback: HTTP 400: Bad Request (Missing required field: workflow.check_run_id)");
+            return answer(400,
+                          "HUD rejected callback: HTTP 400: Bad Request (Missing required field: "
+                          "workflow.check_run_id)");
         }
-        static const std::set<std::string> k_conclusions = {"success", "failure", "neutral", "cancelled", "timed_out", "skipped"};
-        if (status == "completed" &&
-            (!wf.contains("conclusion") || !wf["conclusion"].is_string() || !k_conclusions.count(wf["conclusion"].get<std::string>()))) {
+        static const std::set<std::string> k_conclusions = {"success",   "failure",   "neutral",
+                                                            "cancelled", "timed_out", "skipped"};
+        if (status == "completed" && (!wf.contains("conclusion") || !wf["conclusion"].is_string() ||
+                                      !k_conclusions.count(wf["conclusion"].get<std::string>()))) {
             return answer(400, "HUD rejected callback: HTTP 400: Bad Request (conclusion " +
-                                   (wf.contains("conclusion") ? wf["conclusion"].dump() : std::string("missing")) +
+                                   (wf.contains("conclusion") ? wf["conclusion"].dump()
+                                                              : std::string("missing")) +
                                    " is not GitHub's)");
         }
-        if (status == "in_progress" && (!wf.contains("started_at") || !wf["started_at"].is_string())) {
-            return answer(400, "HUD rejected callback: HTTP 400: Bad Request (no started_at: invisible on the dashboards)");
+        if (status == "in_progress" &&
+            (!wf.contains("started_at") || !wf["started_at"].is_string())) {
+            return answer(400,
+                          "HUD rejected callback: HTTP 400: Bad Request (no started_at: invisible "
+                          "on the dashboards)");
         }
         return std::nullopt;
     };
     if (!nightly) {
         const std::string job = wf["job_name"].is_string() ? wf["job_name"].get<std::string>() : "";
-        const std::string key = delivery + ":" + m_repo + ":" + std::to_string(*run_id) + ":" + std::to_string(*run_attempt) +
-                                (job.empty() ? "" : ":" + job);
+        const std::string key = delivery + ":" + m_repo + ":" + std::to_string(*run_id) + ":" +
+                                std::to_string(*run_attempt) + (job.empty() ? "" : ":" + job);
         m_state[key] = status == "in_progress" ? "IN_PROGRESS" : "COMPLETED";
     }
     if (auto bad = hud_fail()) return done(*bad);
     m_accepted.push_back(body);
     if (m_fail_after_storing > 0) {
         --m_fail_after_storing;
-        return done(answer(500, "An internal failure occurred. Your update was not saved, but the CI run is still valid. "
-                                "You can attempt progressive retries after 1 seconds or ignore this failure."));
+        return done(
+            answer(500,
+                   "An internal failure occurred. Your update was not saved, but the CI run is "
+                   "still valid. "
+                   "You can attempt progressive retries after 1 seconds or ignore this failure."));
     }
     return done(http::Response::json(200, {{"ok", true}, {"status", status}}));
 }

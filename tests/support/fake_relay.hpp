@@ -24,7 +24,7 @@
 namespace crcrd {
 
 class FakeRelay {
-public:
+  public:
     explicit FakeRelay(std::string repo = "torch-spyre/torch-spyre");
 
     /// https://127.0.0.1:PORT/github/callback
@@ -43,23 +43,23 @@ public:
     void fail_after_storing(int n);
 
     struct Exchange {
-        nlohmann::json body;       // as received (null when not JSON)
+        nlohmann::json body;  // as received (null when not JSON)
         std::string authorization;
-        int status = 0;            // the answer
-        std::string detail;        // the answer's detail, or its status for a 200
+        int status = 0;      // the answer
+        std::string detail;  // the answer's detail, or its status for a 200
     };
     std::vector<Exchange> exchanges() const;
     /// The callbacks the relay accepted (stored in its state), in order.
     std::vector<nlohmann::json> accepted() const;
 
-private:
+  private:
     http::Response handle(const http::Request& req);
     http::Response answer(int status, const std::string& detail);
 
     std::string m_repo;
     mutable std::mutex m_mu;
     std::set<std::string> m_dispatched;
-    std::set<std::string> m_tokens;  // empty: any "relay-oidc-token-<n>"
+    std::set<std::string> m_tokens;              // empty: any "relay-oidc-token-<n>"
     std::map<std::string, std::string> m_state;  // key -> IN_PROGRESS | COMPLETED
     std::vector<std::chrono::steady_clock::time_point> m_window;
     int m_rate_limit = 0;

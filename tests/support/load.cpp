@@ -56,13 +56,14 @@ bhttp::request<bhttp::string_body> make_request(const LoadOptions& o, const Load
 }
 
 template <class Stream>
-asio::awaitable<bool> exchange(Stream& s, beast::tcp_stream& lowest, beast::flat_buffer& buf, Shared& sh,
-                               std::size_t i) {
+asio::awaitable<bool> exchange(Stream& s, beast::tcp_stream& lowest, beast::flat_buffer& buf,
+                               Shared& sh, std::size_t i) {
     auto req = make_request(sh.opts, sh.opts.make(i));
     auto start = std::chrono::steady_clock::now();
     if (sh.opts.rate > 0) {
-        const auto due = sh.begin + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-                                        std::chrono::duration<double>(static_cast<double>(i) / sh.opts.rate));
+        const auto due =
+            sh.begin + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                           std::chrono::duration<double>(static_cast<double>(i) / sh.opts.rate));
         if (due > start) {
             asio::steady_timer timer(co_await asio::this_coro::executor, due);
             co_await timer.async_wait(k_tuple);
@@ -77,7 +78,8 @@ asio::awaitable<bool> exchange(Stream& s, beast::tcp_stream& lowest, beast::flat
     if (rec) co_return false;
     sh.result.status[i] = static_cast<int>(res.result_int());
     sh.result.body[i] = std::move(res.body());
-    sh.result.latency_ms[i] = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+    sh.result.latency_ms[i] =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
     co_return res.keep_alive();
 }
 
@@ -119,7 +121,8 @@ asio::awaitable<void> worker(Shared& sh) {
         beast::flat_buffer buf;
         std::size_t i = first;
         for (;;) {
-            bool keep = sh.opts.tls ? co_await exchange(tls, lowest, buf, sh, i) : co_await exchange(plain, lowest, buf, sh, i);
+            bool keep = sh.opts.tls ? co_await exchange(tls, lowest, buf, sh, i)
+                                    : co_await exchange(plain, lowest, buf, sh, i);
             if (sh.result.status[i] == 0) ++sh.result.network_errors;
             if (!keep || !sh.opts.keep_alive || sh.next >= sh.opts.total) break;
             i = sh.next++;
@@ -142,12 +145,23 @@ LoadResult run_load(const LoadOptions& opts) {
         ctx.load_verify_file(opts.ca_file.string());
         ctx.set_verify_mode(ssl::verify_peer);
     }
-    Shared sh{opts, result, ctx, tcp::endpoint(asio::ip::make_address(opts.host), opts.port), std::chrono::steady_clock::now(), 0, 0, false, std::nullopt};
-    if (opts.rate > 0) sh.gate.emplace(ioc, std::chrono::steady_clock::now() + std::chrono::seconds(10));
+    Shared sh{opts,
+              result,
+              ctx,
+              tcp::endpoint(asio::ip::make_address(opts.host), opts.port),
+              std::chrono::steady_clock::now(),
+              0,
+              0,
+              false,
+              std::nullopt};
+    if (opts.rate > 0)
+        sh.gate.emplace(ioc, std::chrono::steady_clock::now() + std::chrono::seconds(10));
     auto start = std::chrono::steady_clock::now();
-    for (std::size_t c = 0; c < opts.connections; ++c) asio::co_spawn(ioc, worker(sh), asio::detached);
+    for (std::size_t c = 0; c < opts.connections; ++c)
+        asio::co_spawn(ioc, worker(sh), asio::detached);
     ioc.run();
-    result.elapsed_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    result.elapsed_s =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     return result;
 }
 

@@ -14,7 +14,7 @@
 namespace crcrd {
 
 class MigratedDbTest : public ::testing::Test {
-protected:
+  protected:
     void SetUp() override {
         auto d = store::Db::open(db_path());
         ASSERT_TRUE(d) << d.error().message;

@@ -79,9 +79,11 @@ std::optional<int> Process::wait_for(std::chrono::milliseconds timeout) {
     return m_status;
 }
 
-int run_command(const std::vector<std::string>& argv, std::string* output, const std::string& stdin_text) {
+int run_command(const std::vector<std::string>& argv, std::string* output,
+                const std::string& stdin_text) {
     int out_pipe[2], in_pipe[2];
-    if (::pipe2(out_pipe, O_CLOEXEC) != 0 || ::pipe2(in_pipe, O_CLOEXEC) != 0) throw std::runtime_error("pipe failed");
+    if (::pipe2(out_pipe, O_CLOEXEC) != 0 || ::pipe2(in_pipe, O_CLOEXEC) != 0)
+        throw std::runtime_error("pipe failed");
     auto args = c_argv(argv);
     pid_t pid = ::fork();
     if (pid == 0) {
@@ -106,7 +108,8 @@ int run_command(const std::vector<std::string>& argv, std::string* output, const
     std::string out;
     char buf[4096];
     ssize_t n;
-    while ((n = ::read(out_pipe[0], buf, sizeof buf)) > 0) out.append(buf, static_cast<std::size_t>(n));
+    while ((n = ::read(out_pipe[0], buf, sizeof buf)) > 0)
+        out.append(buf, static_cast<std::size_t>(n));
     ::close(out_pipe[0]);
     writer.join();
     int status = 0;
@@ -119,7 +122,8 @@ std::string run_test_git(std::vector<std::string> args) {
     args.insert(args.begin(), {"git", "-c", "user.name=test", "-c", "user.email=test@example.org"});
     std::string out;
     if (run_command(args, &out) != 0) throw std::runtime_error("git failed: " + out);
-    while (!out.empty() && (out.back() == '\n' || out.back() == '\r' || out.back() == ' ')) out.pop_back();
+    while (!out.empty() && (out.back() == '\n' || out.back() == '\r' || out.back() == ' '))
+        out.pop_back();
     return out;
 }
 

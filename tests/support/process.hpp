@@ -4,8 +4,8 @@
 #include <sys/types.h>
 
 #include <chrono>
-#include <functional>
 #include <filesystem>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -13,7 +13,7 @@
 namespace crcrd {
 
 class Process {
-public:
+  public:
     /// Starts argv[0] (looked up in PATH) with stdout and stderr appended to `log`, and
     /// `env` ("NAME=value") added to the inherited environment.
     Process(const std::vector<std::string>& argv, const std::filesystem::path& log,
@@ -29,7 +29,7 @@ public:
     /// The exit code (128+signal when killed), or nullopt if still running after `timeout`.
     std::optional<int> wait_for(std::chrono::milliseconds timeout);
 
-private:
+  private:
     pid_t m_pid = -1;
     std::optional<int> m_status;
 };
@@ -43,6 +43,7 @@ int run_command(const std::vector<std::string>& argv, std::string* output = null
 std::string run_test_git(std::vector<std::string> args);
 
 /// Polls `cond` until it is true or `timeout` passes; returns the last value.
-bool eventually(const std::function<bool()>& cond, std::chrono::milliseconds timeout = std::chrono::seconds(20));
+bool eventually(const std::function<bool()>& cond,
+                std::chrono::milliseconds timeout = std::chrono::seconds(20));
 
 }  // namespace crcrd

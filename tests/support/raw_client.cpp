@@ -25,7 +25,8 @@ std::string ssl_error_text() {
 }
 }  // namespace
 
-std::unique_ptr<RawConnection> RawConnection::open(std::uint16_t port, const RawOptions& opts, std::string* error) {
+std::unique_ptr<RawConnection> RawConnection::open(std::uint16_t port, const RawOptions& opts,
+                                                   std::string* error) {
     // A peer that closes first must be an error to read, not a SIGPIPE that ends the test.
     static const bool ignore_sigpipe = [] { return ::signal(SIGPIPE, SIG_IGN) != SIG_ERR; }();
     (void)ignore_sigpipe;
@@ -40,7 +41,8 @@ std::unique_ptr<RawConnection> RawConnection::open(std::uint16_t port, const Raw
         if (error) *error = std::string("connect: ") + std::strerror(errno);
         return nullptr;
     }
-    timeval tv{static_cast<time_t>(opts.timeout.count() / 1000), static_cast<suseconds_t>((opts.timeout.count() % 1000) * 1000)};
+    timeval tv{static_cast<time_t>(opts.timeout.count() / 1000),
+               static_cast<suseconds_t>((opts.timeout.count() % 1000) * 1000)};
     ::setsockopt(c->m_fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
     ::setsockopt(c->m_fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
     int one = 1;
@@ -74,7 +76,8 @@ RawConnection::~RawConnection() {
 
 bool RawConnection::send(std::string_view bytes) {
     while (!bytes.empty()) {
-        long n = m_ssl ? SSL_write(static_cast<SSL*>(m_ssl), bytes.data(), static_cast<int>(std::min<std::size_t>(bytes.size(), 1 << 20)))
+        long n = m_ssl ? SSL_write(static_cast<SSL*>(m_ssl), bytes.data(),
+                                   static_cast<int>(std::min<std::size_t>(bytes.size(), 1 << 20)))
                        : ::send(m_fd, bytes.data(), bytes.size(), MSG_NOSIGNAL);
         if (n <= 0) return false;
         bytes.remove_prefix(static_cast<std::size_t>(n));

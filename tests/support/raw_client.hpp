@@ -14,18 +14,19 @@ namespace crcrd {
 
 struct RawOptions {
     bool tls = true;
-    std::filesystem::path ca_file;     // trusted CA (TLS)
-    std::string cipher_list;           // TLS 1.2 suites to offer; empty: OpenSSL's default
-    bool tls12_only = false;           // offer TLS 1.2 and nothing newer
-    bool handshake = true;             // false: connect only (no TLS handshake yet)
+    std::filesystem::path ca_file;  // trusted CA (TLS)
+    std::string cipher_list;        // TLS 1.2 suites to offer; empty: OpenSSL's default
+    bool tls12_only = false;        // offer TLS 1.2 and nothing newer
+    bool handshake = true;          // false: connect only (no TLS handshake yet)
     std::chrono::milliseconds timeout{10'000};
 };
 
 class RawConnection {
-public:
+  public:
     /// Connects to 127.0.0.1:`port` (and completes the TLS handshake unless asked not to).
     /// nullopt with `error` set when that fails.
-    static std::unique_ptr<RawConnection> open(std::uint16_t port, const RawOptions& opts, std::string* error = nullptr);
+    static std::unique_ptr<RawConnection> open(std::uint16_t port, const RawOptions& opts,
+                                               std::string* error = nullptr);
     ~RawConnection();
 
     /// Sends all of `bytes`; false when the connection broke.
@@ -40,7 +41,7 @@ public:
     /// The server certificate's subject, one line ("" without TLS).
     std::string peer_subject() const;
 
-private:
+  private:
     RawConnection() = default;
     long read_some(char* buf, std::size_t n);
     int m_fd = -1;

@@ -16,7 +16,8 @@ ResetServer::ResetServer() {
     addr.sin_family = AF_INET;
     addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
     socklen_t len = sizeof addr;
-    if (m_fd < 0 || ::bind(m_fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 || ::listen(m_fd, 64) != 0 ||
+    if (m_fd < 0 || ::bind(m_fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 ||
+        ::listen(m_fd, 64) != 0 ||
         ::getsockname(m_fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
         throw std::runtime_error("ResetServer: cannot listen");
     }
@@ -41,6 +42,8 @@ ResetServer::~ResetServer() {
     if (m_fd >= 0) ::close(m_fd);
 }
 
-std::string ResetServer::url() const { return "https://127.0.0.1:" + std::to_string(m_port); }
+std::string ResetServer::url() const {
+    return "https://127.0.0.1:" + std::to_string(m_port);
+}
 
 }  // namespace crcrd

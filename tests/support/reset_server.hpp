@@ -10,13 +10,13 @@
 namespace crcrd {
 
 class ResetServer {
-public:
+  public:
     ResetServer();
     ~ResetServer();
     std::string url() const;  // https://127.0.0.1:PORT
     int accepted() const { return m_accepted.load(); }
 
-private:
+  private:
     int m_fd = -1;
     std::uint16_t m_port = 0;
     std::atomic<bool> m_stop{false};

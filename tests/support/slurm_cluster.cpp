@@ -101,14 +101,16 @@ void ensure_munged() {
     if (!pw) throw std::runtime_error("no user munge (is the munge package installed?)");
     for (const char* d : {"/etc/munge", "/run/munge", "/var/lib/munge", "/var/log/munge"}) {
         fs::create_directories(d);
-        if (::chown(d, pw->pw_uid, pw->pw_gid) != 0) throw std::runtime_error(std::string("cannot chown ") + d);
+        if (::chown(d, pw->pw_uid, pw->pw_gid) != 0)
+            throw std::runtime_error(std::string("cannot chown ") + d);
     }
     ::chmod("/etc/munge", 0700);
     ::chmod("/run/munge", 0755);  // clients must reach the socket in it
     const fs::path key = "/etc/munge/munge.key";
     if (!fs::exists(key)) {
         std::string out;
-        if (run_command({find_binary("mungekey").empty() ? "false" : "mungekey", "--create", "--keyfile", key.string()},
+        if (run_command({find_binary("mungekey").empty() ? "false" : "mungekey", "--create",
+                         "--keyfile", key.string()},
                         &out) != 0) {
             // Older munge has no mungekey: 1024 random bytes are a valid key.
             std::ifstream rnd("/dev/urandom", std::ios::binary);
@@ -117,7 +119,8 @@ void ensure_munged() {
             write_file(key, bytes, 0400);
         }
     }
-    if (::chown(key.c_str(), pw->pw_uid, pw->pw_gid) != 0) throw std::runtime_error("cannot chown munge.key");
+    if (::chown(key.c_str(), pw->pw_uid, pw->pw_gid) != 0)
+        throw std::runtime_error("cannot chown munge.key");
     ::chmod(key.c_str(), 0400);
     // munged forks into the background itself; two tests racing here both try, one wins.
     std::string out;
@@ -129,13 +132,16 @@ void ensure_munged() {
 
 std::string SlurmCluster::skip_reason() {
     if (::geteuid() != 0) return "a Slurm cluster needs root (slurmd runs jobs as their user)";
-    for (const char* b : {"slurmctld", "slurmd", "sbatch", "squeue", "scontrol", "sinfo", "scancel", "munged", "munge",
-                          "unmunge", "runuser"})
-        if (find_binary(b).empty()) return std::string(b) + " not installed (apt-get install slurmctld slurmd slurm-client munge)";
+    for (const char* b : {"slurmctld", "slurmd", "sbatch", "squeue", "scontrol", "sinfo", "scancel",
+                          "munged", "munge", "unmunge", "runuser"})
+        if (find_binary(b).empty())
+            return std::string(b) +
+                   " not installed (apt-get install slurmctld slurmd slurm-client munge)";
     return "";
 }
 
-SlurmCluster::SlurmCluster(const fs::path& dir, int aiu) : m_dir(dir), m_node(short_hostname()), m_aiu(aiu) {
+SlurmCluster::SlurmCluster(const fs::path& dir, int aiu)
+    : m_dir(dir), m_node(short_hostname()), m_aiu(aiu) {
     std::tie(m_ctld_port, m_slurmd_port) = two_free_ports();
     fs::create_directories(m_dir / "state");
     fs::create_directories(m_dir / "spool");
@@ -144,7 +150,8 @@ SlurmCluster::SlurmCluster(const fs::path& dir, int aiu) : m_dir(dir), m_node(sh
     start_controller();
     start_node_daemon();
     if (!wait_node_idle(60s))
-        throw std::runtime_error("the Slurm node did not become idle (state '" + node_state() + "')\n" + log_tail());
+        throw std::runtime_error("the Slurm node did not become idle (state '" + node_state() +
+                                 "')\n" + log_tail());
 }
 
 SlurmCluster::~SlurmCluster() {
@@ -155,7 +162,8 @@ SlurmCluster::~SlurmCluster() {
         eventually(
             [&] {
                 std::string out;
-                if (run({"squeue", "--noheader", "--format=%i"}, &out) != 0 || trim(out).empty()) return true;
+                if (run({"squeue", "--noheader", "--format=%i"}, &out) != 0 || trim(out).empty())
+                    return true;
                 std::this_thread::sleep_for(100ms);
                 return false;
             },
@@ -207,13 +215,17 @@ void SlurmCluster::write_config() const {
       // Slurm's default, kept so tests see what production sees.
       << "MinJobAge=300\n"
       << "SchedulerParameters=sched_interval=1\n"
-      << "NodeName=" << m_node << " NodeAddr=127.0.0.1 Gres=aiu:" << m_aiu << " CPUs=16 State=UNKNOWN\n"
+      << "NodeName=" << m_node << " NodeAddr=127.0.0.1 Gres=aiu:" << m_aiu
+      << " CPUs=16 State=UNKNOWN\n"
       << "PartitionName=spyre Nodes=" << m_node << " Default=YES MaxTime=INFINITE State=UP\n";
     write_file(conf_path(), c.str());
-    write_file(m_dir / "gres.conf", "NodeName=" + m_node + " Name=aiu Count=" + std::to_string(m_aiu) + "\n");
+    write_file(m_dir / "gres.conf",
+               "NodeName=" + m_node + " Name=aiu Count=" + std::to_string(m_aiu) + "\n");
 }
 
-std::vector<std::string> SlurmCluster::env() const { return {"SLURM_CONF=" + conf_path().string()}; }
+std::vector<std::string> SlurmCluster::env() const {
+    return {"SLURM_CONF=" + conf_path().string()};
+}
 
 int SlurmCluster::run(const std::vector<std::string>& argv, std::string* output) const {
     std::vector<std::string> full{"env"};
@@ -224,17 +236,20 @@ int SlurmCluster::run(const std::vector<std::string>& argv, std::string* output)
 
 void SlurmCluster::start_controller() {
     m_ctld = std::make_unique<Process>(
-        std::vector<std::string>{find_binary("slurmctld"), "-D", "-f", conf_path().string()}, m_dir / "slurmctld.out",
-        env());
+        std::vector<std::string>{find_binary("slurmctld"), "-D", "-f", conf_path().string()},
+        m_dir / "slurmctld.out", env());
 }
 
 void SlurmCluster::start_node_daemon() {
     if (m_slurmd && m_slurmd->running()) return;
     m_slurmd = std::make_unique<Process>(
-        std::vector<std::string>{find_binary("slurmd"), "-D", "-f", conf_path().string()}, m_dir / "slurmd.out", env());
+        std::vector<std::string>{find_binary("slurmd"), "-D", "-f", conf_path().string()},
+        m_dir / "slurmd.out", env());
 }
 
-void SlurmCluster::stop_node_daemon() { stop(m_slurmd); }
+void SlurmCluster::stop_node_daemon() {
+    stop(m_slurmd);
+}
 
 void SlurmCluster::stop(std::unique_ptr<Process>& p) {
     if (!p) return;
@@ -250,7 +265,9 @@ void SlurmCluster::stop(std::unique_ptr<Process>& p) {
 
 std::string SlurmCluster::node_state() const {
     std::string out;
-    if (run({"sinfo", "--noheader", "-N", "-n", m_node, "-p", partition(), "-O", "StateLong:0"}, &out) != 0) return "";
+    if (run({"sinfo", "--noheader", "-N", "-n", m_node, "-p", partition(), "-O", "StateLong:0"},
+            &out) != 0)
+        return "";
     return trim(out);
 }
 
@@ -268,12 +285,14 @@ void SlurmCluster::set_node_state(const std::string& state, const std::string& r
     std::vector<std::string> argv{"scontrol", "update", "nodename=" + m_node, "state=" + state};
     if (!reason.empty()) argv.push_back("reason=" + reason);
     std::string out;
-    if (run(argv, &out) != 0) throw std::runtime_error("scontrol update state=" + state + " failed: " + out);
+    if (run(argv, &out) != 0)
+        throw std::runtime_error("scontrol update state=" + state + " failed: " + out);
 }
 
 std::string SlurmCluster::log_tail(std::size_t lines) const {
-    return "--- slurmctld.log\n" + tail_of(slurmctld_log(), lines) + "--- slurmd.log\n" + tail_of(slurmd_log(), lines) +
-           "--- slurmctld.out\n" + tail_of(m_dir / "slurmctld.out", 10) + "--- slurmd.out\n" +
+    return "--- slurmctld.log\n" + tail_of(slurmctld_log(), lines) + "--- slurmd.log\n" +
+           tail_of(slurmd_log(), lines) + "--- slurmctld.out\n" +
+           tail_of(m_dir / "slurmctld.out", 10) + "--- slurmd.out\n" +
            tail_of(m_dir / "slurmd.out", 10);
 }
 

@@ -24,7 +24,7 @@
 namespace crcrd {
 
 class SlurmCluster {
-public:
+  public:
     /// Writes the configuration into `dir`, makes sure munged runs, starts slurmctld and
     /// slurmd and waits until sinfo shows the node idle. Throws std::runtime_error (with the
     /// daemons' log tails) when the node does not come up.
@@ -74,7 +74,7 @@ public:
     /// The last lines of both daemons' logs, for failure messages.
     std::string log_tail(std::size_t lines = 30) const;
 
-private:
+  private:
     void write_config() const;
     void start_controller();
     void stop(std::unique_ptr<Process>& p);

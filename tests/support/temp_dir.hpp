@@ -7,7 +7,7 @@
 namespace crcrd {
 
 class TempDir {
-public:
+  public:
     TempDir();
     /// A fresh directory under `base` instead.
     explicit TempDir(const std::filesystem::path& base);
@@ -16,11 +16,12 @@ public:
     TempDir& operator=(const TempDir&) = delete;
     const std::filesystem::path& path() const { return m_path; }
 
-private:
+  private:
     std::filesystem::path m_path;
 };
 
 /// Writes `content` to `path` (creating parent folders), with `mode` permissions.
-void write_file(const std::filesystem::path& path, const std::string& content, unsigned mode = 0644);
+void write_file(const std::filesystem::path& path, const std::string& content,
+                unsigned mode = 0644);
 
 }  // namespace crcrd

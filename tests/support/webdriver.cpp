@@ -31,17 +31,20 @@ Browser::Browser() {
             return !port.empty() || !m_driver->running();
         },
         std::chrono::seconds(20));
-    if (port.empty()) throw std::runtime_error("chromedriver did not start: " + read_file(log).value_or(""));
+    if (port.empty())
+        throw std::runtime_error("chromedriver did not start: " + read_file(log).value_or(""));
     m_base = "http://127.0.0.1:" + port;
-    json caps = {{"browserName", "chrome"},
-                 {"acceptInsecureCerts", true},
-                 {"pageLoadStrategy", "normal"},
-                 {"goog:chromeOptions",
-                  {{"binary", "/usr/bin/chromium"},
-                   {"args", {"--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-                             "--window-size=1280,1400", "--user-data-dir=" + (m_dir.path() / "profile").string()}},
-                   // The dashboard must work without JavaScript: the browser runs none.
-                   {"prefs", {{"profile.managed_default_content_settings.javascript", 2}}}}}};
+    json caps = {
+        {"browserName", "chrome"},
+        {"acceptInsecureCerts", true},
+        {"pageLoadStrategy", "normal"},
+        {"goog:chromeOptions",
+         {{"binary", "/usr/bin/chromium"},
+          {"args",
+           {"--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+            "--window-size=1280,1400", "--user-data-dir=" + (m_dir.path() / "profile").string()}},
+          // The dashboard must work without JavaScript: the browser runs none.
+          {"prefs", {{"profile.managed_default_content_settings.javascript", 2}}}}}};
     json created = call("POST", "/session", {{"capabilities", {{"alwaysMatch", caps}}}});
     m_session = "/session/" + created.at("sessionId").get<std::string>();
 }
@@ -57,52 +60,70 @@ Browser::~Browser() {
 json Browser::call(const std::string& method, const std::string& path, const json& body) {
     http::ClientOptions o;
     o.timeout = std::chrono::seconds(60);
-    auto r = http::send(method, m_base + path, {{"Content-Type", "application/json"}}, body.is_null() ? "" : body.dump(), o);
+    auto r = http::send(method, m_base + path, {{"Content-Type", "application/json"}},
+                        body.is_null() ? "" : body.dump(), o);
     if (!r) throw std::runtime_error("webdriver " + method + " " + path + ": " + r.error().message);
     json j = json::parse(r->body, nullptr, false);
     if (r->status != 200 || j.is_discarded()) {
-        throw std::runtime_error("webdriver " + method + " " + path + " answered " + std::to_string(r->status) + ": " +
-                                 r->body.substr(0, 2000));
+        throw std::runtime_error("webdriver " + method + " " + path + " answered " +
+                                 std::to_string(r->status) + ": " + r->body.substr(0, 2000));
     }
     return j.contains("value") && j.size() == 1 ? j["value"] : j;
 }
 
-void Browser::go(const std::string& url) { call("POST", m_session + "/url", {{"url", url}}); }
-std::string Browser::url() { return call("GET", m_session + "/url").get<std::string>(); }
-std::string Browser::title() { return call("GET", m_session + "/title").get<std::string>(); }
-std::string Browser::source() { return call("GET", m_session + "/source").get<std::string>(); }
+void Browser::go(const std::string& url) {
+    call("POST", m_session + "/url", {{"url", url}});
+}
+std::string Browser::url() {
+    return call("GET", m_session + "/url").get<std::string>();
+}
+std::string Browser::title() {
+    return call("GET", m_session + "/title").get<std::string>();
+}
+std::string Browser::source() {
+    return call("GET", m_session + "/source").get<std::string>();
+}
 
 std::string Browser::text(const std::string& css) {
     return call("GET", m_session + "/element/" + find(css) + "/text").get<std::string>();
 }
 
 std::string Browser::find(const std::string& css) {
-    return call("POST", m_session + "/element", {{"using", "css selector"}, {"value", css}}).at(k_element).get<std::string>();
+    return call("POST", m_session + "/element", {{"using", "css selector"}, {"value", css}})
+        .at(k_element)
+        .get<std::string>();
 }
 
 std::vector<std::string> Browser::find_all(const std::string& css) {
     std::vector<std::string> out;
-    for (const auto& e : call("POST", m_session + "/elements", {{"using", "css selector"}, {"value", css}})) {
+    for (const auto& e :
+         call("POST", m_session + "/elements", {{"using", "css selector"}, {"value", css}})) {
         out.push_back(e.at(k_element).get<std::string>());
     }
     return out;
 }
 
 std::string Browser::find_xpath(const std::string& xpath) {
-    return call("POST", m_session + "/element", {{"using", "xpath"}, {"value", xpath}}).at(k_element).get<std::string>();
+    return call("POST", m_session + "/element", {{"using", "xpath"}, {"value", xpath}})
+        .at(k_element)
+        .get<std::string>();
 }
 
 void Browser::type(const std::string& element, const std::string& text) {
     call("POST", m_session + "/element/" + element + "/value", {{"text", text}});
 }
 
-void Browser::click(const std::string& element) { call("POST", m_session + "/element/" + element + "/click", json::object()); }
+void Browser::click(const std::string& element) {
+    call("POST", m_session + "/element/" + element + "/click", json::object());
+}
 
 void Browser::click_to(const std::string& element, const std::string& url_part) {
     click(element);
     std::string now;
-    if (!eventually([&] { return (now = url()).find(url_part) != std::string::npos; }, std::chrono::seconds(30))) {
-        throw std::runtime_error("webdriver: after the click the page is " + now + ", not one with " + url_part);
+    if (!eventually([&] { return (now = url()).find(url_part) != std::string::npos; },
+                    std::chrono::seconds(30))) {
+        throw std::runtime_error("webdriver: after the click the page is " + now +
+                                 ", not one with " + url_part);
     }
 }
 
@@ -111,7 +132,9 @@ std::string Browser::attribute(const std::string& element, const std::string& na
     return v.is_string() ? v.get<std::string>() : std::string();
 }
 
-json Browser::cookies() { return call("GET", m_session + "/cookie"); }
+json Browser::cookies() {
+    return call("GET", m_session + "/cookie");
+}
 
 void Browser::screenshot(const std::filesystem::path& path) {
     auto png = crypto::base64_decode(call("GET", m_session + "/screenshot").get<std::string>());

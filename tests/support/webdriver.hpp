@@ -16,7 +16,7 @@
 namespace crcrd {
 
 class Browser {
-public:
+  public:
     /// Starts chromedriver on an ephemeral port and opens one Chromium session (headless,
     /// JavaScript off, self-signed certificates accepted, a profile in a temporary folder).
     /// Throws std::runtime_error with chromedriver's log when either fails.
@@ -51,8 +51,9 @@ public:
     /// Saves a PNG of the viewport to `path` (the test's artifacts).
     void screenshot(const std::filesystem::path& path);
 
-private:
-    nlohmann::json call(const std::string& method, const std::string& path, const nlohmann::json& body = nullptr);
+  private:
+    nlohmann::json call(const std::string& method, const std::string& path,
+                        const nlohmann::json& body = nullptr);
 
     TempDir m_dir;
     std::unique_ptr<Process> m_driver;

@@ -27,10 +27,10 @@ struct Context;
 class Dashboard;
 
 class Api {
-public:
+  public:
     /// `workers` runs the blocking reads (a thread pool's executor).
-    Api(std::filesystem::path db_path, std::vector<config::AdminToken> tokens, boost::asio::any_io_executor workers,
-        store::Writer& writer);
+    Api(std::filesystem::path db_path, std::vector<config::AdminToken> tokens,
+        boost::asio::any_io_executor workers, store::Writer& writer);
     ~Api();
 
     /// SIGHUP: tokens replaced for requests that start afterwards.
@@ -74,14 +74,15 @@ public:
     /// one by one, once their minute ended (docs/operations.md). Called by a timer.
     void flush_refused_log();
 
-private:
+  private:
     /// GET /metrics: open with admin.metrics_public, else for any valid token.
     boost::asio::awaitable<http::Response> metrics(bool authenticated, const std::string& method);
     std::shared_ptr<const std::vector<config::AdminToken>> tokens() const;
     /// What a handler sees of this API now (tiers and runners as the last reload left them).
     Context context();
     /// One warn line for a refused request (401 or 403) with the client address, the route and
-    /// why; never the token. The first per address and minute, the rest counted (flush_refused_log).
+    /// why; never the token. The first per address and minute, the rest counted
+    /// (flush_refused_log).
     void log_refused(const http::Request& req, int status, const std::string& token_name = {});
 
     std::filesystem::path m_db_path;
@@ -92,7 +93,8 @@ private:
     boost::asio::any_io_executor m_workers;
     store::Writer& m_writer;
     bool m_metrics_public = false;
-    std::shared_ptr<const std::vector<std::string>> m_tiers = std::make_shared<const std::vector<std::string>>();
+    std::shared_ptr<const std::vector<std::string>> m_tiers =
+        std::make_shared<const std::vector<std::string>>();
     std::function<void()> m_on_recovery_run;
     std::function<nlohmann::json()> m_cluster;
     std::unique_ptr<Dashboard> m_ui;

@@ -55,7 +55,8 @@ using SelectionMissFilter = store::SelectionMissQuery;
 
 /// {"items":[{id, run_id, previous_run_id, tier, test, commits, created_at}],"next_cursor":...},
 /// newest first (docs/verdicts.md).
-Result<nlohmann::json> list_selection_misses(const std::filesystem::path& db, const SelectionMissFilter& f);
+Result<nlohmann::json> list_selection_misses(const std::filesystem::path& db,
+                                             const SelectionMissFilter& f);
 
 /// Opaque cursors: the id to continue below.
 std::string make_cursor(std::int64_t last_id);

@@ -16,7 +16,8 @@ namespace crcrd::admin {
 /// Queues a manual run on `sha` (40 hex, any case) of `tiers` (empty: every tier), asked for
 /// by `who`. `known_tiers` are the rules file's tiers, in order: an unknown one is refused
 /// (code "bad_request"), as is a bad SHA. Returns {"run_id", "sha", "tiers"}. Inside a writer item.
-Result<nlohmann::json> create_manual_run(store::Db& db, const nlohmann::json& body, const std::vector<std::string>& known_tiers,
+Result<nlohmann::json> create_manual_run(store::Db& db, const nlohmann::json& body,
+                                         const std::vector<std::string>& known_tiers,
                                          const std::string& who);
 
 /// Queues a new run like finished run `id` (same event, SHA, PR, refs and selection inputs),

@@ -15,11 +15,11 @@ namespace crcrd::app {
 
 /// crcrctl's exit codes (docs/operations.md).
 inline constexpr int k_exit_ok = 0;
-inline constexpr int k_exit_failure = 1;      // anything below not covered (409, 5xx, a failed pass)
-inline constexpr int k_exit_usage = 2;        // bad arguments, found locally or answered 400
-inline constexpr int k_exit_unreachable = 3;  // cannot resolve, connect, or complete TLS
-inline constexpr int k_exit_unauthorised = 4; // 401 or 403
-inline constexpr int k_exit_not_found = 5;    // 404
+inline constexpr int k_exit_failure = 1;  // anything below not covered (409, 5xx, a failed pass)
+inline constexpr int k_exit_usage = 2;    // bad arguments, found locally or answered 400
+inline constexpr int k_exit_unreachable = 3;   // cannot resolve, connect, or complete TLS
+inline constexpr int k_exit_unauthorised = 4;  // 401 or 403
+inline constexpr int k_exit_not_found = 5;     // 404
 
 /// How crcrctl reaches the daemon; the same for every command.
 struct AdminCliOptions {
@@ -77,16 +77,17 @@ std::span<const QueryOption> query_options(AdminCommand c);
 /// One admin command as parsed.
 struct AdminRequest {
     AdminCommand command = AdminCommand::runs_list;
-    std::string target;                                       // ID or NAME, for the commands on one thing
-    std::vector<std::pair<std::string, std::string>> query;   // API parameter, value
-    bool json = false;                                        // listings: the API's JSON instead of a table
-    std::string sha;                                          // runs trigger
-    std::vector<std::string> tiers;                           // runs trigger; none: every tier
+    std::string target;  // ID or NAME, for the commands on one thing
+    std::vector<std::pair<std::string, std::string>> query;  // API parameter, value
+    bool json = false;               // listings: the API's JSON instead of a table
+    std::string sha;                 // runs trigger
+    std::vector<std::string> tiers;  // runs trigger; none: every tier
 };
 
 /// Runs `req` against the daemon of `opts`. Prints the result to `out` and problems to `err`
 /// (the API's `error: detail`). Returns one of the k_exit_* codes: 2 also for an unreadable
 /// token file or a 400 (the API refused an argument: an unknown filter or a bad value).
-int admin_command(const AdminRequest& req, const AdminCliOptions& opts, std::ostream& out, std::ostream& err);
+int admin_command(const AdminRequest& req, const AdminCliOptions& opts, std::ostream& out,
+                  std::ostream& err);
 
 }  // namespace crcrd::app

@@ -12,7 +12,8 @@ namespace crcrd::app {
 struct SendOptions {
     std::string scheme = "github";  // github | standard-webhooks
     std::filesystem::path secret_file;
-    std::string url = "https://127.0.0.1:8443";  // the daemon's base URL; posts to <url>/webhook (endpoint())
+    std::string url =
+        "https://127.0.0.1:8443";  // the daemon's base URL; posts to <url>/webhook (endpoint())
     std::optional<std::filesystem::path> cacert;
     std::filesystem::path event_file;
     std::optional<std::string> event;        // X-GitHub-Event; guessed from the body when absent

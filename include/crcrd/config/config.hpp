@@ -81,7 +81,8 @@ struct SelectionConfig {
     Path rules;
     std::map<std::string, std::string> concurrency = {{"pull_request", "pr"}, {"push", "branch"}};
     bool post_merge = false;  // a merged PR's `closed` also queues a run on merge_commit_sha
-    Duration reuse_window = std::chrono::seconds(0);  // docs/verdicts.md: a tier passed on the same SHA within it is not run again
+    Duration reuse_window = std::chrono::seconds(
+        0);  // docs/verdicts.md: a tier passed on the same SHA within it is not run again
 };
 
 struct RunnerConfig {
@@ -100,7 +101,7 @@ struct SlurmConfig {
     Strings sbatch_args;                                // argv additions, never a shell string
     Path shared_root;                                   // visible on every node at this path
     Duration poll_interval = std::chrono::seconds(5);
-    std::uint32_t max_submitted = 16;                   // jobs crcrd keeps in Slurm at once
+    std::uint32_t max_submitted = 16;  // jobs crcrd keeps in Slurm at once
     /// At a stop, scancel what is still pending in Slurm (running jobs always go on).
     bool cancel_pending_on_stop = false;
     /// crcrd's binary on the nodes (it supervises the command there); default: this daemon's.
@@ -110,7 +111,7 @@ struct SlurmConfig {
 };
 
 struct ExecutionConfig {
-    std::string executor = "local";  // local | slurm
+    std::string executor = "local";      // local | slurm
     std::string rerun = "failed_tests";  // failed_tests | tier (docs/execution.md)
     std::optional<SlurmConfig> slurm;
     Strings command;
@@ -127,7 +128,8 @@ struct ExecutionConfig {
     Duration stall_timeout = std::chrono::seconds(300);
     Duration device_wait = std::chrono::minutes(30);
     Duration health_interval = std::chrono::seconds(30);
-    /// After a stall or timeout, how long a slot's devices may stay held before it goes offline (docs/execution.md).
+    /// After a stall or timeout, how long a slot's devices may stay held before it goes offline
+    /// (docs/execution.md).
     Duration card_release_timeout = std::chrono::seconds(60);
     Duration lease_ttl = std::chrono::seconds(60);
     std::uint64_t max_log_bytes = 64ULL * 1024 * 1024;
@@ -145,22 +147,24 @@ struct ClassifyConfig {
     // Defaults for a PyTorch accelerator backend (docs/reporting.md); RE2 regexes.
     // The hardware signatures docs/execution.md lists first (torch-spyre's CI maps them so): the
     // matched signature is kept in the evidence.
-    Strings device_patterns = {"RAS::VFIO::DeviceOpenFail", "RAS::CBRB::ResponseTimeout", "RAS::PCI::BusFence",
-                               "RAS::[A-Za-z0-9_]+::[A-Za-z0-9_]+", "[Ff]ailed to open (the )?(VFIO )?device",
-                               "Device or resource busy", "No (Spyre|AIU) devices? (found|available)"};
-    Strings infra_patterns = {"No space left on device",
-                              "ERROR: Could not install packages",
-                              "Could not resolve host",
-                              "Temporary failure in name resolution",
-                              "fatal: unable to access",
-                              "ModuleNotFoundError: No module named 'torch'"};
+    Strings device_patterns = {"RAS::VFIO::DeviceOpenFail",
+                               "RAS::CBRB::ResponseTimeout",
+                               "RAS::PCI::BusFence",
+                               "RAS::[A-Za-z0-9_]+::[A-Za-z0-9_]+",
+                               "[Ff]ailed to open (the )?(VFIO )?device",
+                               "Device or resource busy",
+                               "No (Spyre|AIU) devices? (found|available)"};
+    Strings infra_patterns = {
+        "No space left on device", "ERROR: Could not install packages",
+        "Could not resolve host",  "Temporary failure in name resolution",
+        "fatal: unable to access", "ModuleNotFoundError: No module named 'torch'"};
 };
 
-/// docs/verdicts.md: trunk regressions on these branches (and in scheduled runs) are placed in a range of
-/// commits; with max_runs > 0 crcrd bisects it with runs of only the failing tests.
+/// docs/verdicts.md: trunk regressions on these branches (and in scheduled runs) are placed in a
+/// range of commits; with max_runs > 0 crcrd bisects it with runs of only the failing tests.
 struct BisectConfig {
-    std::uint32_t max_runs = 0;     // 0: report the range only
-    Strings refs = {"main"};        // branch names ("main" or "refs/heads/main")
+    std::uint32_t max_runs = 0;  // 0: report the range only
+    Strings refs = {"main"};     // branch names ("main" or "refs/heads/main")
 };
 
 struct GithubReportConfig {
@@ -178,10 +182,10 @@ struct GithubReportConfig {
 /// report.crcr_callback (docs/reporting.md): the relay's callback endpoint, or a file that
 /// receives the same bodies (the demo, or a dry run before the relay is set up).
 struct CrcrCallbackConfig {
-    std::string url;                  // https://.../github/callback; or empty with `file`
-    std::optional<Path> file;         // instead of url: append each body as a JSON line
-    std::optional<Path> token_file;   // read at every use
-    Strings token_command;            // argv; stdout is the token (an OIDC JWT), cached token_ttl
+    std::string url;                 // https://.../github/callback; or empty with `file`
+    std::optional<Path> file;        // instead of url: append each body as a JSON line
+    std::optional<Path> token_file;  // read at every use
+    Strings token_command;           // argv; stdout is the token (an OIDC JWT), cached token_ttl
     Duration token_ttl = std::chrono::minutes(5);
     std::string workflow_name = "crcrd";
     std::string scheduled_event_type = "nightly";  // nightly | periodic
@@ -194,13 +198,15 @@ struct ReportConfig {
     std::optional<CrcrCallbackConfig> crcr_callback;
     // crcrd's additions (docs/reporting.md):
     std::optional<std::string> context_prefix;  // for the file sink when report.github is absent
-    std::string target_url;                      // "{run_id}" is replaced; empty: no link
+    std::string target_url;                     // "{run_id}" is replaced; empty: no link
     Duration retry_initial = std::chrono::seconds(2);
     Duration retry_max = std::chrono::minutes(10);
-    Duration timeout = std::chrono::seconds(30);  // one request to GitHub or the relay
+    Duration timeout = std::chrono::seconds(30);      // one request to GitHub or the relay
     Duration min_interval = std::chrono::seconds(1);  // between two POSTs to GitHub (its advice)
     /// The context prefix in force: report.github's, else report.context_prefix, else "crcr".
-    std::string prefix() const { return github ? github->context_prefix : context_prefix.value_or("crcr"); }
+    std::string prefix() const {
+        return github ? github->context_prefix : context_prefix.value_or("crcr");
+    }
 };
 
 struct AdminToken {
@@ -212,18 +218,19 @@ struct AdminToken {
 struct AdminConfig {
     std::vector<AdminToken> tokens;
     std::optional<std::string> listen;  // "HOST:PORT": a listener of its own for the admin API
-    std::string listen_host;             // parsed from `listen`
+    std::string listen_host;            // parsed from `listen`
     std::uint16_t listen_port = 0;
     bool metrics_public = false;
-    bool ui_public = false;       // the dashboard readable without a token (writes still need an admin session)
+    bool ui_public =
+        false;  // the dashboard readable without a token (writes still need an admin session)
 };
 
 /// recovery: (docs/ingest.md) finding the deliveries GitHub failed to make while crcrd was
 /// down, through the hook's delivery log, and asking GitHub to redeliver them.
 struct RecoveryConfig {
-    std::string repo;                  // the repository hook: {repo, hook_id}
+    std::string repo;  // the repository hook: {repo, hook_id}
     std::int64_t hook_id = 0;
-    bool app = false;                  // or the GitHub App's own hook (App JWT)
+    bool app = false;  // or the GitHub App's own hook (App JWT)
     Duration interval = std::chrono::minutes(10);
     Duration lookback = std::chrono::hours(72);  // the first pass; GitHub keeps 3 days
 };

@@ -26,7 +26,7 @@ struct ParseContext {
 };
 
 class YamlMap {
-public:
+  public:
     /// `node` may be undefined or null (an absent section): every getter then leaves its
     /// default, and `required` keys are reported missing.
     YamlMap(const ParseContext& ctx, const YAML::Node& node, std::string path);
@@ -62,7 +62,7 @@ public:
     void error(const std::string& key, const std::string& message) const;
     const std::filesystem::path& base_dir() const { return m_ctx.base_dir; }
 
-private:
+  private:
     std::optional<std::string> scalar(const std::string& key, const YAML::Node& n);
 
     const ParseContext& m_ctx;

@@ -26,7 +26,8 @@ Status write_file_atomic(const std::filesystem::path& path, const std::string& t
 std::string trim(std::string text);
 
 /// The path of this process's executable (/proc/self/exe), also after a package upgrade has
-/// replaced it (the new file at the same path). Read once per process; empty when /proc was unreadable.
+/// replaced it (the new file at the same path). Read once per process; empty when /proc was
+/// unreadable.
 std::string self_executable();
 
 }  // namespace crcrd

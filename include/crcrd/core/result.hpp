@@ -18,8 +18,8 @@ struct Error {
 /// throws std::bad_variant_access.
 template <class T>
 class [[nodiscard]] Result {
-public:
-    Result(T value) : m_v(std::move(value)) {}  // NOLINT(google-explicit-constructor)
+  public:
+    Result(T value) : m_v(std::move(value)) {}      // NOLINT(google-explicit-constructor)
     Result(Error error) : m_v(std::move(error)) {}  // NOLINT(google-explicit-constructor)
 
     bool ok() const { return m_v.index() == 0; }
@@ -35,7 +35,7 @@ public:
     T& operator*() & { return value(); }
     const T& operator*() const& { return value(); }
 
-private:
+  private:
     std::variant<T, Error> m_v;
 };
 

@@ -1,7 +1,7 @@
 #pragma once
 // The words crcrd's states, classes and sinks are spelt with, in one place (docs/selection.md,
-// docs/execution.md, docs/verdicts.md, docs/reporting.md). Each enum's names are the exact texts the
-// database's CHECK constraints, the admin API, the statuses, the callbacks and the logs use;
+// docs/execution.md, docs/verdicts.md, docs/reporting.md). Each enum's names are the exact texts
+// the database's CHECK constraints, the admin API, the statuses, the callbacks and the logs use;
 // the enumerators are listed in the order the admin API's error messages list them. Header-only
 // and constexpr: classify, exec and select use it without storage.
 
@@ -16,9 +16,18 @@ namespace crcrd {
 enum class RunState { queued, running, completed, cancelled };
 /// A job's (one attempt of a tier) state (jobs.state).
 enum class JobState { queued, leased, running, completed, cancelled };
-/// A class of a job or run (docs/verdicts.md) (jobs.conclusion, runs.conclusion). `pre_existing`: a PR's
-/// failures that fail on its base too (docs/verdicts.md).
-enum class Conclusion { passed, flaky, regression, infra_error, device_unavailable, timeout, cancelled, pre_existing };
+/// A class of a job or run (docs/verdicts.md) (jobs.conclusion, runs.conclusion). `pre_existing`: a
+/// PR's failures that fail on its base too (docs/verdicts.md).
+enum class Conclusion {
+    passed,
+    flaky,
+    regression,
+    infra_error,
+    device_unavailable,
+    timeout,
+    cancelled,
+    pre_existing
+};
 /// What queued a run (runs.event).
 enum class RunEvent { pull_request, push, schedule, manual, bisect };
 /// What ingest decided about a webhook delivery (deliveries.verdict).
@@ -38,24 +47,29 @@ struct Vocab;
 
 template <>
 struct Vocab<RunState> {
-    static constexpr std::array<std::string_view, 4> names{"queued", "running", "completed", "cancelled"};
+    static constexpr std::array<std::string_view, 4> names{"queued", "running", "completed",
+                                                           "cancelled"};
 };
 template <>
 struct Vocab<JobState> {
-    static constexpr std::array<std::string_view, 5> names{"queued", "leased", "running", "completed", "cancelled"};
+    static constexpr std::array<std::string_view, 5> names{"queued", "leased", "running",
+                                                           "completed", "cancelled"};
 };
 template <>
 struct Vocab<Conclusion> {
-    static constexpr std::array<std::string_view, 8> names{"passed",  "flaky",     "regression", "infra_error",
-                                                           "device_unavailable", "timeout", "cancelled", "pre_existing"};
+    static constexpr std::array<std::string_view, 8> names{
+        "passed",  "flaky",     "regression",  "infra_error", "device_unavailable",
+        "timeout", "cancelled", "pre_existing"};
 };
 template <>
 struct Vocab<RunEvent> {
-    static constexpr std::array<std::string_view, 5> names{"pull_request", "push", "schedule", "manual", "bisect"};
+    static constexpr std::array<std::string_view, 5> names{"pull_request", "push", "schedule",
+                                                           "manual", "bisect"};
 };
 template <>
 struct Vocab<Verdict> {
-    static constexpr std::array<std::string_view, 6> names{"queued", "duplicate", "ignored", "cancelled", "pong", "rejected"};
+    static constexpr std::array<std::string_view, 6> names{"queued",    "duplicate", "ignored",
+                                                           "cancelled", "pong",      "rejected"};
 };
 template <>
 struct Vocab<Sink> {
@@ -96,10 +110,14 @@ constexpr std::optional<E> from_string(std::string_view text) {
 }
 
 /// A run that has not ended: queued or running.
-constexpr bool is_open(RunState s) { return s == RunState::queued || s == RunState::running; }
+constexpr bool is_open(RunState s) {
+    return s == RunState::queued || s == RunState::running;
+}
 
 /// A job that has not ended: queued, leased or running.
-constexpr bool is_open(JobState s) { return s == JobState::queued || s == JobState::leased || s == JobState::running; }
+constexpr bool is_open(JobState s) {
+    return s == JobState::queued || s == JobState::leased || s == JobState::running;
+}
 
 /// A class that lets the next tier start and reports success: passed, flaky, or pre_existing
 /// (the failing tests fail on the base too: not this change's doing, docs/verdicts.md).
@@ -107,22 +125,33 @@ constexpr bool is_pass(Conclusion c) {
     return c == Conclusion::passed || c == Conclusion::flaky || c == Conclusion::pre_existing;
 }
 
-/// An infrastructure-class failure, retried while attempts remain: infra_error or device_unavailable.
-constexpr bool is_infra(Conclusion c) { return c == Conclusion::infra_error || c == Conclusion::device_unavailable; }
+/// An infrastructure-class failure, retried while attempts remain: infra_error or
+/// device_unavailable.
+constexpr bool is_infra(Conclusion c) {
+    return c == Conclusion::infra_error || c == Conclusion::device_unavailable;
+}
 
-/// A class's rank when a run takes its most severe tier's class; lower is more severe (docs/verdicts.md):
-/// regression 0, infra_error 1, device_unavailable 2, timeout 3, pre_existing 4, flaky 5,
-/// passed 6, and cancelled 7 (it never outranks a tier that ended otherwise).
+/// A class's rank when a run takes its most severe tier's class; lower is more severe
+/// (docs/verdicts.md): regression 0, infra_error 1, device_unavailable 2, timeout 3, pre_existing
+/// 4, flaky 5, passed 6, and cancelled 7 (it never outranks a tier that ended otherwise).
 constexpr int severity(Conclusion c) {
     switch (c) {
-        case Conclusion::regression: return 0;
-        case Conclusion::infra_error: return 1;
-        case Conclusion::device_unavailable: return 2;
-        case Conclusion::timeout: return 3;
-        case Conclusion::pre_existing: return 4;
-        case Conclusion::flaky: return 5;
-        case Conclusion::passed: return 6;
-        case Conclusion::cancelled: return 7;
+        case Conclusion::regression:
+            return 0;
+        case Conclusion::infra_error:
+            return 1;
+        case Conclusion::device_unavailable:
+            return 2;
+        case Conclusion::timeout:
+            return 3;
+        case Conclusion::pre_existing:
+            return 4;
+        case Conclusion::flaky:
+            return 5;
+        case Conclusion::passed:
+            return 6;
+        case Conclusion::cancelled:
+            return 7;
     }
     return 7;
 }

@@ -37,8 +37,8 @@ struct JobToRun {
     std::vector<std::string> labels;
     std::chrono::milliseconds timeout{std::chrono::hours(1)};
     std::string slot;  // the leased slot
-    /// A rerun of a failed tier (docs/execution.md): the tests that failed in the previous attempt, given to
-    /// the command as CRCR_RERUN_FILE. Empty: not a rerun, or execution.rerun is `tier`.
+    /// A rerun of a failed tier (docs/execution.md): the tests that failed in the previous attempt,
+    /// given to the command as CRCR_RERUN_FILE. Empty: not a rerun, or execution.rerun is `tier`.
     std::vector<std::string> rerun_tests;
 };
 
@@ -77,11 +77,13 @@ struct RawOutcome {
     std::vector<TestResult> results;
     std::optional<std::string> junit_error;  // malformed or refused JUnit output
     std::string log_path;
-    std::string log_text;                    // the kept log (head and tail), for the classifier
-    nlohmann::json metadata = nlohmann::json::object();  // the attempt's metadata (docs/execution.md)
-    nlohmann::json health = nullptr;         // the health check that ran before, if any
-    /// After a stall or a timeout (docs/execution.md): the slot's state once its devices were released (or
-    /// not, within card_release_timeout), as a health record; not ok takes the slot offline.
+    std::string log_text;  // the kept log (head and tail), for the classifier
+    nlohmann::json metadata =
+        nlohmann::json::object();     // the attempt's metadata (docs/execution.md)
+    nlohmann::json health = nullptr;  // the health check that ran before, if any
+    /// After a stall or a timeout (docs/execution.md): the slot's state once its devices were
+    /// released (or not, within card_release_timeout), as a health record; not ok takes the slot
+    /// offline.
     nlohmann::json health_after = nullptr;
     /// The cluster ended the attempt for a reason of its own (a node failed, out of memory, a
     /// cancel nobody here asked for): infra_error, retried, with this reason.
@@ -98,7 +100,7 @@ struct RawOutcome {
 };
 
 class Executor {
-public:
+  public:
     virtual ~Executor() = default;
     /// The slots this executor offers now (they change on reload). Never blocks.
     virtual std::vector<SlotOffer> slots() const = 0;
@@ -106,7 +108,8 @@ public:
     /// check and the workspace first, then `hooks.may_start()` right before the command (or
     /// its submission) starts, then `hooks.on_running`. `cancel` asks it to stop (a command
     /// already started is stopped at the next look). Never throws for anything a test does.
-    virtual RawOutcome run(const JobToRun& job, const std::atomic<bool>& cancel, const AttemptHooks& hooks) = 0;
+    virtual RawOutcome run(const JobToRun& job, const std::atomic<bool>& cancel,
+                           const AttemptHooks& hooks) = 0;
     /// Blocking: the slot's health check now, as {"ok": bool, "at", "exit_status", "output"}.
     virtual nlohmann::json check_health(const std::string& slot) = 0;
     /// Ends whatever attempt `job_id` of a previous daemon left running; how many processes.
@@ -116,15 +119,16 @@ public:
     /// still exists outside the daemon (`external_id` as stored, or found by the job's id when
     /// the daemon died before storing it), so that adopt() collects it. nullopt: nothing to
     /// adopt (the local executor: its processes died with their init), the job is abandoned.
-    virtual std::optional<std::string> adoptable(std::int64_t job_id, const std::optional<std::string>& external_id) {
+    virtual std::optional<std::string> adoptable(std::int64_t job_id,
+                                                 const std::optional<std::string>& external_id) {
         (void)job_id;
         (void)external_id;
         return std::nullopt;
     }
     /// Watches an attempt a previous daemon started (an id adoptable() returned) to its end,
     /// like run() without starting anything (`hooks.may_start` is not asked).
-    virtual RawOutcome adopt(const JobToRun& job, const std::string& external_id, const std::atomic<bool>& cancel,
-                             const AttemptHooks& hooks) {
+    virtual RawOutcome adopt(const JobToRun& job, const std::string& external_id,
+                             const std::atomic<bool>& cancel, const AttemptHooks& hooks) {
         (void)job;
         (void)external_id;
         (void)cancel;

@@ -23,18 +23,20 @@ struct JobContext {
     std::optional<std::filesystem::path> pytorch_dir;  // the pinned checkout, when a mirror is set
     std::optional<std::int64_t> pr;
     std::string slot;
-    std::filesystem::path job_dir;    // fresh, the command's cwd and HOME
-    std::filesystem::path tests_file; // inside job_dir
-    std::filesystem::path junit_dir;  // inside job_dir
-    /// The rerun of a failed tier (docs/execution.md, execution.rerun: failed_tests): the failed test ids of
-    /// the previous attempt, one per line, as CRCR_RERUN_FILE. Unset on a first attempt.
+    std::filesystem::path job_dir;     // fresh, the command's cwd and HOME
+    std::filesystem::path tests_file;  // inside job_dir
+    std::filesystem::path junit_dir;   // inside job_dir
+    /// The rerun of a failed tier (docs/execution.md, execution.rerun: failed_tests): the failed
+    /// test ids of the previous attempt, one per line, as CRCR_RERUN_FILE. Unset on a first
+    /// attempt.
     std::optional<std::filesystem::path> rerun_file;
 };
 
 /// The environment, in order: PATH, HOME (the job directory), LANG; then
 /// `execution.env`; then the slot's `env` (a slot's value wins over the global one); then the
 /// CRCR_* variables, which nothing overrides. PATH may be set by either env map.
-std::vector<std::string> job_environment(const JobContext& ctx, const std::map<std::string, std::string>& execution_env,
+std::vector<std::string> job_environment(const JobContext& ctx,
+                                         const std::map<std::string, std::string>& execution_env,
                                          const std::map<std::string, std::string>& slot_env);
 
 /// Writes one test per line into ctx.tests_file, ${PYTORCH_DIR} replaced by the checkout
@@ -43,13 +45,14 @@ Status write_tests_file(const JobContext& ctx, const std::vector<std::string>& t
 
 /// What the sandbox must hide and what it must expose.
 struct SandboxSpec {
-    std::vector<std::filesystem::path> hidden_dirs;   // tmpfs over each (config dir, state dir, work root)
+    std::vector<std::filesystem::path>
+        hidden_dirs;  // tmpfs over each (config dir, state dir, work root)
     std::vector<std::filesystem::path> hidden_files;  // /dev/null over each (secrets, tokens, keys)
     std::filesystem::path job_dir;                    // bound read-write
-    std::optional<std::filesystem::path> pytorch_dir; // bound read-only
-    std::vector<std::string> devices;                 // the slot's devices, bound in
-    std::optional<std::filesystem::path> command_dir; // bound read-only (it may lie under /tmp)
-    bool no_network = false;                          // execution.network: none
+    std::optional<std::filesystem::path> pytorch_dir;  // bound read-only
+    std::vector<std::string> devices;                  // the slot's devices, bound in
+    std::optional<std::filesystem::path> command_dir;  // bound read-only (it may lie under /tmp)
+    bool no_network = false;                           // execution.network: none
     /// When the daemon runs as root: the unprivileged account the command runs as (bubblewrap
     /// mounts as root, then `setpriv` drops to it with no capabilities). Unset: the daemon is
     /// not root, and bubblewrap runs in a user namespace of the daemon's own uid.

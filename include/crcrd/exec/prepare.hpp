@@ -1,9 +1,9 @@
 #pragma once
 // One attempt's files and process, the same for every executor (docs/execution.md): the
 // workspace and pinned checkout, the tests file, the exact environment, the account and the
-// bubblewrap sandbox around the command, the attempt's metadata; and, once it ended, its JUnit results
-// and log. The local executor runs the ProcessSpec here; the Slurm executor has crcrd run it
-// on a node (exec/slurm/node_job.hpp).
+// bubblewrap sandbox around the command, the attempt's metadata; and, once it ended, its JUnit
+// results and log. The local executor runs the ProcessSpec here; the Slurm executor has crcrd run
+// it on a node (exec/slurm/node_job.hpp).
 
 #include <filesystem>
 #include <map>
@@ -49,15 +49,16 @@ struct PreparedAttempt {
 /// Prepares `job`'s attempt: the workspace under `execution.work_root` (with a pinned checkout
 /// when a mirror is set), the tests file, the log at `<log_dir>/<job_id>.log`, and the
 /// process to run. An error (code infra_error) says which step failed; nothing is left behind.
-Result<PreparedAttempt> prepare_attempt(const ExecutorSettings& s, const JobToRun& job, const SlotSpec& slot,
-                                        const std::filesystem::path& log_dir);
+Result<PreparedAttempt> prepare_attempt(const ExecutorSettings& s, const JobToRun& job,
+                                        const SlotSpec& slot, const std::filesystem::path& log_dir);
 
 /// What the supervised process left, as a RawOutcome: its JUnit results, the kept log, the
 /// metadata's end; the workspace is released (kept for a look unless it was a clean pass).
-void collect_attempt(const ExecutorSettings& s, const PreparedAttempt& a, const ProcessResult& proc, bool cancelled,
-                     RawOutcome& out);
+void collect_attempt(const ExecutorSettings& s, const PreparedAttempt& a, const ProcessResult& proc,
+                     bool cancelled, RawOutcome& out);
 
 /// The first line a command prints (a version, a SHA), or "" when it fails.
-std::string first_line_of(const std::vector<std::string>& argv, const std::optional<std::filesystem::path>& cwd = {});
+std::string first_line_of(const std::vector<std::string>& argv,
+                          const std::optional<std::filesystem::path>& cwd = {});
 
 }  // namespace crcrd::exec

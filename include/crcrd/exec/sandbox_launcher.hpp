@@ -55,10 +55,12 @@ int run_client(const std::string& socket, const std::vector<std::string>& argv, 
 struct PeerFacts {
     uid_t uid = static_cast<uid_t>(-1);  // SO_PEERCRED
     pid_t pid = 0;                       // SO_PEERCRED, in the launcher's pid namespace
-    std::optional<pid_t> pidfd_pid;      // the pid the request's pid descriptor names; nullopt: none sent
-    bool alive = false;                  // that process outlived the reads below (its pid was not reused)
-    int pid_ns_depth = -1;               // 0: the launcher's pid namespace; n: nested n deep; -1: unknown
-    std::optional<bool> in_cgroup;       // in the policy's cgroup or below; nullopt: not asked, or unreadable
+    std::optional<pid_t>
+        pidfd_pid;          // the pid the request's pid descriptor names; nullopt: none sent
+    bool alive = false;     // that process outlived the reads below (its pid was not reused)
+    int pid_ns_depth = -1;  // 0: the launcher's pid namespace; n: nested n deep; -1: unknown
+    std::optional<bool>
+        in_cgroup;  // in the policy's cgroup or below; nullopt: not asked, or unreadable
 };
 
 /// Whom the launcher serves: its own user (or root), in its own pid namespace, and in

@@ -24,10 +24,10 @@
 namespace crcrd::exec {
 
 struct ProcessSpec {
-    std::vector<std::string> argv;        // argv[0]: absolute, or looked up in env's PATH
-    std::vector<std::string> env;         // "NAME=value": the whole environment
-    std::filesystem::path cwd;            // the job directory
-    std::filesystem::path log_path;       // created (truncated)
+    std::vector<std::string> argv;   // argv[0]: absolute, or looked up in env's PATH
+    std::vector<std::string> env;    // "NAME=value": the whole environment
+    std::filesystem::path cwd;       // the job directory
+    std::filesystem::path log_path;  // created (truncated)
     std::uint64_t max_log_bytes = 64ULL << 20;
     std::chrono::milliseconds timeout{std::chrono::hours(1)};
     std::chrono::milliseconds stall_timeout{std::chrono::minutes(5)};
@@ -35,16 +35,17 @@ struct ProcessSpec {
     /// Run as this user and group (isolation: user): supplementary groups dropped first.
     std::optional<uid_t> uid;
     std::optional<gid_t> gid;
-    std::vector<gid_t> groups;  // supplementary groups with `gid` (e.g. one that may open the devices)
+    std::vector<gid_t>
+        groups;  // supplementary groups with `gid` (e.g. one that may open the devices)
     /// Called once the command runs, with the pid of the job's init (to record it for recovery).
     std::function<void(pid_t)> on_start;
 };
 
 struct ProcessResult {
-    std::optional<int> exit_code;  // set when it exited
-    std::optional<int> signal;     // set when a signal ended it
-    bool timed_out = false;        // the tier timeout fired
-    bool stalled = false;          // the stall timeout fired
+    std::optional<int> exit_code;    // set when it exited
+    std::optional<int> signal;       // set when a signal ended it
+    bool timed_out = false;          // the tier timeout fired
+    bool stalled = false;            // the stall timeout fired
     std::uint64_t output_bytes = 0;  // everything it wrote, kept or not
     bool log_truncated = false;
     std::chrono::milliseconds duration{0};
@@ -59,6 +60,7 @@ Result<std::string> job_init_program();
 /// Runs `spec` to its end. `cancel`, when set to true by another thread, ends the command
 /// like a timeout (SIGTERM, grace, SIGKILL) and returns. Errors only when it could not be
 /// started (no such program, no log file); the program's own failure is a result.
-Result<ProcessResult> run_supervised(const ProcessSpec& spec, const std::atomic<bool>* cancel = nullptr);
+Result<ProcessResult> run_supervised(const ProcessSpec& spec,
+                                     const std::atomic<bool>* cancel = nullptr);
 
 }  // namespace crcrd::exec

@@ -22,8 +22,9 @@ struct Workspace {
 /// Prepares `<work_root>/jobs/<job_id>` (emptied if it exists) and, with a mirror,
 /// `<work_root>/checkouts/<job_id>` at `sha`. Errors have code "infra_error" and say which
 /// step failed: too little free space (`execution.min_free_bytes`), the directory, the checkout.
-Result<Workspace> prepare_workspace(const config::ExecutionConfig& exec, const config::UpstreamConfig& upstream,
-                                    std::int64_t job_id, const std::string& sha);
+Result<Workspace> prepare_workspace(const config::ExecutionConfig& exec,
+                                    const config::UpstreamConfig& upstream, std::int64_t job_id,
+                                    const std::string& sha);
 
 /// Removes the workspace, unless `failed` and `execution.keep_failed_workspaces`.
 void release_workspace(const Workspace& ws, const config::ExecutionConfig& exec,

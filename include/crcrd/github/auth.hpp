@@ -20,7 +20,8 @@ namespace crcrd::github {
 
 /// A GitHub App JWT: {"alg":"RS256","typ":"JWT"}.{"iat": now-60, "exp": now+540, "iss": app_id},
 /// signed with the PEM private key. Errors name the key file.
-Result<std::string> make_app_jwt(std::int64_t app_id, const std::string& private_key_pem, SystemTime now);
+Result<std::string> make_app_jwt(std::int64_t app_id, const std::string& private_key_pem,
+                                 SystemTime now);
 
 /// The headers every request to GitHub's REST API carries besides Authorization (the client
 /// adds `User-Agent: crcrd/<version>`).
@@ -29,7 +30,7 @@ http::Headers api_headers();
 /// The credentials of one `report.github` section. Thread-safe; never logs or returns a
 /// token in an error message.
 class Auth {
-public:
+  public:
     Auth(config::GithubReportConfig cfg, std::chrono::milliseconds timeout);
     /// A token for `Authorization: Bearer`: the token file's current content, or a cached
     /// installation token (a new one when the cache is within 5 minutes of `expires_at`).
@@ -37,7 +38,7 @@ public:
     /// Forgets a cached installation token (GitHub answered 401).
     void invalidate();
 
-private:
+  private:
     config::GithubReportConfig m_cfg;
     std::chrono::milliseconds m_timeout;
     std::mutex m_mu;

@@ -38,7 +38,7 @@ struct ListOutcome {
 };
 
 class Client {
-public:
+  public:
     /// `api_url` (trailing slashes ignored) is the only origin requests go to; `token` is sent
     /// as `Authorization: Bearer`. Never logs the token.
     Client(std::string api_url, std::string token, std::optional<std::filesystem::path> ca_file,
@@ -57,8 +57,9 @@ public:
     ListOutcome list(const std::string& path, int max_pages,
                      const std::function<bool(const nlohmann::json& page)>& on_page) const;
 
-private:
-    Result<http::ClientResponse> send(const std::string& method, const std::string& url, const std::string& body) const;
+  private:
+    Result<http::ClientResponse> send(const std::string& method, const std::string& url,
+                                      const std::string& body) const;
 
     std::string m_base;
     std::string m_token;

@@ -41,14 +41,17 @@ struct ClientResponse {
     int status = 0;
     Headers headers;
     std::string body;
-    std::optional<std::string_view> header(std::string_view name) const { return find_header(headers, name); }
+    std::optional<std::string_view> header(std::string_view name) const {
+        return find_header(headers, name);
+    }
 };
 
 /// Sends one request, on a connection kept from an earlier request to the same origin (and CA
 /// file) when the server kept it open, else on a new one; a kept one that fails is replaced
 /// once, so a request may be sent twice. Errors: "network" (resolve, connect, TLS, peer
 /// verification, timeout) with the reason; any HTTP status is a success here.
-Result<ClientResponse> send(const std::string& method, const std::string& url, const Headers& headers,
-                            const std::string& body, const ClientOptions& opts = {});
+Result<ClientResponse> send(const std::string& method, const std::string& url,
+                            const Headers& headers, const std::string& body,
+                            const ClientOptions& opts = {});
 
 }  // namespace crcrd::http

@@ -1,7 +1,7 @@
 #pragma once
-// Log lines for rejected requests (docs/ingest.md, docs/operations.md): the first rejection from an address in
-// a minute is logged in full, the rest are counted and logged as one summary line when the
-// minute ends, so a flood from one client cannot become a flood of log lines. The webhook's
+// Log lines for rejected requests (docs/ingest.md, docs/operations.md): the first rejection from an
+// address in a minute is logged in full, the rest are counted and logged as one summary line when
+// the minute ends, so a flood from one client cannot become a flood of log lines. The webhook's
 // rejections and the admin API's failed authentications each keep one.
 
 #include <chrono>
@@ -15,11 +15,11 @@
 namespace crcrd::http {
 
 class RejectLog {
-public:
+  public:
     using Clock = std::chrono::steady_clock;
     /// `what` names the rejections in the summary lines ("rejected requests").
-    explicit RejectLog(std::chrono::seconds window = std::chrono::seconds(60), std::size_t max_addresses = 10'000,
-                       std::string what = "rejected requests")
+    explicit RejectLog(std::chrono::seconds window = std::chrono::seconds(60),
+                       std::size_t max_addresses = 10'000, std::string what = "rejected requests")
         : m_window(window), m_max_addresses(max_addresses), m_what(std::move(what)) {}
 
     /// Counts a rejection from `address` (an IP, without port) answered with `status`.
@@ -31,7 +31,7 @@ public:
     /// 1532 more in the last minute not logged one by one (401 x1530, 413 x2)".
     std::vector<std::string> flush(Clock::time_point now = Clock::now());
 
-private:
+  private:
     struct Window {
         Clock::time_point start;
         std::uint64_t suppressed = 0;

@@ -1,7 +1,7 @@
 #pragma once
-// The HTTPS listener (docs/ingest.md, docs/security.md, STYLE.md "Async and networking"): one coroutine
-// per connection, TLS 1.2+ with AEAD suites only, a handshake deadline, keep-alive, a deadline
-// on every read and write, header/trailer and body limits that never throw, a cap on
+// The HTTPS listener (docs/ingest.md, docs/security.md, STYLE.md "Async and networking"): one
+// coroutine per connection, TLS 1.2+ with AEAD suites only, a handshake deadline, keep-alive, a
+// deadline on every read and write, header/trailer and body limits that never throw, a cap on
 // concurrent connections in total and per client address, and a bounded drain on shutdown.
 
 #include <boost/asio/awaitable.hpp>
@@ -31,11 +31,12 @@ using Handler = std::function<boost::asio::awaitable<Response>(Request&)>;
 Status check_tls(const config::TlsConfig& tls);
 
 class Server {
-public:
+  public:
     /// `contexts[0]` accepts; connections are spread round-robin over all of them. Each
     /// context is meant to be run by exactly one thread (no locking inside Asio), so a
     /// connection never needs a strand.
-    Server(std::vector<boost::asio::io_context*> contexts, config::ServerConfig cfg, Handler handler);
+    Server(std::vector<boost::asio::io_context*> contexts, config::ServerConfig cfg,
+           Handler handler);
     ~Server();
     Server(const Server&) = delete;
     Server& operator=(const Server&) = delete;
@@ -62,7 +63,7 @@ public:
 
     struct Impl;  // defined in server.cpp; public only so its coroutines can name it
 
-private:
+  private:
     std::shared_ptr<Impl> m_impl;
 };
 

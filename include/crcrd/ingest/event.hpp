@@ -23,22 +23,22 @@ enum class Intent {
 /// not carry the field.
 struct Event {
     Intent intent = Intent::ignore;
-    std::string reason;             // for ignore
-    std::string form;               // "crcr-v1" | "pytorch-pr-trigger" | "pytorch-crcr" | "github" | "ping"
-    std::string event;              // "pull_request" | "push" (the upstream event; the trust "event type")
-    std::string action;             // upstream action ("synchronize", "closed", ...) or dispatch action
-    std::string sha;                // pinned: 40 lower-case hex, never all zeros (for run)
+    std::string reason;  // for ignore
+    std::string form;    // "crcr-v1" | "pytorch-pr-trigger" | "pytorch-crcr" | "github" | "ping"
+    std::string event;   // "pull_request" | "push" (the upstream event; the trust "event type")
+    std::string action;  // upstream action ("synchronize", "closed", ...) or dispatch action
+    std::string sha;     // pinned: 40 lower-case hex, never all zeros (for run)
     std::optional<std::int64_t> pr;
-    std::string ref;                // "refs/heads/main", "refs/pull/2/head", ...
+    std::string ref;  // "refs/heads/main", "refs/pull/2/head", ...
     std::string base_ref;
-    std::string base_sha;           // 40 lower-case hex or empty
+    std::string base_sha;                         // 40 lower-case hex or empty
     std::optional<std::string> merge_commit_sha;  // a closed PR's, when it was merged
-    std::optional<std::string> upstream_repo;    // the PyTorch repo named in the payload
-    std::optional<std::string> head_repo;        // a PR's head repo (fork when != upstream)
+    std::optional<std::string> upstream_repo;     // the PyTorch repo named in the payload
+    std::optional<std::string> head_repo;         // a PR's head repo (fork when != upstream)
     std::vector<std::string> labels;
-    std::optional<std::string> downstream_repo;  // repository.full_name of a dispatch webhook
-    std::optional<std::string> sender;           // sender.login of a dispatch webhook
-    std::optional<std::string> crcr_delivery_id; // client_payload.delivery_id
+    std::optional<std::string> downstream_repo;   // repository.full_name of a dispatch webhook
+    std::optional<std::string> sender;            // sender.login of a dispatch webhook
+    std::optional<std::string> crcr_delivery_id;  // client_payload.delivery_id
     std::optional<std::vector<std::string>> changed_files;  // payload-given changed paths
     std::optional<std::vector<std::string>> push_files;     // union of push commits' paths
     std::size_t push_commit_count = 0;

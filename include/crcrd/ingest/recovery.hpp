@@ -34,9 +34,10 @@ struct HookDelivery {
 /// The guids to redeliver, each with the id of its newest delivery: none of the guid's
 /// deliveries succeeded (2xx), crcrd did not accept it, and it was not redelivered before.
 /// `deliveries` may be in any order. Pure: the tests feed it tables.
-std::vector<std::pair<std::string, std::int64_t>> to_redeliver(const std::vector<HookDelivery>& deliveries,
-                                                               const std::function<bool(const std::string&)>& accepted,
-                                                               const std::function<bool(const std::string&)>& redelivered);
+std::vector<std::pair<std::string, std::int64_t>> to_redeliver(
+    const std::vector<HookDelivery>& deliveries,
+    const std::function<bool(const std::string&)>& accepted,
+    const std::function<bool(const std::string&)>& redelivered);
 
 struct RecoverySettings {
     config::RecoveryConfig recovery;
@@ -45,7 +46,7 @@ struct RecoverySettings {
 };
 
 class Recovery {
-public:
+  public:
     Recovery(store::Writer& writer, std::filesystem::path db_path, RecoverySettings settings);
     ~Recovery();
     /// Runs a first pass at once, then every interval.
@@ -55,7 +56,7 @@ public:
     void set_settings(RecoverySettings settings);
     void stop();
 
-private:
+  private:
     void loop();
     void pass();
 

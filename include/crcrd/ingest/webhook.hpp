@@ -12,8 +12,8 @@
 
 #include "crcrd/config/config.hpp"
 #include "crcrd/http/message.hpp"
-#include "crcrd/ingest/event.hpp"
 #include "crcrd/http/reject_log.hpp"
+#include "crcrd/ingest/event.hpp"
 #include "crcrd/ingest/signature.hpp"
 #include "crcrd/store/deliveries.hpp"
 #include "crcrd/store/writer.hpp"
@@ -45,7 +45,7 @@ struct Evaluation {
 Evaluation evaluate(const http::Request& req, const Policy& policy, std::int64_t now_unix);
 
 class WebhookHandler {
-public:
+  public:
     WebhookHandler(std::shared_ptr<const Policy> policy, store::Writer& writer);
 
     /// Swaps the policy atomically; requests in flight finish with the one they started with.
@@ -57,7 +57,7 @@ public:
     /// Logs the summaries of rejection floods whose minute ended; call it about once a minute.
     void flush_reject_log();
 
-private:
+  private:
     std::shared_ptr<const Policy> policy() const;
 
     mutable std::mutex m_mu;

@@ -6,8 +6,8 @@
 // context whose state or description changed.
 
 #include <cstdint>
-#include <mutex>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 
@@ -26,14 +26,14 @@ struct OutboxSettings {
     /// report.target_url with "{run_id}" replaced; empty: no link.
     std::string target_url;
     // The relay callback (docs/reporting.md):
-    std::string public_url;                        // server.public_url, for the run and log links
+    std::string public_url;  // server.public_url, for the run and log links
     std::string workflow_name = "crcrd";
     std::string scheduled_event_type = "nightly";
     std::string upstream_repo = "pytorch/pytorch";
 };
 
-/// The relay's `workflow.conclusion` for a class (docs/verdicts.md): passed, flaky → success; regression →
-/// failure; timeout → timed_out; cancelled → cancelled; the rest → neutral.
+/// The relay's `workflow.conclusion` for a class (docs/verdicts.md): passed, flaky → success;
+/// regression → failure; timeout → timed_out; cancelled → cancelled; the rest → neutral.
 std::string relay_conclusion(Conclusion crcr_class);
 
 /// What a relay callback is built from: the run as the relay dispatched it, and one attempt
@@ -58,9 +58,11 @@ struct CallbackJob {
 /// The body of one callback (docs/reporting.md): `in_progress` when `completed` is false.
 /// The ids are strings as the relay's own reporter sends them; `check_run_id` is the job id,
 /// the same in both callbacks of an attempt (HUD keys its row on it).
-nlohmann::json callback_body(const CallbackRun& run, const CallbackJob& job, bool completed, const OutboxSettings& s);
+nlohmann::json callback_body(const CallbackRun& run, const CallbackJob& job, bool completed,
+                             const OutboxSettings& s);
 
-/// A GitHub status state and description for a class (docs/verdicts.md) (descriptions ≤ 140 characters).
+/// A GitHub status state and description for a class (docs/verdicts.md) (descriptions ≤ 140
+/// characters).
 struct StatusText {
     std::string state;  // pending | success | failure | error
     std::string description;
@@ -75,8 +77,9 @@ void sync_dirty(store::Db& db, const OutboxSettings& settings);
 
 /// Holds the settings the writer's hook reads; replaced on SIGHUP.
 class OutboxHook {
-public:
-    explicit OutboxHook(OutboxSettings s) : m_settings(std::make_shared<const OutboxSettings>(std::move(s))) {}
+  public:
+    explicit OutboxHook(OutboxSettings s)
+        : m_settings(std::make_shared<const OutboxSettings>(std::move(s))) {}
     void set(OutboxSettings s) {
         std::lock_guard lk(m_mu);
         m_settings = std::make_shared<const OutboxSettings>(std::move(s));
@@ -90,7 +93,7 @@ public:
         sync_dirty(db, *s);
     }
 
-private:
+  private:
     std::mutex m_mu;
     std::shared_ptr<const OutboxSettings> m_settings;
 };

@@ -14,14 +14,14 @@ namespace crcrd::report {
 /// of `token_command` (an argv run without a shell, e.g. a helper that mints an OIDC token
 /// for the audience `pytorch-cross-repo-ci-relay`), cached for `token_ttl`.
 class RelayToken {
-public:
+  public:
     explicit RelayToken(config::CrcrCallbackConfig cfg) : m_cfg(std::move(cfg)) {}
     /// The token; errors say why the file or the command gave none (never the token).
     Result<std::string> token();
     /// Forgets a cached token (the relay answered 401: it may have expired).
     void invalidate();
 
-private:
+  private:
     config::CrcrCallbackConfig m_cfg;
     std::mutex m_mu;
     std::string m_cached;

@@ -37,7 +37,7 @@ struct SenderSettings {
 SenderSettings sender_settings(const config::ReportConfig& r);
 
 class Sender {
-public:
+  public:
     Sender(store::Writer& writer, std::filesystem::path db_path, SenderSettings settings);
     ~Sender();
     void start();
@@ -47,7 +47,7 @@ public:
     /// SIGHUP: new endpoints and credentials for the rows still waiting.
     void set_settings(SenderSettings settings);
 
-private:
+  private:
     using Row = store::OutboxItem;
     struct Outcome;
     void loop();
@@ -55,7 +55,8 @@ private:
     SystemTime send_due(store::OutboxQueue& queue);
     Outcome deliver(store::OutboxQueue& queue, const Row& row, const SenderSettings& s);
     /// A relay callback (docs/reporting.md): a `completed` waits for its `in_progress`.
-    Outcome deliver_callback(store::OutboxQueue& queue, const Row& row, const SenderSettings& s, http::ClientOptions opts);
+    Outcome deliver_callback(store::OutboxQueue& queue, const Row& row, const SenderSettings& s,
+                             http::ClientOptions opts);
     /// Writes the report-file lines gathered in this pass (one fsync), then stores every
     /// outcome in one transaction.
     void flush(std::vector<std::pair<Row, Outcome>>& done, const SenderSettings& s);

@@ -7,9 +7,9 @@
 // tests/unit/sched/attempt_test.cpp holds the tables.
 
 #include <cstdint>
-#include <utility>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -21,8 +21,8 @@
 
 namespace crcrd::sched {
 
-/// A raw outcome classified: the class (docs/verdicts.md), why, the exit status to store (the exit code, or
-/// 128 + signal), and the evidence served with the job.
+/// A raw outcome classified: the class (docs/verdicts.md), why, the exit status to store (the exit
+/// code, or 128 + signal), and the evidence served with the job.
 struct Judged {
     Conclusion conclusion = Conclusion::passed;
     std::string reason;
@@ -37,8 +37,8 @@ struct Judged {
 /// takes that class and reason; the executor's record goes into the evidence as "executor". Pure.
 Judged judge(const exec::RawOutcome& outcome, const classify::Patterns& patterns);
 
-/// docs/verdicts.md: a tier whose failed tests all failed on the PR's base too is pre_existing, with the
-/// reason "N test(s) fail on <sha7> too" (the base SHA when one failed there, else the SHA
+/// docs/verdicts.md: a tier whose failed tests all failed on the PR's base too is pre_existing,
+/// with the reason "N test(s) fail on <sha7> too" (the base SHA when one failed there, else the SHA
 /// where the first of them failed); nullopt
 /// when one of them fails only on the PR (it stays a regression). Pure.
 std::optional<std::string> pre_existing_reason(const std::vector<std::string>& failed,
@@ -52,9 +52,9 @@ struct RetryPolicy {
 /// What becomes of an ended attempt.
 struct NextStep {
     enum class Kind {
-        retry,              // the attempt completes with `conclusion`; attempt + 1 is queued
-        finish,             // final: the tier ends with `conclusion`
-        finish_unless_flaky // a pass: flaky if tests of an earlier regression now passed
+        retry,               // the attempt completes with `conclusion`; attempt + 1 is queued
+        finish,              // final: the tier ends with `conclusion`
+        finish_unless_flaky  // a pass: flaky if tests of an earlier regression now passed
     } kind = Kind::finish;
     Conclusion conclusion = Conclusion::passed;
     std::string reason;
@@ -72,32 +72,38 @@ std::string flaky_reason(std::int64_t flaky_tests);
 
 /// How an attempt came to its end.
 enum class AttemptOrigin {
-    ran,        // the executor ran it (or could not): the judged class
-    lost,       // its worker was lost (a lease expired, the daemon restarted): infra_error, retried as any
-    no_device,  // no slot with its labels became free within execution.device_wait: it never ran, final
+    ran,   // the executor ran it (or could not): the judged class
+    lost,  // its worker was lost (a lease expired, the daemon restarted): infra_error, retried as
+           // any
+    no_device,  // no slot with its labels became free within execution.device_wait: it never ran,
+                // final
 };
 
 /// Everything the end of an attempt depends on, read once (sched/attempt_end.hpp).
 struct AttemptFacts {
     AttemptOrigin origin = AttemptOrigin::ran;
-    Judged judged;                      // the attempt's class, reason, exit status, counts
-    bool daemon_stopping = false;       // the daemon stops: a cancelled attempt was not the user's doing
+    Judged judged;                 // the attempt's class, reason, exit status, counts
+    bool daemon_stopping = false;  // the daemon stops: a cancelled attempt was not the user's doing
     std::int64_t run_id = 0;
-    std::string sha;                    // the attempt's SHA (a base check's: the base's)
-    std::int64_t carried = 0;           // results carried into this rerun from earlier attempts
-    std::vector<std::string> failed;    // the tests this attempt failed
-    std::vector<std::string> passed;    // the tests this attempt passed
-    std::int64_t infra_before = 0;      // earlier attempts of the tier that ended infra_error or device_unavailable
+    std::string sha;                  // the attempt's SHA (a base check's: the base's)
+    std::int64_t carried = 0;         // results carried into this rerun from earlier attempts
+    std::vector<std::string> failed;  // the tests this attempt failed
+    std::vector<std::string> passed;  // the tests this attempt passed
+    std::int64_t infra_before =
+        0;  // earlier attempts of the tier that ended infra_error or device_unavailable
     std::int64_t regressions_before = 0;
-    std::optional<std::vector<std::string>> failed_in_last_regression;  // nullopt: no earlier regression
-    std::vector<std::string> checked;   // a base check: the PR's failing tests it runs on the base
-    std::vector<store::BaseFailure> found_before;  // a base check: what the PR's attempt found on the base
+    std::optional<std::vector<std::string>>
+        failed_in_last_regression;     // nullopt: no earlier regression
+    std::vector<std::string> checked;  // a base check: the PR's failing tests it runs on the base
+    std::vector<store::BaseFailure>
+        found_before;  // a base check: what the PR's attempt found on the base
     bool pr = false;
     std::optional<std::string> base_sha;
-    std::vector<store::BaseFailure> found_on_base;  // this attempt's failures found failing on the base
+    std::vector<store::BaseFailure>
+        found_on_base;  // this attempt's failures found failing on the base
     RetryPolicy retry;
-    bool lookup_base = false;           // classify.base_check lookup (or run)
-    bool run_on_base = false;           // classify.base_check run
+    bool lookup_base = false;  // classify.base_check lookup (or run)
+    bool run_on_base = false;  // classify.base_check run
 };
 
 /// What becomes of an ended attempt.
@@ -105,13 +111,14 @@ struct EndPlan {
     enum class Next {
         finish,         // the tier ends with `conclusion` (later tiers and the run follow from it)
         retry,          // the attempt completes with `conclusion`; attempt + 1 is queued
-        check_on_base,  // the attempt completes with `conclusion`; a base check of `check_tests` is queued
+        check_on_base,  // the attempt completes with `conclusion`; a base check of `check_tests` is
+                        // queued
     } next = Next::finish;
     Conclusion conclusion = Conclusion::passed;
     std::string reason;
     std::optional<int> exit_status;
-    std::vector<std::string> flaky;     // this attempt's tests to mark flaky
-    std::int64_t flaky_count = 0;       // the tier's flaky tests (> 0 when it ends flaky)
+    std::vector<std::string> flaky;  // this attempt's tests to mark flaky
+    std::int64_t flaky_count = 0;    // the tier's flaky tests (> 0 when it ends flaky)
     std::vector<std::pair<std::string, nlohmann::json>> evidence;  // keys set in the job's evidence
     std::vector<std::string> check_tests;
     std::string base_sha;

@@ -33,9 +33,9 @@ std::optional<std::int64_t> pr_from_message(std::string_view message);
 /// The misses among `failed` (in its order): the tests that passed before (`passed_before`)
 /// and whose tier is in none of `selected_tiers` (per commit in between, the tiers its PR and
 /// push runs had a job for). With no commits in between there is nothing to miss: empty.
-std::vector<store::TierTest> decide_misses(const std::vector<store::TierTest>& failed,
-                                           const std::set<store::TierTest>& passed_before,
-                                           const std::vector<std::set<std::string>>& selected_tiers);
+std::vector<store::TierTest> decide_misses(
+    const std::vector<store::TierTest>& failed, const std::set<store::TierTest>& passed_before,
+    const std::vector<std::set<std::string>>& selected_tiers);
 
 /// Audits scheduled run `run_id` once: reads on read-only connections of `ctx.db_path`, lists
 /// the commits on the mirror `ctx.sources.upstream` (fetching the two runs' SHAs when it lacks

@@ -26,7 +26,9 @@ struct BisectRange {
     std::ptrdiff_t good = -1;
     std::size_t bad = 0;
     /// bad - good: the commits that may still be the culprit.
-    std::size_t suspects() const { return static_cast<std::size_t>(static_cast<std::ptrdiff_t>(bad) - good); }
+    std::size_t suspects() const {
+        return static_cast<std::size_t>(static_cast<std::ptrdiff_t>(bad) - good);
+    }
 };
 
 /// The range `marks` (one per commit, the last is bad whatever it says) narrows down to.

@@ -33,8 +33,10 @@ struct DispatcherSettings {
     std::chrono::milliseconds lease_ttl{std::chrono::seconds(60)};
     RetryPolicy retry;
     bool rerun_failed_tests = true;  // execution.rerun: failed_tests (CRCR_RERUN_FILE)
-    std::chrono::milliseconds reuse_window{0};  // selection.reuse_window (docs/verdicts.md); 0: never reuse
-    /// classify.base_check lookup (docs/verdicts.md): how far back a base-branch run counts; unset: off.
+    std::chrono::milliseconds reuse_window{
+        0};  // selection.reuse_window (docs/verdicts.md); 0: never reuse
+    /// classify.base_check lookup (docs/verdicts.md): how far back a base-branch run counts; unset:
+    /// off.
     std::optional<std::chrono::milliseconds> base_window = std::chrono::hours(24);
     /// classify.base_check run: failing tests no earlier run answered for are run on the base.
     bool base_check_run = false;
@@ -42,8 +44,9 @@ struct DispatcherSettings {
 };
 
 class Dispatcher {
-public:
-    Dispatcher(store::Writer& writer, std::filesystem::path db_path, exec::Executor& executor, DispatcherSettings settings);
+  public:
+    Dispatcher(store::Writer& writer, std::filesystem::path db_path, exec::Executor& executor,
+               DispatcherSettings settings);
     ~Dispatcher();
 
     /// Takes new settings (on reload); jobs already running keep the patterns they started with.
@@ -65,11 +68,12 @@ public:
     /// every thread.
     void stop();
 
-private:
+  private:
     void loop();
     void dispatch_once();
     /// Runs `job` (or, with `adopt`, watches the attempt a previous daemon started as that id).
-    void work(exec::JobToRun job, std::shared_ptr<std::atomic<bool>> cancel, std::optional<std::string> adopt = {});
+    void work(exec::JobToRun job, std::shared_ptr<std::atomic<bool>> cancel,
+              std::optional<std::string> adopt = {});
     void recheck(const std::string& slot);
     /// Runs `fn` on a new worker thread; no exception escapes it. Finished workers are joined
     /// here first, so their number stays that of the jobs and rechecks in flight. False when
@@ -94,7 +98,8 @@ private:
     bool m_pending = true;
     std::map<std::int64_t, std::shared_ptr<std::atomic<bool>>> m_running;  // job id -> cancel flag
     std::map<std::string, bool> m_rechecking;
-    std::chrono::steady_clock::time_point m_next_recheck = std::chrono::steady_clock::time_point::max();
+    std::chrono::steady_clock::time_point m_next_recheck =
+        std::chrono::steady_clock::time_point::max();
     std::list<Worker> m_workers;
     std::vector<std::pair<exec::JobToRun, std::string>> m_adopted;  // from recover(), for start()
     std::thread m_thread;

@@ -1,10 +1,11 @@
 #pragma once
 // What a finished run leaves for the planner's thread (the `followups` table, filled by a
 // trigger when a run ends; docs/verdicts.md): a trunk regression to place in a range and
-// bisect (docs/verdicts.md), a bisect run whose result moves its bisection on, a full-matrix failure to
-// audit for selection misses (docs/verdicts.md). They need the mirror (git), so they run beside planning,
-// never on the writer's thread; each one's writes are one transaction, and a followup is
-// deleted in the transaction that does its work, so a crash redoes it, never half of it.
+// bisect (docs/verdicts.md), a bisect run whose result moves its bisection on, a full-matrix
+// failure to audit for selection misses (docs/verdicts.md). They need the mirror (git), so they run
+// beside planning, never on the writer's thread; each one's writes are one transaction, and a
+// followup is deleted in the transaction that does its work, so a crash redoes it, never half of
+// it.
 
 #include <chrono>
 #include <cstdint>
@@ -23,8 +24,8 @@ namespace crcrd::sched {
 
 struct FollowupContext {
     store::Writer& writer;
-    std::filesystem::path db_path;     // read-only connections for the reads
-    const select::Rules& rules;        // the rules that would match a commit's paths (docs/verdicts.md)
+    std::filesystem::path db_path;  // read-only connections for the reads
+    const select::Rules& rules;  // the rules that would match a commit's paths (docs/verdicts.md)
     const select::SourceSettings& sources;  // sources.upstream: the mirror
     const config::BisectConfig& bisect;
 };
@@ -34,13 +35,13 @@ struct FollowupContext {
 /// k_followup_tries a bisection ends `failed` with git's message, and any other followup is
 /// dropped with an error in the log.
 class Followups {
-public:
+  public:
     static constexpr int k_followup_tries = 8;
     /// Handles every pending followup that is due once, oldest run first; returns how many it
     /// finished.
     std::size_t handle(const FollowupContext& ctx);
 
-private:
+  private:
     struct Failure {
         int tries = 0;
         std::chrono::steady_clock::time_point next;

@@ -17,24 +17,25 @@
 namespace crcrd::sched {
 
 class FullMatrixTrigger {
-public:
+  public:
     using Clock = std::function<std::chrono::system_clock::time_point()>;
     using NewestSha = std::function<Result<std::string>(const std::string& ref)>;
 
-    FullMatrixTrigger(store::Writer& writer, std::filesystem::path db_path, NewestSha newest_sha,
-                      Clock clock = [] { return std::chrono::system_clock::now(); });
+    FullMatrixTrigger(
+        store::Writer& writer, std::filesystem::path db_path, NewestSha newest_sha,
+        Clock clock = [] { return std::chrono::system_clock::now(); });
 
     /// Checks the schedule once. The first check ever (or after the schedule changed) only
     /// records the next firing time. When that time has passed, creates one schedule run
     /// and records the next time after now. Returns the run created, if any. Blocking.
     std::optional<std::int64_t> tick(const select::Rules& rules);
 
-private:
+  private:
     store::Writer& m_writer;
     std::filesystem::path m_db_path;
     NewestSha m_newest_sha;
     Clock m_clock;
-    std::string m_known_schedule;            // the meta rows as last read or written
+    std::string m_known_schedule;  // the meta rows as last read or written
     std::optional<std::int64_t> m_known_next;
 };
 

@@ -1,8 +1,8 @@
 #pragma once
-// The job state machine between tiers (docs/selection.md, docs/execution.md, docs/verdicts.md): a tier starts only when
-// the tiers before it passed; a tier that ends otherwise cancels the later ones with the
-// reason; a run completes with the most severe class of its jobs. Functions run inside a
-// writer item (a storage failure fails the item).
+// The job state machine between tiers (docs/selection.md, docs/execution.md, docs/verdicts.md): a
+// tier starts only when the tiers before it passed; a tier that ends otherwise cancels the later
+// ones with the reason; a run completes with the most severe class of its jobs. Functions run
+// inside a writer item (a storage failure fails the item).
 
 #include <cstdint>
 #include <optional>
@@ -29,17 +29,20 @@ struct RunClass {
 /// the most severe, with "<tier>: <reason>"; "passed" says every selected tier passed; "flaky"
 /// counts the flaky tests; no completed tier at all means the run was cancelled when
 /// `last_tier` ended `last_conclusion`. Pure.
-RunClass run_class(const std::vector<store::TierResult>& tiers, const std::string& last_tier, Conclusion last_conclusion);
+RunClass run_class(const std::vector<store::TierResult>& tiers, const std::string& last_tier,
+                   Conclusion last_conclusion);
 
 /// Jobs that may start now: queued, of a queued or running run, and every job of an earlier
-/// tier of that run completed as passed, flaky or pre_existing. At most one per run, oldest runs first.
+/// tier of that run completed as passed, flaky or pre_existing. At most one per run, oldest runs
+/// first.
 std::vector<std::int64_t> startable_jobs(store::Db& db, int limit = 64);
 
-/// Records that a job ended with `conclusion` (a class, docs/verdicts.md). When that is not a pass (passed,
-/// flaky, pre_existing), the run's later queued jobs end cancelled ("<tier> ended <class>"). When no job of
-/// the run is left queued, leased or running, the run completes with the most severe class
-/// of its completed jobs. Returns the run's conclusion when it completed.
+/// Records that a job ended with `conclusion` (a class, docs/verdicts.md). When that is not a pass
+/// (passed, flaky, pre_existing), the run's later queued jobs end cancelled ("<tier> ended
+/// <class>"). When no job of the run is left queued, leased or running, the run completes with the
+/// most severe class of its completed jobs. Returns the run's conclusion when it completed.
 std::optional<Conclusion> finish_job(store::Db& db, std::int64_t job_id, Conclusion conclusion,
-                                      const std::string& reason, std::optional<int> exit_status = std::nullopt);
+                                     const std::string& reason,
+                                     std::optional<int> exit_status = std::nullopt);
 
 }  // namespace crcrd::sched

@@ -1,8 +1,9 @@
 #pragma once
-// The planner turns a queued run into jobs: it resolves the run's changed paths (docs/selection.md),
-// decides the tiers (docs/selection.md), stores the explanation on the run (docs/selection.md) and creates one queued
-// job per selected tier. A run with nothing selected completes at once as passed.
-// It works on its own thread (git and HTTPS block) and writes through the Writer.
+// The planner turns a queued run into jobs: it resolves the run's changed paths
+// (docs/selection.md), decides the tiers (docs/selection.md), stores the explanation on the run
+// (docs/selection.md) and creates one queued job per selected tier. A run with nothing selected
+// completes at once as passed. It works on its own thread (git and HTTPS block) and writes through
+// the Writer.
 
 #include <atomic>
 #include <chrono>
@@ -39,8 +40,9 @@ struct PlannerConfig {
 };
 
 class Planner {
-public:
-    Planner(store::Writer& writer, std::filesystem::path db_path, std::shared_ptr<const PlannerConfig> cfg);
+  public:
+    Planner(store::Writer& writer, std::filesystem::path db_path,
+            std::shared_ptr<const PlannerConfig> cfg);
     ~Planner();
     Planner(const Planner&) = delete;
     Planner& operator=(const Planner&) = delete;
@@ -74,7 +76,7 @@ public:
     /// calling thread; returns how many. (Public for tests.)
     std::size_t follow_up();
 
-private:
+  private:
     void loop();
     std::shared_ptr<const PlannerConfig> config() const;
     /// Decides the unplanned runs that are not in flight and submits their plans to the
@@ -105,7 +107,7 @@ private:
     // so that a burst's runs are decided while the previous batch is being committed.
     std::set<std::int64_t> m_in_flight;
     std::condition_variable m_drained;
-    std::set<std::int64_t> m_failed;   // not retried before the next wake-up
+    std::set<std::int64_t> m_failed;  // not retried before the next wake-up
     // The writer thread's: the highest run id committed before the transaction in hand (set
     // by start()), the one that transaction will have committed, and its plans.
     std::optional<std::int64_t> m_seen_run;

@@ -25,11 +25,12 @@ struct RunRef {
     std::string ref;
     std::string base_ref;
     std::string base_sha;
-    nlohmann::json inputs = nlohmann::json::object();  // changed_files, push_files, push_commit_count
+    nlohmann::json inputs =
+        nlohmann::json::object();  // changed_files, push_files, push_commit_count
 };
 
 struct SourceSettings {
-    config::UpstreamConfig upstream;                  // mirror empty: no git source
+    config::UpstreamConfig upstream;                   // mirror empty: no git source
     std::optional<config::GithubReportConfig> github;  // unset: no API source
     /// Credentials for `github`, kept between look-ups so that a GitHub App's installation
     /// token is exchanged once, not for every run; made for each look-up when unset.
@@ -61,10 +62,12 @@ bool needs_lookup(const RunRef& run, const SourceSettings& settings);
 
 /// The mirror source alone: the run's base SHA, else its base branch, compared with its SHA
 /// by vcs::changed_paths (the mirror at `upstream.mirror` is created on first use).
-Result<std::vector<std::string>> git_changed_paths(const RunRef& run, const config::UpstreamConfig& upstream);
+Result<std::vector<std::string>> git_changed_paths(const RunRef& run,
+                                                   const config::UpstreamConfig& upstream);
 
 /// The API source alone: GET /repos/{repo}/pulls/{n}/files, every page, with `auth`'s token.
-Result<std::vector<std::string>> github_changed_paths(std::int64_t pr, const config::GithubReportConfig& gh,
+Result<std::vector<std::string>> github_changed_paths(std::int64_t pr,
+                                                      const config::GithubReportConfig& gh,
                                                       github::Auth& auth,
                                                       const std::string& upstream_repo);
 

@@ -20,7 +20,7 @@ namespace crcrd::select {
 /// Immutable once compiled, cheap to copy (copies share the compiled form) and safe to use
 /// from several threads at once.
 class GlobSet {
-public:
+  public:
     /// A set of no globs: matches nothing.
     GlobSet() = default;
 
@@ -33,7 +33,7 @@ public:
 
     std::size_t size() const;
 
-private:
+  private:
     struct Compiled;
     std::shared_ptr<const Compiled> m_compiled;
 };

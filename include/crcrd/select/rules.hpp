@@ -39,8 +39,8 @@ struct Rules {
     std::filesystem::path source;
     std::vector<Tier> tiers;
     std::vector<Rule> rules;
-    bool unmatched_all_rules = true;   // unmatched: all_rules | nothing
-    bool docs_only_always = true;      // docs_only: always_tiers | nothing
+    bool unmatched_all_rules = true;  // unmatched: all_rules | nothing
+    bool docs_only_always = true;     // docs_only: always_tiers | nothing
     std::optional<FullMatrix> full_matrix;
     // Every rule's paths compiled into one matcher (compile_globs()): glob id i is one of the
     // paths of rule glob_rule[i], in rules-file order.

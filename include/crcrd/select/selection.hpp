@@ -37,7 +37,7 @@ struct Selection {
     Source source = Source::unknown;
     std::size_t changed_paths = 0;
     std::vector<RuleMatch> rules;
-    std::vector<TierChoice> tiers;          // in rules-file order
+    std::vector<TierChoice> tiers;             // in rules-file order
     std::vector<std::string> unmatched_paths;  // the first k_listed
     std::size_t unmatched = 0;
     bool docs_only = false;

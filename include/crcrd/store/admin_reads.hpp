@@ -133,9 +133,9 @@ struct RunDetail {
     RunRow run;
     std::vector<JobRow> jobs;
     std::vector<OutboxRow> statuses;
-    std::optional<Bisection> bisection;      // of this run's regression (docs/verdicts.md)
-    std::vector<BisectRun> bisect_runs;      // its runs
-    std::optional<Bisection> bisecting;      // the bisection this bisect run serves
+    std::optional<Bisection> bisection;  // of this run's regression (docs/verdicts.md)
+    std::vector<BisectRun> bisect_runs;  // its runs
+    std::optional<Bisection> bisecting;  // the bisection this bisect run serves
 };
 
 /// Where a job's log is: `job_found` false when there is no such job, `path` empty while the
@@ -148,7 +148,7 @@ struct JobLog {
 /// The admin API's read-only queries on this worker thread's connection. A storage failure is
 /// an error value (code "storage", "storage_busy", ...), never an exception; no call writes.
 class AdminReads {
-public:
+  public:
     /// This thread's read-only connection to `db`: opened on first use, reopened when `db`
     /// changes, kept for the thread's life. Code "storage" when it cannot be opened. The value
     /// is only valid on the calling thread and while the thread does not open another `db`.
@@ -161,7 +161,8 @@ public:
     /// snapshot. Empty when there is no such run.
     Result<std::optional<RunDetail>> run_detail(std::int64_t id);
     /// Deliveries, newest first, of one verdict when `verdict` is set.
-    Result<std::vector<DeliveryRow>> deliveries(const std::optional<std::string>& verdict, const Page& p);
+    Result<std::vector<DeliveryRow>> deliveries(const std::optional<std::string>& verdict,
+                                                const Page& p);
     /// Outbox rows matching `q`, newest first.
     Result<std::vector<OutboxRow>> outbox(const OutboxQuery& q);
     /// Job (attempt) `id`; empty when there is none.
@@ -169,7 +170,8 @@ public:
     /// Where job `id`'s log is (see JobLog).
     Result<JobLog> job_log(std::int64_t id);
     /// Job `job_id`'s test results, newest (highest rowid) first, of one outcome when set.
-    Result<std::vector<TestResultRow>> tests(std::int64_t job_id, const std::optional<std::string>& outcome,
+    Result<std::vector<TestResultRow>> tests(std::int64_t job_id,
+                                             const std::optional<std::string>& outcome,
                                              const Page& p);
     /// Every slot, by name.
     Result<std::vector<SlotRow>> slots();
@@ -180,7 +182,7 @@ public:
     /// Selection misses matching `q`, newest (highest id) first (in selection_misses.cpp).
     Result<std::vector<SelectionMissRow>> selection_misses(const SelectionMissQuery& q);
 
-private:
+  private:
     explicit AdminReads(Db& db) : m_db(&db) {}
     Db* m_db;
 };

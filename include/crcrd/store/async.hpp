@@ -23,14 +23,14 @@ auto async_write(Writer& writer, Fn fn, Token&& token) {
             auto h = std::make_shared<H>(std::move(handler));
             auto value = std::make_shared<T>();
             auto ex = boost::asio::get_associated_executor(*h);
-            bool queued = writer.submit([work = std::move(work), value](Db& db) { *value = work(db); },
-                                        [h, value, ex](Status s) {
-                                            std::optional<Error> err;
-                                            if (!s) err = s.error();
-                                            boost::asio::post(ex, [h, value, err]() mutable {
-                                                std::move (*h)(err, std::move(*value));
-                                            });
-                                        });
+            bool queued = writer.submit(
+                [work = std::move(work), value](Db& db) { *value = work(db); },
+                [h, value, ex](Status s) {
+                    std::optional<Error> err;
+                    if (!s) err = s.error();
+                    boost::asio::post(
+                        ex, [h, value, err]() mutable { std::move (*h)(err, std::move(*value)); });
+                });
             if (!queued) {
                 boost::asio::post(ex, [h]() mutable {
                     std::move (*h)(Error{"overloaded", "too many writes pending"}, T{});

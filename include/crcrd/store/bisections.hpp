@@ -31,7 +31,8 @@ struct NewBisection {
     std::int64_t bad_run_id = 0;
     std::string tier;
     std::vector<std::string> tests;
-    std::string state;  // running | found | range | budget_spent | inconclusive | no_good | cancelled | failed
+    std::string state;  // running | found | range | budget_spent | inconclusive | no_good |
+                        // cancelled | failed
     std::string reason;
     std::optional<std::int64_t> good_run_id;
     std::optional<std::string> good_sha;
@@ -57,7 +58,7 @@ struct BisectRun {
 };
 
 class BisectionsRepo {
-public:
+  public:
     explicit BisectionsRepo(Db& db) : m_db(db) {}
 
     /// Pending followups, oldest run first.
@@ -78,7 +79,8 @@ public:
     /// The run's ref ("" when it has none).
     std::string ref_of(std::int64_t run_id);
     /// A bisection still running for `tier` on `ref`: its id and bad run.
-    std::optional<std::pair<std::int64_t, std::int64_t>> running_on(const std::string& ref, const std::string& tier);
+    std::optional<std::pair<std::int64_t, std::int64_t>> running_on(const std::string& ref,
+                                                                    const std::string& tier);
     /// The bisection a bisect run serves.
     std::optional<std::int64_t> bisection_of(std::int64_t run_id);
     /// Its runs, oldest first.
@@ -97,7 +99,7 @@ public:
     /// The run's statuses are looked at again before the commit.
     void touch_statuses(std::int64_t run_id);
 
-private:
+  private:
     /// The bisection whose `key` column (id or bad_run_id, both unique) is `value`.
     std::optional<Bisection> one(const char* key, std::int64_t value);
 

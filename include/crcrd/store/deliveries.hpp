@@ -22,7 +22,7 @@ std::string to_string(Verdict v);
 struct NewRun {
     std::string event;  // pull_request | push | schedule | manual
     std::string action;
-    std::string sha;    // 40 lower-case hex
+    std::string sha;  // 40 lower-case hex
     std::optional<std::int64_t> pr;
     std::string ref;
     std::string base_ref;
@@ -33,7 +33,8 @@ struct NewRun {
     std::string inputs_json = "{}";  // what selection needs later: changed files, push commits
     /// Runs of the same group with another SHA that are still queued or running are
     /// cancelled as "superseded by <sha>" (docs/execution.md), but only when the group has never
-    /// seen this SHA: a replayed old delivery never moves a PR backwards (docs/ingest.md). Empty: no group.
+    /// seen this SHA: a replayed old delivery never moves a PR backwards (docs/ingest.md). Empty:
+    /// no group.
     std::string concurrency_group;
 };
 
@@ -48,9 +49,9 @@ struct Delivery {
     Verdict intended = Verdict::rejected;  // queued, ignored, cancelled, pong or rejected
     int http_status = 400;
     std::string reason;
-    std::string body;                     // zstd-compressed; stored only when not rejected
-    std::size_t body_size = 0;            // size before compression
-    std::optional<NewRun> run;            // with queued
+    std::string body;                       // zstd-compressed; stored only when not rejected
+    std::size_t body_size = 0;              // size before compression
+    std::optional<NewRun> run;              // with queued
     std::optional<std::int64_t> cancel_pr;  // with cancelled
     /// The closed PR's head SHA: when a run of the PR has it, only runs up to the newest of
     /// those are cancelled (a replayed `closed` does not cancel work on newer pushes).

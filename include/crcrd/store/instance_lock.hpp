@@ -10,7 +10,7 @@
 namespace crcrd::store {
 
 class InstanceLock {
-public:
+  public:
     /// Takes the lock beside `db_path` (creating the file, 0600, with this process's pid in
     /// it). Error code "locked" with "another crcrd holds <path> (pid N)" when another process
     /// has it; "io" when the file cannot be opened. Never blocks.
@@ -21,7 +21,7 @@ public:
 
     const std::filesystem::path& path() const { return m_path; }
 
-private:
+  private:
     InstanceLock(int fd, std::filesystem::path path) : m_fd(fd), m_path(std::move(path)) {}
     int m_fd;
     std::filesystem::path m_path;

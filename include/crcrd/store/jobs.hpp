@@ -63,56 +63,63 @@ struct TestRow {
 enum class EarlierOf { infra, regression };
 
 class JobsRepo {
-public:
+  public:
     explicit JobsRepo(Db& db) noexcept : m_db(db) {}
 
     /// Queued jobs that may start now: of a queued or running run, each earlier tier's latest
-    /// attempt passed, flaky or pre_existing, nothing of the run leased or running, the run's earliest queued
-    /// job. At most `limit`, oldest runs first.
+    /// attempt passed, flaky or pre_existing, nothing of the run leased or running, the run's
+    /// earliest queued job. At most `limit`, oldest runs first.
     std::vector<std::int64_t> startable(int limit);
     /// The job and its run's SHA and PR; nullopt when there is no such job.
     std::optional<JobForRun> load(std::int64_t job_id);
     /// Completes an open attempt with `conclusion`; its run and tier, or nullopt when it had
     /// already ended.
-    std::optional<std::pair<std::int64_t, std::string>> complete(std::int64_t job_id, Conclusion conclusion,
+    std::optional<std::pair<std::int64_t, std::string>> complete(std::int64_t job_id,
+                                                                 Conclusion conclusion,
                                                                  const std::string& reason,
-                                                                 std::optional<int> exit_status, const std::string& now);
+                                                                 std::optional<int> exit_status,
+                                                                 const std::string& now);
     /// Cancels the queued jobs of run `run_id` with `reason`.
     void cancel_queued(std::int64_t run_id, const std::string& reason, const std::string& now);
     /// Cancels every queued, leased or running job of each run in `run_ids` with `reason`.
-    void cancel_open(const std::vector<std::int64_t>& run_ids, const std::string& reason, const std::string& now);
+    void cancel_open(const std::vector<std::int64_t>& run_ids, const std::string& reason,
+                     const std::string& now);
     /// How many jobs of the run are queued, leased or running.
     std::int64_t count_open(std::int64_t run_id);
     /// The latest completed attempt of each tier of the run, in tier order.
     std::vector<TierResult> latest_completed(std::int64_t run_id);
     /// Queues attempt + 1 of the job's tier; the new job's id.
     std::int64_t insert_retry(std::int64_t job_id, const std::string& now);
-    /// When the job became startable: the end of its run's previous tier, or its creation (RFC 3339).
+    /// When the job became startable: the end of its run's previous tier, or its creation (RFC
+    /// 3339).
     std::string waiting_since(std::int64_t job_id);
     /// Completed earlier attempts of the job's tier in its run of the given kind.
     std::int64_t earlier_attempts(std::int64_t job_id, EarlierOf which);
     /// Marks `tests` (passed in attempt `job_id`) flaky and sets the attempt's flaky count to
     /// `flaky_count`, its passed and skipped counts to what is left.
-    void mark_flaky(std::int64_t job_id, const std::vector<std::string>& tests, std::int64_t flaky_count);
+    void mark_flaky(std::int64_t job_id, const std::vector<std::string>& tests,
+                    std::int64_t flaky_count);
     /// The tests that failed in the latest earlier attempt of the job's tier that ended
     /// regression, by name; nullopt when no earlier attempt did.
     std::optional<std::vector<std::string>> failed_in_latest_regression(std::int64_t job_id);
     /// Jobs left leased or running.
     std::vector<OpenAttempt> left_open();
     /// A job that ran and passed the same tier with the same test list on the same SHA as
-    /// `job_id`, finished at or after `since` (docs/verdicts.md): {run id, job id}. A reused job never
-    /// counts (it points to the one that ran).
-    std::optional<std::pair<std::int64_t, std::int64_t>> reusable(std::int64_t job_id, const std::string& since);
+    /// `job_id`, finished at or after `since` (docs/verdicts.md): {run id, job id}. A reused job
+    /// never counts (it points to the one that ran).
+    std::optional<std::pair<std::int64_t, std::int64_t>> reusable(std::int64_t job_id,
+                                                                  const std::string& since);
     /// Marks a job reused: its evidence names the job that ran.
     void mark_reused(std::int64_t job_id, std::int64_t from_run, std::int64_t from_job);
     /// The tests attempt `job_id` failed, by name.
     std::vector<std::string> failed_tests(std::int64_t job_id);
     /// The tests attempt `job_id` passed, by name.
     std::vector<std::string> passed_tests(std::int64_t job_id);
-    /// Queues the base check of a PR tier's attempt (docs/verdicts.md, base_check: run): the next attempt of
-    /// the tier, on `base_sha`, of only `tests` (the failing tests no earlier run answered for).
-    std::int64_t insert_base_check(std::int64_t job_id, const std::string& base_sha, const std::vector<std::string>& tests,
-                                   const std::string& now);
+    /// Queues the base check of a PR tier's attempt (docs/verdicts.md, base_check: run): the next
+    /// attempt of the tier, on `base_sha`, of only `tests` (the failing tests no earlier run
+    /// answered for).
+    std::int64_t insert_base_check(std::int64_t job_id, const std::string& base_sha,
+                                   const std::vector<std::string>& tests, const std::string& now);
     /// The failing tests a base-check attempt checks; empty for any other attempt.
     std::vector<std::string> base_check_tests(std::int64_t job_id);
     /// The failures the tier's last attempt on the PR found on the base (its evidence's
@@ -122,9 +129,11 @@ public:
     std::optional<std::string> base_sha(std::int64_t job_id);
     /// Of `tests` (failed by PR job `job_id`), those that failed in the last attempt of a tier
     /// that ended a regression, of another run on the PR's base SHA, or of a push or scheduled
-    /// run on its base branch that ended at or after `since` (docs/verdicts.md lookup); each with that run
-    /// (one on the base SHA first, else the newest). Empty for a job of any other event.
-    std::vector<BaseFailure> failed_on_base(std::int64_t job_id, const std::vector<std::string>& tests, const std::string& since);
+    /// run on its base branch that ended at or after `since` (docs/verdicts.md lookup); each with
+    /// that run (one on the base SHA first, else the newest). Empty for a job of any other event.
+    std::vector<BaseFailure> failed_on_base(std::int64_t job_id,
+                                            const std::vector<std::string>& tests,
+                                            const std::string& since);
     /// After a rerun attempt's results are stored: the passed and skipped tests of the tier's
     /// earlier attempts that this one did not run are carried into its results and counts.
     std::int64_t carry_earlier_results(std::int64_t job_id);
@@ -144,14 +153,17 @@ public:
     bool claim_start(std::int64_t job_id, const std::string& now);
     /// A leased job's command started in process group `pgid` (0: none here) or as
     /// `external_id` elsewhere (a Slurm job); again when it moves (resubmitted, adopted).
-    void mark_running(std::int64_t job_id, std::int64_t pgid, const std::string& external_id, const std::string& now);
+    void mark_running(std::int64_t job_id, std::int64_t pgid, const std::string& external_id,
+                      const std::string& now);
     /// A leased or running job goes back to the queue (its slot failed the health check).
     void requeue_open(std::int64_t job_id);
-    /// Stores an attempt's test results and its metadata, log path, counts and evidence (JSON texts).
-    void record_results(std::int64_t job_id, const std::vector<TestRow>& tests, const std::string& metadata_json,
-                        const std::string& log_path, const std::string& counts_json, const std::string& evidence_json);
+    /// Stores an attempt's test results and its metadata, log path, counts and evidence (JSON
+    /// texts).
+    void record_results(std::int64_t job_id, const std::vector<TestRow>& tests,
+                        const std::string& metadata_json, const std::string& log_path,
+                        const std::string& counts_json, const std::string& evidence_json);
 
-private:
+  private:
     Db& m_db;
 };
 

@@ -79,7 +79,7 @@ struct RequeueOutcome {
     enum class Kind { requeued, not_found, not_dead, newer_reported };
     Kind kind = Kind::not_found;
     OutboxDelivery delivery = OutboxDelivery::waiting;  // the row's delivery state (not_dead)
-    std::string context;   // the row's context (newer_reported)
+    std::string context;                                // the row's context (newer_reported)
 };
 
 /// One delivery attempt's outcome, as the sender stores it.
@@ -106,7 +106,7 @@ struct OutboxItem {
 /// hook or transaction and throws SqlError on a storage failure (the Writer rolls the item
 /// back); none commits.
 class OutboxRepo {
-public:
+  public:
     explicit OutboxRepo(Db& db) noexcept : m_db(db) {}
 
     /// Empties status_dirty and returns the runs it named (whether or not a sink is set).
@@ -132,7 +132,7 @@ public:
     /// attempts count grows by one, `now` is the sent time of a sent row.
     void record_attempts(const std::vector<AttemptRecord>& done, const std::string& now);
 
-private:
+  private:
     Db& m_db;
 };
 
@@ -140,7 +140,7 @@ private:
 /// as a value (code "storage", "storage_busy", ...); a caller that gets one should open a new
 /// queue. Not thread-safe: one thread uses it.
 class OutboxQueue {
-public:
+  public:
     /// Opens the database at `db` read-only with the readers' busy timeout; code "storage" when
     /// it cannot be opened.
     static Result<OutboxQueue> open(const std::filesystem::path& db);
@@ -158,11 +158,11 @@ public:
     Result<std::optional<std::string>> earliest_retry(const std::vector<Sink>& paused_sinks);
     /// The delivery state of the run's first callback row with `context`, or nullopt.
     Result<std::optional<OutboxDelivery>> first_callback_delivery(std::int64_t run_id,
-                                                              const std::string& context);
+                                                                  const std::string& context);
     /// How many GitHub statuses of (sha, context) were sent.
     Result<std::int64_t> github_sent_count(const std::string& sha, const std::string& context);
 
-private:
+  private:
     explicit OutboxQueue(std::unique_ptr<Db> db);
     std::unique_ptr<Db> m_db;
 };

@@ -32,7 +32,7 @@ struct RecoveryPassRow {
 /// A read-only connection for one recovery pass. Every read returns a storage error as a value.
 /// Not thread-safe: one thread uses it.
 class RecoveryReads {
-public:
+  public:
     /// Opens the database at `db` read-only with the readers' busy timeout; code "storage" when
     /// it cannot be opened.
     static Result<RecoveryReads> open(const std::filesystem::path& db);
@@ -47,7 +47,7 @@ public:
     /// Whether a pass already asked GitHub to redeliver `guid`.
     Result<bool> redelivered(const std::string& guid);
 
-private:
+  private:
     explicit RecoveryReads(std::unique_ptr<Db> db);
     std::unique_ptr<Db> m_db;
 };
@@ -55,7 +55,7 @@ private:
 /// Recovery's writes on the writer's connection, inside the caller's writer item. Each throws
 /// SqlError on a storage failure (the Writer rolls the item back).
 class RecoveryRepo {
-public:
+  public:
     explicit RecoveryRepo(Db& db) noexcept : m_db(db) {}
 
     /// Remembers that GitHub was asked to redeliver `guid` (its delivery `delivery`) at `at`;
@@ -63,9 +63,10 @@ public:
     void record_redelivery(const std::string& guid, std::int64_t delivery, const std::string& at);
     /// Records `pass`, then sets the watermark to `new_watermark` when given, then drops all but
     /// the newest 5,000 passes.
-    void record_pass(const RecoveryPassRecord& pass, const std::optional<std::string>& new_watermark);
+    void record_pass(const RecoveryPassRecord& pass,
+                     const std::optional<std::string>& new_watermark);
 
-private:
+  private:
     Db& m_db;
 };
 

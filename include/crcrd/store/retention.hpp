@@ -18,9 +18,9 @@
 namespace crcrd::store {
 
 struct Pruned {
-    std::int64_t bodies = 0;       // delivery bodies dropped (the rows stay)
-    std::int64_t outbox_rows = 0;  // sent, coalesced or dead rows deleted (waiting ones stay)
-    std::vector<std::string> logs; // job log files whose jobs finished before the cutoff
+    std::int64_t bodies = 0;        // delivery bodies dropped (the rows stay)
+    std::int64_t outbox_rows = 0;   // sent, coalesced or dead rows deleted (waiting ones stay)
+    std::vector<std::string> logs;  // job log files whose jobs finished before the cutoff
 };
 
 /// Inside a write transaction: deletes up to `limit` rows of rejected requests received
@@ -34,16 +34,16 @@ Pruned prune(Db& db, const std::string& cutoff);
 
 /// A thread that prunes every `interval` through the writer, then deletes the log files.
 class Pruner {
-public:
+  public:
     /// `retention` applies to bodies, delivered outbox rows and logs, `rejected_retention` to
     /// the rows of rejected requests; 0 keeps them forever.
-    Pruner(Writer& writer, std::chrono::milliseconds retention, std::chrono::milliseconds rejected_retention,
-           std::chrono::milliseconds interval);
+    Pruner(Writer& writer, std::chrono::milliseconds retention,
+           std::chrono::milliseconds rejected_retention, std::chrono::milliseconds interval);
     ~Pruner();
     void start();
     void stop();
 
-private:
+  private:
     void loop();
     Writer& m_writer;
     std::chrono::milliseconds m_retention, m_rejected_retention, m_interval;

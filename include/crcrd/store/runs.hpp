@@ -44,7 +44,7 @@ struct PlannedJob {
 };
 
 class RunsRepo {
-public:
+  public:
     explicit RunsRepo(Db& db) noexcept : m_db(db) {}
 
     /// Cancels run `run_id` and its open jobs with `reason`, if it is still queued or running.
@@ -54,8 +54,9 @@ public:
     /// Stores a queued run's selection and its jobs; with no jobs the run completes `passed`
     /// with `nothing_reason`. False (nothing written) when the run is no longer queued or was
     /// planned already.
-    bool store_plan(std::int64_t run_id, const std::string& selection_json, const std::vector<PlannedJob>& jobs,
-                    const std::string& nothing_reason, const std::string& now);
+    bool store_plan(std::int64_t run_id, const std::string& selection_json,
+                    const std::vector<PlannedJob>& jobs, const std::string& nothing_reason,
+                    const std::string& now);
     /// A queued run starts running (its first job was leased).
     void mark_running(std::int64_t run_id);
     /// The queued runs without a selection whose id is above `after`, oldest first (in the
@@ -64,9 +65,10 @@ public:
     /// The highest run id (0 without runs).
     std::int64_t last_id();
     /// A queued or running run completes with `conclusion` and `reason`.
-    void complete(std::int64_t run_id, Conclusion conclusion, const std::string& reason, const std::string& now);
+    void complete(std::int64_t run_id, Conclusion conclusion, const std::string& reason,
+                  const std::string& now);
 
-private:
+  private:
     Db& m_db;
 };
 
@@ -74,7 +76,7 @@ private:
 /// database at `db`, kept between passes so that a wake-up (one per commit that stores runs)
 /// does not open the database again; after an error the next call opens it anew.
 class UnplannedReader {
-public:
+  public:
     explicit UnplannedReader(std::filesystem::path db);
     ~UnplannedReader();
     UnplannedReader(const UnplannedReader&) = delete;
@@ -82,7 +84,7 @@ public:
     /// Up to `limit` of them, oldest first.
     Result<std::vector<UnplannedRun>> next(int limit);
 
-private:
+  private:
     std::filesystem::path m_path;
     std::unique_ptr<Db> m_db;
 };

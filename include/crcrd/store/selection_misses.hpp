@@ -63,7 +63,8 @@ struct CommitRuns {
 
 /// For each of `commits`, in order, its runs (see CommitRuns), read from one snapshot on a
 /// read-only connection of the database at `db`.
-Result<std::vector<CommitRuns>> read_commit_runs(const std::filesystem::path& db, const std::vector<CommitKey>& commits);
+Result<std::vector<CommitRuns>> read_commit_runs(const std::filesystem::path& db,
+                                                 const std::vector<CommitKey>& commits);
 
 /// A selection miss to record.
 struct NewSelectionMiss {
@@ -74,6 +75,7 @@ struct NewSelectionMiss {
 
 /// Records `misses`, each unless (run_id, test) is recorded already, inside the caller's writer
 /// item; returns how many were new. Throws SqlError.
-std::int64_t record_selection_misses(Db& db, const std::vector<NewSelectionMiss>& misses, const std::string& now);
+std::int64_t record_selection_misses(Db& db, const std::vector<NewSelectionMiss>& misses,
+                                     const std::string& now);
 
 }  // namespace crcrd::store

@@ -19,20 +19,25 @@ struct LapsedLease {
 };
 
 class SlotsRepo {
-public:
+  public:
     explicit SlotsRepo(Db& db) noexcept : m_db(db) {}
 
     /// Makes the table match `configured`: new names become idle slots; rows of names no longer
-    /// configured are deleted unless busy (a busy one goes when its job ends and it is synced again).
+    /// configured are deleted unless busy (a busy one goes when its job ends and it is synced
+    /// again).
     void sync(const std::vector<std::string>& configured);
     /// Idle slots that are not drained, by name.
     std::vector<std::string> free_undrained();
     /// Leases idle slot `name` to `job_id` until `expires_at`; false when it was no longer idle.
     bool take(const std::string& name, std::int64_t job_id, const std::string& expires_at);
-    /// The slot failed its health check: offline, free, `health_json` kept, next check at `next_check_at`.
-    void take_offline(const std::string& name, const std::string& health_json, const std::string& next_check_at);
-    /// Gives slot `name` back from `job_id` (idle again); `health_json`, when given, becomes its last health.
-    void give_back(const std::string& name, std::int64_t job_id, const std::optional<std::string>& health_json);
+    /// The slot failed its health check: offline, free, `health_json` kept, next check at
+    /// `next_check_at`.
+    void take_offline(const std::string& name, const std::string& health_json,
+                      const std::string& next_check_at);
+    /// Gives slot `name` back from `job_id` (idle again); `health_json`, when given, becomes its
+    /// last health.
+    void give_back(const std::string& name, std::int64_t job_id,
+                   const std::optional<std::string>& health_json);
     /// Frees every busy slot (at start-up, when no job of this daemon runs).
     void free_all_busy();
     /// Moves the lease of the slot that `job_id` holds to `expires_at`.
@@ -45,12 +50,14 @@ public:
     std::vector<std::string> due_for_recheck(const std::string& now);
     /// The earliest next health check after `now` of an offline slot, if any.
     std::optional<std::string> next_recheck_at(const std::string& now);
-    /// Records a recheck of offline slot `name`: idle when `ok`, else offline until `next_check_at`.
-    void record_recheck(const std::string& name, bool ok, const std::string& health_json, const std::string& next_check_at);
+    /// Records a recheck of offline slot `name`: idle when `ok`, else offline until
+    /// `next_check_at`.
+    void record_recheck(const std::string& name, bool ok, const std::string& health_json,
+                        const std::string& next_check_at);
     /// Sets the drain flag of `name`; false when there is no such slot.
     bool set_drained(const std::string& name, bool drained);
 
-private:
+  private:
     Db& m_db;
 };
 

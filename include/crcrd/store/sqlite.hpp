@@ -22,19 +22,19 @@ struct sqlite3_stmt;
 namespace crcrd::store {
 
 class SqlError : public std::runtime_error {
-public:
+  public:
     SqlError(int code, const std::string& what) : std::runtime_error(what), m_code(code) {}
     int code() const { return m_code; }
     /// "storage_full", "storage_busy", "storage_readonly" or "storage".
     std::string kind() const;
 
-private:
+  private:
     int m_code;
 };
 
 /// A prepared statement, finalised on destruction. Bind indexes start at 1.
 class Stmt {
-public:
+  public:
     Stmt() = default;
     Stmt(sqlite3* db, std::string_view sql);
     Stmt(Stmt&& o) noexcept : m_db(o.m_db), m_stmt(o.m_stmt) { o.m_stmt = nullptr; }
@@ -67,7 +67,7 @@ public:
     std::string text(int col) const;
     std::optional<std::string> opt_text(int col) const;
 
-private:
+  private:
     sqlite3* m_db = nullptr;
     sqlite3_stmt* m_stmt = nullptr;
 };
@@ -88,9 +88,10 @@ struct OpenOptions {
 
 /// One connection: WAL, synchronous=FULL, foreign keys on, extended result codes.
 class Db {
-public:
+  public:
     /// Opens (creating when writable) the database at `path`; code "storage" on failure.
-    static Result<std::unique_ptr<Db>> open(const std::filesystem::path& path, OpenOptions opts = {});
+    static Result<std::unique_ptr<Db>> open(const std::filesystem::path& path,
+                                            OpenOptions opts = {});
     ~Db();
     Db(const Db&) = delete;
     Db& operator=(const Db&) = delete;
@@ -106,7 +107,7 @@ public:
     int changes() const;
     sqlite3* handle() { return m_db; }
 
-private:
+  private:
     explicit Db(sqlite3* db) : m_db(db) {}
     sqlite3* m_db;
     std::map<std::string, Stmt> m_cache;
@@ -115,7 +116,7 @@ private:
 /// A cached statement borrowed for one scope: it comes back reset and is reset again (bindings
 /// cleared) when the scope ends, so no statement keeps a read snapshot open. Never throws on exit.
 class Scoped {
-public:
+  public:
     Scoped(Db& db, const std::string& sql) : m_st(db.cached(sql)) {}
     ~Scoped() { m_st.reset(); }
     Scoped(const Scoped&) = delete;
@@ -123,7 +124,7 @@ public:
     Stmt* operator->() noexcept { return &m_st; }
     Stmt& operator*() noexcept { return m_st; }
 
-private:
+  private:
     Stmt& m_st;
 };
 
@@ -137,12 +138,12 @@ Result<std::unique_ptr<Db>> open_reader(const std::filesystem::path& path);
 
 /// BEGIN IMMEDIATE on construction; ROLLBACK on destruction unless commit() succeeded.
 class Transaction {
-public:
+  public:
     explicit Transaction(Db& db);
     ~Transaction();
     void commit();
 
-private:
+  private:
     Db& m_db;
     bool m_done = false;
 };

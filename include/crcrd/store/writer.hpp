@@ -3,19 +3,18 @@
 // group commits. Every piece of work gets its own SAVEPOINT inside a shared transaction, so
 // one failing piece changes nothing, and one fsync acknowledges a whole batch.
 
+#include <chrono>
 #include <condition_variable>
 #include <cstddef>
 #include <cstdint>
 #include <deque>
+#include <filesystem>
 #include <functional>
 #include <limits>
 #include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
-#include <chrono>
-#include <filesystem>
-#include <memory>
 #include <thread>
 #include <vector>
 
@@ -50,10 +49,11 @@ void within_savepoint(Db& db, const std::function<void()>& fn);
 /// Opens (creating it 0600 when missing) and migrates the database at `path` with the given busy
 /// timeout, and starts its writer. Codes: "storage" (cannot open), "storage_version" (written by
 /// a newer crcrd), other storage codes from the migration.
-Result<std::unique_ptr<Writer>> open_writer(const std::filesystem::path& path, int busy_timeout_ms, WriterOptions opts);
+Result<std::unique_ptr<Writer>> open_writer(const std::filesystem::path& path, int busy_timeout_ms,
+                                            WriterOptions opts);
 
 class Writer {
-public:
+  public:
     /// Work runs on the writer thread inside the group transaction; it may throw SqlError.
     using Work = std::function<void(Db&)>;
     /// Called on the writer thread once the batch is durably committed (Ok) or rolled back
@@ -101,7 +101,7 @@ public:
     /// Whether submit() would refuse work now (the queue is full).
     bool overloaded() const;
 
-private:
+  private:
     struct Item {
         Work work;
         Done done;

@@ -35,7 +35,8 @@ Status fetch(const config::UpstreamConfig& up, const std::vector<std::string>& r
 /// A detached worktree of the mirror at `sha` in `dest` (fetched first when missing),
 /// verified to have HEAD == sha. Errors name the step that failed. Safe to call from several
 /// threads: worktree records are changed under one lock per mirror (with remove_checkout).
-Status add_checkout(const config::UpstreamConfig& up, const std::filesystem::path& dest, const std::string& sha);
+Status add_checkout(const config::UpstreamConfig& up, const std::filesystem::path& dest,
+                    const std::string& sha);
 
 /// Removes a checkout made by add_checkout (and git's record of it). Best effort.
 void remove_checkout(const config::UpstreamConfig& up, const std::filesystem::path& dest);
@@ -48,8 +49,8 @@ Result<std::string> newest_sha(const config::UpstreamConfig& up, const std::stri
 /// renames as a deletion and an addition). `base` is a SHA, fetched when missing, or a full
 /// ref name ("refs/heads/main"), fetched under its own name when `upstream.remote` is set.
 /// Creates the mirror on first use.
-Result<std::vector<std::string>> changed_paths(const config::UpstreamConfig& up, const std::string& base,
-                                               const std::string& sha);
+Result<std::vector<std::string>> changed_paths(const config::UpstreamConfig& up,
+                                               const std::string& base, const std::string& sha);
 
 /// A commit of a first-parent line and its first parent ("" for a root commit).
 struct FirstParentCommit {
@@ -58,7 +59,8 @@ struct FirstParentCommit {
 
 /// The first-parent commits after `from` up to `to` (`git rev-list --first-parent from..to`),
 /// oldest first; at most `max`, the newest ones. Both must be in the mirror (see fetch).
-Result<std::vector<FirstParentCommit>> first_parent_commits(const config::UpstreamConfig& up, const std::string& from,
+Result<std::vector<FirstParentCommit>> first_parent_commits(const config::UpstreamConfig& up,
+                                                            const std::string& from,
                                                             const std::string& to, std::size_t max);
 
 /// A commit's message: its subject (the first paragraph on one line, as `%s`) and the whole
@@ -70,7 +72,7 @@ Result<CommitMessage> commit_message(const config::UpstreamConfig& up, const std
 
 /// The paths commit `sha` changed against `parent` (`git diff --name-only`, renames as a
 /// deletion and an addition), or every file of a root commit when `parent` is "".
-Result<std::vector<std::string>> commit_paths(const config::UpstreamConfig& up, const std::string& sha,
-                                              const std::string& parent);
+Result<std::vector<std::string>> commit_paths(const config::UpstreamConfig& up,
+                                              const std::string& sha, const std::string& parent);
 
 }  // namespace crcrd::vcs

@@ -59,7 +59,8 @@ json result_json(const ProcessResult& r) {
 
 ProcessResult result_from_json(const json& j) {
     ProcessResult r;
-    if (j.contains("exit_code") && j["exit_code"].is_number_integer()) r.exit_code = j["exit_code"].get<int>();
+    if (j.contains("exit_code") && j["exit_code"].is_number_integer())
+        r.exit_code = j["exit_code"].get<int>();
     if (j.contains("signal") && j["signal"].is_number_integer()) r.signal = j["signal"].get<int>();
     r.timed_out = j.value("timed_out", false);
     r.stalled = j.value("stalled", false);
@@ -69,7 +70,9 @@ ProcessResult result_from_json(const json& j) {
     return r;
 }
 
-std::filesystem::path result_path_for(const std::filesystem::path& spec) { return spec.parent_path() / "result.json"; }
+std::filesystem::path result_path_for(const std::filesystem::path& spec) {
+    return spec.parent_path() / "result.json";
+}
 
 int run_node_job(const std::filesystem::path& spec_path) {
     auto text = read_file(spec_path, 16 << 20);
@@ -78,9 +81,12 @@ int run_node_job(const std::filesystem::path& spec_path) {
         return 70;
     }
     json j = json::parse(*text, nullptr, false);
-    auto spec = j.is_discarded() ? Result<ProcessSpec>(make_error("bad_spec", "the spec is not JSON")) : spec_from_json(j);
+    auto spec = j.is_discarded()
+                    ? Result<ProcessSpec>(make_error("bad_spec", "the spec is not JSON"))
+                    : spec_from_json(j);
     if (!spec) {
-        std::cerr << "crcrd --slurm-job: " << spec_path.string() << ": " << spec.error().message << "\n";
+        std::cerr << "crcrd --slurm-job: " << spec_path.string() << ": " << spec.error().message
+                  << "\n";
         return 70;
     }
     // The daemon's host chose what to hide; what this node does not have needs no hiding (and
@@ -90,7 +96,8 @@ int run_node_job(const std::filesystem::path& spec_path) {
     // and takes the command's group along. No result is written then: Slurm's state says why.
     auto r = run_supervised(*spec);
     if (!r) {
-        std::cerr << "crcrd --slurm-job: cannot start the test command: " << r.error().message << "\n";
+        std::cerr << "crcrd --slurm-job: cannot start the test command: " << r.error().message
+                  << "\n";
         return 70;
     }
     if (auto w = write_file_atomic(result_path_for(spec_path), result_json(*r).dump()); !w) {

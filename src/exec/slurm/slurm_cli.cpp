@@ -8,7 +8,9 @@ namespace crcrd::exec::slurm {
 namespace {
 
 bool is_key(std::string_view k) {
-    return !k.empty() && std::all_of(k.begin(), k.end(), [](unsigned char c) { return std::isalnum(c) || c == '_' || c == '/'; });
+    return !k.empty() && std::all_of(k.begin(), k.end(), [](unsigned char c) {
+        return std::isalnum(c) || c == '_' || c == '/';
+    });
 }
 
 std::string field(const std::map<std::string, std::string>& f, const std::string& key) {
@@ -23,7 +25,9 @@ std::map<std::string, std::string> parse_fields(std::string_view line) {
     std::string* last = nullptr;
     std::size_t pos = 0;
     while (pos < line.size()) {
-        while (pos < line.size() && (line[pos] == ' ' || line[pos] == '\t' || line[pos] == '\n' || line[pos] == '\r')) ++pos;
+        while (pos < line.size() &&
+               (line[pos] == ' ' || line[pos] == '\t' || line[pos] == '\n' || line[pos] == '\r'))
+            ++pos;
         if (pos >= line.size()) break;
         auto end = line.find_first_of(" \t\r\n", pos);
         if (end == std::string_view::npos) end = line.size();
@@ -80,14 +84,16 @@ std::optional<JobInfo> last_record(std::string_view text, Matches matches, Accep
 
 std::optional<JobInfo> find_completion(std::string_view text, const std::string& id) {
     const std::string needle = "JobId=" + id + " ";
-    return last_record(text, [&](std::string_view line) { return line.rfind(needle, 0) == 0; },
-                       [](const JobInfo&) { return true; });
+    return last_record(
+        text, [&](std::string_view line) { return line.rfind(needle, 0) == 0; },
+        [](const JobInfo&) { return true; });
 }
 
 std::optional<JobInfo> find_completion_by_name(std::string_view text, const std::string& name) {
     const std::string needle = " Name=" + name + " ";
-    return last_record(text, [&](std::string_view line) { return line.find(needle) != std::string_view::npos; },
-                       [&](const JobInfo& j) { return j.name == name; });
+    return last_record(
+        text, [&](std::string_view line) { return line.find(needle) != std::string_view::npos; },
+        [&](const JobInfo& j) { return j.name == name; });
 }
 
 Phase phase_of(std::string_view state) {
@@ -95,10 +101,12 @@ Phase phase_of(std::string_view state) {
     if (state == "TIMEOUT" || state == "DEADLINE") return Phase::timed_out;
     if (state == "CANCELLED") return Phase::cancelled;
     if (state == "PREEMPTED") return Phase::preempted;
-    if (state == "RUNNING" || state == "COMPLETING" || state == "STAGE_OUT" || state == "SIGNALING") return Phase::running;
-    if (state == "PENDING" || state == "CONFIGURING" || state == "REQUEUED" || state == "REQUEUE_FED" ||
-        state == "REQUEUE_HOLD" || state == "RESIZING" || state == "SUSPENDED" || state == "STOPPED" ||
-        state == "RESV_DEL_HOLD" || state == "SPECIAL_EXIT") {
+    if (state == "RUNNING" || state == "COMPLETING" || state == "STAGE_OUT" || state == "SIGNALING")
+        return Phase::running;
+    if (state == "PENDING" || state == "CONFIGURING" || state == "REQUEUED" ||
+        state == "REQUEUE_FED" || state == "REQUEUE_HOLD" || state == "RESIZING" ||
+        state == "SUSPENDED" || state == "STOPPED" || state == "RESV_DEL_HOLD" ||
+        state == "SPECIAL_EXIT") {
         return Phase::waiting;
     }
     return Phase::infra;  // NODE_FAIL, BOOT_FAIL, OUT_OF_MEMORY, REVOKED and anything new
@@ -106,8 +114,9 @@ Phase phase_of(std::string_view state) {
 
 bool waits_for_device(std::string_view reason) {
     // scontrol writes a reason's spaces as underscores; squeue does not.
-    return reason == "Resources" || reason.rfind("ReqNodeNotAvail", 0) == 0 || reason == "NodeDown" ||
-           reason.rfind("Nodes_required_for_job_are_DOWN", 0) == 0 || reason.rfind("Nodes required for job are DOWN", 0) == 0;
+    return reason == "Resources" || reason.rfind("ReqNodeNotAvail", 0) == 0 ||
+           reason == "NodeDown" || reason.rfind("Nodes_required_for_job_are_DOWN", 0) == 0 ||
+           reason.rfind("Nodes required for job are DOWN", 0) == 0;
 }
 
 std::string time_limit(std::chrono::milliseconds timeout) {
@@ -122,7 +131,8 @@ std::optional<std::string> parse_sbatch_id(std::string_view out) {
     auto end = out.find_first_of(";\n");
     auto id = out.substr(0, end == std::string_view::npos ? out.size() : end);
     while (!id.empty() && (id.back() == ' ' || id.back() == '\r')) id.remove_suffix(1);
-    if (id.empty() || id.size() > 20 || !std::all_of(id.begin(), id.end(), [](unsigned char c) { return std::isdigit(c); })) {
+    if (id.empty() || id.size() > 20 ||
+        !std::all_of(id.begin(), id.end(), [](unsigned char c) { return std::isdigit(c); })) {
         return std::nullopt;
     }
     return std::string(id);
@@ -150,11 +160,13 @@ std::vector<std::string> sbatch_argv(const Submission& s) {
     return a;
 }
 
-std::vector<std::string> gres_for(const std::vector<std::string>& labels, const std::map<std::string, std::string>& map) {
+std::vector<std::string> gres_for(const std::vector<std::string>& labels,
+                                  const std::map<std::string, std::string>& map) {
     std::vector<std::string> out;
     for (const auto& l : labels) {
         auto it = map.find(l);
-        if (it != map.end() && std::find(out.begin(), out.end(), it->second) == out.end()) out.push_back(it->second);
+        if (it != map.end() && std::find(out.begin(), out.end(), it->second) == out.end())
+            out.push_back(it->second);
     }
     return out;
 }
@@ -182,7 +194,8 @@ nlohmann::json nodes_of(std::string_view text) {
                          {"state", cols[1]},
                          {"gres", cols[2]},
                          {"gres_used", cols[3]},
-                         {"reason", reason.empty() || reason == "none" ? nlohmann::json(nullptr) : nlohmann::json(reason)}});
+                         {"reason", reason.empty() || reason == "none" ? nlohmann::json(nullptr)
+                                                                       : nlohmann::json(reason)}});
     }
     return nodes;
 }

@@ -43,7 +43,8 @@ std::string tail_of(const std::filesystem::path& path, std::size_t n) {
 /// Job names, tier names: a comment has no spaces or commas of its own.
 std::string comment_word(std::string s) {
     for (auto& c : s)
-        if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' || c == '-')) c = '_';
+        if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' || c == '-'))
+            c = '_';
     return s;
 }
 
@@ -64,7 +65,8 @@ std::string seconds(std::chrono::milliseconds d) {
 
 }  // namespace
 
-SlurmExecutor::SlurmExecutor(std::shared_ptr<const ExecutorSettings> settings) : m_settings(std::move(settings)) {
+SlurmExecutor::SlurmExecutor(std::shared_ptr<const ExecutorSettings> settings)
+    : m_settings(std::move(settings)) {
     m_node_binary = self_executable();
 }
 
@@ -78,7 +80,9 @@ std::shared_ptr<const ExecutorSettings> SlurmExecutor::settings() const {
     return m_settings;
 }
 
-std::string SlurmExecutor::job_name(std::int64_t job_id) { return "crcrd-" + std::to_string(job_id); }
+std::string SlurmExecutor::job_name(std::int64_t job_id) {
+    return "crcrd-" + std::to_string(job_id);
+}
 
 std::vector<SlotOffer> SlurmExecutor::slots() const {
     auto s = settings();
@@ -86,12 +90,16 @@ std::vector<SlotOffer> SlurmExecutor::slots() const {
     if (!s->execution.slurm) return out;
     std::vector<std::string> labels;
     for (const auto& [label, gres] : s->execution.slurm->gres_per_label) labels.push_back(label);
-    for (std::uint32_t i = 1; i <= s->execution.slurm->max_submitted; ++i) out.push_back(SlotOffer{"slurm-" + std::to_string(i), labels});
+    for (std::uint32_t i = 1; i <= s->execution.slurm->max_submitted; ++i)
+        out.push_back(SlotOffer{"slurm-" + std::to_string(i), labels});
     return out;
 }
 
 json SlurmExecutor::check_health(const std::string&) {
-    return json{{"ok", true}, {"at", now_rfc3339()}, {"exit_status", nullptr}, {"output", "Slurm decides which nodes are healthy"}};
+    return json{{"ok", true},
+                {"at", now_rfc3339()},
+                {"exit_status", nullptr},
+                {"output", "Slurm decides which nodes are healthy"}};
 }
 
 SlurmExecutor::Paths SlurmExecutor::paths(const ExecutorSettings& s, std::int64_t job_id) const {
@@ -110,7 +118,8 @@ ExecutorSettings SlurmExecutor::on_shared_root(const ExecutorSettings& s) {
     return shared;
 }
 
-Result<std::string> SlurmExecutor::submit(const ExecutorSettings& s, const JobToRun& job, const Paths& p, bool first) {
+Result<std::string> SlurmExecutor::submit(const ExecutorSettings& s, const JobToRun& job,
+                                          const Paths& p, bool first) {
     const auto& sl = *s.execution.slurm;
     const auto script = sl.shared_root / "crcrd-slurm-job.sh";
     {
@@ -134,7 +143,8 @@ Result<std::string> SlurmExecutor::submit(const ExecutorSettings& s, const JobTo
     sub.chdir = p.control.string();
     sub.extra = sl.sbatch_args;
     sub.script = script.string();
-    sub.command = {sl.node_binary ? sl.node_binary->string() : m_node_binary, "--slurm-job", p.spec.string()};
+    sub.command = {sl.node_binary ? sl.node_binary->string() : m_node_binary, "--slurm-job",
+                   p.spec.string()};
     auto r = slurm_command(slurm::sbatch_argv(sub));
     if (r && r->exit_code == 0) {
         if (auto id = slurm::parse_sbatch_id(r->out)) return *id;
@@ -186,7 +196,8 @@ bool SlurmExecutor::scancel(const std::string& id) {
     for (int attempt = 1;; ++attempt) {
         auto r = slurm_command({"scancel", id});
         if (r && r->exit_code == 0) return true;
-        spdlog::warn("slurm: scancel {} failed (try {} of 3): {}", id, attempt, !r ? r.error().message : trim(r->err));
+        spdlog::warn("slurm: scancel {} failed (try {} of 3): {}", id, attempt,
+                     !r ? r.error().message : trim(r->err));
         if (attempt == 3) return false;
         std::this_thread::sleep_for(std::chrono::seconds(attempt));
     }
@@ -214,7 +225,8 @@ void SlurmExecutor::pause(std::chrono::milliseconds d, const std::atomic<bool>& 
     }
 }
 
-void SlurmExecutor::wait_a_little(std::chrono::milliseconds poll, const std::atomic<bool>& cancel, bool cancel_sent) {
+void SlurmExecutor::wait_a_little(std::chrono::milliseconds poll, const std::atomic<bool>& cancel,
+                                  bool cancel_sent) {
     // Once scancel was sent (or the daemon stops), pause() would not wait at all: look again
     // soon, not in a busy loop.
     if (cancel_sent || detaching()) {
@@ -224,7 +236,8 @@ void SlurmExecutor::wait_a_little(std::chrono::milliseconds poll, const std::ato
     pause(poll, cancel);
 }
 
-RawOutcome SlurmExecutor::run(const JobToRun& job, const std::atomic<bool>& cancel, const AttemptHooks& hooks) {
+RawOutcome SlurmExecutor::run(const JobToRun& job, const std::atomic<bool>& cancel,
+                              const AttemptHooks& hooks) {
     auto base = settings();
     RawOutcome out;
     if (!base->execution.slurm) {
@@ -233,7 +246,8 @@ RawOutcome SlurmExecutor::run(const JobToRun& job, const std::atomic<bool>& canc
     }
     const auto s = on_shared_root(*base);
     const auto& sl = *s.execution.slurm;
-    auto a = prepare_attempt(s, job, SlotSpec{job.slot, {}, sl.devices, std::nullopt}, sl.shared_root / "logs");
+    auto a = prepare_attempt(s, job, SlotSpec{job.slot, {}, sl.devices, std::nullopt},
+                             sl.shared_root / "logs");
     if (!a) {
         out.not_run = a.error().message;
         return out;
@@ -246,8 +260,9 @@ RawOutcome SlurmExecutor::run(const JobToRun& job, const std::atomic<bool>& canc
     std::error_code ec;
     std::filesystem::remove_all(p.control, ec);
     std::filesystem::create_directories(p.control, ec);
-    auto written = ec ? Status(make_error("io", "cannot create " + p.control.string() + ": " + ec.message()))
-                      : write_file_atomic(p.spec, slurm::spec_json(a->process).dump());
+    auto written =
+        ec ? Status(make_error("io", "cannot create " + p.control.string() + ": " + ec.message()))
+           : write_file_atomic(p.spec, slurm::spec_json(a->process).dump());
     if (written) written = write_file_atomic(p.metadata, a->metadata.dump());
     // The job was cancelled since its lease: nothing is submitted.
     if (written && (cancel.load() || !hooks.may_start())) {
@@ -263,12 +278,14 @@ RawOutcome SlurmExecutor::run(const JobToRun& job, const std::atomic<bool>& canc
         release_workspace(a->ws, s.execution, s.upstream, true);
         return out;
     }
-    spdlog::info("job_id={} submitted to Slurm as job {} (partition {})", job.job_id, *id, sl.partition);
+    spdlog::info("job_id={} submitted to Slurm as job {} (partition {})", job.job_id, *id,
+                 sl.partition);
     hooks.on_running(Started{0, *id});
     return watch(s, job, *a, *id, cancel, hooks.on_running);
 }
 
-std::optional<std::string> SlurmExecutor::adoptable(std::int64_t job_id, const std::optional<std::string>& external_id) {
+std::optional<std::string> SlurmExecutor::adoptable(std::int64_t job_id,
+                                                    const std::optional<std::string>& external_id) {
     if (external_id) {
         // Kept when the controller cannot tell now: watching it will.
         bool unreachable = false;
@@ -276,7 +293,8 @@ std::optional<std::string> SlurmExecutor::adoptable(std::int64_t job_id, const s
         return std::nullopt;
     }
     // Submitted, but the daemon died before it stored the id: found by the job's name.
-    auto r = slurm_command({"squeue", "--noheader", "--states=all", "--name=" + job_name(job_id), "--format=%i"});
+    auto r = slurm_command(
+        {"squeue", "--noheader", "--states=all", "--name=" + job_name(job_id), "--format=%i"});
     if (r && r->exit_code == 0) {
         if (auto id = slurm::parse_sbatch_id(r->out)) return id;
     }
@@ -287,8 +305,8 @@ std::optional<std::string> SlurmExecutor::adoptable(std::int64_t job_id, const s
     return std::nullopt;
 }
 
-RawOutcome SlurmExecutor::adopt(const JobToRun& job, const std::string& external_id, const std::atomic<bool>& cancel,
-                                const AttemptHooks& hooks) {
+RawOutcome SlurmExecutor::adopt(const JobToRun& job, const std::string& external_id,
+                                const std::atomic<bool>& cancel, const AttemptHooks& hooks) {
     auto base = settings();
     if (!base->execution.slurm) {
         RawOutcome out;
@@ -300,7 +318,8 @@ RawOutcome SlurmExecutor::adopt(const JobToRun& job, const std::string& external
     // The attempt's files, where run() of the previous daemon put them.
     PreparedAttempt a;
     a.ws.job_dir = sl.shared_root / "jobs" / std::to_string(job.job_id);
-    if (!s.upstream.mirror.empty()) a.ws.checkout = sl.shared_root / "checkouts" / std::to_string(job.job_id);
+    if (!s.upstream.mirror.empty())
+        a.ws.checkout = sl.shared_root / "checkouts" / std::to_string(job.job_id);
     a.ctx.job_dir = a.ws.job_dir;
     a.ctx.junit_dir = a.ws.job_dir / "junit";
     a.process.log_path = sl.shared_root / "logs" / (std::to_string(job.job_id) + ".log");
@@ -309,12 +328,15 @@ RawOutcome SlurmExecutor::adopt(const JobToRun& job, const std::string& external
     a.metadata = meta ? json::parse(*meta, nullptr, false) : json::object();
     if (!a.metadata.is_object()) a.metadata = json::object();
     a.metadata["adopted"] = true;
-    spdlog::info("job_id={} adopted Slurm job {} from the previous daemon", job.job_id, external_id);
+    spdlog::info("job_id={} adopted Slurm job {} from the previous daemon", job.job_id,
+                 external_id);
     return watch(s, job, a, external_id, cancel, hooks.on_running);
 }
 
-RawOutcome SlurmExecutor::watch(const ExecutorSettings& s, const JobToRun& job, const PreparedAttempt& a, std::string id,
-                                const std::atomic<bool>& cancel, const std::function<void(const Started&)>& on_running) {
+RawOutcome SlurmExecutor::watch(const ExecutorSettings& s, const JobToRun& job,
+                                const PreparedAttempt& a, std::string id,
+                                const std::atomic<bool>& cancel,
+                                const std::function<void(const Started&)>& on_running) {
     const auto& sl = *s.execution.slurm;
     const auto p = paths(s, job.job_id);
     RawOutcome out;
@@ -357,20 +379,28 @@ RawOutcome SlurmExecutor::watch(const ExecutorSettings& s, const JobToRun& job, 
             auto j = r ? json::parse(*r, nullptr, false) : json();
             if (j.is_object()) {
                 const auto res = slurm::result_from_json(j);
-                info = slurm::JobInfo{id, res.exit_code == 0 ? "COMPLETED" : "FAILED", "LeftTheController", "", "", job_name(job.job_id)};
+                info = slurm::JobInfo{id,
+                                      res.exit_code == 0 ? "COMPLETED" : "FAILED",
+                                      "LeftTheController",
+                                      "",
+                                      "",
+                                      job_name(job.job_id)};
             }
         }
         if (!info) {
             if (cancel_sent && detaching() && ++unanswered_at_stop >= k_gone_after) {
                 // The daemon stops and Slurm does not answer: do not hold the stop up for it.
                 out.cancelled = true;
-                out.infra_failure = "Slurm did not confirm the cancel of job " + id + " before the daemon stopped";
+                out.infra_failure =
+                    "Slurm did not confirm the cancel of job " + id + " before the daemon stopped";
                 return end_early(out);
             }
             if (unreachable) {
-                spdlog::warn("job_id={} Slurm's controller did not answer about job {}", job.job_id, id);
+                spdlog::warn("job_id={} Slurm's controller did not answer about job {}", job.job_id,
+                             id);
             } else if (++unknown >= k_gone_after) {
-                out.infra_failure = "Slurm no longer knows job " + id + " (neither the controller nor the completion record)";
+                out.infra_failure = "Slurm no longer knows job " + id +
+                                    " (neither the controller nor the completion record)";
                 return end_early(out);
             }
             wait_a_little(sl.poll_interval, cancel, cancel_sent);
@@ -383,7 +413,8 @@ RawOutcome SlurmExecutor::watch(const ExecutorSettings& s, const JobToRun& job, 
         if (phase == slurm::Phase::waiting) {
             if (info->state == "PENDING" && slurm::waits_for_device(info->reason) && !cancel_sent &&
                 Clock::now() - pending_since > s.execution.device_wait) {
-                // Ended in Slurm before crcrd lets go: it must not start later on a removed workspace.
+                // Ended in Slurm before crcrd lets go: it must not start later on a removed
+                // workspace.
                 if (scancel(id)) {
                     for (int i = 0; i < 40; ++i) {
                         auto now = query(id);
@@ -394,21 +425,25 @@ RawOutcome SlurmExecutor::watch(const ExecutorSettings& s, const JobToRun& job, 
                         std::this_thread::sleep_for(std::chrono::milliseconds(250));
                     }
                 }
-                out.device_unavailable = "Slurm job " + id + " still pending (" + info->reason + ") after " +
-                                         seconds(std::chrono::duration_cast<std::chrono::milliseconds>(s.execution.device_wait)) +
-                                         " in partition " + sl.partition;
+                out.device_unavailable =
+                    "Slurm job " + id + " still pending (" + info->reason + ") after " +
+                    seconds(std::chrono::duration_cast<std::chrono::milliseconds>(
+                        s.execution.device_wait)) +
+                    " in partition " + sl.partition;
                 return end_early(out);
             }
         }
         if (phase == slurm::Phase::preempted && !cancel_sent) {
             // Not the job's doing and not an attempt: the same attempt goes to Slurm again.
             if (++resubmits > k_max_resubmits) {
-                out.infra_failure = "Slurm preempted job " + id + " " + std::to_string(k_max_resubmits) + " times";
+                out.infra_failure =
+                    "Slurm preempted job " + id + " " + std::to_string(k_max_resubmits) + " times";
                 return end_early(out);
             }
             // A resubmission a previous daemon made (and died before storing) is taken over.
             if (auto live = live_by_name(job.job_id, id)) {
-                spdlog::warn("job_id={} Slurm job {} was preempted; {} already runs it again", job.job_id, id, *live);
+                spdlog::warn("job_id={} Slurm job {} was preempted; {} already runs it again",
+                             job.job_id, id, *live);
                 id = *live;
                 last.reset();
                 pending_since = Clock::now();
@@ -418,17 +453,19 @@ RawOutcome SlurmExecutor::watch(const ExecutorSettings& s, const JobToRun& job, 
             std::error_code ec;
             std::filesystem::remove(p.result, ec);
             // What the preempted run wrote is not this run's.
-            for (auto it = std::filesystem::directory_iterator(a.ctx.junit_dir, ec); !ec && it != std::filesystem::directory_iterator();
-                 it.increment(ec)) {
+            for (auto it = std::filesystem::directory_iterator(a.ctx.junit_dir, ec);
+                 !ec && it != std::filesystem::directory_iterator(); it.increment(ec)) {
                 std::error_code ignored;
                 std::filesystem::remove_all(it->path(), ignored);
             }
             auto next = submit(s, job, p, false);
             if (!next) {
-                out.infra_failure = "Slurm preempted job " + id + ", and submitting it again failed: " + next.error().message;
+                out.infra_failure = "Slurm preempted job " + id +
+                                    ", and submitting it again failed: " + next.error().message;
                 return end_early(out);
             }
-            spdlog::warn("job_id={} Slurm job {} was preempted: submitted again as {}", job.job_id, id, *next);
+            spdlog::warn("job_id={} Slurm job {} was preempted: submitted again as {}", job.job_id,
+                         id, *next);
             id = *next;
             last.reset();
             pending_since = Clock::now();
@@ -456,15 +493,17 @@ RawOutcome SlurmExecutor::watch(const ExecutorSettings& s, const JobToRun& job, 
     switch (slurm::phase_of(info.state)) {
         case slurm::Phase::finished:
             if (!have_result) {
-                out.infra_failure = "Slurm job " + id + " ended " + info.state + " (exit " + info.exit_code + ")" + where +
-                                    " without crcrd's result; its output: " + tail_of(p.slurm_out, 400);
+                out.infra_failure =
+                    "Slurm job " + id + " ended " + info.state + " (exit " + info.exit_code + ")" +
+                    where + " without crcrd's result; its output: " + tail_of(p.slurm_out, 400);
             }
             break;
         case slurm::Phase::timed_out:
             out.timed_out = true;
             break;
         case slurm::Phase::cancelled:
-            if (!cancel_sent) out.infra_failure = "Slurm job " + id + " was cancelled outside crcrd" + where;
+            if (!cancel_sent)
+                out.infra_failure = "Slurm job " + id + " was cancelled outside crcrd" + where;
             break;
         default:
             out.infra_failure = "Slurm ended job " + id + " " + info.state + where;
@@ -479,7 +518,8 @@ RawOutcome SlurmExecutor::watch(const ExecutorSettings& s, const JobToRun& job, 
     return out;
 }
 
-std::optional<std::string> SlurmExecutor::live_by_name(std::int64_t job_id, const std::string& except) {
+std::optional<std::string> SlurmExecutor::live_by_name(std::int64_t job_id,
+                                                       const std::string& except) {
     auto r = slurm_command({"squeue", "--noheader", "--name=" + job_name(job_id), "--format=%i"});
     if (!r || r->exit_code != 0) return std::nullopt;
     std::istringstream in(r->out);
@@ -498,7 +538,10 @@ int SlurmExecutor::abandon(std::int64_t) {
 json SlurmExecutor::cluster() {
     auto s = settings();
     if (!s->execution.slurm) return nullptr;
-    json c = {{"executor", "slurm"}, {"partition", s->execution.slurm->partition}, {"nodes", json::array()}, {"error", nullptr}};
+    json c = {{"executor", "slurm"},
+              {"partition", s->execution.slurm->partition},
+              {"nodes", json::array()},
+              {"error", nullptr}};
     auto r = slurm_command(slurm::sinfo_nodes_argv(s->execution.slurm->partition));
     if (!r || r->exit_code != 0) {
         c["error"] = !r ? r.error().message : trim(r->err).substr(0, 300);

@@ -25,13 +25,16 @@ TEST(CrcrctlUrl, EveryCommandAppendsItsRouteToTheDaemonsBaseUrl) {
         {"https://webhook", "/api/v1/runs", "https://webhook/api/v1/runs"},
         {"https://webhook:8443", "/webhook", "https://webhook:8443/webhook"},
     };
-    for (const auto& c : cases) EXPECT_EQ(endpoint(c.url, c.route), c.want) << c.url << " " << c.route;
+    for (const auto& c : cases)
+        EXPECT_EQ(endpoint(c.url, c.route), c.want) << c.url << " " << c.route;
 }
 
 TEST(CrcrctlExitCodes, FollowTheContract) {
-    const std::pair<int, int> statuses[] = {{200, 0}, {201, 0}, {202, 0}, {400, 1}, {401, 4}, {403, 4},
-                                            {404, 5}, {405, 1}, {409, 1}, {413, 1}, {500, 1}, {503, 1}};
-    for (const auto& [status, code] : statuses) EXPECT_EQ(exit_code_of_status(status), code) << status;
+    const std::pair<int, int> statuses[] = {{200, 0}, {201, 0}, {202, 0}, {400, 1},
+                                            {401, 4}, {403, 4}, {404, 5}, {405, 1},
+                                            {409, 1}, {413, 1}, {500, 1}, {503, 1}};
+    for (const auto& [status, code] : statuses)
+        EXPECT_EQ(exit_code_of_status(status), code) << status;
     EXPECT_EQ(exit_code_of_error("network"), k_exit_unreachable);
     EXPECT_EQ(exit_code_of_error("bad_url"), k_exit_usage);
 }

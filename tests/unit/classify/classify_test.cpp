@@ -47,13 +47,20 @@ TEST(Classify, EachRuleInItsOrder) {
         {"cancelled wins", cancelled, Conclusion::cancelled},
         {"a timeout before any log signature", timed_out, Conclusion::timeout},
         {"a stall", stalled, Conclusion::timeout},
-        {"a device signature, even with failed tests", ran(1, 5, 2, "x\nRAS::VFIO::DeviceOpenFail: /dev/vfio/3\n"), Conclusion::device_unavailable},
-        {"another device fault", ran(1, 0, 0, "RuntimeError: Failed to open device 0\n"), Conclusion::device_unavailable},
+        {"a device signature, even with failed tests",
+         ran(1, 5, 2, "x\nRAS::VFIO::DeviceOpenFail: /dev/vfio/3\n"),
+         Conclusion::device_unavailable},
+        {"another device fault", ran(1, 0, 0, "RuntimeError: Failed to open device 0\n"),
+         Conclusion::device_unavailable},
         {"malformed JUnit", bad_junit, Conclusion::infra_error},
         {"failed tests", ran(1, 10, 2, "E   AssertionError\n"), Conclusion::regression},
-        {"failed tests and an infra line", ran(1, 10, 2, "No space left on device\n"), Conclusion::regression},
-        {"an infra line in a failed attempt", ran(2, 0, 0, "ERROR: Could not install packages due to an OSError\n"), Conclusion::infra_error},
-        {"an infra line in a passing attempt", ran(0, 4, 0, "test_offline: Could not resolve host (expected)\n"), Conclusion::passed},
+        {"failed tests and an infra line", ran(1, 10, 2, "No space left on device\n"),
+         Conclusion::regression},
+        {"an infra line in a failed attempt",
+         ran(2, 0, 0, "ERROR: Could not install packages due to an OSError\n"),
+         Conclusion::infra_error},
+        {"an infra line in a passing attempt",
+         ran(0, 4, 0, "test_offline: Could not resolve host (expected)\n"), Conclusion::passed},
         {"killed by a signal", killed, Conclusion::infra_error},
         {"non-zero exit without a failed test", ran(3, 4, 0), Conclusion::infra_error},
         {"everything passed", ran(0, 4, 0), Conclusion::passed},
@@ -65,11 +72,14 @@ TEST(Classify, EachRuleInItsOrder) {
 
 TEST(Classify, ReasonsNameTheEvidence) {
     const auto p = defaults();
-    auto device = decide(ran(1, 0, 0, "ok\nRAS::VFIO::DeviceOpenFail: cannot open /dev/vfio/0\nmore\n"), p);
-    EXPECT_EQ(device.reason, "device failure in the log: RAS::VFIO::DeviceOpenFail: cannot open /dev/vfio/0");
+    auto device =
+        decide(ran(1, 0, 0, "ok\nRAS::VFIO::DeviceOpenFail: cannot open /dev/vfio/0\nmore\n"), p);
+    EXPECT_EQ(device.reason,
+              "device failure in the log: RAS::VFIO::DeviceOpenFail: cannot open /dev/vfio/0");
     EXPECT_EQ(device.log_line, "RAS::VFIO::DeviceOpenFail: cannot open /dev/vfio/0");
     EXPECT_EQ(decide(ran(1, 10, 3), p).reason, "3 of 10 tests failed");
-    EXPECT_EQ(decide(ran(3, 0, 0), p).reason, "exit status 3 without a failed test (no JUnit results)");
+    EXPECT_EQ(decide(ran(3, 0, 0), p).reason,
+              "exit status 3 without a failed test (no JUnit results)");
     // A very long matching line is cut for the reason.
     auto long_line = decide(ran(1, 0, 0, "No space left on device " + std::string(500, 'x')), p);
     EXPECT_EQ(long_line.log_line->size(), 200u);
@@ -98,8 +108,10 @@ TEST(Classify, TheHardwareSignaturesAreDeviceFailuresKeptAsTheirSignature) {
 
 TEST(Classify, ConfiguredPatternsReplaceTheDefaults) {
     auto p = compile_patterns({"HW_ERR_[0-9]+"}, {"runner lost"});
-    EXPECT_EQ(decide(ran(1, 0, 0, "fatal HW_ERR_42\n"), p).conclusion, Conclusion::device_unavailable);
-    EXPECT_EQ(decide(ran(1, 0, 0, "RAS::VFIO::DeviceOpenFail\n"), p).conclusion, Conclusion::infra_error);  // no longer a device fault
+    EXPECT_EQ(decide(ran(1, 0, 0, "fatal HW_ERR_42\n"), p).conclusion,
+              Conclusion::device_unavailable);
+    EXPECT_EQ(decide(ran(1, 0, 0, "RAS::VFIO::DeviceOpenFail\n"), p).conclusion,
+              Conclusion::infra_error);  // no longer a device fault
     EXPECT_EQ(decide(ran(1, 0, 0, "the runner lost its connection\n"), p).reason,
               "infrastructure failure in the log: the runner lost its connection");
 }
@@ -135,8 +147,10 @@ TEST(Classify, NoMatchAcrossLinesAndNoLineAfterTheLastNewline) {
 }
 
 TEST(Classify, NoPatternsFindNothing) {
-    EXPECT_EQ(decide(ran(1, 0, 0, "RAS::PCI::BusFence\n"), Patterns()).conclusion, Conclusion::infra_error);
-    EXPECT_EQ(decide(ran(1, 0, 0, "RAS::PCI::BusFence\n"), compile_patterns({}, {})).conclusion, Conclusion::infra_error);
+    EXPECT_EQ(decide(ran(1, 0, 0, "RAS::PCI::BusFence\n"), Patterns()).conclusion,
+              Conclusion::infra_error);
+    EXPECT_EQ(decide(ran(1, 0, 0, "RAS::PCI::BusFence\n"), compile_patterns({}, {})).conclusion,
+              Conclusion::infra_error);
 }
 
 TEST(Classify, APatternRe2CannotCompileIsABrokenInvariantNamingIt) {
@@ -149,7 +163,8 @@ TEST(Classify, APatternRe2CannotCompileIsABrokenInvariantNamingIt) {
 }
 
 /// The classifier before RE2: each line in log order against each std::regex in list order.
-std::optional<std::pair<std::string, std::string>> reference_find(const std::string& log, const std::vector<std::string>& patterns) {
+std::optional<std::pair<std::string, std::string>> reference_find(
+    const std::string& log, const std::vector<std::string>& patterns) {
     std::vector<std::regex> res(patterns.begin(), patterns.end());
     std::size_t start = 0;
     while (start < log.size()) {
@@ -158,7 +173,8 @@ std::optional<std::pair<std::string, std::string>> reference_find(const std::str
         for (const auto& re : res) {
             std::cmatch m;
             if (std::regex_search(log.data() + start, log.data() + end, m, re)) {
-                return std::pair{log.substr(start, std::min<std::size_t>(end - start, 200)), m.str(0).substr(0, 200)};
+                return std::pair{log.substr(start, std::min<std::size_t>(end - start, 200)),
+                                 m.str(0).substr(0, 200)};
             }
         }
         start = end + 1;

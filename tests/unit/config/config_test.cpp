@@ -107,40 +107,52 @@ TEST(Config, ErrorsNameTheKeyPath) {
     const std::vector<Case> cases = {
         {"bogus: 1\n", "bogus: unknown key"},
         {"execution: {stall_timeout: 5}\n", "execution.stall_timeout: '5' is not a duration"},
-        {"execution: {isolation: docker}\n", "execution.isolation: 'docker' is not one of bwrap | user | none"},
+        {"execution: {isolation: docker}\n",
+         "execution.isolation: 'docker' is not one of bwrap | user | none"},
         {"execution: {max_log_bytes: lots}\n", "execution.max_log_bytes"},
         {"runners: [{labels: [a]}]\n", "runners[0].name: required"},
         {"runners: [{name: a, labelz: [a]}]\n", "runners[0].labelz: unknown key"},
         {"admin: {tokens: [{name: a, sha256: abc, role: admin}]}\n", "admin.tokens[0].sha256"},
-        {"admin: {tokens: [{name: a, sha256: 9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08, role: root}]}\n",
+        {"admin: {tokens: [{name: a, sha256: "
+         "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08, role: root}]}\n",
          "admin.tokens[0].role"},
         {"classify: {infra_patterns: ['(unclosed']}\n", "classify.infra_patterns"},
         // RE2 syntax: no back-references, no look-around; the error names the pattern.
         {"classify: {device_patterns: ['a(b)\\66666666666666666666']}\n",
-         "classify.device_patterns: entry 0: 'a(b)\\66666666666666666666' is not a valid RE2 regex: invalid escape sequence: \\6"},
+         "classify.device_patterns: entry 0: 'a(b)\\66666666666666666666' is not a valid RE2 "
+         "regex: invalid escape sequence: \\6"},
         {"classify: {infra_patterns: [ok, 'lost(?= runner)']}\n",
-         "classify.infra_patterns: entry 1: 'lost(?= runner)' is not a valid RE2 regex: invalid perl operator: (?="},
+         "classify.infra_patterns: entry 1: 'lost(?= runner)' is not a valid RE2 regex: invalid "
+         "perl operator: (?="},
         {"report: {github: {repo: pytorch/pytorch}}\n", "report.github.token_file: required"},
-        {"execution: {stall_timeout: 5s, stall_timeout: 6s}\n", "execution.stall_timeout: given twice"},
-        {"execution: {isolation: none, network: none}\n", "execution.network: none needs isolation: bwrap"},
+        {"execution: {stall_timeout: 5s, stall_timeout: 6s}\n",
+         "execution.stall_timeout: given twice"},
+        {"execution: {isolation: none, network: none}\n",
+         "execution.network: none needs isolation: bwrap"},
         {"execution: {isolation: none, sandbox_socket: /run/crcrd/sandbox.sock}\n",
          "execution.sandbox_socket: only with isolation: bwrap and executor: local"},
         {"execution: {sandbox_socket: /sandbox.sock}\n",
-         "execution.sandbox_socket: must lie in a folder of its own (the jobs' sandbox hides that folder), not in /"},
+         "execution.sandbox_socket: must lie in a folder of its own (the jobs' sandbox hides that "
+         "folder), not in /"},
         {"execution: {network: off}\n", "execution.network: 'off' is not one of host | none"},
         {"report: {github: {api_url: \"http://api.github.com\", repo: a/b, token_file: t}}\n",
-         "report.github.api_url: 'http://api.github.com' must be an absolute https:// URL (it carries credentials)"},
-        {"report: {crcr_callback: {url: \"http://relay/cb\", token_file: t}}\n", "report.crcr_callback.url: 'http://relay/cb' must be"},
-        {"classify: {base_check: always}\n", "classify.base_check: 'always' is not one of lookup | run | off"},
+         "report.github.api_url: 'http://api.github.com' must be an absolute https:// URL (it "
+         "carries credentials)"},
+        {"report: {crcr_callback: {url: \"http://relay/cb\", token_file: t}}\n",
+         "report.crcr_callback.url: 'http://relay/cb' must be"},
+        {"classify: {base_check: always}\n",
+         "classify.base_check: 'always' is not one of lookup | run | off"},
         {"execution: {rerun: some}\n", "execution.rerun: 'some' is not one of failed_tests | tier"},
         {"bisect: {refs: [\"main~1\"]}\n", "bisect.refs: 'main~1' is not a branch name"},
         {"bisect: {max_runs: -1}\n", "bisect.max_runs"},
         {"bisect: {budget: 3}\n", "bisect.budget: unknown key"},
         {"execution: {executor: k8s}\n", "execution.executor: 'k8s' is not one of local | slurm"},
         {"execution: {executor: slurm}\n", "execution.slurm: required when executor is slurm"},
-        {"execution: {slurm: {partition: p, shared_root: /s, sbatch_args: [\"-p\", x, \"--time=5\"]}}\n",
+        {"execution: {slurm: {partition: p, shared_root: /s, sbatch_args: [\"-p\", x, "
+         "\"--time=5\"]}}\n",
          "execution.slurm.sbatch_args: '-p' is set by crcrd"},
-        {"execution: {slurm: {partition: p, shared_root: /s, max_submitted: 0}}\n", "execution.slurm.max_submitted: must be between"},
+        {"execution: {slurm: {partition: p, shared_root: /s, max_submitted: 0}}\n",
+         "execution.slurm.max_submitted: must be between"},
         {"execution: {slurm: {shared_root: /s}}\n", "execution.slurm.partition: required"},
     };
     for (const auto& c : cases) {
@@ -151,14 +163,19 @@ TEST(Config, ErrorsNameTheKeyPath) {
 }
 
 TEST(Config, BisectAndALocalRemote) {
-    auto l = parse(std::string(k_minimal) + "bisect: {max_runs: 6, refs: [main, refs/heads/release]}\n"
-                                            "upstream: {mirror: m.git, remote: ../upstream}\n", "/etc/crcrd");
+    auto l = parse(std::string(k_minimal) +
+                       "bisect: {max_runs: 6, refs: [main, refs/heads/release]}\n"
+                       "upstream: {mirror: m.git, remote: ../upstream}\n",
+                   "/etc/crcrd");
     ASSERT_TRUE(l.config) << all(l);
     EXPECT_EQ(l.config->bisect.max_runs, 6u);
     EXPECT_EQ(l.config->bisect.refs, (std::vector<std::string>{"main", "refs/heads/release"}));
     // A local remote is relative to the file's folder; a URL stays as it is.
     EXPECT_EQ(l.config->upstream.remote, "/etc/upstream");
-    auto url = parse(std::string(k_minimal) + "upstream: {mirror: m.git, remote: \"https://github.com/pytorch/pytorch.git\"}\n", "/etc");
+    auto url =
+        parse(std::string(k_minimal) +
+                  "upstream: {mirror: m.git, remote: \"https://github.com/pytorch/pytorch.git\"}\n",
+              "/etc");
     ASSERT_TRUE(url.config) << all(url);
     EXPECT_EQ(url.config->upstream.remote, "https://github.com/pytorch/pytorch.git");
     auto defaults = parse(k_minimal, "/etc");
@@ -170,20 +187,27 @@ TEST(Config, BisectAndALocalRemote) {
 TEST(Config, ServerLimits) {
     auto with_server = [](const std::string& extra) {
         std::string y = k_minimal;
-        y.replace(y.find("listen: \"127.0.0.1:8443\"}"), 25, "listen: \"127.0.0.1:8443\", " + extra + "}");
+        y.replace(y.find("listen: \"127.0.0.1:8443\"}"), 25,
+                  "listen: \"127.0.0.1:8443\", " + extra + "}");
         return parse(y, "/etc");
     };
     EXPECT_TRUE(with_server("max_header_bytes: 64KiB, handshake_timeout: 2s").config);
-    EXPECT_TRUE(has_error(with_server("max_header_bytes: 100"), "server.max_header_bytes: must be from 1KiB to 1MiB"));
-    EXPECT_TRUE(has_error(with_server("max_connections_per_ip: 0"), "server.max_connections_per_ip: must be positive"));
-    EXPECT_TRUE(has_error(with_server("public_url: \"http://ci.example\""), "server.public_url: 'http://ci.example' must be"));
+    EXPECT_TRUE(has_error(with_server("max_header_bytes: 100"),
+                          "server.max_header_bytes: must be from 1KiB to 1MiB"));
+    EXPECT_TRUE(has_error(with_server("max_connections_per_ip: 0"),
+                          "server.max_connections_per_ip: must be positive"));
+    EXPECT_TRUE(has_error(with_server("public_url: \"http://ci.example\""),
+                          "server.public_url: 'http://ci.example' must be"));
     EXPECT_TRUE(with_server("public_url: \"https://ci.example:8443/\"").config);
     auto twice = parse(std::string(k_minimal) + "server: {listen: \"127.0.0.1:9\"}\n", "/etc");
     EXPECT_TRUE(has_error(twice, "server: given twice")) << all(twice);
 }
 
 TEST(Config, StructuralErrors) {
-    auto l = parse("server: {listen: \"0.0.0.0:8443\"}\nstorage: {path: x}\ningest: {secrets: []}\ntrust: {fork_policy: run}\n", "/");
+    auto l = parse(
+        "server: {listen: \"0.0.0.0:8443\"}\nstorage: {path: x}\ningest: {secrets: []}\ntrust: "
+        "{fork_policy: run}\n",
+        "/");
     EXPECT_FALSE(l.config);
     EXPECT_TRUE(has_error(l, "server.tls: required")) << all(l);
     EXPECT_TRUE(has_error(l, "ingest.secrets: at least one secret")) << all(l);
@@ -191,7 +215,10 @@ TEST(Config, StructuralErrors) {
 
     auto bad_listen = parse(std::string(k_minimal) + "execution: {}\n", "/");
     EXPECT_TRUE(bad_listen.config) << all(bad_listen);
-    auto no_port = parse("server: {listen: \"127.0.0.1\"}\nstorage: {path: x}\ningest: {secrets: [{id: a, file: f}]}\ntrust: {downstream_repo: a/b, fork_policy: run}\n", "/");
+    auto no_port = parse(
+        "server: {listen: \"127.0.0.1\"}\nstorage: {path: x}\ningest: {secrets: [{id: a, file: "
+        "f}]}\ntrust: {downstream_repo: a/b, fork_policy: run}\n",
+        "/");
     EXPECT_TRUE(has_error(no_port, "server.listen")) << all(no_port);
 
     auto yaml = parse("server: [\n", "/");

@@ -14,7 +14,8 @@ TEST(Crypto, HexRoundTripAndRejectsBadInput) {
 }
 
 TEST(Crypto, Base64RoundTripAndRejectsBadInput) {
-    for (const std::string& s : std::vector<std::string>{"", "a", "ab", "abc", "abcd", std::string("\0\1\2\3\4", 5)}) {
+    for (const std::string& s :
+         std::vector<std::string>{"", "a", "ab", "abc", "abcd", std::string("\0\1\2\3\4", 5)}) {
         auto enc = crypto::base64_encode(s);
         auto dec = crypto::base64_decode(enc);
         ASSERT_TRUE(dec) << enc;
@@ -32,7 +33,8 @@ TEST(Crypto, ConstantTimeEqual) {
 }
 
 TEST(Crypto, Sha256AndUuid) {
-    EXPECT_EQ(crypto::sha256_hex("abc"), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+    EXPECT_EQ(crypto::sha256_hex("abc"),
+              "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
     auto u = crypto::random_uuid();
     EXPECT_EQ(u.size(), 36u);
     EXPECT_EQ(u[14], '4');
@@ -45,9 +47,10 @@ struct DurationCase {
 };
 
 TEST(Units, Durations) {
-    const DurationCase cases[] = {{"90s", 90'000}, {"10m", 600'000}, {"2h", 7'200'000}, {"250ms", 250},
-                                  {"1d", 86'400'000}, {"90", -1}, {"s", -1}, {"10 m", -1}, {"-5s", -1},
-                                  {"5w", -1}, {"", -1}};
+    const DurationCase cases[] = {
+        {"90s", 90'000},    {"10m", 600'000}, {"2h", 7'200'000}, {"250ms", 250},
+        {"1d", 86'400'000}, {"90", -1},       {"s", -1},         {"10 m", -1},
+        {"-5s", -1},        {"5w", -1},       {"", -1}};
     for (const auto& c : cases) {
         auto d = parse_duration(c.text);
         if (c.ms < 0) {

@@ -1,7 +1,7 @@
 // Journald priorities (docs/operations.md, "Logs"): with stderr as the journal stream every
 // line starts with the sd-daemon prefix of its level; anywhere else the lines are unchanged.
-#include <gtest/gtest.h>
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -29,8 +29,10 @@ std::vector<std::string> logged(Stream journal_stream) {
     ::dup2(fd, 2);
     ::close(fd);
     const std::string stream = journal_stream(file);
-    if (stream.empty()) ::unsetenv("JOURNAL_STREAM");
-    else ::setenv("JOURNAL_STREAM", stream.c_str(), 1);
+    if (stream.empty())
+        ::unsetenv("JOURNAL_STREAM");
+    else
+        ::setenv("JOURNAL_STREAM", stream.c_str(), 1);
     log::init("trace");
     spdlog::critical("c line");
     spdlog::error("e line");
@@ -58,8 +60,9 @@ std::string dev_ino(const std::filesystem::path& p) {
 TEST(Log, UnderJournaldEveryLineStartsWithThePriorityOfItsLevel) {
     const auto lines = logged([](const std::filesystem::path& f) { return dev_ino(f); });
     ASSERT_EQ(lines.size(), 6u);
-    const char* want[][2] = {{"<2>", "critical c line"}, {"<3>", "error e line"}, {"<4>", "warning w line"},
-                             {"<6>", "info i line"},     {"<7>", "debug d line"}, {"<7>", "trace t line"}};
+    const char* want[][2] = {{"<2>", "critical c line"}, {"<3>", "error e line"},
+                             {"<4>", "warning w line"},  {"<6>", "info i line"},
+                             {"<7>", "debug d line"},    {"<7>", "trace t line"}};
     for (std::size_t i = 0; i < lines.size(); ++i) {
         EXPECT_EQ(lines[i].substr(0, 3), want[i][0]) << lines[i];
         EXPECT_NE(lines[i].find(want[i][1]), std::string::npos) << lines[i];

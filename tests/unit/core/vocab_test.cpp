@@ -91,8 +91,9 @@ TEST(Vocab, Predicates) {
 TEST(Vocab, SeverityIsTheContractsOrderWithCancelledLast) {
     // docs/verdicts.md: regression > infra_error > device_unavailable > timeout > pre_existing >
     // flaky > passed; a class not in it (cancelled) ranks after.
-    const std::vector<std::string_view> old = {"regression", "infra_error", "device_unavailable", "timeout",
-                                               "pre_existing", "flaky", "passed"};
+    const std::vector<std::string_view> old = {"regression", "infra_error",  "device_unavailable",
+                                               "timeout",    "pre_existing", "flaky",
+                                               "passed"};
     for (std::size_t i = 0; i < names<Conclusion>().size(); ++i) {
         const auto c = static_cast<Conclusion>(i);
         const auto at = std::find(old.begin(), old.end(), to_string(c));
@@ -114,24 +115,34 @@ TEST(Vocab, SchemaAcceptsEveryNameOfItsColumnAndRefusesABogusOne) {
     ASSERT_TRUE(opened) << opened.error().message;
     auto& db = **opened;
     ASSERT_TRUE(store::migrate(db));
-    db.exec("INSERT INTO runs (id, event, sha, state, created_at) VALUES "
-            "(1, 'push', 'c4295bd74fb0f4fda03689c3df3f2803b658fd85', 'queued', 'now')");
-    db.exec("INSERT INTO jobs (id, run_id, tier, position, state, timeout_ms, created_at) VALUES "
-            "(1, 1, 't', 0, 'queued', 1, 'now')");
+    db.exec(
+        "INSERT INTO runs (id, event, sha, state, created_at) VALUES "
+        "(1, 'push', 'c4295bd74fb0f4fda03689c3df3f2803b658fd85', 'queued', 'now')");
+    db.exec(
+        "INSERT INTO jobs (id, run_id, tier, position, state, timeout_ms, created_at) VALUES "
+        "(1, 1, 't', 0, 'queued', 1, 'now')");
     const std::string sha = "'c4295bd74fb0f4fda03689c3df3f2803b658fd85'";
     auto list = [](const auto& a) { return std::vector<std::string_view>(a.begin(), a.end()); };
     const std::vector<Column> columns = {
-        {"runs.state", "INSERT INTO runs (event, sha, state, created_at) VALUES ('push', " + sha + ", ?, 'now')",
+        {"runs.state",
+         "INSERT INTO runs (event, sha, state, created_at) VALUES ('push', " + sha + ", ?, 'now')",
          list(names<RunState>()), true},
-        {"runs.event", "INSERT INTO runs (event, sha, state, created_at) VALUES (?, " + sha + ", 'queued', 'now')",
+        {"runs.event",
+         "INSERT INTO runs (event, sha, state, created_at) VALUES (?, " + sha +
+             ", 'queued', 'now')",
          list(names<RunEvent>()), true},
-        {"jobs.state", "INSERT INTO jobs (run_id, tier, position, state, timeout_ms, created_at) VALUES (1, 't', 0, ?, 1, 'now')",
+        {"jobs.state",
+         "INSERT INTO jobs (run_id, tier, position, state, timeout_ms, created_at) VALUES (1, 't', "
+         "0, ?, 1, 'now')",
          list(names<JobState>()), true},
-        {"deliveries.verdict", "INSERT INTO deliveries (received_at, verdict, http_status) VALUES ('now', ?, 202)",
+        {"deliveries.verdict",
+         "INSERT INTO deliveries (received_at, verdict, http_status) VALUES ('now', ?, 202)",
          list(names<Verdict>()), true},
-        {"slots.state", "INSERT INTO slots (name, state) VALUES (hex(randomblob(8)), ?)", list(names<SlotState>()), true},
+        {"slots.state", "INSERT INTO slots (name, state) VALUES (hex(randomblob(8)), ?)",
+         list(names<SlotState>()), true},
         {"outbox.sink",
-         "INSERT INTO outbox (sink, run_id, sha, context, state, created_at) VALUES (?, 1, 'x', 'crcr', 'pending', 'now')",
+         "INSERT INTO outbox (sink, run_id, sha, context, state, created_at) VALUES (?, 1, 'x', "
+         "'crcr', 'pending', 'now')",
          list(names<Sink>()), true},
         {"outbox.delivery",
          "INSERT INTO outbox (sink, run_id, sha, context, state, created_at, delivery) "
@@ -142,9 +153,11 @@ TEST(Vocab, SchemaAcceptsEveryNameOfItsColumnAndRefusesABogusOne) {
          "VALUES (1, 't', 0, 'completed', ?, 1, 'now')",
          list(names<Conclusion>()), false},
         {"runs.conclusion",
-         "INSERT INTO runs (event, sha, state, conclusion, created_at) VALUES ('push', " + sha + ", 'completed', ?, 'now')",
+         "INSERT INTO runs (event, sha, state, conclusion, created_at) VALUES ('push', " + sha +
+             ", 'completed', ?, 'now')",
          list(names<Conclusion>()), false},
-        {"test_results.outcome", "INSERT INTO test_results (job_id, name, outcome) VALUES (1, 'a', ?)",
+        {"test_results.outcome",
+         "INSERT INTO test_results (job_id, name, outcome) VALUES (1, 'a', ?)",
          list(names<TestOutcome>()), false},
     };
     auto insert = [&](const Column& c, std::string_view value) {

@@ -3,9 +3,9 @@
 // /proc, while its job directory is writable.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
 #include <algorithm>
 #include <optional>
-#include <unistd.h>
 
 #include <set>
 #include <sstream>
@@ -37,7 +37,8 @@ JobContext context(const std::filesystem::path& job_dir) {
 }
 
 TEST(JobEnv, ExactlyTheContractsVariables) {
-    auto env = job_environment(context("/w/job-5"), {{"PIP_CACHE_DIR", "/cache"}, {"SPYRE_DEVICES", "all"}},
+    auto env = job_environment(context("/w/job-5"),
+                               {{"PIP_CACHE_DIR", "/cache"}, {"SPYRE_DEVICES", "all"}},
                                {{"SPYRE_DEVICES", "0"}, {"CRCR_TIER", "forged"}});
     std::set<std::string> got(env.begin(), env.end());
     std::set<std::string> want = {"PATH=/usr/local/bin:/usr/bin:/bin",
@@ -70,14 +71,15 @@ TEST(JobEnv, TestsFileExpandsThePytorchDir) {
     TempDir dir;
     auto ctx = context(dir.path() / "job");
     std::filesystem::create_directories(ctx.job_dir);
-    ASSERT_TRUE(write_tests_file(ctx, {"tests/test_import.py", "${PYTORCH_DIR}/test/test_ops.py::TestX"}));
+    ASSERT_TRUE(
+        write_tests_file(ctx, {"tests/test_import.py", "${PYTORCH_DIR}/test/test_ops.py::TestX"}));
     EXPECT_EQ(read_file(ctx.tests_file).value(),
               "tests/test_import.py\n" + ctx.pytorch_dir->string() + "/test/test_ops.py::TestX\n");
     EXPECT_TRUE(std::filesystem::is_directory(ctx.junit_dir));
 }
 
 class Sandbox : public ::testing::Test {
-protected:
+  protected:
     void SetUp() override {
         if (auto why = bwrap_unavailable(); !why.empty()) GTEST_SKIP() << why;
         // A daemon's layout: config with a secret, state with a database, work root with jobs.
@@ -90,7 +92,8 @@ protected:
         std::filesystem::create_directories(job_dir);
     }
 
-    ProcessResult run_in_sandbox(const std::string& script, std::optional<std::filesystem::path> command_dir = {}) {
+    ProcessResult run_in_sandbox(const std::string& script,
+                                 std::optional<std::filesystem::path> command_dir = {}) {
         SandboxSpec s;
         s.command_dir = command_dir;
         s.hidden_dirs = {root.path() / "etc", root.path() / "state"};
@@ -116,36 +119,45 @@ protected:
 
 TEST_F(Sandbox, SecretsConfigDatabaseAndDaemonProcAreInvisible) {
     const std::string daemon_pid = std::to_string(::getpid());
-    auto r = run_in_sandbox("for f in " + (root.path() / "etc" / "crcrd.yaml").string() + " " +
-                            (root.path() / "etc" / "webhook.secret").string() + " " +
-                            (root.path() / "keys" / "gh.token").string() + " " +
-                            (root.path() / "state" / "crcrd.db").string() + " /proc/" + daemon_pid + "/environ; do "
-                            "cat $f 2>/dev/null; echo \"[$f: $?]\"; done; "
-                            "echo pid=$$; echo written > out.txt; cat out.txt; cat " +
-                            (root.path() / "state" / "work" / "pytorch" / "README").string() + "; touch " +
-                            (root.path() / "state" / "work" / "pytorch" / "x").string() + " 2>/dev/null || echo checkout-read-only");
+    auto r =
+        run_in_sandbox("for f in " + (root.path() / "etc" / "crcrd.yaml").string() + " " +
+                       (root.path() / "etc" / "webhook.secret").string() + " " +
+                       (root.path() / "keys" / "gh.token").string() + " " +
+                       (root.path() / "state" / "crcrd.db").string() + " /proc/" + daemon_pid +
+                       "/environ; do "
+                       "cat $f 2>/dev/null; echo \"[$f: $?]\"; done; "
+                       "echo pid=$$; echo written > out.txt; cat out.txt; cat " +
+                       (root.path() / "state" / "work" / "pytorch" / "README").string() +
+                       "; touch " + (root.path() / "state" / "work" / "pytorch" / "x").string() +
+                       " 2>/dev/null || echo checkout-read-only");
     EXPECT_EQ(r.exit_code, 0) << log();
     auto text = log();
     for (const char* secret : {"secret-config", "secret-webhook", "secret-token", "secret-db"}) {
         EXPECT_EQ(text.find(secret), std::string::npos) << secret << " leaked:\n" << text;
     }
-    EXPECT_EQ(text.find("CRCRD"), std::string::npos);  // nothing of the daemon's /proc/<pid>/environ
-    EXPECT_NE(text.find("pid=2\n"), std::string::npos) << text;  // its own pid namespace (bwrap is 1)
+    EXPECT_EQ(text.find("CRCRD"),
+              std::string::npos);  // nothing of the daemon's /proc/<pid>/environ
+    EXPECT_NE(text.find("pid=2\n"), std::string::npos)
+        << text;  // its own pid namespace (bwrap is 1)
     EXPECT_NE(text.find("written\n"), std::string::npos) << text;
     EXPECT_NE(text.find("checkout\n"), std::string::npos) << text;
     EXPECT_NE(text.find("checkout-read-only"), std::string::npos) << text;
-    EXPECT_EQ(read_file(job_dir / "out.txt").value(), "written\n");  // the job directory is the real one
+    EXPECT_EQ(read_file(job_dir / "out.txt").value(),
+              "written\n");  // the job directory is the real one
 }
 
 TEST_F(Sandbox, TheCommandsOwnFolderCannotBringAHiddenFileBack) {
     // A command installed beside a secret: its folder is bound (it may lie under /tmp), and
     // the secret in it stays masked because the masks come after every bind.
-    write_file(root.path() / "keys" / "run.sh", "#!/bin/sh\ncat " + (root.path() / "keys" / "gh.token").string() +
-                                                   "; echo \"[token: $?]\"\n", 0755);
+    write_file(root.path() / "keys" / "run.sh",
+               "#!/bin/sh\ncat " + (root.path() / "keys" / "gh.token").string() +
+                   "; echo \"[token: $?]\"\n",
+               0755);
     auto r = run_in_sandbox((root.path() / "keys" / "run.sh").string(), root.path() / "keys");
     EXPECT_EQ(r.exit_code, 0) << log();
     EXPECT_EQ(log().find("secret-token"), std::string::npos) << log();
-    EXPECT_NE(log().find("[token: "), std::string::npos) << log();  // the command ran (the mask reads empty or not at all)
+    EXPECT_NE(log().find("[token: "), std::string::npos)
+        << log();  // the command ran (the mask reads empty or not at all)
 }
 
 TEST(SandboxArgs, BindsComeBeforeMasksAndRootDropsToAnAccount) {
@@ -158,12 +170,13 @@ TEST(SandboxArgs, BindsComeBeforeMasksAndRootDropsToAnAccount) {
     s.run_as = SandboxSpec::Account{65534, 65534};
     auto a = bwrap_prefix(s);
     auto at = [&](const std::string& v, std::size_t from = 0) {
-        return static_cast<std::size_t>(std::find(a.begin() + static_cast<std::ptrdiff_t>(from), a.end(), v) - a.begin());
+        return static_cast<std::size_t>(
+            std::find(a.begin() + static_cast<std::ptrdiff_t>(from), a.end(), v) - a.begin());
     };
     EXPECT_LT(at("--unshare-net"), a.size());
     EXPECT_LT(at("--new-session"), a.size());
-    EXPECT_EQ(at("--unshare-user"), a.size());  // root: bubblewrap mounts, setpriv drops
-    EXPECT_LT(at("/opt/ci"), at("/etc/crcrd"));   // the command's folder before the masks
+    EXPECT_EQ(at("--unshare-user"), a.size());   // root: bubblewrap mounts, setpriv drops
+    EXPECT_LT(at("/opt/ci"), at("/etc/crcrd"));  // the command's folder before the masks
     EXPECT_LT(at("/var/lib/crcrd/work/jobs/7"), at("/opt/ci/token"));  // the file masks last
     EXPECT_LT(at("setpriv"), a.size());
     EXPECT_LT(at("--reuid=65534", at("setpriv")), a.size());
@@ -194,8 +207,11 @@ TEST_F(Sandbox, ATimeoutEndsEvenProcessesThatLeftTheGroup) {
     EXPECT_TRUE(r->timed_out);
     EXPECT_NE(log().find("started"), std::string::npos);
     std::string out;
-    EXPECT_TRUE(eventually([&] { return run_command({"pgrep", "-f", "sleep 313.7"}, &out) == 1; },
-                           std::chrono::seconds(10)))
+    EXPECT_TRUE(eventually(
+        [&] {
+            return run_command({"pgrep", "-f", "sleep 313.7"}, &out) == 1;
+        },
+        std::chrono::seconds(10)))
         << "still running: " << out;
 }
 

@@ -39,14 +39,16 @@ TEST(Junit, ReadsRealPytestOutputFromSeveralFiles) {
     std::filesystem::create_directories(junit);
     std::string out;
     // Debian's python3 (with python3-pytest), not whatever python3 comes first in PATH.
-    int rc = run_command({"/usr/bin/python3", "-m", "pytest", "-q", "-p", "no:cacheprovider", "-o", "junit_family=xunit1",
-                          "--rootdir", dir.path().string(), "--junitxml", (junit / "a.xml").string(),
-                          (dir.path() / "tests" / "test_demo.py").string()},
-                         &out);
+    int rc =
+        run_command({"/usr/bin/python3", "-m", "pytest", "-q", "-p", "no:cacheprovider", "-o",
+                     "junit_family=xunit1", "--rootdir", dir.path().string(), "--junitxml",
+                     (junit / "a.xml").string(), (dir.path() / "tests" / "test_demo.py").string()},
+                    &out);
     ASSERT_EQ(rc, 1) << out;  // pytest's exit code for failed tests
     ASSERT_NE(out.find("1 failed, 2 passed, 1 skipped, 1 error"), std::string::npos) << out;
-    write_file(junit / "b.xml",
-               R"(<testsuite name="extra"><testcase classname="x.Y" name="test_more" time="0.5"/></testsuite>)");
+    write_file(
+        junit / "b.xml",
+        R"(<testsuite name="extra"><testcase classname="x.Y" name="test_more" time="0.5"/></testsuite>)");
     write_file(junit / "notes.txt", "not XML, not read");
 
     auto results = read_junit_dir(junit);
@@ -81,7 +83,8 @@ TEST(Junit, MalformedXmlIsAnErrorWithTheParsersMessage) {
     auto r = parse_junit("<testsuite><testcase name=\"a\"></testsuite>", "broken.xml");
     ASSERT_FALSE(r);
     EXPECT_EQ(r.error().code, "junit");
-    EXPECT_NE(r.error().message.find("broken.xml: malformed XML at offset"), std::string::npos) << r.error().message;
+    EXPECT_NE(r.error().message.find("broken.xml: malformed XML at offset"), std::string::npos)
+        << r.error().message;
     auto wrong = parse_junit("<html/>", "page.xml");
     ASSERT_FALSE(wrong);
     EXPECT_NE(wrong.error().message.find("<html>"), std::string::npos);

@@ -35,7 +35,10 @@ TEST(SandboxRequest, RefusesWhatIsNotAWholeRequest) {
         {good.substr(0, good.find("A=1")), "the environment ends early"},
         {good.substr(0, good.find("/tmp")) + std::string("tmp\0", 4), "no absolute folder"},
         {good + "x", "bytes after the folder"},
-        {std::string("crcrd-sandbox/2\0" "99999999\0", 25), "no command"},
+        {std::string("crcrd-sandbox/2\0"
+                     "99999999\0",
+                     25),
+         "no command"},
     };
     for (const auto& c : cases) {
         Request r;

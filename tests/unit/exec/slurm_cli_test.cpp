@@ -10,10 +10,14 @@ namespace crcrd::exec::slurm {
 namespace {
 
 constexpr const char* k_running =
-    "JobId=12 JobName=crcrd-7 UserId=root(0) GroupId=root(0) MCS_label=N/A Priority=4294901759 Nice=0 Account=(null) "
-    "QOS=(null) JobState=RUNNING Reason=None Dependency=(null) Requeue=0 Restarts=0 BatchFlag=1 Reboot=0 ExitCode=0:0 "
-    "RunTime=00:00:04 TimeLimit=00:01:00 NodeList=vm BatchHost=vm NumNodes=1 Command=/shared/crcrd-slurm-job.sh /usr/bin/crcrd "
-    "--slurm-job /shared/control/7/spec.json WorkDir=/shared/control/7 Comment=crcrd:job=7,run=3,tier=unit,attempt=1  "
+    "JobId=12 JobName=crcrd-7 UserId=root(0) GroupId=root(0) MCS_label=N/A Priority=4294901759 "
+    "Nice=0 Account=(null) "
+    "QOS=(null) JobState=RUNNING Reason=None Dependency=(null) Requeue=0 Restarts=0 BatchFlag=1 "
+    "Reboot=0 ExitCode=0:0 "
+    "RunTime=00:00:04 TimeLimit=00:01:00 NodeList=vm BatchHost=vm NumNodes=1 "
+    "Command=/shared/crcrd-slurm-job.sh /usr/bin/crcrd "
+    "--slurm-job /shared/control/7/spec.json WorkDir=/shared/control/7 "
+    "Comment=crcrd:job=7,run=3,tier=unit,attempt=1  "
     "StdErr=/shared/control/7/slurm.out TresPerNode=gres:aiu:1\n";
 
 TEST(SlurmCli, ReadsAJobLineWhoseCommandHasSpaces) {
@@ -26,12 +30,15 @@ TEST(SlurmCli, ReadsAJobLineWhoseCommandHasSpaces) {
     EXPECT_EQ(j->exit_code, "0:0");
     EXPECT_EQ(j->name, "crcrd-7");
     auto f = parse_fields(k_running);
-    EXPECT_EQ(f["Command"], "/shared/crcrd-slurm-job.sh /usr/bin/crcrd --slurm-job /shared/control/7/spec.json");
+    EXPECT_EQ(f["Command"],
+              "/shared/crcrd-slurm-job.sh /usr/bin/crcrd --slurm-job /shared/control/7/spec.json");
     EXPECT_EQ(f["Comment"], "crcrd:job=7,run=3,tier=unit,attempt=1");
 }
 
 TEST(SlurmCli, APendingJobHasNoNode) {
-    auto j = job_info("JobId=5 JobName=x JobState=PENDING Reason=Resources ExitCode=0:0 NodeList= BatchHost=(null)");
+    auto j = job_info(
+        "JobId=5 JobName=x JobState=PENDING Reason=Resources ExitCode=0:0 NodeList= "
+        "BatchHost=(null)");
     ASSERT_TRUE(j);
     EXPECT_EQ(j->node, "");
     EXPECT_EQ(j->reason, "Resources");
@@ -40,9 +47,12 @@ TEST(SlurmCli, APendingJobHasNoNode) {
 
 TEST(SlurmCli, FindsTheLastCompletionRecordOfAJob) {
     const std::string text =
-        "JobId=1 UserId=root(0) GroupId=root(0) Name=x JobState=COMPLETED Partition=spyre NodeList=vm ExitCode=0:0 \n"
-        "JobId=12 UserId=root(0) GroupId=root(0) Name=crcrd-7 JobState=TIMEOUT Partition=spyre NodeList=vm ExitCode=0:0 \n"
-        "JobId=123 UserId=root(0) GroupId=root(0) Name=y JobState=FAILED Partition=spyre NodeList=vm ExitCode=3:0 \n";
+        "JobId=1 UserId=root(0) GroupId=root(0) Name=x JobState=COMPLETED Partition=spyre "
+        "NodeList=vm ExitCode=0:0 \n"
+        "JobId=12 UserId=root(0) GroupId=root(0) Name=crcrd-7 JobState=TIMEOUT Partition=spyre "
+        "NodeList=vm ExitCode=0:0 \n"
+        "JobId=123 UserId=root(0) GroupId=root(0) Name=y JobState=FAILED Partition=spyre "
+        "NodeList=vm ExitCode=3:0 \n";
     auto j = find_completion(text, "12");
     ASSERT_TRUE(j);
     EXPECT_EQ(j->state, "TIMEOUT");
@@ -58,24 +68,34 @@ TEST(SlurmCli, MapsEverySlurmStateToWhatCrcrdDoes) {
         const char* state;
         Phase phase;
     };
-    for (const auto& c : std::vector<Case>{{"PENDING", Phase::waiting},       {"CONFIGURING", Phase::waiting},
-                                           {"REQUEUED", Phase::waiting},      {"SUSPENDED", Phase::waiting},
-                                           {"RUNNING", Phase::running},       {"COMPLETING", Phase::running},
-                                           {"COMPLETED", Phase::finished},    {"FAILED", Phase::finished},
-                                           {"TIMEOUT", Phase::timed_out},     {"DEADLINE", Phase::timed_out},
-                                           {"NODE_FAIL", Phase::infra},       {"BOOT_FAIL", Phase::infra},
-                                           {"OUT_OF_MEMORY", Phase::infra},   {"SOMETHING_NEW", Phase::infra},
-                                           {"PREEMPTED", Phase::preempted},   {"CANCELLED", Phase::cancelled}}) {
+    for (const auto& c : std::vector<Case>{{"PENDING", Phase::waiting},
+                                           {"CONFIGURING", Phase::waiting},
+                                           {"REQUEUED", Phase::waiting},
+                                           {"SUSPENDED", Phase::waiting},
+                                           {"RUNNING", Phase::running},
+                                           {"COMPLETING", Phase::running},
+                                           {"COMPLETED", Phase::finished},
+                                           {"FAILED", Phase::finished},
+                                           {"TIMEOUT", Phase::timed_out},
+                                           {"DEADLINE", Phase::timed_out},
+                                           {"NODE_FAIL", Phase::infra},
+                                           {"BOOT_FAIL", Phase::infra},
+                                           {"OUT_OF_MEMORY", Phase::infra},
+                                           {"SOMETHING_NEW", Phase::infra},
+                                           {"PREEMPTED", Phase::preempted},
+                                           {"CANCELLED", Phase::cancelled}}) {
         EXPECT_EQ(phase_of(c.state), c.phase) << c.state;
     }
 }
 
 TEST(SlurmCli, OnlyADeviceShortageCountsTowardsDeviceWait) {
     for (const char* r : {"Resources", "ReqNodeNotAvail,_UnavailableNodes:vm", "NodeDown",
-                          "Nodes_required_for_job_are_DOWN,_DRAINED_or_reserved_for_jobs_in_higher_priority_partitions"}) {
+                          "Nodes_required_for_job_are_DOWN,_DRAINED_or_reserved_for_jobs_in_higher_"
+                          "priority_partitions"}) {
         EXPECT_TRUE(waits_for_device(r)) << r;
     }
-    for (const char* r : {"None", "Priority", "QOSMaxJobsPerUserLimit", "BeginTime", "Dependency"}) {
+    for (const char* r :
+         {"None", "Priority", "QOSMaxJobsPerUserLimit", "BeginTime", "Dependency"}) {
         EXPECT_FALSE(waits_for_device(r)) << r;
     }
 }
@@ -98,7 +118,8 @@ TEST(SlurmCli, ReadsTheJobIdSbatchPrints) {
 TEST(SlurmCli, TheSbatchArgvIsAnArgvWithCrcrdsOwnOptionsFirst) {
     Submission s;
     s.partition = "spyre";
-    s.gres = gres_for({"spyre_pf_x1", "fast", "spyre_pf_x1"}, {{"spyre_pf_x1", "aiu:1"}, {"spyre_pf_x2", "aiu:2"}});
+    s.gres = gres_for({"spyre_pf_x1", "fast", "spyre_pf_x1"},
+                      {{"spyre_pf_x1", "aiu:1"}, {"spyre_pf_x2", "aiu:2"}});
     s.timeout = std::chrono::minutes(30);
     s.job_name = "crcrd-7";
     s.comment = "crcrd:job=7";
@@ -108,11 +129,12 @@ TEST(SlurmCli, TheSbatchArgvIsAnArgvWithCrcrdsOwnOptionsFirst) {
     s.script = "/s/crcrd-slurm-job.sh";
     s.command = {"/usr/bin/crcrd", "--slurm-job", "/s/control/7/spec.json"};
     EXPECT_EQ(sbatch_argv(s),
-              (std::vector<std::string>{"sbatch", "--parsable", "--export=NONE", "--no-requeue", "--job-name=crcrd-7",
-                                        "--comment=crcrd:job=7", "--partition=spyre", "--time=30:00",
-                                        "--output=/s/control/7/slurm.out", "--chdir=/s/control/7", "--gres=aiu:1", "--qos=ci",
-                                        "--account=spyre team", "/s/crcrd-slurm-job.sh", "/usr/bin/crcrd", "--slurm-job",
-                                        "/s/control/7/spec.json"}));
+              (std::vector<std::string>{
+                  "sbatch", "--parsable", "--export=NONE", "--no-requeue", "--job-name=crcrd-7",
+                  "--comment=crcrd:job=7", "--partition=spyre", "--time=30:00",
+                  "--output=/s/control/7/slurm.out", "--chdir=/s/control/7", "--gres=aiu:1",
+                  "--qos=ci", "--account=spyre team", "/s/crcrd-slurm-job.sh", "/usr/bin/crcrd",
+                  "--slurm-job", "/s/control/7/spec.json"}));
 }
 
 TEST(SlurmCli, ReadsThePartitionsNodesFromSinfo) {
@@ -127,23 +149,52 @@ TEST(SlurmCli, ReadsThePartitionsNodesFromSinfo) {
 }
 
 TEST(SlurmNodeJob, MasksOverPathsTheNodeDoesNotHaveAreDropped) {
-    std::vector<std::string> argv = {"bwrap", "--ro-bind", "/", "/", "--tmpfs", "/tmp", "--tmpfs", "/etc",
-                                     "--tmpfs", "/no/such/state", "--ro-bind-try", "/dev/null", "/no/such/secret",
-                                     "--ro-bind-try", "/dev/null", "/etc/hostname", "--chdir", "/j", "--",
-                                     "/opt/ci.sh", "--tmpfs", "/no/such/arg"};
+    std::vector<std::string> argv = {"bwrap",
+                                     "--ro-bind",
+                                     "/",
+                                     "/",
+                                     "--tmpfs",
+                                     "/tmp",
+                                     "--tmpfs",
+                                     "/etc",
+                                     "--tmpfs",
+                                     "/no/such/state",
+                                     "--ro-bind-try",
+                                     "/dev/null",
+                                     "/no/such/secret",
+                                     "--ro-bind-try",
+                                     "/dev/null",
+                                     "/etc/hostname",
+                                     "--chdir",
+                                     "/j",
+                                     "--",
+                                     "/opt/ci.sh",
+                                     "--tmpfs",
+                                     "/no/such/arg"};
     drop_absent_masks(argv);
-    EXPECT_EQ(argv, (std::vector<std::string>{"bwrap", "--ro-bind", "/", "/", "--tmpfs", "/tmp", "--tmpfs", "/etc",
-                                              "--ro-bind-try", "/dev/null", "/etc/hostname", "--chdir", "/j", "--",
-                                              "/opt/ci.sh", "--tmpfs", "/no/such/arg"}));
+    EXPECT_EQ(argv, (std::vector<std::string>{"bwrap", "--ro-bind", "/", "/", "--tmpfs", "/tmp",
+                                              "--tmpfs", "/etc", "--ro-bind-try", "/dev/null",
+                                              "/etc/hostname", "--chdir", "/j", "--", "/opt/ci.sh",
+                                              "--tmpfs", "/no/such/arg"}));
     std::vector<std::string> plain = {"/opt/ci.sh", "--tmpfs", "/no/such"};
     drop_absent_masks(plain);
     EXPECT_EQ(plain.size(), 3u);
     // Behind the launcher's client, bubblewrap's masks are found all the same.
-    std::vector<std::string> launched = {"/usr/bin/crcrd", "--sandbox-connect", "/run/crcrd/sandbox.sock", "--", "bwrap",
-                                         "--tmpfs", "/no/such/state", "--tmpfs", "/etc", "--", "/opt/ci.sh"};
+    std::vector<std::string> launched = {"/usr/bin/crcrd",
+                                         "--sandbox-connect",
+                                         "/run/crcrd/sandbox.sock",
+                                         "--",
+                                         "bwrap",
+                                         "--tmpfs",
+                                         "/no/such/state",
+                                         "--tmpfs",
+                                         "/etc",
+                                         "--",
+                                         "/opt/ci.sh"};
     drop_absent_masks(launched);
-    EXPECT_EQ(launched, (std::vector<std::string>{"/usr/bin/crcrd", "--sandbox-connect", "/run/crcrd/sandbox.sock", "--",
-                                                  "bwrap", "--tmpfs", "/etc", "--", "/opt/ci.sh"}));
+    EXPECT_EQ(launched, (std::vector<std::string>{"/usr/bin/crcrd", "--sandbox-connect",
+                                                  "/run/crcrd/sandbox.sock", "--", "bwrap",
+                                                  "--tmpfs", "/etc", "--", "/opt/ci.sh"}));
 }
 
 TEST(SlurmNodeJob, ASpecAndAResultSurviveTheirFiles) {

@@ -19,7 +19,7 @@ namespace {
 using namespace std::chrono_literals;
 
 class SupervisorTest : public ::testing::Test {
-protected:
+  protected:
     ProcessSpec spec(const std::string& script) {
         ProcessSpec s;
         s.argv = {"/bin/sh", "-c", script};
@@ -65,7 +65,8 @@ TEST_F(SupervisorTest, ExactlyTheGivenEnvironment) {
     std::set<std::string> lines;
     std::istringstream in(log());
     for (std::string l; std::getline(in, l);) lines.insert(l);
-    EXPECT_EQ(lines, (std::set<std::string>{"PATH=/usr/bin:/bin", "CRCR_TIER=smoke", "CRCR_RUN_ID=7"}));
+    EXPECT_EQ(lines,
+              (std::set<std::string>{"PATH=/usr/bin:/bin", "CRCR_TIER=smoke", "CRCR_RUN_ID=7"}));
     EXPECT_EQ(log().find("secret-value"), std::string::npos);
 }
 
@@ -99,11 +100,13 @@ TEST_F(SupervisorTest, AGrandchildLeftBehindIsKilled) {
     auto r = run(spec("(sleep 300; echo late > late.txt) & echo $! > grandchild.pid; exit 0"));
     EXPECT_EQ(r.exit_code, 0);
     pid_t gc = std::stoi(trim(read_file(dir.path() / "grandchild.pid").value()));
-    EXPECT_TRUE(eventually([&] { return ::kill(gc, 0) != 0 && errno == ESRCH; }, 10s)) << "grandchild " << gc << " survived";
+    EXPECT_TRUE(eventually([&] { return ::kill(gc, 0) != 0 && errno == ESRCH; }, 10s))
+        << "grandchild " << gc << " survived";
 }
 
 TEST_F(SupervisorTest, FiftyMegabytesOfOutputKeepHeadAndTail) {
-    auto s = spec("echo FIRST-LINE; head -c 52428800 /dev/zero | tr '\\\\0' 'a'; echo; echo LAST-LINE");
+    auto s =
+        spec("echo FIRST-LINE; head -c 52428800 /dev/zero | tr '\\\\0' 'a'; echo; echo LAST-LINE");
     s.max_log_bytes = 1 << 20;
     auto r = run(s);
     EXPECT_EQ(r.exit_code, 0);
@@ -120,8 +123,9 @@ TEST_F(SupervisorTest, ADedicatedUserCannotReadTheDaemonsFiles) {
     if (::geteuid() != 0) GTEST_SKIP() << "needs root to change user";
     write_file(dir.path() / "secret", "top-secret\n", 0600);
     std::filesystem::permissions(dir.path(), std::filesystem::perms::all);  // the job may enter
-    auto s = spec("id -u; cat " + (dir.path() / "secret").string() + " 2>/dev/null || echo denied; cat /proc/" +
-                  std::to_string(::getpid()) + "/environ >/dev/null 2>&1 || echo proc-denied");
+    auto s = spec("id -u; cat " + (dir.path() / "secret").string() +
+                  " 2>/dev/null || echo denied; cat /proc/" + std::to_string(::getpid()) +
+                  "/environ >/dev/null 2>&1 || echo proc-denied");
     s.uid = 65534;  // nobody
     s.gid = 65534;
     auto r = run(s);
@@ -155,7 +159,8 @@ extern "C" void note_signal(int sig) {
 
 TEST_F(SupervisorTest, ACancellationsSignalNeverReachesTheDaemonsOwnHandler) {
     ASSERT_EQ(::pipe2(g_signal_pipe, O_NONBLOCK | O_CLOEXEC), 0);
-    struct sigaction sa {}, old {};
+    struct sigaction sa {
+    }, old{};
     sa.sa_handler = note_signal;
     sigemptyset(&sa.sa_mask);
     ::sigaction(SIGTERM, &sa, &old);

@@ -18,7 +18,7 @@ std::string git(const std::vector<std::string>& args) {
 }
 
 class WorkspaceTest : public ::testing::Test {
-protected:
+  protected:
     void SetUp() override {
         auto up = dir.path() / "upstream";
         git({"init", "--quiet", "-b", "main", up.string()});
@@ -50,7 +50,8 @@ TEST_F(WorkspaceTest, CheckoutIsPinnedToTheShaAndRemovedAfterwards) {
     release_workspace(*ws, exec, upstream, false);
     EXPECT_FALSE(std::filesystem::exists(*ws->checkout));
     EXPECT_FALSE(std::filesystem::exists(ws->job_dir));
-    EXPECT_EQ(git({"--git-dir=" + upstream.mirror.string(), "worktree", "list"}).find("checkouts"), std::string::npos);
+    EXPECT_EQ(git({"--git-dir=" + upstream.mirror.string(), "worktree", "list"}).find("checkouts"),
+              std::string::npos);
 }
 
 TEST_F(WorkspaceTest, FailedWorkspacesAreKeptWhenAsked) {
@@ -70,7 +71,8 @@ TEST_F(WorkspaceTest, UnknownShaAndFullDiskAreInfraErrors) {
     auto missing = prepare_workspace(exec, upstream, 7, "1234567890abcdef1234567890abcdef12345678");
     ASSERT_FALSE(missing);
     EXPECT_EQ(missing.error().code, "infra_error");
-    EXPECT_NE(missing.error().message.find("checkout of 1234567890abcdef"), std::string::npos) << missing.error().message;
+    EXPECT_NE(missing.error().message.find("checkout of 1234567890abcdef"), std::string::npos)
+        << missing.error().message;
 
     exec.min_free_bytes = ~0ULL;
     auto full = prepare_workspace(exec, upstream, 8, first);

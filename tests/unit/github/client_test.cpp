@@ -13,7 +13,9 @@ using nlohmann::json;
 
 http::Response page(json items, const std::string& next = "") {
     auto r = http::Response::json(200, items);
-    if (!next.empty()) r.headers.emplace_back("Link", "<" + next + ">; rel=\"next\", <" + next + ">; rel=\"last\"");
+    if (!next.empty())
+        r.headers.emplace_back("Link",
+                               "<" + next + ">; rel=\"next\", <" + next + ">; rel=\"last\"");
     return r;
 }
 
@@ -36,7 +38,8 @@ TEST(GithubClient, ReadsEveryPageOnTheApiOriginWithTheToken) {
     EXPECT_EQ(seen, (std::vector<int>{1, 2, 3}));
     auto reqs = gh.requests();
     ASSERT_EQ(reqs.size(), 2u);
-    for (const auto& r : reqs) EXPECT_EQ(r.header("Authorization"), std::optional<std::string_view>("Bearer s3cret"));
+    for (const auto& r : reqs)
+        EXPECT_EQ(r.header("Authorization"), std::optional<std::string_view>("Bearer s3cret"));
 }
 
 TEST(GithubClient, StopsWhenAskedAndAtTheMaximumOfPages) {
@@ -66,7 +69,8 @@ TEST(GithubClient, ANextPageElsewhereIsRefusedNotFollowed) {
 
 TEST(GithubClient, AnErrorAnswerOrABodyThatIsNotAListEndsTheList) {
     FakeGithub gh([](const http::Request& r) {
-        if (r.path == "/limited") return http::Response::json(403, {{"message", "API rate limit exceeded"}});
+        if (r.path == "/limited")
+            return http::Response::json(403, {{"message", "API rate limit exceeded"}});
         return http::Response::json(200, {{"not", "a list"}});
     });
     Client client(gh.url(), "t", test_certs().ca, std::chrono::seconds(10));
@@ -86,7 +90,9 @@ TEST(GithubClient, AnErrorAnswerOrABodyThatIsNotAListEndsTheList) {
 }
 
 TEST(GithubClient, PostsJsonWithTheToken) {
-    FakeGithub gh([](const http::Request& r) { return http::Response::json(201, {{"echo", json::parse(r.body)}}); });
+    FakeGithub gh([](const http::Request& r) {
+        return http::Response::json(201, {{"echo", json::parse(r.body)}});
+    });
     Client client(gh.url(), "t", test_certs().ca, std::chrono::seconds(10));
     auto r = client.post("/repos/o/r/statuses/abc", R"({"state":"success"})");
     ASSERT_TRUE(r);

@@ -15,10 +15,14 @@
 namespace crcrd::http {
 namespace {
 
-Response ok(const Request&) { return Response::json(200, nlohmann::json{{"ok", true}}); }
+Response ok(const Request&) {
+    return Response::json(200, nlohmann::json{{"ok", true}});
+}
 
 /// The client port of a request, from the server's "address:port".
-std::string port_of(const Request& r) { return r.remote.substr(r.remote.rfind(':') + 1); }
+std::string port_of(const Request& r) {
+    return r.remote.substr(r.remote.rfind(':') + 1);
+}
 
 /// Whether the local TCP socket on `port` is in CLOSE_WAIT (its peer closed it).
 bool close_wait(const std::string& port) {
@@ -28,7 +32,9 @@ bool close_wait(const std::string& port) {
     std::string line;
     while (std::getline(in, line)) {
         // "  sl  local_address rem_address   st ...": local is 0100007F:PORT, st 08 is CLOSE_WAIT.
-        if (line.find(std::string(":") + hex + " ") != std::string::npos && line.find(" 08 ") != std::string::npos) return true;
+        if (line.find(std::string(":") + hex + " ") != std::string::npos &&
+            line.find(" 08 ") != std::string::npos)
+            return true;
     }
     return false;
 }

@@ -15,9 +15,11 @@ TEST(Url, SameOriginIsSchemeHostAndPort) {
 }
 
 TEST(Url, NextLinkOfGithubsPagination) {
-    EXPECT_EQ(next_link("<https://api.github.com/x?page=1>; rel=\"first\", <https://api.github.com/x?page=3>; rel=\"next\""),
+    EXPECT_EQ(next_link("<https://api.github.com/x?page=1>; rel=\"first\", "
+                        "<https://api.github.com/x?page=3>; rel=\"next\""),
               "https://api.github.com/x?page=3");
-    EXPECT_EQ(next_link("<https://api.github.com/x?cursor=abc>; rel=\"next\""), "https://api.github.com/x?cursor=abc");
+    EXPECT_EQ(next_link("<https://api.github.com/x?cursor=abc>; rel=\"next\""),
+              "https://api.github.com/x?cursor=abc");
     EXPECT_FALSE(next_link("<https://api.github.com/x?page=1>; rel=\"prev\""));
     EXPECT_FALSE(next_link(""));
 }

@@ -19,7 +19,9 @@ TEST(RejectLog, TheFirstRejectionOfAMinuteIsLoggedTheRestSummarised) {
     EXPECT_TRUE(log.flush(t0 + 59s).empty());  // the minute is not over
     auto lines = log.flush(t0 + 61s);
     ASSERT_EQ(lines.size(), 1u);  // 10.0.0.8 had nothing beyond its first line
-    EXPECT_EQ(lines[0], "rejected requests from 10.0.0.7: 1532 more in the last 60 s not logged one by one (401 x1530, 413 x2)");
+    EXPECT_EQ(lines[0],
+              "rejected requests from 10.0.0.7: 1532 more in the last 60 s not logged one by one "
+              "(401 x1530, 413 x2)");
     // After the summary, the next rejection is logged in full again.
     EXPECT_TRUE(log.admit("10.0.0.7", 401, t0 + 62s));
 }

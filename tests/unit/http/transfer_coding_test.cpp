@@ -30,21 +30,26 @@ TEST(TransferCoding, OnlyChunkedAloneIsRead) {
         {"", ParseRefusal::bad_request},
         {" , ", ParseRefusal::bad_request},
     };
-    for (const auto& c : cases) EXPECT_EQ(transfer_coding_refusal(c.value), c.want) << "'" << c.value << "'";
+    for (const auto& c : cases)
+        EXPECT_EQ(transfer_coding_refusal(c.value), c.want) << "'" << c.value << "'";
 }
 
 TEST(TransferCoding, TheParserAnswersAsTheTableSays) {
     const std::string body = "\r\n\r\n5\r\nhello\r\n0\r\n\r\n";
     auto parse = [&](const std::string& te) {
-        return parse_request("POST /webhook HTTP/1.1\r\nHost: x\r\n" + te + body, ParserLimits{}).refusal;
+        return parse_request("POST /webhook HTTP/1.1\r\nHost: x\r\n" + te + body, ParserLimits{})
+            .refusal;
     };
     EXPECT_EQ(parse("Transfer-Encoding: chunked"), ParseRefusal::none);
     EXPECT_EQ(parse("Transfer-Encoding: gzip, chunked"), ParseRefusal::not_implemented);
     EXPECT_EQ(parse("Transfer-Encoding: xchunked"), ParseRefusal::bad_request);
     // Two lines are one list.
-    EXPECT_EQ(parse("Transfer-Encoding: gzip\r\nTransfer-Encoding: chunked"), ParseRefusal::not_implemented);
-    EXPECT_EQ(parse("Transfer-Encoding: chunked\r\nTransfer-Encoding: gzip"), ParseRefusal::bad_request);
-    auto ok = parse_request("POST /webhook HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked" + body, ParserLimits{});
+    EXPECT_EQ(parse("Transfer-Encoding: gzip\r\nTransfer-Encoding: chunked"),
+              ParseRefusal::not_implemented);
+    EXPECT_EQ(parse("Transfer-Encoding: chunked\r\nTransfer-Encoding: gzip"),
+              ParseRefusal::bad_request);
+    auto ok = parse_request(
+        "POST /webhook HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked" + body, ParserLimits{});
     EXPECT_EQ(ok.request.body, "hello");
 }
 

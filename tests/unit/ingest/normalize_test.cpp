@@ -33,30 +33,35 @@ struct FixtureCase {
 };
 
 const FixtureCase k_fixtures[] = {
-    {"crcr/pull_request-synchronize.dispatch.json", "repository_dispatch", Intent::run, "crcr-v1", k_pr_sha, 2,
-     "refs/pull/2/head", "main", k_base_sha},
-    {"crcr/pull_request-fork.dispatch.json", "repository_dispatch", Intent::run, "crcr-v1", k_pr_sha, 2,
-     "refs/pull/2/head", "main", k_base_sha},
-    {"crcr/pull_request-closed.dispatch.json", "repository_dispatch", Intent::cancel_pr, "crcr-v1", "ec26c3e57ca3a959ca5aad62de7213c562f8c821", 2, "", "", ""},
-    {"crcr/push.dispatch.json", "repository_dispatch", Intent::run, "crcr-v1", k_push_sha, std::nullopt,
-     "refs/heads/master", "", ""},
-    {"crcr/legacy-pr-trigger.dispatch.json", "repository_dispatch", Intent::run, "pytorch-pr-trigger", k_pr_sha, 2,
-     "refs/pull/2/head", "main", ""},
-    {"crcr/direct-pytorch-crcr.json", "", Intent::run, "pytorch-crcr", k_pr_sha, 2, "refs/pull/2/head", "", ""},
-    {"crcr/direct-pytorch-crcr.json", "repository_dispatch", Intent::run, "pytorch-crcr", k_pr_sha, 2,
+    {"crcr/pull_request-synchronize.dispatch.json", "repository_dispatch", Intent::run, "crcr-v1",
+     k_pr_sha, 2, "refs/pull/2/head", "main", k_base_sha},
+    {"crcr/pull_request-fork.dispatch.json", "repository_dispatch", Intent::run, "crcr-v1",
+     k_pr_sha, 2, "refs/pull/2/head", "main", k_base_sha},
+    {"crcr/pull_request-closed.dispatch.json", "repository_dispatch", Intent::cancel_pr, "crcr-v1",
+     "ec26c3e57ca3a959ca5aad62de7213c562f8c821", 2, "", "", ""},
+    {"crcr/push.dispatch.json", "repository_dispatch", Intent::run, "crcr-v1", k_push_sha,
+     std::nullopt, "refs/heads/master", "", ""},
+    {"crcr/legacy-pr-trigger.dispatch.json", "repository_dispatch", Intent::run,
+     "pytorch-pr-trigger", k_pr_sha, 2, "refs/pull/2/head", "main", ""},
+    {"crcr/direct-pytorch-crcr.json", "", Intent::run, "pytorch-crcr", k_pr_sha, 2,
      "refs/pull/2/head", "", ""},
+    {"crcr/direct-pytorch-crcr.json", "repository_dispatch", Intent::run, "pytorch-crcr", k_pr_sha,
+     2, "refs/pull/2/head", "", ""},
     {"github-webhooks/ping.json", "ping", Intent::ping, "ping", "", std::nullopt, "", "", ""},
     {"github-webhooks/pull_request-opened.json", "pull_request", Intent::run, "github", k_pr_sha, 2,
      "refs/pull/2/head", "master", k_base_sha},
-    {"github-webhooks/pull_request-synchronize.json", "pull_request", Intent::run, "github", k_pr_sha, 2,
-     "refs/pull/2/head", "master", k_base_sha},
-    {"github-webhooks/pull_request-closed.json", "pull_request", Intent::cancel_pr, "github", "ec26c3e57ca3a959ca5aad62de7213c562f8c821", 2, "", "", ""},
-    {"github-webhooks/pull_request-labeled.json", "pull_request", Intent::ignore, "github", "", 2, "", "", ""},
-    {"github-webhooks/push-with-new-branch.json", "push", Intent::run, "github", k_push_sha, std::nullopt,
-     "refs/heads/master", "", ""},
-    {"github-webhooks/push.json", "push", Intent::ignore, "github", "", std::nullopt, "refs/tags/simple-tag", "", ""},
-    {"github-webhooks/repository_dispatch.json", "repository_dispatch", Intent::ignore, "dispatch", "", std::nullopt,
+    {"github-webhooks/pull_request-synchronize.json", "pull_request", Intent::run, "github",
+     k_pr_sha, 2, "refs/pull/2/head", "master", k_base_sha},
+    {"github-webhooks/pull_request-closed.json", "pull_request", Intent::cancel_pr, "github",
+     "ec26c3e57ca3a959ca5aad62de7213c562f8c821", 2, "", "", ""},
+    {"github-webhooks/pull_request-labeled.json", "pull_request", Intent::ignore, "github", "", 2,
      "", "", ""},
+    {"github-webhooks/push-with-new-branch.json", "push", Intent::run, "github", k_push_sha,
+     std::nullopt, "refs/heads/master", "", ""},
+    {"github-webhooks/push.json", "push", Intent::ignore, "github", "", std::nullopt,
+     "refs/tags/simple-tag", "", ""},
+    {"github-webhooks/repository_dispatch.json", "repository_dispatch", Intent::ignore, "dispatch",
+     "", std::nullopt, "", "", ""},
 };
 
 TEST(Normalize, EveryFixture) {
@@ -75,7 +80,8 @@ TEST(Normalize, EveryFixture) {
 }
 
 TEST(Normalize, CrcrPullRequestDetails) {
-    auto e = normalize("repository_dispatch", fixture("crcr/pull_request-synchronize.dispatch.json").dump());
+    auto e = normalize("repository_dispatch",
+                       fixture("crcr/pull_request-synchronize.dispatch.json").dump());
     ASSERT_TRUE(e);
     EXPECT_EQ(e->event, "pull_request");
     EXPECT_EQ(e->action, "synchronize");
@@ -87,7 +93,8 @@ TEST(Normalize, CrcrPullRequestDetails) {
     EXPECT_EQ(e->labels, std::vector<std::string>{"bug"});
     EXPECT_FALSE(e->changed_files);
 
-    auto fork = normalize("repository_dispatch", fixture("crcr/pull_request-fork.dispatch.json").dump());
+    auto fork =
+        normalize("repository_dispatch", fixture("crcr/pull_request-fork.dispatch.json").dump());
     ASSERT_TRUE(fork);
     EXPECT_EQ(fork->head_repo, "someone/pytorch");
     EXPECT_TRUE(fork->labels.empty());
@@ -117,7 +124,8 @@ TEST(Normalize, ShaIsPinnedLowerCaseAndValidated) {
     EXPECT_EQ(upper->sha, k_pr_sha);
 
     for (const char* bad : {"ec26c3e", "0000000000000000000000000000000000000000",
-                            "ec26c3e57ca3a959ca5aad62de7213c562f8c82g", "ec26c3e57ca3a959ca5aad62de7213c562f8c8210"}) {
+                            "ec26c3e57ca3a959ca5aad62de7213c562f8c82g",
+                            "ec26c3e57ca3a959ca5aad62de7213c562f8c8210"}) {
         sha = bad;
         auto r = normalize("repository_dispatch", body.dump());
         ASSERT_FALSE(r) << bad;
@@ -133,10 +141,14 @@ TEST(Normalize, MissingFieldsAndWrongTypesNameTheField) {
         std::string expect_in_message;
     };
     const std::vector<Case> cases = {
-        {[](json& b) { b["client_payload"]["payload"]["pull_request"]["head"].erase("sha"); }, "payload.pull_request.head.sha"},
-        {[](json& b) { b["client_payload"]["payload"]["number"] = "2"; }, "payload.number must be a positive integer"},
-        {[](json& b) { b["client_payload"]["payload"]["number"] = -5; }, "payload.number must be a positive integer"},
-        {[](json& b) { b["client_payload"]["payload"]["number"] = 0; }, "payload.number must be a positive integer"},
+        {[](json& b) { b["client_payload"]["payload"]["pull_request"]["head"].erase("sha"); },
+         "payload.pull_request.head.sha"},
+        {[](json& b) { b["client_payload"]["payload"]["number"] = "2"; },
+         "payload.number must be a positive integer"},
+        {[](json& b) { b["client_payload"]["payload"]["number"] = -5; },
+         "payload.number must be a positive integer"},
+        {[](json& b) { b["client_payload"]["payload"]["number"] = 0; },
+         "payload.number must be a positive integer"},
         {[](json& b) { b["client_payload"].erase("payload"); }, "missing client_payload.payload"},
         {[](json& b) { b["client_payload"]["event_type"] = "push"; }, "does not match"},
         {[](json& b) { b["client_payload"] = 7; }, "client_payload must be an object"},
@@ -149,7 +161,8 @@ TEST(Normalize, MissingFieldsAndWrongTypesNameTheField) {
         auto r = normalize("repository_dispatch", body.dump());
         ASSERT_FALSE(r) << c.expect_in_message;
         EXPECT_EQ(r.error().code, "bad_request");
-        EXPECT_NE(r.error().message.find(c.expect_in_message), std::string::npos) << r.error().message;
+        EXPECT_NE(r.error().message.find(c.expect_in_message), std::string::npos)
+            << r.error().message;
     }
     EXPECT_FALSE(normalize("", json::array().dump()));
     EXPECT_FALSE(normalize("", json{{"hello", "world"}}.dump()));
@@ -164,13 +177,15 @@ TEST(Normalize, APrNumberIsPositiveInEveryForm) {
     legacy["client_payload"]["pr_number"] = -5;
     auto l = normalize("repository_dispatch", legacy.dump());
     ASSERT_FALSE(l);
-    EXPECT_NE(l.error().message.find("client_payload.pr_number must be a positive integer"), std::string::npos)
+    EXPECT_NE(l.error().message.find("client_payload.pr_number must be a positive integer"),
+              std::string::npos)
         << l.error().message;
     auto direct = fixture("crcr/direct-pytorch-crcr.json");
     direct["client_payload"]["pr_number"] = 0;
     auto d = normalize("repository_dispatch", direct.dump());
     ASSERT_FALSE(d);
-    EXPECT_NE(d.error().message.find("client_payload.pr_number must be a positive integer"), std::string::npos)
+    EXPECT_NE(d.error().message.find("client_payload.pr_number must be a positive integer"),
+              std::string::npos)
         << d.error().message;
 }
 

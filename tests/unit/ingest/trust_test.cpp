@@ -37,13 +37,19 @@ TEST(Trust, Table) {
     };
     const std::vector<Case> cases = {
         {"same-repo PR", [](Event&, config::TrustConfig&) {}, V::allow},
-        {"repo names are case-insensitive", [](Event& e, config::TrustConfig&) { e.upstream_repo = "PyTorch/PyTorch"; }, V::allow},
-        {"other upstream", [](Event& e, config::TrustConfig&) { e.upstream_repo = "evil/pytorch"; }, V::forbid},
-        {"other downstream", [](Event& e, config::TrustConfig&) { e.downstream_repo = "evil/spyre"; }, V::forbid},
-        {"sender listed", [](Event&, config::TrustConfig& t) { t.senders = {"relay[bot]"}; }, V::allow},
-        {"sender not listed", [](Event&, config::TrustConfig& t) { t.senders = {"someone-else"}; }, V::forbid},
+        {"repo names are case-insensitive",
+         [](Event& e, config::TrustConfig&) { e.upstream_repo = "PyTorch/PyTorch"; }, V::allow},
+        {"other upstream", [](Event& e, config::TrustConfig&) { e.upstream_repo = "evil/pytorch"; },
+         V::forbid},
+        {"other downstream",
+         [](Event& e, config::TrustConfig&) { e.downstream_repo = "evil/spyre"; }, V::forbid},
+        {"sender listed", [](Event&, config::TrustConfig& t) { t.senders = {"relay[bot]"}; },
+         V::allow},
+        {"sender not listed", [](Event&, config::TrustConfig& t) { t.senders = {"someone-else"}; },
+         V::forbid},
         {"event disabled", [](Event&, config::TrustConfig& t) { t.events = {"push"}; }, V::forbid},
-        {"fork without label", [](Event& e, config::TrustConfig&) { e.head_repo = "someone/pytorch"; }, V::ignore},
+        {"fork without label",
+         [](Event& e, config::TrustConfig&) { e.head_repo = "someone/pytorch"; }, V::ignore},
         {"fork with label",
          [](Event& e, config::TrustConfig&) {
              e.head_repo = "someone/pytorch";

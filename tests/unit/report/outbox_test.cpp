@@ -3,13 +3,13 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include "crcrd/store/sqlite.hpp"
 #include "crcrd/core/compress.hpp"
 #include "crcrd/report/outbox.hpp"
 #include "crcrd/report/sender.hpp"
 #include "crcrd/sched/jobs.hpp"
 #include "crcrd/store/deliveries.hpp"
 #include "crcrd/store/schema.hpp"
+#include "crcrd/store/sqlite.hpp"
 #include "support/certs.hpp"
 #include "support/fake_github.hpp"
 #include "support/process.hpp"
@@ -38,15 +38,18 @@ TEST(Shorten, KeepsShortTextAndCutsLongTextOnACharacterBoundary) {
     std::string body = c2.substr(0, c2.size() - 3);
     EXPECT_EQ(body.size() % 2, 0u);
     EXPECT_EQ(final_status(Conclusion::regression, std::string(200, 'x')).description.size(), 140u);
-    EXPECT_EQ(final_status(Conclusion::flaky, "1 test failed, then passed on rerun").state, "success");
+    EXPECT_EQ(final_status(Conclusion::flaky, "1 test failed, then passed on rerun").state,
+              "success");
     EXPECT_EQ(final_status(Conclusion::device_unavailable, "no slot").state, "error");
     // pre_existing (docs/verdicts.md): not this change's fault: success, saying so.
-    EXPECT_EQ(final_status(Conclusion::pre_existing, "2 tests fail on abcdef0 too").state, "success");
-    EXPECT_EQ(final_status(Conclusion::pre_existing, "2 tests fail on abcdef0 too").description, "2 tests fail on abcdef0 too");
+    EXPECT_EQ(final_status(Conclusion::pre_existing, "2 tests fail on abcdef0 too").state,
+              "success");
+    EXPECT_EQ(final_status(Conclusion::pre_existing, "2 tests fail on abcdef0 too").description,
+              "2 tests fail on abcdef0 too");
 }
 
 class OutboxTest : public ::testing::Test {
-protected:
+  protected:
     void SetUp() override {
         auto d = store::Db::open(dir.path() / "a.db");
         ASSERT_TRUE(d);
@@ -62,7 +65,8 @@ protected:
         auto id = store::insert_run(*db, r, "2026-11-29T00:00:00.000Z");
         for (std::size_t i = 0; i < tiers.size(); ++i) {
             auto st = db->prepare(
-                "INSERT INTO jobs (run_id, tier, position, state, timeout_ms, created_at) VALUES (?,?,?,'queued',1000,'x')");
+                "INSERT INTO jobs (run_id, tier, position, state, timeout_ms, created_at) VALUES "
+                "(?,?,?,'queued',1000,'x')");
             st.bind(1, id).bind(2, tiers[i]).bind(3, static_cast<std::int64_t>(i));
             st.run();
         }
@@ -70,7 +74,9 @@ protected:
     }
     /// context=state:delivery for every row, in order.
     std::string rows() {
-        auto st = db->prepare("SELECT group_concat(context || '=' || state || ':' || delivery, ' ') FROM (SELECT * FROM outbox ORDER BY id)");
+        auto st = db->prepare(
+            "SELECT group_concat(context || '=' || state || ':' || delivery, ' ') FROM (SELECT * "
+            "FROM outbox ORDER BY id)");
         st.step();
         return st.text(0);
     }
@@ -82,7 +88,9 @@ protected:
 TEST_F(OutboxTest, PlanningAnnouncesPendingAndTheEndGivesEveryContextItsFinalStateOnce) {
     auto run = run_with({"import", "smoke"});
     sync_dirty(*db, settings);
-    EXPECT_EQ(rows(), "crcr/spyre=pending:waiting crcr/spyre/import=pending:waiting crcr/spyre/smoke=pending:waiting");
+    EXPECT_EQ(rows(),
+              "crcr/spyre=pending:waiting crcr/spyre/import=pending:waiting "
+              "crcr/spyre/smoke=pending:waiting");
     // Nothing changed: nothing new.
     db->exec("UPDATE runs SET state = state WHERE id = " + std::to_string(run));
     sync_dirty(*db, settings);
@@ -96,16 +104,21 @@ TEST_F(OutboxTest, PlanningAnnouncesPendingAndTheEndGivesEveryContextItsFinalSta
     sched::finish_job(*db, 1, Conclusion::regression, "1 of 3 tests failed", 1);
     sync_dirty(*db, settings);
     EXPECT_EQ(rows(),
-              "crcr/spyre=pending:coalesced crcr/spyre/import=pending:coalesced crcr/spyre/smoke=pending:coalesced "
-              "crcr/spyre=failure:waiting crcr/spyre/import=failure:waiting crcr/spyre/smoke=error:waiting");
-    auto st = db->prepare("SELECT description FROM outbox WHERE context = 'crcr/spyre/smoke' ORDER BY id DESC LIMIT 1");
+              "crcr/spyre=pending:coalesced crcr/spyre/import=pending:coalesced "
+              "crcr/spyre/smoke=pending:coalesced "
+              "crcr/spyre=failure:waiting crcr/spyre/import=failure:waiting "
+              "crcr/spyre/smoke=error:waiting");
+    auto st = db->prepare(
+        "SELECT description FROM outbox WHERE context = 'crcr/spyre/smoke' ORDER BY id DESC LIMIT "
+        "1");
     st.step();
     EXPECT_EQ(st.text(0), "cancelled: import ended regression");
 }
 
 TEST_F(OutboxTest, ARunCancelledBeforeAnythingWasAnnouncedSaysNothing) {
     auto run = run_with({});
-    db->exec("UPDATE runs SET state = 'cancelled', reason = 'superseded' WHERE id = " + std::to_string(run));
+    db->exec("UPDATE runs SET state = 'cancelled', reason = 'superseded' WHERE id = " +
+             std::to_string(run));
     sync_dirty(*db, settings);
     EXPECT_EQ(rows(), "");
 }
@@ -139,7 +152,8 @@ TEST(Sender, NeverPostsMoreThanGithubsThousandStatusesPerShaAndContext) {
         store::insert_run(db, r, "2026-11-29T00:00:00.000Z");
         store::Transaction tx(db);
         auto ins = db.prepare(
-            "INSERT INTO outbox (sink, run_id, sha, context, state, description, delivery, created_at) "
+            "INSERT INTO outbox (sink, run_id, sha, context, state, description, delivery, "
+            "created_at) "
             "VALUES ('github', 1, ?, 'crcr', 'pending', 'x', 'sent', 'x')");
         for (int i = 0; i < 999; ++i) {
             ins.reset();
@@ -148,9 +162,14 @@ TEST(Sender, NeverPostsMoreThanGithubsThousandStatusesPerShaAndContext) {
         }
         tx.commit();
         // A pending state would be the 1,000th: no room would be left for a final one.
-        db.exec("INSERT INTO outbox (sink, run_id, sha, context, state, description, created_at) VALUES "
-                "('github', 1, '" + k_sha + "', 'crcr', 'pending', 'running', 'x'),"
-                "('github', 1, '" + k_sha + "', 'crcr/other', 'pending', 'running', 'x')");
+        db.exec(
+            "INSERT INTO outbox (sink, run_id, sha, context, state, description, created_at) "
+            "VALUES "
+            "('github', 1, '" +
+            k_sha +
+            "', 'crcr', 'pending', 'running', 'x'),"
+            "('github', 1, '" +
+            k_sha + "', 'crcr/other', 'pending', 'running', 'x')");
     }
     store::Writer writer(std::move(*opened));
     config::GithubReportConfig g;
@@ -174,19 +193,26 @@ TEST(Sender, NeverPostsMoreThanGithubsThousandStatusesPerShaAndContext) {
         }));
         return out;
     };
-    ASSERT_TRUE(eventually([&] { return state_of(1000) != "waiting" && state_of(1001) != "waiting"; }));
+    ASSERT_TRUE(
+        eventually([&] { return state_of(1000) != "waiting" && state_of(1001) != "waiting"; }));
     EXPECT_EQ(state_of(1000), "dead");
     EXPECT_EQ(state_of(1001), "sent");  // another context has its own 1,000
     ASSERT_TRUE(writer.run_sync([&](store::Db& db) {
-        db.exec("INSERT INTO outbox (sink, run_id, sha, context, state, description, created_at) VALUES "
-                "('github', 1, '" + k_sha + "', 'crcr', 'success', 'done', 'x')");
+        db.exec(
+            "INSERT INTO outbox (sink, run_id, sha, context, state, description, created_at) "
+            "VALUES "
+            "('github', 1, '" +
+            k_sha + "', 'crcr', 'success', 'done', 'x')");
     }));
     sender.notify();
     ASSERT_TRUE(eventually([&] { return state_of(1002) != "waiting"; }));
     EXPECT_EQ(state_of(1002), "sent");  // the 1,000th: a final state
     ASSERT_TRUE(writer.run_sync([&](store::Db& db) {
-        db.exec("INSERT INTO outbox (sink, run_id, sha, context, state, description, created_at) VALUES "
-                "('github', 1, '" + k_sha + "', 'crcr', 'failure', 'again', 'x')");
+        db.exec(
+            "INSERT INTO outbox (sink, run_id, sha, context, state, description, created_at) "
+            "VALUES "
+            "('github', 1, '" +
+            k_sha + "', 'crcr', 'failure', 'again', 'x')");
     }));
     sender.notify();
     ASSERT_TRUE(eventually([&] { return state_of(1003) != "waiting"; }));
@@ -196,13 +222,18 @@ TEST(Sender, NeverPostsMoreThanGithubsThousandStatusesPerShaAndContext) {
     writer.stop();
 }
 
-
 TEST(RelayConclusion, GithubsVocabularyForEveryClass) {
     const std::vector<std::pair<std::string, std::string>> cases = {
-        {"passed", "success"},       {"flaky", "success"},    {"regression", "failure"},
-        {"timeout", "timed_out"},    {"cancelled", "cancelled"}, {"infra_error", "neutral"},
-        {"device_unavailable", "neutral"}, {"pre_existing", "neutral"}};
-    for (const auto& [klass, want] : cases) EXPECT_EQ(relay_conclusion(*from_string<Conclusion>(klass)), want) << klass;
+        {"passed", "success"},
+        {"flaky", "success"},
+        {"regression", "failure"},
+        {"timeout", "timed_out"},
+        {"cancelled", "cancelled"},
+        {"infra_error", "neutral"},
+        {"device_unavailable", "neutral"},
+        {"pre_existing", "neutral"}};
+    for (const auto& [klass, want] : cases)
+        EXPECT_EQ(relay_conclusion(*from_string<Conclusion>(klass)), want) << klass;
     EXPECT_EQ(cases.size(), names<Conclusion>().size());  // every class has its answer
 }
 
@@ -211,8 +242,15 @@ TEST(CallbackBody, TheFieldsTheRelayAndHudRequire) {
     s.public_url = "https://ci.example:8443";
     s.workflow_name = "spyre-ci";
     CallbackRun run{12, RunEvent::pull_request, k_sha, "6d1c2a70-guid", json{{"number", 2}}};
-    CallbackJob job{41, "smoke", 2, JobState::completed, Conclusion::flaky, "1 test failed, then passed on rerun", "2026-12-01T10:00:00.000Z",
-                    "2026-12-01T10:05:00.000Z", json{{"passed", 3}, {"failed", 0}, {"skipped", 1}, {"flaky", 1}}};
+    CallbackJob job{41,
+                    "smoke",
+                    2,
+                    JobState::completed,
+                    Conclusion::flaky,
+                    "1 test failed, then passed on rerun",
+                    "2026-12-01T10:00:00.000Z",
+                    "2026-12-01T10:05:00.000Z",
+                    json{{"passed", 3}, {"failed", 0}, {"skipped", 1}, {"flaky", 1}}};
     auto b = callback_body(run, job, true, s);
     EXPECT_EQ(b["event_type"], "pull_request");
     EXPECT_EQ(b["delivery_id"], "6d1c2a70-guid");
@@ -229,7 +267,8 @@ TEST(CallbackBody, TheFieldsTheRelayAndHudRequire) {
     EXPECT_EQ(wf["run_attempt"], "2");
     EXPECT_EQ(wf["url"], "https://ci.example:8443/ui/runs/12");
     EXPECT_EQ(wf["artifact_url"], "https://ci.example:8443/api/v1/jobs/41/log");
-    EXPECT_EQ(wf["test_results"], (json{{"passed", 4}, {"failed", 0}, {"skipped", 1}, {"total", 5}}));
+    EXPECT_EQ(wf["test_results"],
+              (json{{"passed", 4}, {"failed", 0}, {"skipped", 1}, {"total", 5}}));
     EXPECT_EQ(wf["completed_at"], "2026-12-01T10:05:00.000Z");
     auto started = callback_body(run, job, false, s)["workflow"];
     EXPECT_EQ(started["status"], "in_progress");
@@ -238,7 +277,9 @@ TEST(CallbackBody, TheFieldsTheRelayAndHudRequire) {
     EXPECT_EQ(started["started_at"], "2026-12-01T10:00:00.000Z");
     EXPECT_EQ(started["check_run_id"], "41");  // HUD's row key: the same in both
     // A scheduled run self-reports as nightly with the SHA as its delivery id.
-    CallbackRun nightly{13, RunEvent::schedule, k_sha, k_sha, json{{"repository", {{"full_name", "pytorch/pytorch"}}}, {"head_sha", k_sha}}};
+    CallbackRun nightly{
+        13, RunEvent::schedule, k_sha, k_sha,
+        json{{"repository", {{"full_name", "pytorch/pytorch"}}}, {"head_sha", k_sha}}};
     auto n = callback_body(nightly, job, true, s);
     EXPECT_EQ(n["event_type"], "nightly");
     EXPECT_EQ(n["delivery_id"], k_sha);
@@ -255,8 +296,11 @@ TEST_F(OutboxTest, ACallbackPairPerStartedAttemptNeverCoalescedEvenWhenBothHappe
     d.received_at = "2026-11-29T00:00:00.000Z";
     d.intended = store::Verdict::queued;
     d.http_status = 202;
-    d.body = compress(json{{"client_payload", {{"event_type", "pull_request"}, {"delivery_id", "crcr-guid-1"},
-                                               {"payload", {{"number", 5}}}}}}.dump());
+    d.body = compress(json{{"client_payload",
+                            {{"event_type", "pull_request"},
+                             {"delivery_id", "crcr-guid-1"},
+                             {"payload", {{"number", 5}}}}}}
+                          .dump());
     store::NewRun r;
     r.event = "pull_request";
     r.sha = k_sha;
@@ -264,7 +308,9 @@ TEST_F(OutboxTest, ACallbackPairPerStartedAttemptNeverCoalescedEvenWhenBothHappe
     auto out = store::record_delivery(*db, d);
     const auto run = *out.run_id;
     auto add_job = [&](const std::string& tier, int attempt) {
-        auto st = db->prepare("INSERT INTO jobs (run_id, tier, position, attempt, state, timeout_ms, created_at) VALUES (?,?,0,?,'queued',1000,'x')");
+        auto st = db->prepare(
+            "INSERT INTO jobs (run_id, tier, position, attempt, state, timeout_ms, created_at) "
+            "VALUES (?,?,0,?,'queued',1000,'x')");
         st.bind(1, run).bind(2, tier).bind(3, std::int64_t{attempt});
         st.run();
         return db->last_insert_rowid();
@@ -274,23 +320,32 @@ TEST_F(OutboxTest, ACallbackPairPerStartedAttemptNeverCoalescedEvenWhenBothHappe
     sync_dirty(*db, settings);
     EXPECT_EQ(rows(), "");  // queued: nothing started, nothing to say
     // Started and finished before the hook ran once (a fast job in one commit batch).
-    db->exec("UPDATE jobs SET state='running', started_at='2026-11-29T00:00:01.000Z' WHERE id=" + std::to_string(j1));
-    db->exec("UPDATE jobs SET state='completed', conclusion='regression', reason='1 failed', finished_at='2026-11-29T00:00:02.000Z' WHERE id=" +
+    db->exec("UPDATE jobs SET state='running', started_at='2026-11-29T00:00:01.000Z' WHERE id=" +
              std::to_string(j1));
+    db->exec(
+        "UPDATE jobs SET state='completed', conclusion='regression', reason='1 failed', "
+        "finished_at='2026-11-29T00:00:02.000Z' WHERE id=" +
+        std::to_string(j1));
     sync_dirty(*db, settings);
     const std::string p1 = "job/" + std::to_string(j1);
-    EXPECT_EQ(rows(), p1 + "/in_progress=in_progress:waiting " + p1 + "/completed=completed:waiting");
+    EXPECT_EQ(rows(),
+              p1 + "/in_progress=in_progress:waiting " + p1 + "/completed=completed:waiting");
     // The rerun: attempt 2, its own pair; a job cancelled before it started says nothing.
     auto j2 = add_job("import", 2);
-    db->exec("UPDATE jobs SET state='running', started_at='2026-11-29T00:00:03.000Z' WHERE id=" + std::to_string(j2));
+    db->exec("UPDATE jobs SET state='running', started_at='2026-11-29T00:00:03.000Z' WHERE id=" +
+             std::to_string(j2));
     sync_dirty(*db, settings);
     add_job("smoke", 1);
     db->exec("UPDATE jobs SET state='cancelled', conclusion='cancelled' WHERE tier='smoke'");
-    db->exec("UPDATE jobs SET state='completed', conclusion='flaky', finished_at='2026-11-29T00:00:04.000Z' WHERE id=" + std::to_string(j2));
+    db->exec(
+        "UPDATE jobs SET state='completed', conclusion='flaky', "
+        "finished_at='2026-11-29T00:00:04.000Z' WHERE id=" +
+        std::to_string(j2));
     sync_dirty(*db, settings);
     const std::string p2 = "job/" + std::to_string(j2);
-    EXPECT_EQ(rows(), p1 + "/in_progress=in_progress:waiting " + p1 + "/completed=completed:waiting " + p2 +
-                          "/in_progress=in_progress:waiting " + p2 + "/completed=completed:waiting");
+    EXPECT_EQ(rows(),
+              p1 + "/in_progress=in_progress:waiting " + p1 + "/completed=completed:waiting " + p2 +
+                  "/in_progress=in_progress:waiting " + p2 + "/completed=completed:waiting");
     auto st = db->prepare("SELECT body FROM outbox WHERE context = ?");
     st.bind(1, p2 + "/completed");
     ASSERT_TRUE(st.step());
@@ -305,7 +360,8 @@ TEST_F(OutboxTest, NoCallbackForARunTheRelayDidNotDispatch) {
     settings.callback = true;
     auto run = run_with({"import"});  // a push queued without a CRCR delivery (a direct form, say)
     db->exec("UPDATE runs SET state='running' WHERE id=" + std::to_string(run));
-    db->exec("UPDATE jobs SET state='completed', conclusion='passed', started_at='x', finished_at='y'");
+    db->exec(
+        "UPDATE jobs SET state='completed', conclusion='passed', started_at='x', finished_at='y'");
     sync_dirty(*db, settings);
     EXPECT_EQ(rows(), "");
 }

@@ -26,10 +26,12 @@ TEST(NextStep, RetriesRerunsAndFinalOutcomesFollowThePolicy) {
         {"device retried", Conclusion::device_unavailable, 1, 0, p, Kind::retry, "why"},
         {"infra out of retries", Conclusion::infra_error, 2, 0, p, Kind::finish, "why"},
         {"infra never retried", Conclusion::infra_error, 0, 0, {0, 1}, Kind::finish, "why"},
-        {"regression rerun", Conclusion::regression, 0, 0, p, Kind::retry, "why; rerun to tell a flaky test"},
+        {"regression rerun", Conclusion::regression, 0, 0, p, Kind::retry,
+         "why; rerun to tell a flaky test"},
         {"regression again", Conclusion::regression, 0, 1, p, Kind::finish, "why, again on rerun"},
         {"regression, no reruns", Conclusion::regression, 0, 0, {2, 0}, Kind::finish, "why"},
-        {"regression after infra retries", Conclusion::regression, 2, 0, p, Kind::retry, "why; rerun to tell a flaky test"},
+        {"regression after infra retries", Conclusion::regression, 2, 0, p, Kind::retry,
+         "why; rerun to tell a flaky test"},
         {"pass may be flaky", Conclusion::passed, 0, 1, p, Kind::finish_unless_flaky, "why"},
         {"timeout final", Conclusion::timeout, 0, 0, p, Kind::finish, "why"},
         {"cancelled final", Conclusion::cancelled, 0, 0, p, Kind::finish, "why"},
@@ -53,12 +55,16 @@ TEST(PreExistingReason, AllFailuresOnTheBaseOrItStaysARegression) {
     };
     const std::vector<Case> cases = {
         {"one test, failing on the base", {"a"}, {{"a", 1, base}}, "1 test fails on abcdef0 too"},
-        {"two tests, both on the base", {"a", "b"}, {{"a", 1, base}, {"b", 2, base}}, "2 tests fail on abcdef0 too"},
+        {"two tests, both on the base",
+         {"a", "b"},
+         {{"a", 1, base}, {"b", 2, base}},
+         "2 tests fail on abcdef0 too"},
         {"one of two only on the PR", {"a", "b"}, {{"a", 1, base}}, std::nullopt},
         {"none on the base", {"a"}, {}, std::nullopt},
         {"no failed test", {}, {}, std::nullopt},
     };
-    for (const auto& c : cases) EXPECT_EQ(pre_existing_reason(c.failed, c.on_base), c.reason) << c.what;
+    for (const auto& c : cases)
+        EXPECT_EQ(pre_existing_reason(c.failed, c.on_base), c.reason) << c.what;
 }
 
 TEST(FlakyReason, CountsTests) {
@@ -79,7 +85,8 @@ TEST(Judge, ClassifiesRawOutcomesAndKeepsTheEvidence) {
     EXPECT_EQ(pass.conclusion, Conclusion::passed);
     EXPECT_EQ(pass.exit_status, 0);
 
-    auto failed = judge(exited(1, {{"t1", "failed", 0.1, "assert"}, {"t2", "passed", 0.1, ""}}), patterns);
+    auto failed =
+        judge(exited(1, {{"t1", "failed", 0.1, "assert"}, {"t2", "passed", 0.1, ""}}), patterns);
     EXPECT_EQ(failed.conclusion, Conclusion::regression);
     EXPECT_EQ(failed.evidence["failed_tests"], nlohmann::json::array({"t1"}));
     EXPECT_EQ(failed.evidence["tests_total"], 2);
@@ -166,98 +173,186 @@ TEST(PlanEnd, EveryWayAnAttemptEnds) {
     };
     const std::string failed1 = "1 of 3 tests failed";
     const std::vector<Case> cases = {
-        {"a pass", [&](AttemptFacts& f) { f.judged = judged(C::passed, "3 tests passed"); f.failed.clear(); },
+        {"a pass",
+         [&](AttemptFacts& f) {
+             f.judged = judged(C::passed, "3 tests passed");
+             f.failed.clear();
+         },
          N::finish, C::passed, "3 tests passed"},
-        {"an infra failure is retried", [&](AttemptFacts& f) { f.judged = judged(C::infra_error, "exit status 2"); },
-         N::retry, C::infra_error, "exit status 2 (retried)"},
-        {"a device failure is retried", [&](AttemptFacts& f) { f.judged = judged(C::device_unavailable, "RAS"); f.infra_before = 1; },
+        {"an infra failure is retried",
+         [&](AttemptFacts& f) { f.judged = judged(C::infra_error, "exit status 2"); }, N::retry,
+         C::infra_error, "exit status 2 (retried)"},
+        {"a device failure is retried",
+         [&](AttemptFacts& f) {
+             f.judged = judged(C::device_unavailable, "RAS");
+             f.infra_before = 1;
+         },
          N::retry, C::device_unavailable, "RAS (retried)"},
-        {"no infra retry left", [&](AttemptFacts& f) { f.judged = judged(C::infra_error, "exit status 2"); f.infra_before = 2; },
+        {"no infra retry left",
+         [&](AttemptFacts& f) {
+             f.judged = judged(C::infra_error, "exit status 2");
+             f.infra_before = 2;
+         },
          N::finish, C::infra_error, "exit status 2"},
-        {"a lost worker is retried", [&](AttemptFacts& f) { f.origin = AttemptOrigin::lost; f.judged = judged(C::infra_error, "daemon restarted"); },
+        {"a lost worker is retried",
+         [&](AttemptFacts& f) {
+             f.origin = AttemptOrigin::lost;
+             f.judged = judged(C::infra_error, "daemon restarted");
+         },
          N::retry, C::infra_error, "daemon restarted (retried)"},
-        {"no device within the wait: final", [&](AttemptFacts& f) {
+        {"no device within the wait: final",
+         [&](AttemptFacts& f) {
              f.origin = AttemptOrigin::no_device;
              f.judged = judged(C::device_unavailable, "no healthy runner slot");
-         }, N::finish, C::device_unavailable, "no healthy runner slot"},
-        {"a regression is rerun", [](AttemptFacts&) {}, N::retry, C::regression, failed1 + "; rerun to tell a flaky test (retried)"},
+         },
+         N::finish, C::device_unavailable, "no healthy runner slot"},
+        {"a regression is rerun", [](AttemptFacts&) {}, N::retry, C::regression,
+         failed1 + "; rerun to tell a flaky test (retried)"},
         {"a regression again on rerun", [](AttemptFacts& f) { f.regressions_before = 1; },
          N::finish, C::regression, failed1 + ", again on rerun"},
-        {"no rerun configured", [](AttemptFacts& f) { f.retry.flaky_reruns = 0; }, N::finish, C::regression, failed1},
-        {"a rerun counts the tests carried over", [](AttemptFacts& f) { f.carried = 5; f.regressions_before = 1; },
+        {"no rerun configured", [](AttemptFacts& f) { f.retry.flaky_reruns = 0; }, N::finish,
+         C::regression, failed1},
+        {"a rerun counts the tests carried over",
+         [](AttemptFacts& f) {
+             f.carried = 5;
+             f.regressions_before = 1;
+         },
          N::finish, C::regression, "1 of 8 tests failed, again on rerun"},
-        {"a pass after a regression is flaky", [&](AttemptFacts& f) {
+        {"a pass after a regression is flaky",
+         [&](AttemptFacts& f) {
              f.judged = judged(C::passed, "2 tests passed");
              f.regressions_before = 1;
              f.failed_in_last_regression = std::vector<std::string>{"t1", "t4"};
              f.failed.clear();
              f.passed = {"t1", "t2"};
-         }, N::finish, C::flaky, "2 tests failed, then passed on rerun", {"t1"}, 2},
-        {"flaky even when no failed test ran again by name", [&](AttemptFacts& f) {
+         },
+         N::finish,
+         C::flaky,
+         "2 tests failed, then passed on rerun",
+         {"t1"},
+         2},
+        {"flaky even when no failed test ran again by name",
+         [&](AttemptFacts& f) {
              f.judged = judged(C::passed, "1 tests passed");
              f.regressions_before = 1;
              f.failed_in_last_regression = std::vector<std::string>{"x"};
              f.failed.clear();
-         }, N::finish, C::flaky, "1 test failed, then passed on rerun", {}, 1},
-        {"a timeout is final", [&](AttemptFacts& f) { f.judged = judged(C::timeout, "tier timeout reached"); },
-         N::finish, C::timeout, "tier timeout reached"},
-        {"a cancellation is final", [&](AttemptFacts& f) { f.judged = judged(C::cancelled, "cancelled while running"); },
+         },
+         N::finish,
+         C::flaky,
+         "1 test failed, then passed on rerun",
+         {},
+         1},
+        {"a timeout is final",
+         [&](AttemptFacts& f) { f.judged = judged(C::timeout, "tier timeout reached"); }, N::finish,
+         C::timeout, "tier timeout reached"},
+        {"a cancellation is final",
+         [&](AttemptFacts& f) { f.judged = judged(C::cancelled, "cancelled while running"); },
          N::finish, C::cancelled, "cancelled while running"},
-        {"cancelled because the daemon stops: infra", [&](AttemptFacts& f) {
+        {"cancelled because the daemon stops: infra",
+         [&](AttemptFacts& f) {
              f.judged = judged(C::cancelled, "cancelled while running");
              f.daemon_stopping = true;
-         }, N::retry, C::infra_error, "daemon stopped while the job ran (retried)"},
-        {"a PR's failures all on its base: pre_existing", [&](AttemptFacts& f) {
+         },
+         N::retry, C::infra_error, "daemon stopped while the job ran (retried)"},
+        {"a PR's failures all on its base: pre_existing",
+         [&](AttemptFacts& f) {
              f.regressions_before = 1;
              f.found_on_base = {t1_on_base};
-         }, N::finish, C::pre_existing, "1 test fails on " + base7 + " too", {}, 0, {"pre_existing"}},
-        {"one of a PR's failures only on the PR: regression", [&](AttemptFacts& f) {
+         },
+         N::finish,
+         C::pre_existing,
+         "1 test fails on " + base7 + " too",
+         {},
+         0,
+         {"pre_existing"}},
+        {"one of a PR's failures only on the PR: regression",
+         [&](AttemptFacts& f) {
              f.regressions_before = 1;
              f.failed = {"t1", "t2"};
              f.found_on_base = {t1_on_base};
-         }, N::finish, C::regression, failed1 + ", again on rerun", {}, 0, {"pre_existing"}},
-        {"base_check run: the unknown ones are checked on the base", [&](AttemptFacts& f) {
+         },
+         N::finish,
+         C::regression,
+         failed1 + ", again on rerun",
+         {},
+         0,
+         {"pre_existing"}},
+        {"base_check run: the unknown ones are checked on the base",
+         [&](AttemptFacts& f) {
              f.regressions_before = 1;
              f.failed = {"t1", "t2"};
              f.found_on_base = {t1_on_base};
              f.run_on_base = true;
-         }, N::check_on_base, C::regression, failed1 + ", again on rerun; checking 1 test on base " + base7, {}, 0,
-         {"pre_existing"}, {"t2"}},
-        {"lookup off: a PR's regression stays", [&](AttemptFacts& f) {
+         },
+         N::check_on_base,
+         C::regression,
+         failed1 + ", again on rerun; checking 1 test on base " + base7,
+         {},
+         0,
+         {"pre_existing"},
+         {"t2"}},
+        {"lookup off: a PR's regression stays",
+         [&](AttemptFacts& f) {
              f.regressions_before = 1;
              f.lookup_base = false;
              f.found_on_base = {t1_on_base};
-         }, N::finish, C::regression, failed1 + ", again on rerun"},
-        {"a push is never pre_existing", [&](AttemptFacts& f) {
+         },
+         N::finish, C::regression, failed1 + ", again on rerun"},
+        {"a push is never pre_existing",
+         [&](AttemptFacts& f) {
              f.regressions_before = 1;
              f.pr = false;
              f.found_on_base = {t1_on_base};
-         }, N::finish, C::regression, failed1 + ", again on rerun"},
-        {"base check: a checked test passes on the base", [&](AttemptFacts& f) {
+         },
+         N::finish, C::regression, failed1 + ", again on rerun"},
+        {"base check: a checked test passes on the base",
+         [&](AttemptFacts& f) {
              f.sha = base;
              f.checked = {"t1", "t2"};
-         }, N::finish, C::regression, "1 failing test passes on " + base7 + ": the change broke it", {}, 0, {"passes_on_base"}},
-        {"base check: every checked test fails on the base too", [&](AttemptFacts& f) {
+         },
+         N::finish,
+         C::regression,
+         "1 failing test passes on " + base7 + ": the change broke it",
+         {},
+         0,
+         {"passes_on_base"}},
+        {"base check: every checked test fails on the base too",
+         [&](AttemptFacts& f) {
              f.sha = base;
              f.checked = {"t1"};
              f.found_before = {{"t0", 2, base, true}};
-         }, N::finish, C::pre_existing, "2 tests fail on " + base7 + " too", {}, 0, {"pre_existing"}},
-        {"base check: an infra failure is retried", [&](AttemptFacts& f) {
+         },
+         N::finish,
+         C::pre_existing,
+         "2 tests fail on " + base7 + " too",
+         {},
+         0,
+         {"pre_existing"}},
+        {"base check: an infra failure is retried",
+         [&](AttemptFacts& f) {
              f.sha = base;
              f.checked = {"t1"};
              f.judged = judged(C::infra_error, "exit status 2");
-         }, N::retry, C::infra_error, "exit status 2 (retried)"},
-        {"base check: no verdict, the regression stands", [&](AttemptFacts& f) {
+         },
+         N::retry, C::infra_error, "exit status 2 (retried)"},
+        {"base check: no verdict, the regression stands",
+         [&](AttemptFacts& f) {
              f.sha = base;
              f.checked = {"t1"};
              f.judged = judged(C::timeout, "tier timeout reached");
-         }, N::finish, C::regression, "the base check on " + base7 + " ended timeout: tier timeout reached"},
-        {"base check: no device within the wait", [&](AttemptFacts& f) {
+         },
+         N::finish, C::regression,
+         "the base check on " + base7 + " ended timeout: tier timeout reached"},
+        {"base check: no device within the wait",
+         [&](AttemptFacts& f) {
              f.origin = AttemptOrigin::no_device;
              f.sha = base;
              f.checked = {"t1"};
              f.judged = judged(C::device_unavailable, "no healthy runner slot");
-         }, N::finish, C::regression, "the base check on " + base7 + " ended device_unavailable: no healthy runner slot"},
+         },
+         N::finish, C::regression,
+         "the base check on " + base7 + " ended device_unavailable: no healthy runner slot"},
     };
     for (const auto& c : cases) {
         AttemptFacts f;

@@ -33,7 +33,7 @@ unmatched: all_rules
 )";
 
 class AuditRunTest : public ::testing::Test {
-protected:
+  protected:
     void SetUp() override {
         up = dir.path() / "upstream";
         run_test_git({"init", "--quiet", "-b", "main", up.string()});
@@ -43,9 +43,12 @@ protected:
         write_file(up / "setup.py", "print(1)\n");
         c0 = commit("initial");
         write_file(up / "torch/_inductor/fuse.py", "x = 2\n");
-        c1 = commit("[inductor] fuse more (#11)\n\nPull Request resolved: https://github.com/pytorch/pytorch/pull/11\n");
+        c1 = commit(
+            "[inductor] fuse more (#11)\n\nPull Request resolved: "
+            "https://github.com/pytorch/pytorch/pull/11\n");
         write_file(up / "setup.py", "print(2)\n");
-        for (int i = 0; i < 201; ++i) write_file(up / ("tools/gen/f" + std::to_string(i) + ".txt"), "x\n");
+        for (int i = 0; i < 201; ++i)
+            write_file(up / ("tools/gen/f" + std::to_string(i) + ".txt"), "x\n");
         c2 = commit("Generate the tools (#12)");
         write_file(up / "docs/index.rst", "better docs\n");
         c3 = commit("Direct push to the docs");
@@ -69,7 +72,8 @@ protected:
     }
     /// A completed run with one job per tier, each with its tests; a tier ends regression when
     /// one of its tests failed, the run when one of its tiers did.
-    std::int64_t run(const std::string& event, const std::string& sha, std::optional<std::int64_t> pr,
+    std::int64_t run(const std::string& event, const std::string& sha,
+                     std::optional<std::int64_t> pr,
                      const std::vector<std::pair<std::string, Outcomes>>& tiers) {
         std::int64_t id = 0;
         auto s = writer->run_sync([&](store::Db& db) {
@@ -77,7 +81,9 @@ protected:
             r.event = event;
             r.sha = sha;
             r.pr = pr;
-            r.ref = event == "pull_request" ? "refs/pull/" + std::to_string(pr.value_or(0)) + "/head" : "refs/heads/main";
+            r.ref = event == "pull_request"
+                        ? "refs/pull/" + std::to_string(pr.value_or(0)) + "/head"
+                        : "refs/heads/main";
             r.delivery_id = "d-" + std::to_string(++deliveries);
             const auto now = now_rfc3339();
             id = store::insert_run(db, r, now);
@@ -98,10 +104,12 @@ protected:
                 }
                 store::JobsRepo jobs_repo(db);
                 jobs_repo.record_results(job, rows, "{}", "", "{}", "{}");
-                jobs_repo.complete(job, failed ? Conclusion::regression : Conclusion::passed, "", 0, now);
+                jobs_repo.complete(job, failed ? Conclusion::regression : Conclusion::passed, "", 0,
+                                   now);
                 failed_run = failed_run || failed;
             }
-            store::RunsRepo(db).complete(id, failed_run ? Conclusion::regression : Conclusion::passed, "", now);
+            store::RunsRepo(db).complete(
+                id, failed_run ? Conclusion::regression : Conclusion::passed, "", now);
         });
         EXPECT_TRUE(s) << s.error().message;
         return id;
@@ -129,18 +137,23 @@ protected:
 };
 
 TEST_F(AuditRunTest, AFailureThatNoPrOrPushRunSelectedIsRecordedWithTheCommitsBetween) {
-    const auto prev = run("schedule", c0, std::nullopt,
-                          {{"import", {{"test_import", "passed"}}},
-                           {"affected", {{"test_ops::a", "passed"}, {"test_inductor::b", "passed"}}},
-                           {"full", {{"test_nn::c", "passed"}, {"test_nn::d", "flaky"}}}});
-    // PR 11 (c1's) ran the affected tier on its own head; PR 12 (c2) had no run; c3's push ran import only.
-    const auto pr11 = run("pull_request", "4444444444444444444444444444444444444444", 11,
-                          {{"import", {{"test_import", "passed"}}}, {"affected", {{"test_inductor::b", "passed"}}}});
+    const auto prev =
+        run("schedule", c0, std::nullopt,
+            {{"import", {{"test_import", "passed"}}},
+             {"affected", {{"test_ops::a", "passed"}, {"test_inductor::b", "passed"}}},
+             {"full", {{"test_nn::c", "passed"}, {"test_nn::d", "flaky"}}}});
+    // PR 11 (c1's) ran the affected tier on its own head; PR 12 (c2) had no run; c3's push ran
+    // import only.
+    const auto pr11 = run(
+        "pull_request", "4444444444444444444444444444444444444444", 11,
+        {{"import", {{"test_import", "passed"}}}, {"affected", {{"test_inductor::b", "passed"}}}});
     const auto push3 = run("push", c3, std::nullopt, {{"import", {{"test_import", "passed"}}}});
-    const auto bad = run("schedule", c3, std::nullopt,
-                         {{"import", {{"test_import", "passed"}}},
-                          {"affected", {{"test_ops::a", "passed"}, {"test_inductor::b", "failed"}}},
-                          {"full", {{"test_nn::c", "failed"}, {"test_nn::d", "failed"}, {"test_nn::new", "failed"}}}});
+    const auto bad =
+        run("schedule", c3, std::nullopt,
+            {{"import", {{"test_import", "passed"}}},
+             {"affected", {{"test_ops::a", "passed"}, {"test_inductor::b", "failed"}}},
+             {"full",
+              {{"test_nn::c", "failed"}, {"test_nn::d", "failed"}, {"test_nn::new", "failed"}}}});
 
     ASSERT_TRUE(audit(bad)) << "audit";
     auto rows = misses();
@@ -186,13 +199,14 @@ TEST_F(AuditRunTest, NothingIsRecordedWithoutAnEarlierPassOrAnEarlierScheduledRu
     const auto second = run("schedule", c3, std::nullopt, {{"full", {{"test_nn::c", "failed"}}}});
     ASSERT_TRUE(audit(second));  // it failed before too
     const auto push = run("push", c3, std::nullopt, {{"full", {{"test_nn::c", "failed"}}}});
-    ASSERT_TRUE(audit(push));  // not a scheduled run
+    ASSERT_TRUE(audit(push));   // not a scheduled run
     ASSERT_TRUE(audit(12345));  // no such run
     EXPECT_TRUE(misses().empty());
 }
 
 TEST_F(AuditRunTest, AGitFailureIsAnErrorSoTheFollowupIsTriedAgain) {
-    run("schedule", "5555555555555555555555555555555555555555", std::nullopt, {{"full", {{"test_nn::c", "passed"}}}});
+    run("schedule", "5555555555555555555555555555555555555555", std::nullopt,
+        {{"full", {{"test_nn::c", "passed"}}}});
     const auto bad = run("schedule", c3, std::nullopt, {{"full", {{"test_nn::c", "failed"}}}});
     auto s = audit(bad);
     ASSERT_FALSE(s);
@@ -203,7 +217,8 @@ TEST_F(AuditRunTest, AGitFailureIsAnErrorSoTheFollowupIsTriedAgain) {
 TEST_F(AuditRunTest, MoreCommitsThanTheCapRecordNothing) {
     run("schedule", c0, std::nullopt, {{"full", {{"test_nn::c", "passed"}}}});
     std::string tip;
-    for (std::size_t i = 0; i < k_audit_max_commits; ++i) tip = commit("empty " + std::to_string(i));
+    for (std::size_t i = 0; i < k_audit_max_commits; ++i)
+        tip = commit("empty " + std::to_string(i));
     const auto bad = run("schedule", tip, std::nullopt, {{"full", {{"test_nn::c", "failed"}}}});
     ASSERT_TRUE(audit(bad));  // 503 commits since c0
     EXPECT_TRUE(misses().empty());

@@ -13,16 +13,23 @@ namespace {
 /// "..?G.B": one character per commit, oldest first: . unknown, G good, B bad, S skip.
 std::vector<Mark> marks(const std::string& s) {
     std::vector<Mark> m;
-    for (char c : s) m.push_back(c == 'G' ? Mark::good : c == 'B' ? Mark::bad : c == 'S' ? Mark::skip : Mark::unknown);
+    for (char c : s)
+        m.push_back(c == 'G'   ? Mark::good
+                    : c == 'B' ? Mark::bad
+                    : c == 'S' ? Mark::skip
+                               : Mark::unknown);
     return m;
 }
 
 std::string step(const std::string& s) {
     auto st = next_step(marks(s));
     switch (st.kind) {
-        case BisectStep::Kind::test: return "test " + std::to_string(st.index);
-        case BisectStep::Kind::found: return "found " + std::to_string(st.index);
-        case BisectStep::Kind::exhausted: return "exhausted";
+        case BisectStep::Kind::test:
+            return "test " + std::to_string(st.index);
+        case BisectStep::Kind::found:
+            return "found " + std::to_string(st.index);
+        case BisectStep::Kind::exhausted:
+            return "exhausted";
     }
     return "?";
 }
@@ -32,23 +39,23 @@ TEST(BisectTest, TheNextStepSplitsTheUnknownRangeOrNamesTheCulprit) {
         const char* marks;
         const char* want;
     } cases[] = {
-        {"B", "found 0"},            // one commit after the good SHA: it is the culprit
-        {".B", "test 0"},            // two suspects: run the older
+        {"B", "found 0"},  // one commit after the good SHA: it is the culprit
+        {".B", "test 0"},  // two suspects: run the older
         {"GB", "found 1"},
         {"BB", "found 0"},
-        {"...B", "test 1"},          // four suspects (-1 good): the middle is index 1
-        {".......B", "test 3"},      // eight suspects: 3 halves them
-        {"...G...B", "test 5"},      // good at 3: suspects 4..7
-        {"...B...B", "test 1"},      // a bad in the middle: suspects 0..3
+        {"...B", "test 1"},      // four suspects (-1 good): the middle is index 1
+        {".......B", "test 3"},  // eight suspects: 3 halves them
+        {"...G...B", "test 5"},  // good at 3: suspects 4..7
+        {"...B...B", "test 1"},  // a bad in the middle: suspects 0..3
         {"..GB...B", "found 3"},
         {"G.B....B", "test 1"},
         {"GGB", "found 2"},
-        {"...S...B", "test 2"},      // the middle skipped: its nearest unknown neighbour, the older
-        {"GSSB", "exhausted"},       // nothing left that could split the range
+        {"...S...B", "test 2"},  // the middle skipped: its nearest unknown neighbour, the older
+        {"GSSB", "exhausted"},   // nothing left that could split the range
         {"GSB", "exhausted"},
         {"G.SB", "test 1"},
-        {"..B.G..B", "test 0"},      // a good after the oldest bad does not move the range
-        {"S", "found 0"},            // the bad commit's own mark does not matter
+        {"..B.G..B", "test 0"},  // a good after the oldest bad does not move the range
+        {"S", "found 0"},        // the bad commit's own mark does not matter
     };
     for (const auto& c : cases) EXPECT_EQ(step(c.marks), c.want) << c.marks;
 }
@@ -59,7 +66,8 @@ TEST(BisectTest, NarrowKeepsTheNewestGoodBelowTheOldestBad) {
         std::ptrdiff_t good;
         std::size_t bad;
     } cases[] = {
-        {"B", -1, 0}, {"....B", -1, 4}, {"G...B", 0, 4}, {".G.B.B", 1, 3}, {"B.G.B", -1, 0}, {"SSSB", -1, 3},
+        {"B", -1, 0},     {"....B", -1, 4}, {"G...B", 0, 4},
+        {".G.B.B", 1, 3}, {"B.G.B", -1, 0}, {"SSSB", -1, 3},
     };
     for (const auto& c : cases) {
         auto r = narrow(marks(c.marks));

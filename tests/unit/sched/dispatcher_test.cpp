@@ -22,7 +22,7 @@ namespace {
 using nlohmann::json;
 
 class FakeExecutor : public exec::Executor {
-public:
+  public:
     /// Decides each attempt's outcome from the job (tier, attempt, slot).
     std::function<exec::RawOutcome(const exec::JobToRun&, const std::atomic<bool>& cancel)> script;
     std::vector<exec::SlotOffer> offers;
@@ -35,7 +35,8 @@ public:
     /// Called on the worker right before the executor asks may_start (a test's interleaving).
     std::function<void(const exec::JobToRun&)> before_start;
 
-    exec::RawOutcome run(const exec::JobToRun& job, const std::atomic<bool>& cancel, const exec::AttemptHooks& hooks) override {
+    exec::RawOutcome run(const exec::JobToRun& job, const std::atomic<bool>& cancel,
+                         const exec::AttemptHooks& hooks) override {
         if (before_start) before_start(job);
         if (!hooks.may_start()) {
             exec::RawOutcome o;
@@ -49,7 +50,9 @@ public:
         }
         return script(job, cancel);
     }
-    json check_health(const std::string&) override { return json{{"ok", healthy.load()}, {"at", "now"}}; }
+    json check_health(const std::string&) override {
+        return json{{"ok", healthy.load()}, {"at", "now"}};
+    }
     int abandon(std::int64_t job_id) override {
         std::lock_guard lk(m_mu);
         m_abandoned.push_back(job_id);
@@ -61,13 +64,14 @@ public:
     bool detaches = false;
     std::atomic<bool> detached{false};
 
-    std::optional<std::string> adoptable(std::int64_t job_id, const std::optional<std::string>& external_id) override {
+    std::optional<std::string> adoptable(std::int64_t job_id,
+                                         const std::optional<std::string>& external_id) override {
         auto it = outside.find(job_id);
         if (it == outside.end() || (external_id && *external_id != it->second)) return std::nullopt;
         return it->second;
     }
-    exec::RawOutcome adopt(const exec::JobToRun& job, const std::string& external_id, const std::atomic<bool>& cancel,
-                           const exec::AttemptHooks&) override {
+    exec::RawOutcome adopt(const exec::JobToRun& job, const std::string& external_id,
+                           const std::atomic<bool>& cancel, const exec::AttemptHooks&) override {
         {
             std::lock_guard lk(m_mu);
             m_adopted.push_back(external_id);
@@ -91,7 +95,7 @@ public:
         return m_abandoned;
     }
 
-private:
+  private:
     mutable std::mutex m_mu;
     std::vector<exec::JobToRun> m_ran;
     std::vector<std::int64_t> m_abandoned;
@@ -107,7 +111,7 @@ exec::RawOutcome exited(int code, std::vector<exec::TestResult> tests) {
 }
 
 class DispatcherTest : public ::testing::Test {
-protected:
+  protected:
     void SetUp() override {
         auto d = store::Db::open(db_path());
         ASSERT_TRUE(d);
@@ -127,7 +131,8 @@ protected:
     std::filesystem::path db_path() const { return dir.path() / "crcrd.db"; }
 
     /// A queued run with one job per tier (labels per tier); its id.
-    std::int64_t queue_run(const std::vector<std::pair<std::string, std::vector<std::string>>>& tiers) {
+    std::int64_t queue_run(
+        const std::vector<std::pair<std::string, std::vector<std::string>>>& tiers) {
         std::int64_t id = 0;
         auto s = writer->run_sync([&](store::Db& db) {
             store::NewRun r;
@@ -139,7 +144,8 @@ protected:
                 jobs.push_back({tiers[i].first, static_cast<std::int64_t>(i), R"(["t"])", 60'000,
                                 json(tiers[i].second).dump()});
             }
-            store::RunsRepo(db).store_plan(id, "{}", jobs, "nothing", now_rfc3339());  // waits from now
+            store::RunsRepo(db).store_plan(id, "{}", jobs, "nothing",
+                                           now_rfc3339());  // waits from now
         });
         EXPECT_TRUE(s);
         return id;
@@ -155,8 +161,10 @@ protected:
         return st.step() ? st.text(0) : std::string("<none>");
     }
     std::string run_state(std::int64_t run) {
-        return text("SELECT state || '/' || coalesce(conclusion, '') || ': ' || coalesce(reason, '') FROM runs WHERE id = " +
-                    std::to_string(run));
+        return text(
+            "SELECT state || '/' || coalesce(conclusion, '') || ': ' || coalesce(reason, '') FROM "
+            "runs WHERE id = " +
+            std::to_string(run));
     }
     bool run_finished(std::int64_t run) {
         return text("SELECT state FROM runs WHERE id = " + std::to_string(run)) != "queued" &&
@@ -164,8 +172,10 @@ protected:
     }
     /// The attempts of the run: "tier#attempt conclusion", in order.
     std::vector<std::string> attempts(std::int64_t run) {
-        auto st = reader->prepare("SELECT tier || '#' || attempt || ' ' || coalesce(conclusion, state) FROM jobs WHERE run_id = " +
-                                  std::to_string(run) + " ORDER BY id");
+        auto st = reader->prepare(
+            "SELECT tier || '#' || attempt || ' ' || coalesce(conclusion, state) FROM jobs WHERE "
+            "run_id = " +
+            std::to_string(run) + " ORDER BY id");
         std::vector<std::string> out;
         while (st.step()) out.push_back(st.text(0));
         return out;
@@ -180,7 +190,9 @@ protected:
 };
 
 TEST_F(DispatcherTest, TiersRunInOrderOnASlotWhoseLabelsCoverTheirs) {
-    fake.script = [](const exec::JobToRun&, const std::atomic<bool>&) { return exited(0, {{"t", "passed", 0.1, ""}}); };
+    fake.script = [](const exec::JobToRun&, const std::atomic<bool>&) {
+        return exited(0, {{"t", "passed", 0.1, ""}});
+    };
     auto run = queue_run({{"import", {}}, {"smoke", {"spyre"}}});
     start();
     ASSERT_TRUE(eventually([&] { return run_finished(run); }));
@@ -197,7 +209,9 @@ TEST_F(DispatcherTest, TiersRunInOrderOnASlotWhoseLabelsCoverTheirs) {
 TEST_F(DispatcherTest, AJobCancelledBetweenItsLeaseAndItsStartIsNeverStarted) {
     // The interleaving of the chaos soak: the run is superseded after the job was leased,
     // before its command starts; the dispatcher has not looked since.
-    fake.script = [](const exec::JobToRun&, const std::atomic<bool>&) { return exited(0, {{"t", "passed", 0.1, ""}}); };
+    fake.script = [](const exec::JobToRun&, const std::atomic<bool>&) {
+        return exited(0, {{"t", "passed", 0.1, ""}});
+    };
     auto run = queue_run({{"import", {}}});
     fake.before_start = [&](const exec::JobToRun& job) {
         auto s = writer->run_sync([&](store::Db& db) {
@@ -207,11 +221,14 @@ TEST_F(DispatcherTest, AJobCancelledBetweenItsLeaseAndItsStartIsNeverStarted) {
         EXPECT_TRUE(s);
     };
     start();
-    ASSERT_TRUE(eventually([&] { return text("SELECT group_concat(state) FROM slots") == "idle,idle" && run_finished(run); }));
+    ASSERT_TRUE(eventually([&] {
+        return text("SELECT group_concat(state) FROM slots") == "idle,idle" && run_finished(run);
+    }));
     EXPECT_TRUE(fake.ran().empty());  // the command never started
     EXPECT_EQ(run_state(run).rfind("cancelled/", 0), 0u) << run_state(run);
     EXPECT_EQ(attempts(run), (std::vector<std::string>{"import#1 cancelled"}));
-    EXPECT_EQ(text("SELECT coalesce(started_at, 'never') || ' ' || coalesce(reason, '') FROM jobs"), "never superseded by run 99");
+    EXPECT_EQ(text("SELECT coalesce(started_at, 'never') || ' ' || coalesce(reason, '') FROM jobs"),
+              "never superseded by run 99");
 }
 
 TEST_F(DispatcherTest, AnInfraFailureIsRetriedAndTheRetryDecides) {
@@ -227,7 +244,8 @@ TEST_F(DispatcherTest, AnInfraFailureIsRetriedAndTheRetryDecides) {
     start();
     ASSERT_TRUE(eventually([&] { return run_finished(run); }));
     EXPECT_EQ(attempts(run), (std::vector<std::string>{"import#1 infra_error", "import#2 passed"}));
-    EXPECT_EQ(text("SELECT reason FROM jobs WHERE attempt = 1"), "no space for the checkout (retried)");
+    EXPECT_EQ(text("SELECT reason FROM jobs WHERE attempt = 1"),
+              "no space for the checkout (retried)");
     EXPECT_EQ(run_state(run), "completed/passed: every selected tier passed");
 }
 
@@ -242,9 +260,13 @@ TEST_F(DispatcherTest, AFailedTestThatPassesOnRerunIsFlakyAndOneThatFailsAgainIs
     ASSERT_TRUE(eventually([&] { return run_finished(flaky) && run_finished(broken); }));
     EXPECT_EQ(run_state(flaky), "completed/flaky: 1 test failed, then passed on rerun");
     EXPECT_EQ(attempts(flaky), (std::vector<std::string>{"flaky#1 regression", "flaky#2 flaky"}));
-    EXPECT_EQ(text("SELECT outcome FROM test_results WHERE job_id = (SELECT max(id) FROM jobs WHERE tier = 'flaky')"), "flaky");
-    EXPECT_EQ(attempts(broken), (std::vector<std::string>{"broken#1 regression", "broken#2 regression"}));
-    EXPECT_EQ(run_state(broken), "completed/regression: broken: 1 of 1 tests failed, again on rerun");
+    EXPECT_EQ(text("SELECT outcome FROM test_results WHERE job_id = (SELECT max(id) FROM jobs "
+                   "WHERE tier = 'flaky')"),
+              "flaky");
+    EXPECT_EQ(attempts(broken),
+              (std::vector<std::string>{"broken#1 regression", "broken#2 regression"}));
+    EXPECT_EQ(run_state(broken),
+              "completed/regression: broken: 1 of 1 tests failed, again on rerun");
 }
 
 TEST_F(DispatcherTest, NoSlotWithTheTiersLabelsEndsDeviceUnavailableAfterTheWait) {
@@ -254,7 +276,9 @@ TEST_F(DispatcherTest, NoSlotWithTheTiersLabelsEndsDeviceUnavailableAfterTheWait
     start();
     ASSERT_TRUE(eventually([&] { return run_finished(run); }));
     EXPECT_TRUE(fake.ran().empty());
-    EXPECT_EQ(run_state(run), R"(completed/device_unavailable: gpu: no healthy runner slot with labels ["gpu"] within 0s)");
+    EXPECT_EQ(
+        run_state(run),
+        R"(completed/device_unavailable: gpu: no healthy runner slot with labels ["gpu"] within 0s)");
 }
 
 // A running job's lease is renewed while it runs: a job longer than lease_ttl keeps its slot
@@ -264,14 +288,18 @@ TEST_F(DispatcherTest, ARunningJobsLeaseIsRenewedBeforeItLapses) {
     // Shared with the script: on a failed ASSERT the attempt runs on until TearDown stops it.
     auto released = std::make_shared<std::atomic<bool>>(false);
     fake.script = [released](const exec::JobToRun&, const std::atomic<bool>& cancel) {
-        while (!released->load() && !cancel.load()) std::this_thread::yield();  // runs until released
+        while (!released->load() && !cancel.load())
+            std::this_thread::yield();  // runs until released
         return exited(0, {{"t", "passed", 0.1, ""}});
     };
     auto run = queue_run({{"long", {"cpu"}}});
     start();
-    ASSERT_TRUE(eventually([&] { return text("SELECT state FROM jobs WHERE run_id = " + std::to_string(run)) == "running"; }));
+    ASSERT_TRUE(eventually([&] {
+        return text("SELECT state FROM jobs WHERE run_id = " + std::to_string(run)) == "running";
+    }));
     const std::string lease = text("SELECT lease_expires_at FROM slots WHERE name = 'a'");
-    ASSERT_TRUE(eventually([&] { return text("SELECT lease_expires_at FROM slots WHERE name = 'a'") > lease; }));
+    ASSERT_TRUE(eventually(
+        [&] { return text("SELECT lease_expires_at FROM slots WHERE name = 'a'") > lease; }));
     *released = true;
     ASSERT_TRUE(eventually([&] { return run_finished(run); }));
     EXPECT_EQ(run_state(run), "completed/passed: every selected tier passed");
@@ -293,7 +321,8 @@ TEST_F(DispatcherTest, ASlotFailingItsHealthCheckGoesOfflineAndTheJobWaitsForIt)
     };
     auto run = queue_run({{"smoke", {}}});
     start();
-    ASSERT_TRUE(eventually([&] { return text("SELECT state FROM slots WHERE name = 'a'") == "offline"; }));
+    ASSERT_TRUE(
+        eventually([&] { return text("SELECT state FROM slots WHERE name = 'a'") == "offline"; }));
     EXPECT_EQ(attempts(run), (std::vector<std::string>{"smoke#1 queued"}));  // not an attempt
     fake.healthy = true;  // the next recheck brings the slot back and the job runs
     ASSERT_TRUE(eventually([&] { return run_finished(run); }));
@@ -315,9 +344,11 @@ TEST_F(DispatcherTest, ACancelledRunStopsItsRunningJob) {
     start();
     ASSERT_TRUE(eventually([&] { return started.load(); }));
     ASSERT_TRUE(eventually([&] { return text("SELECT state FROM jobs") == "running"; }));
-    ASSERT_TRUE(writer->run_sync([&](store::Db& db) { store::RunsRepo(db).cancel(run, "cancelled by ops", "now"); }));
+    ASSERT_TRUE(writer->run_sync(
+        [&](store::Db& db) { store::RunsRepo(db).cancel(run, "cancelled by ops", "now"); }));
     dispatcher->notify();
-    ASSERT_TRUE(eventually([&] { return text("SELECT state FROM slots WHERE name = 'a'") == "idle"; }));
+    ASSERT_TRUE(
+        eventually([&] { return text("SELECT state FROM slots WHERE name = 'a'") == "idle"; }));
     EXPECT_EQ(run_state(run), "cancelled/cancelled: cancelled by ops");
     EXPECT_EQ(attempts(run), (std::vector<std::string>{"long#1 cancelled"}));
 }
@@ -329,7 +360,9 @@ TEST_F(DispatcherTest, RecoverEndsWhatAPreviousDaemonLeftRunning) {
         db.exec("UPDATE slots SET state = 'busy', job_id = 1 WHERE name = 'a'");
         db.exec("UPDATE jobs SET state = 'running', slot = 'a', pgid = 999999");
     }));
-    fake.script = [](const exec::JobToRun&, const std::atomic<bool>&) { return exited(0, {{"t", "passed", 0.1, ""}}); };
+    fake.script = [](const exec::JobToRun&, const std::atomic<bool>&) {
+        return exited(0, {{"t", "passed", 0.1, ""}});
+    };
     start();
     EXPECT_EQ(fake.abandoned(), std::vector<std::int64_t>{1});
     ASSERT_TRUE(eventually([&] { return run_finished(run); }));
@@ -364,11 +397,12 @@ TEST_F(DispatcherTest, RecoverAdoptsAnAttemptThatGoesOnOutsideTheDaemonInsteadOf
 
 TEST_F(DispatcherTest, AnAttemptTheExecutorNoLongerHasIsEndedAndRetried) {
     auto run = queue_run({{"import", {}}});
-    ASSERT_TRUE(writer->run_sync([](store::Db& db) {
-        db.exec("UPDATE jobs SET state = 'running', external_id = '4711'");
-    }));
+    ASSERT_TRUE(writer->run_sync(
+        [](store::Db& db) { db.exec("UPDATE jobs SET state = 'running', external_id = '4711'"); }));
     fake.outside = {{1, "other"}};  // not the attempt the row names
-    fake.script = [](const exec::JobToRun&, const std::atomic<bool>&) { return exited(0, {{"t", "passed", 0.1, ""}}); };
+    fake.script = [](const exec::JobToRun&, const std::atomic<bool>&) {
+        return exited(0, {{"t", "passed", 0.1, ""}});
+    };
     start();
     ASSERT_TRUE(eventually([&] { return run_finished(run); }));
     EXPECT_EQ(attempts(run), (std::vector<std::string>{"import#1 infra_error", "import#2 passed"}));
@@ -388,7 +422,8 @@ TEST_F(DispatcherTest, AStopLeavesAnAttemptThatGoesOnOutsideRunningAndRecordsNot
     };
     auto run = queue_run({{"import", {}}});
     start();
-    ASSERT_TRUE(eventually([&] { return started.load() && text("SELECT state FROM jobs") == "running"; }));
+    ASSERT_TRUE(
+        eventually([&] { return started.load() && text("SELECT state FROM jobs") == "running"; }));
     dispatcher->stop();
     EXPECT_EQ(text("SELECT state FROM jobs"), "running");
     EXPECT_EQ(text("SELECT state FROM slots WHERE name = 'a'"), "busy");

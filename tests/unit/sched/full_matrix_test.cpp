@@ -1,9 +1,9 @@
 #include <gtest/gtest.h>
 
-#include "crcrd/store/sqlite.hpp"
 #include "crcrd/core/time.hpp"
 #include "crcrd/sched/full_matrix.hpp"
 #include "crcrd/store/schema.hpp"
+#include "crcrd/store/sqlite.hpp"
 #include "support/temp_dir.hpp"
 
 namespace crcrd::sched {
@@ -24,15 +24,16 @@ system_clock::time_point at(int mo, int d, int h, int mi, int s = 0) {
 
 select::Rules rules(const std::string& schedule) {
     std::vector<std::string> errors;
-    auto r = select::parse_rules("tiers: [{name: import, always: true, tests: [t]}]\nfull_matrix: {schedule: \"" + schedule +
-                                     "\", ref: main}\n",
-                                 "sel.yaml", &errors);
+    auto r = select::parse_rules(
+        "tiers: [{name: import, always: true, tests: [t]}]\nfull_matrix: {schedule: \"" + schedule +
+            "\", ref: main}\n",
+        "sel.yaml", &errors);
     EXPECT_TRUE(r);
     return *r;
 }
 
 class FullMatrixTest : public ::testing::Test {
-protected:
+  protected:
     void SetUp() override {
         auto db = store::Db::open(dir.path() / "a.db");
         ASSERT_TRUE(db);
@@ -97,7 +98,8 @@ TEST_F(FullMatrixTest, AChangedScheduleStartsOverAndAnUnresolvableRefSkipsTheSlo
     now = at(11, 29, 17, 40);
     EXPECT_FALSE(trigger->tick(rules("0 3 * * *")));
     now = at(11, 30, 5, 0);
-    EXPECT_FALSE(trigger->tick(rules("0 6 * * *")));  // new schedule: next is 06:00, no run for 03:00
+    EXPECT_FALSE(
+        trigger->tick(rules("0 6 * * *")));  // new schedule: next is 06:00, no run for 03:00
     EXPECT_EQ(runs(), 0);
     broken = true;
     now = at(11, 30, 6, 1);
@@ -112,7 +114,8 @@ TEST_F(FullMatrixTest, AChangedScheduleStartsOverAndAnUnresolvableRefSkipsTheSlo
 
 TEST_F(FullMatrixTest, NoScheduleNoRun) {
     std::vector<std::string> errors;
-    auto r = select::parse_rules("tiers: [{name: import, always: true, tests: [t]}]\n", "sel.yaml", &errors);
+    auto r = select::parse_rules("tiers: [{name: import, always: true, tests: [t]}]\n", "sel.yaml",
+                                 &errors);
     now = at(11, 30, 3, 0);
     EXPECT_FALSE(trigger->tick(*r));
     EXPECT_EQ(resolved, 0);

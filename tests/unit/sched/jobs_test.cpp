@@ -1,17 +1,17 @@
 #include <gtest/gtest.h>
 
-#include "crcrd/store/sqlite.hpp"
 #include "crcrd/sched/attempt_end.hpp"
 #include "crcrd/sched/jobs.hpp"
 #include "crcrd/store/deliveries.hpp"
 #include "crcrd/store/schema.hpp"
+#include "crcrd/store/sqlite.hpp"
 #include "support/temp_dir.hpp"
 
 namespace crcrd::sched {
 namespace {
 
 class JobsTest : public ::testing::Test {
-protected:
+  protected:
     void SetUp() override {
         auto d = store::Db::open(dir.path() / "a.db");
         ASSERT_TRUE(d);
@@ -19,7 +19,8 @@ protected:
         ASSERT_TRUE(store::migrate(*db));
     }
     /// A run with one queued job per tier; returns the job ids in tier order.
-    std::vector<std::int64_t> run_with(const std::vector<std::string>& tiers, std::int64_t* run_id = nullptr) {
+    std::vector<std::int64_t> run_with(const std::vector<std::string>& tiers,
+                                       std::int64_t* run_id = nullptr) {
         store::NewRun r;
         r.event = "push";
         r.sha = "c4295bd74fb0f4fda03689c3df3f2803b658fd85";
@@ -28,7 +29,8 @@ protected:
         std::vector<std::int64_t> jobs;
         for (std::size_t i = 0; i < tiers.size(); ++i) {
             auto st = db->prepare(
-                "INSERT INTO jobs (run_id, tier, position, state, timeout_ms, created_at) VALUES (?,?,?,'queued',1000,'x')");
+                "INSERT INTO jobs (run_id, tier, position, state, timeout_ms, created_at) VALUES "
+                "(?,?,?,'queued',1000,'x')");
             st.bind(1, id).bind(2, tiers[i]).bind(3, static_cast<std::int64_t>(i));
             st.run();
             jobs.push_back(db->last_insert_rowid());
@@ -58,20 +60,25 @@ TEST_F(JobsTest, TiersRunInOrderAndOnlyAfterThePreviousPassed) {
     auto done = finish_job(*db, jobs[2], Conclusion::passed, "ok", 0);
     ASSERT_TRUE(done);
     EXPECT_EQ(*done, Conclusion::flaky);  // the most severe of passed, flaky, passed
-    EXPECT_EQ(text("SELECT state || '/' || conclusion FROM runs WHERE id=" + std::to_string(run)), "completed/flaky");
+    EXPECT_EQ(text("SELECT state || '/' || conclusion FROM runs WHERE id=" + std::to_string(run)),
+              "completed/flaky");
 }
 
 TEST_F(JobsTest, AFailedTierCancelsTheLaterOnesWithTheReason) {
     std::int64_t run = 0;
     auto jobs = run_with({"import", "smoke", "affected"}, &run);
-    auto done = finish_job(*db, jobs[0], Conclusion::device_unavailable, "no healthy device in 30m");
+    auto done =
+        finish_job(*db, jobs[0], Conclusion::device_unavailable, "no healthy device in 30m");
     ASSERT_TRUE(done);
     EXPECT_EQ(*done, Conclusion::device_unavailable);
-    EXPECT_EQ(text("SELECT group_concat(state || ':' || reason, ',') FROM jobs WHERE position > 0"),
-              "cancelled:import ended device_unavailable,cancelled:import ended device_unavailable");
-    EXPECT_EQ(text("SELECT conclusion FROM runs WHERE id=" + std::to_string(run)), "device_unavailable");
+    EXPECT_EQ(
+        text("SELECT group_concat(state || ':' || reason, ',') FROM jobs WHERE position > 0"),
+        "cancelled:import ended device_unavailable,cancelled:import ended device_unavailable");
+    EXPECT_EQ(text("SELECT conclusion FROM runs WHERE id=" + std::to_string(run)),
+              "device_unavailable");
     EXPECT_TRUE(startable_jobs(*db).empty());
-    EXPECT_FALSE(finish_job(*db, jobs[1], Conclusion::passed, "late"));  // a cancelled job stays cancelled
+    EXPECT_FALSE(
+        finish_job(*db, jobs[1], Conclusion::passed, "late"));  // a cancelled job stays cancelled
 }
 
 TEST_F(JobsTest, ARetryRunsBeforeTheLaterTiersAndOnlyTheLastAttemptCounts) {
@@ -84,7 +91,8 @@ TEST_F(JobsTest, ARetryRunsBeforeTheLaterTiersAndOnlyTheLastAttemptCounts) {
     apply_end(*db, jobs[0], plan);
     auto retry = std::optional<std::int64_t>(std::stoll(text("SELECT max(id) FROM jobs")));
     EXPECT_EQ(startable_jobs(*db), std::vector<std::int64_t>{*retry});
-    EXPECT_EQ(text("SELECT attempt || ':' || tier FROM jobs WHERE id=" + std::to_string(*retry)), "2:import");
+    EXPECT_EQ(text("SELECT attempt || ':' || tier FROM jobs WHERE id=" + std::to_string(*retry)),
+              "2:import");
     EXPECT_FALSE(finish_job(*db, *retry, Conclusion::passed, "ok"));
     EXPECT_EQ(startable_jobs(*db), std::vector<std::int64_t>{jobs[1]});
     auto done = finish_job(*db, jobs[1], Conclusion::passed, "ok");
@@ -110,7 +118,8 @@ TEST_F(JobsTest, OneStartableJobPerRunAcrossRuns) {
     auto a = run_with({"import", "smoke"});
     auto b = run_with({"import"});
     EXPECT_EQ(startable_jobs(*db), (std::vector<std::int64_t>{a[0], b[0]}));
-    db->exec("UPDATE runs SET state='cancelled' WHERE id=(SELECT run_id FROM jobs WHERE id=" + std::to_string(b[0]) + ")");
+    db->exec("UPDATE runs SET state='cancelled' WHERE id=(SELECT run_id FROM jobs WHERE id=" +
+             std::to_string(b[0]) + ")");
     EXPECT_EQ(startable_jobs(*db), (std::vector<std::int64_t>{a[0]}));
 }
 

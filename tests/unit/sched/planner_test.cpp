@@ -27,15 +27,18 @@ TEST(Planner, PullRequestFilesOfABurstAreLookedUpConcurrently) {
     // PR n changed one file, under a rule of its own.
     FakeGithub gh([](const http::Request& req) {
         const std::string prefix = "/repos/pytorch/pytorch/pulls/";
-        if (req.path.rfind(prefix, 0) != 0) return http::Response::json(404, {{"message", "Not Found"}});
-        const std::string pr = req.path.substr(prefix.size(), req.path.find('/', prefix.size()) - prefix.size());
-        return http::Response::json(200, json::array({{{"filename", "area" + pr + "/f.cpp"}, {"status", "modified"}}}));
+        if (req.path.rfind(prefix, 0) != 0)
+            return http::Response::json(404, {{"message", "Not Found"}});
+        const std::string pr =
+            req.path.substr(prefix.size(), req.path.find('/', prefix.size()) - prefix.size());
+        return http::Response::json(
+            200, json::array({{{"filename", "area" + pr + "/f.cpp"}, {"status", "modified"}}}));
     });
     write_file(dir.path() / "gh.token", "ghs_test_token\n", 0600);
     std::string yaml = "tiers:\n  - {name: affected, from_rules: true}\nrules:\n";
     for (int pr = 1; pr <= 8; ++pr)
-        yaml += "  - {name: r" + std::to_string(pr) + ", paths: [\"area" + std::to_string(pr) + "/**\"], tests: [t" +
-                std::to_string(pr) + ".py]}\n";
+        yaml += "  - {name: r" + std::to_string(pr) + ", paths: [\"area" + std::to_string(pr) +
+                "/**\"], tests: [t" + std::to_string(pr) + ".py]}\n";
     std::vector<std::string> errors;
     auto rules = select::parse_rules(yaml, "rules.yaml", &errors);
     ASSERT_TRUE(rules) << (errors.empty() ? "" : errors[0]);
@@ -77,7 +80,8 @@ TEST(Planner, PullRequestFilesOfABurstAreLookedUpConcurrently) {
     {
         std::unique_lock lk(mu);
         // The bound only ends a broken run; the wait ends at the eighth commit.
-        ASSERT_TRUE(cv.wait_for(lk, std::chrono::seconds(60), [&] { return planned == 8; })) << planned << " planned";
+        ASSERT_TRUE(cv.wait_for(lk, std::chrono::seconds(60), [&] { return planned == 8; }))
+            << planned << " planned";
     }
     planner.stop();
 
@@ -85,7 +89,8 @@ TEST(Planner, PullRequestFilesOfABurstAreLookedUpConcurrently) {
     std::set<std::string> connections;
     for (const auto& req : gh.requests()) connections.insert(req.remote);
     EXPECT_EQ(gh.requests().size(), 8u);
-    EXPECT_GE(connections.size(), 2u) << "the eight look-ups shared one connection: they were not concurrent";
+    EXPECT_GE(connections.size(), 2u)
+        << "the eight look-ups shared one connection: they were not concurrent";
 
     // Each run was planned from its own pull request's files.
     auto checked = (*writer)->run_sync([](store::Db& db) {

@@ -75,7 +75,8 @@ std::vector<int> reference_ids(const std::vector<std::string>& globs, std::strin
 /// Compiles `globs` into one set and expects it to give the reference's answer for each of
 /// 5,000 paths from `next_path` (stops at the first difference); adds the matches to `matched`.
 template <class NextPath>
-void expect_reference_answers(const std::vector<std::string>& globs, NextPath next_path, std::size_t& matched) {
+void expect_reference_answers(const std::vector<std::string>& globs, NextPath next_path,
+                              std::size_t& matched) {
     const GlobSet set = GlobSet::compile(globs);
     std::vector<int> ids;
     for (int n = 0; n < 5000; ++n) {
@@ -93,7 +94,8 @@ TEST(Glob, Table) {
         std::vector<int> ids;
         set.match(c.path, ids);
         EXPECT_EQ(!ids.empty(), c.match) << c.pattern << " vs " << c.path;
-        EXPECT_EQ(reference::matches(c.pattern, c.path), c.match) << "reference: " << c.pattern << " vs " << c.path;
+        EXPECT_EQ(reference::matches(c.pattern, c.path), c.match)
+            << "reference: " << c.pattern << " vs " << c.path;
     }
 }
 
@@ -140,12 +142,14 @@ TEST(Glob, SameMatchesAsTheReferenceOnRandomGlobsAndPaths) {
         globs.push_back(g);
     }
     std::size_t matched = 0;
-    expect_reference_answers(globs, [&] { return random_string(rng, path_alphabet, 12); }, matched);
+    expect_reference_answers(
+        globs, [&] { return random_string(rng, path_alphabet, 12); }, matched);
     EXPECT_GT(matched, 5000u);  // the property was tested on matches, not only on misses
 }
 
 /// `n` of `parts`, each chosen at random, joined by "/".
-std::string random_segments(std::mt19937& rng, const std::vector<std::string_view>& parts, std::size_t n) {
+std::string random_segments(std::mt19937& rng, const std::vector<std::string_view>& parts,
+                            std::size_t n) {
     std::string out;
     for (std::size_t i = 0; i < n; ++i) (out += i ? "/" : "") += parts[rng() % parts.size()];
     return out;
@@ -158,14 +162,31 @@ std::string random_segments(std::mt19937& rng, const std::vector<std::string_vie
 TEST(Glob, SameMatchesAsTheReferenceOnGlobsOfRandomSegments) {
     std::mt19937 rng(20261202);
     const std::vector<std::string_view> glob_parts = {
-        "**", "**", "*", "***", "", "?", "??", "a", "ab", "b", "a*", "ab*", "*b", "*ab", "a*b", "a?*", "*?b",
-        "?a*", "*a*", "a*b*a", "a**b", "*a?b*", "a+b", "[a]", "\xc3*", "*\xff", "\xc3\xa9", "a.b", "?*?"};
-    const std::vector<std::string_view> path_parts = {"a", "b", "ab", "ba", "aab", "abab", "abba", "", "a+b",
-                                                      "[a]", "\xc3\xa9", "\xff", "a\xc3" "b", "aXb", "a.b", "bab"};
+        "**",   "**",    "*",   "***", "",      "?",     "??",       "a",   "ab",  "b",
+        "a*",   "ab*",   "*b",  "*ab", "a*b",   "a?*",   "*?b",      "?a*", "*a*", "a*b*a",
+        "a**b", "*a?b*", "a+b", "[a]", "\xc3*", "*\xff", "\xc3\xa9", "a.b", "?*?"};
+    const std::vector<std::string_view> path_parts = {"a",
+                                                      "b",
+                                                      "ab",
+                                                      "ba",
+                                                      "aab",
+                                                      "abab",
+                                                      "abba",
+                                                      "",
+                                                      "a+b",
+                                                      "[a]",
+                                                      "\xc3\xa9",
+                                                      "\xff",
+                                                      "a\xc3"
+                                                      "b",
+                                                      "aXb",
+                                                      "a.b",
+                                                      "bab"};
     std::vector<std::string> globs;
     for (int i = 0; i < 400; ++i) globs.push_back(random_segments(rng, glob_parts, 1 + rng() % 4));
     std::size_t matched = 0;
-    expect_reference_answers(globs, [&] { return random_segments(rng, path_parts, 1 + rng() % 5); }, matched);
+    expect_reference_answers(
+        globs, [&] { return random_segments(rng, path_parts, 1 + rng() % 5); }, matched);
     EXPECT_GT(matched, 20000u);
 }
 
@@ -176,7 +197,8 @@ TEST(Glob, ThreadsMatchingAtOnceGetTheSameAnswers) {
     const std::vector<std::string_view> parts = {"**", "a*", "*b", "a", "b", "?"};
     std::vector<std::string> globs, paths;
     for (int i = 0; i < 100; ++i) globs.push_back(random_segments(rng, parts, 1 + rng() % 3));
-    for (int i = 0; i < 2000; ++i) paths.push_back(random_segments(rng, {"a", "b", "ab", "ba"}, 1 + rng() % 4));
+    for (int i = 0; i < 2000; ++i)
+        paths.push_back(random_segments(rng, {"a", "b", "ab", "ba"}, 1 + rng() % 4));
     const GlobSet set = GlobSet::compile(globs);
     std::vector<std::vector<int>> alone(paths.size());
     for (std::size_t i = 0; i < paths.size(); ++i) set.match(paths[i], alone[i]);

@@ -102,7 +102,9 @@ TEST(SelectionJson, NotUtf8IsReplacedWhereDumpThrows) {
             EXPECT_THROW(s.to_json().dump(), nlohmann::json::type_error) << where;
             std::string text_out;
             ASSERT_NO_THROW(text_out = s.to_json_text()) << where;
-            EXPECT_EQ(text_out, s.to_json().dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)) << where;
+            EXPECT_EQ(text_out,
+                      s.to_json().dump(-1, ' ', false, nlohmann::json::error_handler_t::replace))
+                << where;
             EXPECT_NE(text_out.find("\xEF\xBF\xBD"), std::string::npos) << where;
         }
     }

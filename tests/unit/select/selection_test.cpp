@@ -48,15 +48,39 @@ TEST(Selection, RealisticPytorchChanges) {
         V rules_matched;
     };
     const std::vector<Case> cases = {
-        {"an ATen kernel", {"aten/src/ATen/native/BinaryOps.cpp"}, {"import", "smoke", "affected"}, {"dispatch"}},
-        {"c10 core", {"c10/core/TensorImpl.h", "c10/core/impl/PyInterpreter.cpp"}, {"import", "smoke", "affected"}, {"dispatch"}},
-        {"inductor", {"torch/_inductor/codegen/wrapper.py"}, {"import", "smoke", "affected"}, {"compile"}},
-        {"both", {"torch/_dynamo/eval_frame.py", "torch/csrc/autograd/engine.cpp"}, {"import", "smoke", "affected"}, {"dispatch", "compile"}},
-        {"docs only", {"docs/source/index.rst", "README.md", "docs/cpp/source/notes.md"}, {"import", "smoke"}, {"docs"}},
+        {"an ATen kernel",
+         {"aten/src/ATen/native/BinaryOps.cpp"},
+         {"import", "smoke", "affected"},
+         {"dispatch"}},
+        {"c10 core",
+         {"c10/core/TensorImpl.h", "c10/core/impl/PyInterpreter.cpp"},
+         {"import", "smoke", "affected"},
+         {"dispatch"}},
+        {"inductor",
+         {"torch/_inductor/codegen/wrapper.py"},
+         {"import", "smoke", "affected"},
+         {"compile"}},
+        {"both",
+         {"torch/_dynamo/eval_frame.py", "torch/csrc/autograd/engine.cpp"},
+         {"import", "smoke", "affected"},
+         {"dispatch", "compile"}},
+        {"docs only",
+         {"docs/source/index.rst", "README.md", "docs/cpp/source/notes.md"},
+         {"import", "smoke"},
+         {"docs"}},
         // A path that a skip rule and a code rule both match still selects the code rule.
-        {"README inside inductor", {"torch/_inductor/README.md"}, {"import", "smoke", "affected"}, {"compile", "docs"}},
-        {"docs plus code", {"docs/source/index.rst", "c10/core/Scalar.h"}, {"import", "smoke", "affected"}, {"dispatch", "docs"}},
-        {"unmatched path selects every rule", {"tools/setup_helpers/cmake.py"}, {"import", "smoke", "affected"}, {}},
+        {"README inside inductor",
+         {"torch/_inductor/README.md"},
+         {"import", "smoke", "affected"},
+         {"compile", "docs"}},
+        {"docs plus code",
+         {"docs/source/index.rst", "c10/core/Scalar.h"},
+         {"import", "smoke", "affected"},
+         {"dispatch", "docs"}},
+        {"unmatched path selects every rule",
+         {"tools/setup_helpers/cmake.py"},
+         {"import", "smoke", "affected"},
+         {}},
         {"nothing changed", {}, {"import", "smoke"}, {}},
     };
     for (const auto& c : cases) {
@@ -70,7 +94,8 @@ TEST(Selection, RealisticPytorchChanges) {
 
 TEST(Selection, TestsAndReasons) {
     auto r = rules();
-    auto s = decide(r, ChangedPaths{Source::payload, {"torch/_inductor/ir.py"}, ""}, "pull_request");
+    auto s =
+        decide(r, ChangedPaths{Source::payload, {"torch/_inductor/ir.py"}, ""}, "pull_request");
     ASSERT_EQ(s.tiers.size(), 3u);
     EXPECT_EQ(s.tiers[0].reason, "always");
     EXPECT_EQ(s.tiers[2].reason, "rules matched: compile");
@@ -78,7 +103,8 @@ TEST(Selection, TestsAndReasons) {
 
     auto unmatched = decide(r, ChangedPaths{Source::git, {"setup.py"}, ""}, "push");
     EXPECT_EQ(unmatched.unmatched, 1u);
-    EXPECT_EQ(unmatched.tiers[2].tests, (V{"${PYTORCH_DIR}/test/test_ops.py", "${PYTORCH_DIR}/test/inductor/test_torchinductor.py"}));
+    EXPECT_EQ(unmatched.tiers[2].tests, (V{"${PYTORCH_DIR}/test/test_ops.py",
+                                           "${PYTORCH_DIR}/test/inductor/test_torchinductor.py"}));
     EXPECT_NE(unmatched.tiers[2].reason.find("matched no rule"), std::string::npos);
 
     auto docs = decide(r, ChangedPaths{Source::git, {"docs/a.rst"}, ""}, "pull_request");
@@ -87,7 +113,8 @@ TEST(Selection, TestsAndReasons) {
 }
 
 TEST(Selection, UnknownSourceFailsSafe) {
-    auto s = decide(rules(), ChangedPaths{Source::unknown, {}, "mirror: cannot fetch"}, "pull_request");
+    auto s =
+        decide(rules(), ChangedPaths{Source::unknown, {}, "mirror: cannot fetch"}, "pull_request");
     EXPECT_EQ(names(s), (V{"import", "smoke", "affected"}));
     EXPECT_EQ(s.tiers[2].tests.size(), 2u);
     EXPECT_NE(s.tiers[2].reason.find("fail safe"), std::string::npos);
@@ -114,7 +141,8 @@ TEST(Selection, ScheduleRunsEveryTier) {
 
 TEST(Selection, ThreeThousandPathsAreCountedAndListsCapped) {
     std::vector<std::string> paths;
-    for (int i = 0; i < 3000; ++i) paths.push_back("aten/src/ATen/native/gen/Op" + std::to_string(i) + ".cpp");
+    for (int i = 0; i < 3000; ++i)
+        paths.push_back("aten/src/ATen/native/gen/Op" + std::to_string(i) + ".cpp");
     paths.push_back("docs/x.md");
     for (int i = 0; i < 150; ++i) paths.push_back("other/u" + std::to_string(i));
     auto s = decide(rules(), ChangedPaths{Source::github_api, paths, ""}, "pull_request");
@@ -144,10 +172,12 @@ TEST(Selection, SameExplanationAsTheReferenceMatcher) {
     auto dir = [&] { return std::string(dirs[rng() % 5]); };
     std::string yaml = "tiers: [{name: t, from_rules: true}]\nrules:\n";
     for (int r = 0; r < 40; ++r) {
-        const std::string globs[] = {dir() + "/**", "**/*.md", dir() + "/*/" + names[rng() % 5], "**/test_?.py",
+        const std::string globs[] = {dir() + "/**", "**/*.md", dir() + "/*/" + names[rng() % 5],
+                                     "**/test_?.py",
                                      dir() + "/*" + std::to_string(rng() % 3) + ".cpp"};
-        yaml += "  - {name: r" + std::to_string(r) + ", paths: [\"" + globs[rng() % 5] + "\", \"" + globs[rng() % 5] +
-                "\"], " + (r % 7 == 0 ? "skip: true" : "tests: [t" + std::to_string(r) + "]") + "}\n";
+        yaml += "  - {name: r" + std::to_string(r) + ", paths: [\"" + globs[rng() % 5] + "\", \"" +
+                globs[rng() % 5] + "\"], " +
+                (r % 7 == 0 ? "skip: true" : "tests: [t" + std::to_string(r) + "]") + "}\n";
     }
     std::vector<std::string> errors;
     auto rules = parse_rules(yaml, "random.yaml", &errors);
@@ -194,7 +224,8 @@ TEST(Selection, RulesBuiltByHandMatchToo) {
     Rules hand;
     hand.tiers.push_back(Tier{"affected", TierKind::from_rules, {}, std::chrono::minutes(60), {}});
     hand.rules.push_back(Rule{"dispatch", {"c10/core/**"}, {"test_ops.py"}, false});
-    const auto s = decide(hand, ChangedPaths{Source::git, {"c10/core/Scalar.h", "setup.py"}, ""}, "pull_request");
+    const auto s = decide(hand, ChangedPaths{Source::git, {"c10/core/Scalar.h", "setup.py"}, ""},
+                          "pull_request");
     ASSERT_EQ(s.rules.size(), 1u);
     EXPECT_EQ(s.rules[0].paths, V{"c10/core/Scalar.h"});
     EXPECT_EQ(s.unmatched_paths, V{"setup.py"});
@@ -207,16 +238,25 @@ TEST(Rules, ValidationNamesFileLineAndKey) {
     };
     const std::vector<Case> cases = {
         {"tiers: [{name: a, always: true}]\n", "selection.yaml: tiers[0].tests: required"},
-        {"tiers: [{name: a, always: true, from_rules: true, tests: [x]}]\n", "tiers[0].name: a tier is exactly one of"},
-        {"tiers: [{name: a, always: true, tests: [x]}, {name: a, always: true, tests: [y]}]\n", "duplicate tier 'a'"},
+        {"tiers: [{name: a, always: true, from_rules: true, tests: [x]}]\n",
+         "tiers[0].name: a tier is exactly one of"},
+        {"tiers: [{name: a, always: true, tests: [x]}, {name: a, always: true, tests: [y]}]\n",
+         "duplicate tier 'a'"},
         {"tiers: [{name: a, always: true, tests: [x], timeout: soon}]\n", "tiers[0].timeout"},
-        {"tiers: [{name: a, always: true, tests: [x]}]\nrules: [{name: r, paths: [a/**]}]\n", "rules[0].tests: required unless skip"},
-        {"tiers: [{name: a, always: true, tests: [x]}]\nrules: [{name: r, paths: [/abs/**], tests: [t]}]\n", "rules[0].paths"},
-        {"tiers: [{name: a, always: true, tests: [x]}]\nrules: [{name: r, tests: [t]}]\n", "rules[0].paths: required"},
-        {"tiers: [{name: a, always: true, tests: [x]}]\nunmatched: everything\n", "unmatched: 'everything'"},
-        {"tiers: [{name: a, always: true, tests: [x]}]\nfull_matrix: {schedule: \"0 3 * *\"}\n", "full_matrix.schedule"},
+        {"tiers: [{name: a, always: true, tests: [x]}]\nrules: [{name: r, paths: [a/**]}]\n",
+         "rules[0].tests: required unless skip"},
+        {"tiers: [{name: a, always: true, tests: [x]}]\nrules: [{name: r, paths: [/abs/**], tests: "
+         "[t]}]\n",
+         "rules[0].paths"},
+        {"tiers: [{name: a, always: true, tests: [x]}]\nrules: [{name: r, tests: [t]}]\n",
+         "rules[0].paths: required"},
+        {"tiers: [{name: a, always: true, tests: [x]}]\nunmatched: everything\n",
+         "unmatched: 'everything'"},
+        {"tiers: [{name: a, always: true, tests: [x]}]\nfull_matrix: {schedule: \"0 3 * *\"}\n",
+         "full_matrix.schedule"},
         {"tiers: [{name: a, always: true, tests: [x]}]\ncolour: blue\n", "colour: unknown key"},
-        {"tiers: [{name: a, from_rules: true}, {name: b, from_rules: true}]\n", "at most one tier may be from_rules"},
+        {"tiers: [{name: a, from_rules: true}, {name: b, from_rules: true}]\n",
+         "at most one tier may be from_rules"},
     };
     for (const auto& c : cases) {
         std::vector<std::string> errors;
@@ -224,10 +264,13 @@ TEST(Rules, ValidationNamesFileLineAndKey) {
         EXPECT_FALSE(r) << c.yaml;
         std::string all;
         for (const auto& e : errors) all += e + "\n";
-        EXPECT_NE(all.find(c.expect), std::string::npos) << "wanted '" << c.expect << "' in:\n" << all;
+        EXPECT_NE(all.find(c.expect), std::string::npos) << "wanted '" << c.expect << "' in:\n"
+                                                         << all;
     }
     std::vector<std::string> errors;
-    EXPECT_FALSE(parse_rules("tiers:\n  - name: a\n    always: true\n    tests: [x]\n    timeout: soon\n", "sel.yaml", &errors));
+    EXPECT_FALSE(
+        parse_rules("tiers:\n  - name: a\n    always: true\n    tests: [x]\n    timeout: soon\n",
+                    "sel.yaml", &errors));
     ASSERT_FALSE(errors.empty());
     EXPECT_NE(errors[0].find("(line 5)"), std::string::npos) << errors[0];
 }

@@ -30,7 +30,7 @@ Page page(int limit, std::optional<std::int64_t> before_id = std::nullopt) {
 
 /// A migrated database in a temp dir, written through its own connection (as the writer does).
 class AdminReadsTest : public ::testing::Test {
-protected:
+  protected:
     void SetUp() override {
         m_path = m_dir.path() / "crcrd.db";
         auto db = Db::open(m_path);
@@ -39,11 +39,18 @@ protected:
         ASSERT_TRUE(migrate(*m_db));
     }
 
-    std::int64_t run(const std::string& event, const std::string& sha, std::optional<std::int64_t> pr,
-                     const std::string& state, std::optional<std::string> conclusion, const std::string& created_at) {
+    std::int64_t run(const std::string& event, const std::string& sha,
+                     std::optional<std::int64_t> pr, const std::string& state,
+                     std::optional<std::string> conclusion, const std::string& created_at) {
         auto st = m_db->prepare(
-            "INSERT INTO runs (event, sha, pr, state, conclusion, created_at) VALUES (?,?,?,?,?,?)");
-        st.bind(1, event).bind(2, sha).bind(3, pr).bind(4, state).bind(5, conclusion).bind(6, created_at);
+            "INSERT INTO runs (event, sha, pr, state, conclusion, created_at) VALUES "
+            "(?,?,?,?,?,?)");
+        st.bind(1, event)
+            .bind(2, sha)
+            .bind(3, pr)
+            .bind(4, state)
+            .bind(5, conclusion)
+            .bind(6, created_at);
         st.run();
         return m_db->last_insert_rowid();
     }
@@ -52,7 +59,10 @@ protected:
         auto st = m_db->prepare(
             "INSERT INTO jobs (run_id, tier, position, state, attempt, timeout_ms, created_at) "
             "VALUES (?,?,?,'queued',?,60000,'2026-01-01T00:00:00Z')");
-        st.bind(1, run_id).bind(2, tier).bind(3, std::int64_t{position}).bind(4, std::int64_t{attempt});
+        st.bind(1, run_id)
+            .bind(2, tier)
+            .bind(3, std::int64_t{position})
+            .bind(4, std::int64_t{attempt});
         st.run();
         return m_db->last_insert_rowid();
     }
@@ -99,13 +109,19 @@ TEST_F(AdminReadsTest, RunFiltersMatchExactlyAndListNewestFirst) {
     std::vector<Case> cases;
     cases.push_back({"none", {}, {r4, r3, r2, r1}});
     cases.push_back({"state", runs_where([](RunQuery& q) { q.state = "completed"; }), {r3, r1}});
-    cases.push_back({"conclusion", runs_where([](RunQuery& q) { q.conclusion = "regression"; }), {r3}});
+    cases.push_back(
+        {"conclusion", runs_where([](RunQuery& q) { q.conclusion = "regression"; }), {r3}});
     cases.push_back({"sha", runs_where([](RunQuery& q) { q.sha = k_sha_b; }), {r3, r2}});
     cases.push_back({"event", runs_where([](RunQuery& q) { q.event = "push"; }), {r2}});
     cases.push_back({"pr", runs_where([](RunQuery& q) { q.pr = 7; }), {r4, r1}});
-    cases.push_back({"since is inclusive", runs_where([](RunQuery& q) { q.since = "2026-01-02T10:00:00Z"; }), {r4, r3, r2}});
-    cases.push_back({"until is exclusive", runs_where([](RunQuery& q) { q.until = "2026-01-03T10:00:00Z"; }), {r2, r1}});
-    cases.push_back({"all at once", runs_where([](RunQuery& q) {
+    cases.push_back({"since is inclusive",
+                     runs_where([](RunQuery& q) { q.since = "2026-01-02T10:00:00Z"; }),
+                     {r4, r3, r2}});
+    cases.push_back({"until is exclusive",
+                     runs_where([](RunQuery& q) { q.until = "2026-01-03T10:00:00Z"; }),
+                     {r2, r1}});
+    cases.push_back({"all at once",
+                     runs_where([](RunQuery& q) {
                          q.state = "completed";
                          q.sha = k_sha_a;
                          q.event = "pull_request";
@@ -137,7 +153,8 @@ TEST_F(AdminReadsTest, RunFiltersMatchExactlyAndListNewestFirst) {
 
 TEST_F(AdminReadsTest, PagesContinueBelowBeforeId) {
     std::vector<std::int64_t> all;
-    for (int i = 0; i < 5; ++i) all.push_back(run("push", k_sha_a, std::nullopt, "queued", std::nullopt, "2026-01-01"));
+    for (int i = 0; i < 5; ++i)
+        all.push_back(run("push", k_sha_a, std::nullopt, "queued", std::nullopt, "2026-01-01"));
     auto db = reads();
 
     std::vector<std::int64_t> seen;
@@ -165,7 +182,8 @@ TEST_F(AdminReadsTest, PagesContinueBelowBeforeId) {
     auto r = all[0];
     auto j = job(r, "unit", 0, 1);
     std::vector<std::int64_t> outbox;
-    for (int i = 0; i < 3; ++i) outbox.push_back(status(r, "file", "ctx" + std::to_string(i), "pending"));
+    for (int i = 0; i < 3; ++i)
+        outbox.push_back(status(r, "file", "ctx" + std::to_string(i), "pending"));
     OutboxQuery of_run;
     of_run.run_id = r;
     of_run.page = page(2, outbox[2]);
@@ -177,7 +195,8 @@ TEST_F(AdminReadsTest, PagesContinueBelowBeforeId) {
 
     for (const char* name : {"a", "b", "c"}) {
         auto st = m_db->prepare(
-            "INSERT INTO test_results (job_id, name, outcome, duration_s) VALUES (?, ?, 'passed', 0.5)");
+            "INSERT INTO test_results (job_id, name, outcome, duration_s) VALUES (?, ?, 'passed', "
+            "0.5)");
         st.bind(1, j).bind(2, name);
         st.run();
     }
@@ -205,11 +224,11 @@ TEST_F(AdminReadsTest, RunDetailHasJobsInOrderAndTheNewestStatusPerSinkAndContex
     auto retry = job(r, "unit", 0, 2);
     job(other, "unit", 0, 1);
 
-    status(r, "github", "ci/unit", "pending");                 // replaced below
+    status(r, "github", "ci/unit", "pending");  // replaced below
     auto file_unit = status(r, "file", "ci/unit", "pending");
-    status(r, "callback", "ci/unit", "in_progress");            // callbacks are not statuses
+    status(r, "callback", "ci/unit", "in_progress");  // callbacks are not statuses
     auto gh_integration = status(r, "github", "ci/integration", "pending");
-    status(other, "github", "ci/unit", "failure");              // another run's
+    status(other, "github", "ci/unit", "failure");  // another run's
     auto gh_unit = status(r, "github", "ci/unit", "success");
     status(r, "callback", "ci/unit", "completed");
 
@@ -285,7 +304,8 @@ TEST_F(AdminReadsTest, JobsLogsSlotsAndRecovery) {
     ASSERT_TRUE(log);
     EXPECT_EQ(log->path, "/var/log/x.log");
 
-    m_db->exec("INSERT INTO slots (name, state, drained) VALUES ('b', 'idle', 1), ('a', 'busy', 0)");
+    m_db->exec(
+        "INSERT INTO slots (name, state, drained) VALUES ('b', 'idle', 1), ('a', 'busy', 0)");
     auto slots = db.slots();
     ASSERT_TRUE(slots);
     ASSERT_EQ(slots->size(), 2u);
@@ -297,10 +317,13 @@ TEST_F(AdminReadsTest, JobsLogsSlotsAndRecovery) {
     auto wm = db.recovery_watermark();
     ASSERT_TRUE(wm);
     EXPECT_FALSE(*wm);
-    m_db->exec("INSERT INTO meta (key, value) VALUES ('recovery_watermark', '2026-01-01T00:00:00Z')");
+    m_db->exec(
+        "INSERT INTO meta (key, value) VALUES ('recovery_watermark', '2026-01-01T00:00:00Z')");
     for (int i = 0; i < 3; ++i) {
-        m_db->exec("INSERT INTO recovery_passes (started_at, finished_at, since, listed, failed, redelivered) "
-                   "VALUES ('s', 'f', 'x', 4, 1, 1)");
+        m_db->exec(
+            "INSERT INTO recovery_passes (started_at, finished_at, since, listed, failed, "
+            "redelivered) "
+            "VALUES ('s', 'f', 'x', 4, 1, 1)");
     }
     wm = db.recovery_watermark();
     ASSERT_TRUE(wm);

@@ -116,8 +116,10 @@ TEST_F(EventsTest, WorkLeftForThePlannerIsAnEventOnce) {
         d.exec("UPDATE runs SET state = 'completed', conclusion = 'regression' WHERE id = 1");
     };
     ASSERT_TRUE(writer->run_sync(finish));
-    EXPECT_EQ(take(), (std::vector<std::string>{"run_finished push regression", "followup bisect"}));
-    ASSERT_TRUE(writer->run_sync([](Db& d) { d.exec("UPDATE runs SET state = 'running' WHERE id = 1"); }));
+    EXPECT_EQ(take(),
+              (std::vector<std::string>{"run_finished push regression", "followup bisect"}));
+    ASSERT_TRUE(
+        writer->run_sync([](Db& d) { d.exec("UPDATE runs SET state = 'running' WHERE id = 1"); }));
     ASSERT_TRUE(writer->run_sync(finish));  // the followups row is still there: INSERT OR IGNORE
     EXPECT_EQ(take(), (std::vector<std::string>{"run_finished push regression"}));
 }

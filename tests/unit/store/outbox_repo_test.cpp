@@ -15,7 +15,7 @@ const std::string k_sha = "c4295bd74fb0f4fda03689c3df3f2803b658fd85";
 const std::string k_other_sha = "ec26c3e57ca3a959ca5aad62de7213c562f8c821";
 
 class OutboxRepoTest : public MigratedDbTest {
-protected:
+  protected:
     void SetUp() override {
         MigratedDbTest::SetUp();
         if (HasFatalFailure()) return;
@@ -25,8 +25,8 @@ protected:
         run = insert_run(*db, r, "2026-11-29T00:00:00.000Z");
     }
 
-    NewStatusRow status(const std::string& context, const std::string& state, Sink sink = Sink::github,
-                        const std::string& sha = k_sha) {
+    NewStatusRow status(const std::string& context, const std::string& state,
+                        Sink sink = Sink::github, const std::string& sha = k_sha) {
         NewStatusRow row;
         row.sink = sink;
         row.run_id = run;
@@ -46,7 +46,9 @@ protected:
 
     /// delivery, attempts and next_attempt_at of row `id`, as one string.
     std::string row_state(std::int64_t id) {
-        auto st = db->prepare("SELECT delivery, attempts, coalesce(next_attempt_at, 'NULL') FROM outbox WHERE id = ?");
+        auto st = db->prepare(
+            "SELECT delivery, attempts, coalesce(next_attempt_at, 'NULL') FROM outbox WHERE id = "
+            "?");
         st.bind(1, id);
         if (!st.step()) return "(none)";
         return st.text(0) + " " + std::to_string(st.int64(1)) + " " + st.text(2);
@@ -54,7 +56,8 @@ protected:
 
     void set_delivery(std::int64_t id, const std::string& delivery) {
         auto st = db->prepare(
-            "UPDATE outbox SET delivery = ?, attempts = 3, next_attempt_at = '2026-11-29T01:00:00.000Z' WHERE id = ?");
+            "UPDATE outbox SET delivery = ?, attempts = 3, next_attempt_at = "
+            "'2026-11-29T01:00:00.000Z' WHERE id = ?");
         st.bind(1, delivery).bind(2, id);
         st.run();
     }
@@ -120,7 +123,8 @@ TEST_F(OutboxRepoTest, RequeueDeadPutsADeadRowBackToWaitingWithNoAttempts) {
     OutboxRepo repo(*db);
     const auto dead = repo.append(status("crcr", "failure"));
     set_delivery(dead, "dead");
-    // A newer dead row of the context, or a waiting row of another context, does not stand in the way.
+    // A newer dead row of the context, or a waiting row of another context, does not stand in the
+    // way.
     const auto newer_dead = repo.append(status("crcr", "failure"));
     set_delivery(newer_dead, "dead");
     repo.append(status("crcr/smoke", "pending"));

@@ -11,7 +11,7 @@ namespace crcrd::store {
 namespace {
 
 class RunsRepoTest : public MigratedDbTest {
-protected:
+  protected:
     void SetUp() override {
         MigratedDbTest::SetUp();
         if (HasFatalFailure()) return;
@@ -25,11 +25,14 @@ protected:
         return st.step() ? st.text(0) : std::string("<none>");
     }
     std::string run_row() {
-        return text("SELECT state || '/' || coalesce(conclusion, '-') || '/' || coalesce(reason, '-') FROM runs WHERE id = " +
-                    std::to_string(run));
+        return text(
+            "SELECT state || '/' || coalesce(conclusion, '-') || '/' || coalesce(reason, '-') FROM "
+            "runs WHERE id = " +
+            std::to_string(run));
     }
     std::vector<PlannedJob> two_tiers() {
-        return {{"import", 0, R"(["a"])", 60'000, "[]"}, {"smoke", 1, R"(["b"])", 120'000, R"(["spyre"])"}};
+        return {{"import", 0, R"(["a"])", 60'000, "[]"},
+                {"smoke", 1, R"(["b"])", 120'000, R"(["spyre"])"}};
     }
 
     std::int64_t run = 0;
@@ -37,8 +40,10 @@ protected:
 
 TEST_F(RunsRepoTest, APlanIsStoredOnceWithItsJobs) {
     RunsRepo runs(*db);
-    EXPECT_TRUE(runs.store_plan(run, R"({"tiers":2})", two_tiers(), "nothing to run: -", "2026-12-01T00:00:01.000Z"));
-    EXPECT_EQ(text("SELECT group_concat(tier || ':' || position || ':' || state || ':' || timeout_ms || ':' || labels, ' ') "
+    EXPECT_TRUE(runs.store_plan(run, R"({"tiers":2})", two_tiers(), "nothing to run: -",
+                                "2026-12-01T00:00:01.000Z"));
+    EXPECT_EQ(text("SELECT group_concat(tier || ':' || position || ':' || state || ':' || "
+                   "timeout_ms || ':' || labels, ' ') "
                    "FROM jobs"),
               R"(import:0:queued:60000:[] smoke:1:queued:120000:["spyre"])");
     EXPECT_EQ(text("SELECT selection FROM runs"), R"({"tiers":2})");
@@ -49,7 +54,8 @@ TEST_F(RunsRepoTest, APlanIsStoredOnceWithItsJobs) {
 }
 
 TEST_F(RunsRepoTest, APlanWithoutTiersCompletesTheRunPassed) {
-    EXPECT_TRUE(RunsRepo(*db).store_plan(run, "{}", {}, "nothing to run: docs only", "2026-12-01T00:00:01.000Z"));
+    EXPECT_TRUE(RunsRepo(*db).store_plan(run, "{}", {}, "nothing to run: docs only",
+                                         "2026-12-01T00:00:01.000Z"));
     EXPECT_EQ(run_row(), "completed/passed/nothing to run: docs only");
     EXPECT_EQ(text("SELECT count(*) FROM jobs"), "0");
 }
@@ -66,7 +72,8 @@ TEST_F(RunsRepoTest, CancelEndsTheOpenJobsAndTellsFinishedFromMissing) {
     RunsRepo runs(*db);
     ASSERT_TRUE(runs.store_plan(run, "{}", two_tiers(), "-", "now"));
     db->exec("UPDATE jobs SET state = 'running' WHERE tier = 'import'");
-    EXPECT_EQ(runs.cancel(run, "cancelled by ops", "2026-12-01T00:00:02.000Z"), CancelOutcome::cancelled);
+    EXPECT_EQ(runs.cancel(run, "cancelled by ops", "2026-12-01T00:00:02.000Z"),
+              CancelOutcome::cancelled);
     EXPECT_EQ(text("SELECT group_concat(state || '/' || reason, ' ') FROM jobs"),
               "cancelled/cancelled by ops cancelled/cancelled by ops");
     EXPECT_EQ(runs.cancel(run, "again", "now"), CancelOutcome::already_finished);

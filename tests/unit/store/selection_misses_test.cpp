@@ -19,23 +19,27 @@ constexpr const char* k_main = "refs/heads/main";
 using Outcomes = std::vector<std::pair<std::string, std::string>>;  // test, outcome
 
 class SelectionMissesTest : public MigratedDbTest {
-protected:
+  protected:
     std::int64_t run(const std::string& event, const std::string& sha, const std::string& ref,
                      std::optional<int> pr = std::nullopt, const std::string& state = "completed") {
-        db->exec("INSERT INTO runs (event, sha, pr, ref, state, created_at) VALUES ('" + event + "', '" + sha + "', " +
-                 (pr ? std::to_string(*pr) : "NULL") + ", " + (ref.empty() ? "NULL" : "'" + ref + "'") + ", '" + state +
+        db->exec("INSERT INTO runs (event, sha, pr, ref, state, created_at) VALUES ('" + event +
+                 "', '" + sha + "', " + (pr ? std::to_string(*pr) : "NULL") + ", " +
+                 (ref.empty() ? "NULL" : "'" + ref + "'") + ", '" + state +
                  "', '2026-12-01T00:00:00.000Z')");
         return db->last_insert_rowid();
     }
-    std::int64_t job(std::int64_t run_id, const std::string& tier, int attempt, const std::string& conclusion,
-                     const Outcomes& tests = {}) {
-        db->exec("INSERT INTO jobs (run_id, tier, position, attempt, state, conclusion, tests, timeout_ms, created_at) VALUES (" +
-                 std::to_string(run_id) + ", '" + tier + "', " + (tier == "full" ? "1" : "0") + ", " + std::to_string(attempt) +
-                 ", 'completed', '" + conclusion + "', '[]', 1000, '2026-12-01T00:00:00.000Z')");
+    std::int64_t job(std::int64_t run_id, const std::string& tier, int attempt,
+                     const std::string& conclusion, const Outcomes& tests = {}) {
+        db->exec(
+            "INSERT INTO jobs (run_id, tier, position, attempt, state, conclusion, tests, "
+            "timeout_ms, created_at) VALUES (" +
+            std::to_string(run_id) + ", '" + tier + "', " + (tier == "full" ? "1" : "0") + ", " +
+            std::to_string(attempt) + ", 'completed', '" + conclusion +
+            "', '[]', 1000, '2026-12-01T00:00:00.000Z')");
         const auto id = db->last_insert_rowid();
         for (const auto& [name, outcome] : tests) {
-            db->exec("INSERT INTO test_results (job_id, name, outcome) VALUES (" + std::to_string(id) + ", '" + name + "', '" +
-                     outcome + "')");
+            db->exec("INSERT INTO test_results (job_id, name, outcome) VALUES (" +
+                     std::to_string(id) + ", '" + name + "', '" + outcome + "')");
         }
         return id;
     }
@@ -44,7 +48,6 @@ protected:
         EXPECT_TRUE(in) << in.error().message;
         return in ? *in : AuditInputs{};
     }
-
 };
 
 TEST_F(SelectionMissesTest, TheFailedTestsAreThoseOfEachTiersFinalAttemptThatEndedRegression) {
@@ -52,8 +55,8 @@ TEST_F(SelectionMissesTest, TheFailedTestsAreThoseOfEachTiersFinalAttemptThatEnd
     job(r, "affected", 1, "regression", {{"t1", "failed"}, {"t2", "failed"}});
     job(r, "affected", 2, "regression", {{"t1", "failed"}, {"t2", "passed"}, {"t3", "skipped"}});
     job(r, "full", 1, "regression", {{"t9", "failed"}});
-    job(r, "full", 2, "flaky", {{"t9", "flaky"}});                        // the final attempt did not fail
-    job(r, "smoke", 1, "infra_error", {{"t5", "failed"}});                // not a regression
+    job(r, "full", 2, "flaky", {{"t9", "flaky"}});          // the final attempt did not fail
+    job(r, "smoke", 1, "infra_error", {{"t5", "failed"}});  // not a regression
     const auto in = inputs(r);
     EXPECT_TRUE(in.found);
     EXPECT_EQ(in.event, "schedule");
@@ -64,13 +67,13 @@ TEST_F(SelectionMissesTest, TheFailedTestsAreThoseOfEachTiersFinalAttemptThatEnd
 }
 
 TEST_F(SelectionMissesTest, ThePreviousRunIsTheNewestEarlierCompletedScheduledRunOfTheSameRef) {
-    const auto older = run("schedule", k_a, k_main);                  // 1
-    const auto prev = run("schedule", k_a, k_main);                   // 2: the one
-    run("schedule", k_a, "refs/heads/release");                        // 3: another ref
-    run("push", k_a, k_main);                                          // 4: not scheduled
-    run("schedule", k_a, k_main, std::nullopt, "cancelled");           // 5: not completed
-    const auto r = run("schedule", k_b, k_main);                       // 6
-    run("schedule", k_c, k_main);                                      // 7: later
+    const auto older = run("schedule", k_a, k_main);          // 1
+    const auto prev = run("schedule", k_a, k_main);           // 2: the one
+    run("schedule", k_a, "refs/heads/release");               // 3: another ref
+    run("push", k_a, k_main);                                 // 4: not scheduled
+    run("schedule", k_a, k_main, std::nullopt, "cancelled");  // 5: not completed
+    const auto r = run("schedule", k_b, k_main);              // 6
+    run("schedule", k_c, k_main);                             // 7: later
     job(r, "affected", 1, "regression", {{"t1", "failed"}});
     const auto in = inputs(r);
     ASSERT_TRUE(in.previous);
@@ -82,28 +85,35 @@ TEST_F(SelectionMissesTest, ThePreviousRunIsTheNewestEarlierCompletedScheduledRu
 TEST_F(SelectionMissesTest, PassedBeforeCountsTheTestsOwnOutcomeInTheSameTiersFinalAttempt) {
     const auto prev = run("schedule", k_a, k_main);
     job(prev, "affected", 1, "regression", {{"t1", "failed"}, {"t2", "passed"}, {"t4", "passed"}});
-    job(prev, "affected", 2, "regression",  // final: the tier still failed, but t1 and t2 passed here
+    job(prev, "affected", 2,
+        "regression",  // final: the tier still failed, but t1 and t2 passed here
         {{"t1", "flaky"}, {"t2", "passed"}, {"t3", "failed"}, {"t5", "skipped"}, {"t6", "passed"}});
     job(prev, "full", 1, "passed", {{"t7", "passed"}});
     const auto r = run("schedule", k_b, k_main);
     job(r, "affected", 1, "regression",
-        {{"t1", "failed"}, {"t2", "failed"}, {"t3", "failed"}, {"t4", "failed"}, {"t5", "failed"}, {"t7", "failed"}});
+        {{"t1", "failed"},
+         {"t2", "failed"},
+         {"t3", "failed"},
+         {"t4", "failed"},
+         {"t5", "failed"},
+         {"t7", "failed"}});
     const auto in = inputs(r);
     ASSERT_TRUE(in.previous);
-    // t3 failed there, t4 passed only in an earlier attempt, t5 was skipped, t7 passed in another tier.
+    // t3 failed there, t4 passed only in an earlier attempt, t5 was skipped, t7 passed in another
+    // tier.
     EXPECT_EQ(in.passed_before, (std::set<TierTest>{{"affected", "t1"}, {"affected", "t2"}}));
 }
 
 TEST_F(SelectionMissesTest, ACommitsRunsArePushRunsOnItsShaAndPullRequestRunsOfItsPr) {
-    const auto push = run("push", k_a, k_main);                       // 1
+    const auto push = run("push", k_a, k_main);  // 1
     job(push, "import", 1, "passed");
     const auto pr1 = run("pull_request", k_c, "refs/pull/7/head", 7);  // 2: another SHA of PR 7
     job(pr1, "import", 1, "passed");
     job(pr1, "affected", 1, "regression");
-    run("pull_request", k_c, "refs/pull/7/head", 7, "cancelled");       // 3: no jobs
-    run("pull_request", k_a, "refs/pull/8/head", 8);                    // 4: another PR
-    run("schedule", k_b, k_main);                                       // 5: not push or PR
-    run("manual", k_b, "");                                             // 6
+    run("pull_request", k_c, "refs/pull/7/head", 7, "cancelled");  // 3: no jobs
+    run("pull_request", k_a, "refs/pull/8/head", 8);               // 4: another PR
+    run("schedule", k_b, k_main);                                  // 5: not push or PR
+    run("manual", k_b, "");                                        // 6
     auto runs = read_commit_runs(db_path(), {{k_a, 7}, {k_b, std::nullopt}, {k_a, std::nullopt}});
     ASSERT_TRUE(runs) << runs.error().message;
     ASSERT_EQ(runs->size(), 3u);
@@ -120,10 +130,14 @@ TEST_F(SelectionMissesTest, RecordingIsIdempotentAndTheListPagesAndFilters) {
     const auto r1 = run("schedule", k_b, k_main);
     const auto r2 = run("schedule", k_c, k_main);
     const std::string commits = R"([{"sha":"x","rules":[]}])";
-    std::vector<NewSelectionMiss> first = {{r1, prev, "affected", "t1", commits}, {r1, prev, "affected", "t2", commits}};
+    std::vector<NewSelectionMiss> first = {{r1, prev, "affected", "t1", commits},
+                                           {r1, prev, "affected", "t2", commits}};
     EXPECT_EQ(record_selection_misses(*db, first, "2026-12-01T01:00:00.000Z"), 2);
-    EXPECT_EQ(record_selection_misses(*db, first, "2026-12-01T02:00:00.000Z"), 0);  // a second audit adds nothing
-    EXPECT_EQ(record_selection_misses(*db, {{r2, r1, "full", "t1", commits}}, "2026-12-01T03:00:00.000Z"), 1);
+    EXPECT_EQ(record_selection_misses(*db, first, "2026-12-01T02:00:00.000Z"),
+              0);  // a second audit adds nothing
+    EXPECT_EQ(
+        record_selection_misses(*db, {{r2, r1, "full", "t1", commits}}, "2026-12-01T03:00:00.000Z"),
+        1);
 
     auto reads = AdminReads::for_this_thread(db_path());
     ASSERT_TRUE(reads) << reads.error().message;

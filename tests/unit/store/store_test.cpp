@@ -4,10 +4,10 @@
 #include <future>
 #include <semaphore>
 
-#include "crcrd/store/sqlite.hpp"
 #include "crcrd/store/deliveries.hpp"
 #include "crcrd/store/events.hpp"
 #include "crcrd/store/schema.hpp"
+#include "crcrd/store/sqlite.hpp"
 #include "crcrd/store/writer.hpp"
 #include "support/process.hpp"
 #include "support/temp_dir.hpp"
@@ -72,28 +72,39 @@ TEST(Store, VocabularyChecksNeedNoTemporaryTableAndStillRefuseUnknownValues) {
     // Back to version 12's text, as a database created by an older crcrd has it.
     upgraded->exec("PRAGMA writable_schema = ON");
     upgraded->exec(
-        "UPDATE sqlite_schema SET sql = replace(sql, 'state = ''queued'' OR state = ''running'' OR state = "
-        "''completed'' OR state = ''cancelled''', 'state IN (''queued'',''running'',''completed'',''cancelled'')') "
+        "UPDATE sqlite_schema SET sql = replace(sql, 'state = ''queued'' OR state = ''running'' OR "
+        "state = "
+        "''completed'' OR state = ''cancelled''', 'state IN "
+        "(''queued'',''running'',''completed'',''cancelled'')') "
         "WHERE name = 'runs'");
     upgraded->exec(
-        "UPDATE sqlite_schema SET sql = replace(sql, 'verdict = ''queued'' OR verdict = ''duplicate'' OR verdict = "
+        "UPDATE sqlite_schema SET sql = replace(sql, 'verdict = ''queued'' OR verdict = "
+        "''duplicate'' OR verdict = "
         "''ignored'' OR verdict = ''cancelled'' OR verdict = ''pong'' OR verdict = ''rejected''', "
-        "'verdict IN (''queued'',''duplicate'',''ignored'',''cancelled'',''pong'',''rejected'')') WHERE name = 'deliveries'");
+        "'verdict IN (''queued'',''duplicate'',''ignored'',''cancelled'',''pong'',''rejected'')') "
+        "WHERE name = 'deliveries'");
     upgraded->exec("PRAGMA writable_schema = RESET");
     upgraded->exec(
-        "DROP TRIGGER runs_followups_bisect; DROP TRIGGER runs_followups_audit; DROP TRIGGER runs_followups_bisect_step;"
+        "DROP TRIGGER runs_followups_bisect; DROP TRIGGER runs_followups_audit; DROP TRIGGER "
+        "runs_followups_bisect_step;"
         "CREATE TRIGGER runs_followups AFTER UPDATE OF state ON runs "
         "WHEN NEW.state IN ('completed','cancelled') AND OLD.state IN ('queued','running') BEGIN "
-        "INSERT OR IGNORE INTO followups (run_id, kind) SELECT NEW.id, 'bisect' WHERE NEW.state = 'completed' "
+        "INSERT OR IGNORE INTO followups (run_id, kind) SELECT NEW.id, 'bisect' WHERE NEW.state = "
+        "'completed' "
         "AND NEW.conclusion = 'regression' AND NEW.event IN ('push','schedule'); "
-        "INSERT OR IGNORE INTO followups (run_id, kind) SELECT NEW.id, 'audit' WHERE NEW.state = 'completed' "
+        "INSERT OR IGNORE INTO followups (run_id, kind) SELECT NEW.id, 'audit' WHERE NEW.state = "
+        "'completed' "
         "AND NEW.conclusion = 'regression' AND NEW.event = 'schedule'; "
-        "INSERT OR IGNORE INTO followups (run_id, kind) SELECT NEW.id, 'bisect_step' WHERE NEW.event = 'bisect'; END");
+        "INSERT OR IGNORE INTO followups (run_id, kind) SELECT NEW.id, 'bisect_step' WHERE "
+        "NEW.event = 'bisect'; END");
     upgraded->exec("PRAGMA user_version = 12");
     // The writer's connection has the events' temporary triggers (one on followups).
     install_event_triggers(*fresh);
     install_event_triggers(*upgraded);
-    ASSERT_EQ(count(*upgraded, "SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND sql LIKE '%state IN (''queued'',%'"), 1);
+    ASSERT_EQ(count(*upgraded,
+                    "SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND sql LIKE '%state "
+                    "IN (''queued'',%'"),
+              1);
     auto ephemeral = [](Db& db, const std::string& sql) {
         auto st = db.prepare("EXPLAIN " + sql);
         int n = 0;
@@ -101,7 +112,8 @@ TEST(Store, VocabularyChecksNeedNoTemporaryTableAndStillRefuseUnknownValues) {
             if (st.text(1) == "OpenEphemeral") ++n;
         return n;
     };
-    const std::string insert_delivery = "INSERT INTO deliveries (received_at, verdict, http_status) VALUES (?, ?, ?)";
+    const std::string insert_delivery =
+        "INSERT INTO deliveries (received_at, verdict, http_status) VALUES (?, ?, ?)";
     // Another connection that read the schema before the migration rereads it after. (Only a
     // connection that may write has CHECKs: SQLite leaves them out of a read-only one's schema.)
     auto other = Db::open(dir.path() / "upgraded.db");
@@ -115,33 +127,49 @@ TEST(Store, VocabularyChecksNeedNoTemporaryTableAndStillRefuseUnknownValues) {
 
     for (Db* db : {fresh.get(), upgraded.get()}) {
         SCOPED_TRACE(db == fresh.get() ? "new database" : "migrated from version 12");
-        EXPECT_EQ(count(*db, "SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND sql LIKE '% IN (''%'"), 0);
-        EXPECT_EQ(ephemeral(*db, "INSERT INTO runs (event, sha, state, created_at) VALUES (?, ?, 'queued', ?)"), 0);
+        EXPECT_EQ(
+            count(
+                *db,
+                "SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND sql LIKE '% IN (''%'"),
+            0);
+        EXPECT_EQ(
+            ephemeral(
+                *db, "INSERT INTO runs (event, sha, state, created_at) VALUES (?, ?, 'queued', ?)"),
+            0);
         EXPECT_EQ(ephemeral(*db, insert_delivery), 0);
-        EXPECT_EQ(ephemeral(*db, "INSERT INTO jobs (run_id, tier, position, state, timeout_ms, created_at) "
-                            "VALUES (?, ?, ?, 'queued', ?, ?)"),
+        EXPECT_EQ(
+            ephemeral(*db,
+                      "INSERT INTO jobs (run_id, tier, position, state, timeout_ms, created_at) "
+                      "VALUES (?, ?, ?, 'queued', ?, ?)"),
+            0);
+        EXPECT_EQ(ephemeral(*db,
+                            "INSERT INTO outbox (sink, run_id, sha, context, state, created_at) "
+                            "VALUES (?, ?, ?, ?, ?, ?)"),
                   0);
-        EXPECT_EQ(ephemeral(*db, "INSERT INTO outbox (sink, run_id, sha, context, state, created_at) VALUES (?, ?, ?, ?, ?, ?)"), 0);
         EXPECT_EQ(ephemeral(*db, "UPDATE slots SET state = ? WHERE name = ?"), 0);
         // A run's end: its follow-ups' triggers insert VALUES, not SELECT into a temporary table.
         EXPECT_EQ(ephemeral(*db, "UPDATE runs SET state = ?, conclusion = ? WHERE id = ?"), 0);
 
-        db->exec("INSERT INTO runs (event, sha, state, created_at) VALUES "
-                 "('bisect', 'ec26c3e57ca3a959ca5aad62de7213c562f8c821', 'queued', 'now')");
-        db->exec("INSERT INTO deliveries (received_at, verdict, http_status) VALUES ('now', 'pong', 200)");
+        db->exec(
+            "INSERT INTO runs (event, sha, state, created_at) VALUES "
+            "('bisect', 'ec26c3e57ca3a959ca5aad62de7213c562f8c821', 'queued', 'now')");
+        db->exec(
+            "INSERT INTO deliveries (received_at, verdict, http_status) VALUES ('now', 'pong', "
+            "200)");
         // Values outside each vocabulary are refused, as before.
-        for (const char* refused : {
-                 "INSERT INTO runs (event, sha, state, created_at) VALUES "
-                 "('bisect', 'ec26c3e57ca3a959ca5aad62de7213c562f8c821', 'queue', 'now')",
-                 "INSERT INTO runs (event, sha, state, created_at) VALUES "
-                 "('tag', 'ec26c3e57ca3a959ca5aad62de7213c562f8c821', 'queued', 'now')",
-                 "INSERT INTO deliveries (received_at, verdict, http_status) VALUES ('now', 'accepted', 202)",
-                 "INSERT INTO outbox (sink, run_id, sha, context, state, delivery, created_at) "
-                 "VALUES ('github', 1, 'x', 'c', 'pending', 'lost', 'now')",
-                 "INSERT INTO outbox (sink, run_id, sha, context, state, created_at) "
-                 "VALUES ('gitlab', 1, 'x', 'c', 'pending', 'now')",
-                 "INSERT INTO jobs (run_id, tier, position, state, timeout_ms, created_at) "
-                 "VALUES (1, 't', 0, 'done', 1, 'now')"}) {
+        for (const char* refused :
+             {"INSERT INTO runs (event, sha, state, created_at) VALUES "
+              "('bisect', 'ec26c3e57ca3a959ca5aad62de7213c562f8c821', 'queue', 'now')",
+              "INSERT INTO runs (event, sha, state, created_at) VALUES "
+              "('tag', 'ec26c3e57ca3a959ca5aad62de7213c562f8c821', 'queued', 'now')",
+              "INSERT INTO deliveries (received_at, verdict, http_status) VALUES ('now', "
+              "'accepted', 202)",
+              "INSERT INTO outbox (sink, run_id, sha, context, state, delivery, created_at) "
+              "VALUES ('github', 1, 'x', 'c', 'pending', 'lost', 'now')",
+              "INSERT INTO outbox (sink, run_id, sha, context, state, created_at) "
+              "VALUES ('gitlab', 1, 'x', 'c', 'pending', 'now')",
+              "INSERT INTO jobs (run_id, tier, position, state, timeout_ms, created_at) "
+              "VALUES (1, 't', 0, 'done', 1, 'now')"}) {
             EXPECT_THROW(db->exec(refused), SqlError) << refused;
         }
         auto check = db->prepare("PRAGMA integrity_check");
@@ -184,7 +212,8 @@ TEST(Store, RejectedDeliveriesAreLoggedWithoutBodyAndDoNotClaimIds) {
     auto r = record_delivery(*db, bad);
     EXPECT_EQ(r.verdict, Verdict::rejected);
     EXPECT_EQ(count(*db, "SELECT count(*) FROM runs"), 0);
-    EXPECT_EQ(count(*db, "SELECT count(*) FROM deliveries WHERE verdict='rejected' AND body IS NULL"), 1);
+    EXPECT_EQ(
+        count(*db, "SELECT count(*) FROM deliveries WHERE verdict='rejected' AND body IS NULL"), 1);
     // A forged request cannot burn the id of a real delivery.
     EXPECT_EQ(record_delivery(*db, queued("gh-1")).verdict, Verdict::queued);
 }
@@ -206,7 +235,9 @@ TEST(Store, ClosingAPrCancelsOnlyItsOpenRuns) {
     auto r = record_delivery(*db, close);
     EXPECT_EQ(r.verdict, Verdict::cancelled);
     EXPECT_EQ(r.run_ids, (std::vector<std::int64_t>{*a.run_id, *b.run_id}));
-    EXPECT_EQ(count(*db, "SELECT count(*) FROM runs WHERE state='cancelled' AND conclusion='cancelled'"), 2);
+    EXPECT_EQ(
+        count(*db, "SELECT count(*) FROM runs WHERE state='cancelled' AND conclusion='cancelled'"),
+        2);
     EXPECT_EQ(count(*db, "SELECT count(*) FROM runs WHERE pr=3 AND state='queued'"), 1);
 }
 
@@ -214,8 +245,11 @@ TEST(Store, RunShaNeverChanges) {
     TempDir dir;
     auto db = open_db(dir.path() / "a.db");
     record_delivery(*db, queued("a"));
-    EXPECT_THROW(db->exec("UPDATE runs SET sha='f95f852bd8fca8fcc58a9a2d6c842781e32a215e'"), SqlError);
-    EXPECT_THROW(db->exec("INSERT INTO runs (event, sha, state, created_at) VALUES ('push', 'ABC', 'queued', 'x')"), SqlError);
+    EXPECT_THROW(db->exec("UPDATE runs SET sha='f95f852bd8fca8fcc58a9a2d6c842781e32a215e'"),
+                 SqlError);
+    EXPECT_THROW(db->exec("INSERT INTO runs (event, sha, state, created_at) VALUES ('push', 'ABC', "
+                          "'queued', 'x')"),
+                 SqlError);
 }
 
 TEST(Writer, GroupCommitCompletesEveryItemAndIsolatesFailures) {
@@ -266,7 +300,8 @@ TEST(Writer, CheckpointsRunOnTheSide) {
     for (auto& d : done) EXPECT_TRUE(d.get_future().get());
     // The writer itself never checkpoints (wal_autocheckpoint=0); the side thread moves the
     // committed pages into the database file while the writer keeps running.
-    EXPECT_TRUE(eventually([&] { return std::filesystem::file_size(path) > initial + 300 * 2000; }));
+    EXPECT_TRUE(
+        eventually([&] { return std::filesystem::file_size(path) > initial + 300 * 2000; }));
     writer.stop();
     auto db = open_db(path);
     EXPECT_EQ(count(*db, "SELECT count(*) FROM runs"), 300);
@@ -372,10 +407,15 @@ TEST(Writer, RefusesBeyondCapacityAndAfterStop) {
     std::promise<void> release;
     auto gate = release.get_future().share();
     std::promise<void> started;
-    ASSERT_TRUE(writer.submit([&](Db&) { started.set_value(); gate.wait(); }, [](Status) {}));
-    started.get_future().wait();  // the writer holds the first item
-    EXPECT_TRUE(writer.submit([](Db&) {}, [](Status) {}));    // fills the queue
-    EXPECT_FALSE(writer.submit([](Db&) {}, [](Status) {}));   // overloaded
+    ASSERT_TRUE(writer.submit(
+        [&](Db&) {
+            started.set_value();
+            gate.wait();
+        },
+        [](Status) {}));
+    started.get_future().wait();                             // the writer holds the first item
+    EXPECT_TRUE(writer.submit([](Db&) {}, [](Status) {}));   // fills the queue
+    EXPECT_FALSE(writer.submit([](Db&) {}, [](Status) {}));  // overloaded
     release.set_value();
     writer.stop();
     EXPECT_FALSE(writer.submit([](Db&) {}, [](Status) {}));

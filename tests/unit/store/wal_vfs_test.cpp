@@ -2,9 +2,9 @@
 // system in a few writes, and nothing a reader, a crash or a rolled-back statement sees changes.
 #include <gtest/gtest.h>
 
-#include <csignal>
 #include <sys/wait.h>
 #include <unistd.h>
+#include <csignal>
 
 #include "crcrd/store/sqlite.hpp"
 #include "support/temp_dir.hpp"

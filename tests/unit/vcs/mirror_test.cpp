@@ -22,7 +22,7 @@ std::string run_git(const std::vector<std::string>& args) {
 }
 
 class MirrorTest : public ::testing::Test {
-protected:
+  protected:
     void SetUp() override {
         up = dir.path() / "upstream";
         run_git({"init", "--quiet", "-b", "main", up.string()});
@@ -71,13 +71,15 @@ TEST_F(MirrorTest, ChangedPathsFromAShaOrABranch) {
     upstream.remote.clear();  // what the mirror lacks can no longer be fetched
     auto missing = changed_paths(upstream, "refs/heads/release", head);
     ASSERT_FALSE(missing);
-    EXPECT_NE(missing.error().message.find("upstream.remote is not set"), std::string::npos) << missing.error().message;
+    EXPECT_NE(missing.error().message.find("upstream.remote is not set"), std::string::npos)
+        << missing.error().message;
 }
 
 TEST_F(MirrorTest, FirstParentCommitsWithTheirMessagesAndPaths) {
     // main: one, then the PR merged with a merge commit, then a direct commit.
     run_git({"-C", up.string(), "checkout", "--quiet", "main"});
-    run_git({"-C", up.string(), "merge", "--quiet", "--no-ff", "-m", "Merge the PR (#5)\n\nPull Request resolved: x", "pr"});
+    run_git({"-C", up.string(), "merge", "--quiet", "--no-ff", "-m",
+             "Merge the PR (#5)\n\nPull Request resolved: x", "pr"});
     const auto merge = run_git({"-C", up.string(), "rev-parse", "HEAD"});
     write_file(up / "torch" / "b.py", "b\n");
     run_git({"-C", up.string(), "add", "-A"});
@@ -108,20 +110,26 @@ TEST_F(MirrorTest, FirstParentCommitsWithTheirMessagesAndPaths) {
     EXPECT_EQ(msg->body, "Merge the PR (#5)\n\nPull Request resolved: x");
 
     // A merge against its first parent: what the PR brought; a root commit: its files.
-    EXPECT_EQ(commit_paths(upstream, merge, base).value(), (std::vector<std::string>{"docs/b.md", "docs/c.md", "torch/a.py"}));
+    EXPECT_EQ(commit_paths(upstream, merge, base).value(),
+              (std::vector<std::string>{"docs/b.md", "docs/c.md", "torch/a.py"}));
     EXPECT_EQ(commit_paths(upstream, tip, merge).value(), (std::vector<std::string>{"torch/b.py"}));
-    EXPECT_EQ(commit_paths(upstream, base, "").value(), (std::vector<std::string>{"docs/b.md", "torch/a.py"}));
+    EXPECT_EQ(commit_paths(upstream, base, "").value(),
+              (std::vector<std::string>{"docs/b.md", "torch/a.py"}));
 }
 
 TEST_F(MirrorTest, HooksAndFsmonitorInTheMirrorNeverRun) {
     // What a process that could write into the mirror would leave for the daemon to run.
     ASSERT_TRUE(add_checkout(upstream, dir.path() / "first", base));
     const auto mark = dir.path() / "ran";
-    for (const char* hook : {"post-checkout", "reference-transaction", "post-index-change", "fsmonitor-watchman"}) {
-        write_file(upstream.mirror / "hooks" / hook, "#!/bin/sh\necho " + std::string(hook) + " >> " + mark.string() + "\n", 0755);
+    for (const char* hook :
+         {"post-checkout", "reference-transaction", "post-index-change", "fsmonitor-watchman"}) {
+        write_file(upstream.mirror / "hooks" / hook,
+                   "#!/bin/sh\necho " + std::string(hook) + " >> " + mark.string() + "\n", 0755);
     }
-    write_file(dir.path() / "fsmonitor.sh", "#!/bin/sh\necho fsmonitor >> " + mark.string() + "\n", 0755);
-    run_git({"--git-dir=" + upstream.mirror.string(), "config", "core.fsmonitor", (dir.path() / "fsmonitor.sh").string()});
+    write_file(dir.path() / "fsmonitor.sh", "#!/bin/sh\necho fsmonitor >> " + mark.string() + "\n",
+               0755);
+    run_git({"--git-dir=" + upstream.mirror.string(), "config", "core.fsmonitor",
+             (dir.path() / "fsmonitor.sh").string()});
 
     ASSERT_TRUE(add_checkout(upstream, dir.path() / "second", head));
     ASSERT_TRUE(changed_paths(upstream, "refs/heads/main", head));
@@ -134,12 +142,14 @@ TEST_F(MirrorTest, AMirrorWhoseConfigIncludesAnotherFileIsRefused) {
     ASSERT_TRUE(ensure_mirror(upstream));
     // An include could bring in settings (hooks, filters, an fsmonitor) from a file the daemon
     // does not own.
-    run_git({"--git-dir=" + upstream.mirror.string(), "config", "include.path", (dir.path() / "elsewhere").string()});
+    run_git({"--git-dir=" + upstream.mirror.string(), "config", "include.path",
+             (dir.path() / "elsewhere").string()});
     auto s = add_checkout(upstream, dir.path() / "co", base);
     ASSERT_FALSE(s);
     EXPECT_NE(s.error().message.find("include"), std::string::npos) << s.error().message;
     run_git({"--git-dir=" + upstream.mirror.string(), "config", "--unset", "include.path"});
-    run_git({"--git-dir=" + upstream.mirror.string(), "config", "includeIf.onbranch:main.path", "x"});
+    run_git(
+        {"--git-dir=" + upstream.mirror.string(), "config", "includeIf.onbranch:main.path", "x"});
     EXPECT_FALSE(changed_paths(upstream, base, head));
 }
 

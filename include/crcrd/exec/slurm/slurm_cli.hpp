@@ -37,17 +37,18 @@ std::optional<JobInfo> job_info(std::string_view line);
 std::optional<JobInfo> find_completion(std::string_view jobcomp_text, const std::string& id);
 
 /// The last record of a job named `name` (JobName) in the text of a jobcomp/filetxt file.
-std::optional<JobInfo> find_completion_by_name(std::string_view jobcomp_text, const std::string& name);
+std::optional<JobInfo> find_completion_by_name(std::string_view jobcomp_text,
+                                               const std::string& name);
 
 /// What crcrd does with a job in `state` (docs/execution.md).
 enum class Phase {
-    waiting,     // PENDING, CONFIGURING, REQUEUED, RESIZING, SUSPENDED, ...: look again later
-    running,     // RUNNING, COMPLETING: look again later
-    finished,    // COMPLETED, FAILED: the tests decide (JUnit; none: infra_error)
-    timed_out,   // TIMEOUT, DEADLINE: timeout
-    infra,       // NODE_FAIL, BOOT_FAIL, OUT_OF_MEMORY, and what crcrd does not know: infra_error
-    preempted,   // PREEMPTED (ended, not requeued): submitted again, not counted as an attempt
-    cancelled,   // CANCELLED: cancelled when crcrd asked for it, else infra_error
+    waiting,    // PENDING, CONFIGURING, REQUEUED, RESIZING, SUSPENDED, ...: look again later
+    running,    // RUNNING, COMPLETING: look again later
+    finished,   // COMPLETED, FAILED: the tests decide (JUnit; none: infra_error)
+    timed_out,  // TIMEOUT, DEADLINE: timeout
+    infra,      // NODE_FAIL, BOOT_FAIL, OUT_OF_MEMORY, and what crcrd does not know: infra_error
+    preempted,  // PREEMPTED (ended, not requeued): submitted again, not counted as an attempt
+    cancelled,  // CANCELLED: cancelled when crcrd asked for it, else infra_error
 };
 Phase phase_of(std::string_view state);
 
@@ -64,15 +65,15 @@ std::optional<std::string> parse_sbatch_id(std::string_view out);
 
 struct Submission {
     std::string partition;
-    std::vector<std::string> gres;        // from the job's labels through gres_per_label
+    std::vector<std::string> gres;  // from the job's labels through gres_per_label
     std::chrono::milliseconds timeout{0};
-    std::string job_name;                 // crcrd-<job id>
-    std::string comment;                  // crcrd's ids, without spaces
-    std::string output;                   // Slurm's own output file (crcrd's helper messages)
-    std::string chdir;                    // the control folder
-    std::vector<std::string> extra;       // execution.slurm.sbatch_args
-    std::string script;                   // the fixed batch script: exec "$@"
-    std::vector<std::string> command;     // what the script execs: crcrd --slurm-job <spec>
+    std::string job_name;              // crcrd-<job id>
+    std::string comment;               // crcrd's ids, without spaces
+    std::string output;                // Slurm's own output file (crcrd's helper messages)
+    std::string chdir;                 // the control folder
+    std::vector<std::string> extra;    // execution.slurm.sbatch_args
+    std::string script;                // the fixed batch script: exec "$@"
+    std::vector<std::string> command;  // what the script execs: crcrd --slurm-job <spec>
 };
 
 /// The sbatch argv (never a shell string): --parsable, --export=NONE, --no-requeue (crcrd owns

@@ -20,21 +20,23 @@
 namespace crcrd::exec {
 
 class SlurmExecutor : public Executor {
-public:
+  public:
     explicit SlurmExecutor(std::shared_ptr<const ExecutorSettings> settings);
     void set_settings(std::shared_ptr<const ExecutorSettings> settings);
 
     /// `max_submitted` slots, slurm-1 … slurm-N, each offering every label of gres_per_label:
     /// the dispatcher never has more jobs in Slurm than that.
     std::vector<SlotOffer> slots() const override;
-    RawOutcome run(const JobToRun& job, const std::atomic<bool>& cancel, const AttemptHooks& hooks) override;
+    RawOutcome run(const JobToRun& job, const std::atomic<bool>& cancel,
+                   const AttemptHooks& hooks) override;
     /// Slurm owns its nodes' health: always ok.
     nlohmann::json check_health(const std::string& slot) override;
     /// Nothing to do: a job comes here only when adoptable() found nothing of it in Slurm.
     int abandon(std::int64_t job_id) override;
-    std::optional<std::string> adoptable(std::int64_t job_id, const std::optional<std::string>& external_id) override;
-    RawOutcome adopt(const JobToRun& job, const std::string& external_id, const std::atomic<bool>& cancel,
-                     const AttemptHooks& hooks) override;
+    std::optional<std::string> adoptable(std::int64_t job_id,
+                                         const std::optional<std::string>& external_id) override;
+    RawOutcome adopt(const JobToRun& job, const std::string& external_id,
+                     const std::atomic<bool>& cancel, const AttemptHooks& hooks) override;
     bool detach_on_stop() override;
     /// {"partition", "nodes": [{name, state, reason, gres, gres_used}], "error"}.
     nlohmann::json cluster() override;
@@ -42,7 +44,7 @@ public:
     /// The name crcrd gives job `job_id`'s Slurm job.
     static std::string job_name(std::int64_t job_id);
 
-private:
+  private:
     std::shared_ptr<const ExecutorSettings> settings() const;
     /// Where the attempt's files are, for one submitted now or by a previous daemon.
     struct Paths {
@@ -53,7 +55,8 @@ private:
     static ExecutorSettings on_shared_root(const ExecutorSettings& s);
     /// sbatch for the attempt whose spec is written; the Slurm job id, or why not. `first`: when
     /// sbatch fails, a job it may have submitted anyway is looked up by name.
-    Result<std::string> submit(const ExecutorSettings& s, const JobToRun& job, const Paths& p, bool first);
+    Result<std::string> submit(const ExecutorSettings& s, const JobToRun& job, const Paths& p,
+                               bool first);
     /// A pending or running job named for `job_id` other than `except`.
     std::optional<std::string> live_by_name(std::int64_t job_id, const std::string& except);
     /// The job as Slurm knows it now: the controller, else the job-completion file. nullopt
@@ -64,11 +67,13 @@ private:
     /// scancel, tried three times; false when Slurm never took it.
     bool scancel(const std::string& id);
     /// Follows Slurm job `id` of `a` to its end and collects it.
-    RawOutcome watch(const ExecutorSettings& s, const JobToRun& job, const PreparedAttempt& a, std::string id,
-                     const std::atomic<bool>& cancel, const std::function<void(const Started&)>& on_running);
+    RawOutcome watch(const ExecutorSettings& s, const JobToRun& job, const PreparedAttempt& a,
+                     std::string id, const std::atomic<bool>& cancel,
+                     const std::function<void(const Started&)>& on_running);
     /// Waits up to `d`, or less when the daemon stops or `cancel` is set.
     void pause(std::chrono::milliseconds d, const std::atomic<bool>& cancel);
-    void wait_a_little(std::chrono::milliseconds poll, const std::atomic<bool>& cancel, bool cancel_sent);
+    void wait_a_little(std::chrono::milliseconds poll, const std::atomic<bool>& cancel,
+                       bool cancel_sent);
     bool detaching();
 
     mutable std::mutex m_mu;
