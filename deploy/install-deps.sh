@@ -8,6 +8,8 @@ packages=(
   libboost1.81-dev nlohmann-json3-dev libssl-dev libspdlog-dev libfmt-dev
   libsqlite3-dev sqlite3 libsimdjson-dev libzstd-dev libpugixml-dev libre2-dev libyaml-cpp-dev libcli11-dev libgtest-dev libgmock-dev libsystemd-dev
   bubblewrap python3 python3-pytest curl nginx-light jq
+  # tests/lint/format.sh (ctest Lint.Formatted) checks the code against .clang-format.
+  clang-format
   # bench/run-match-peers.sh: ripgrep beside grep as a peer of the log classification.
   ripgrep
   # The integration tests validate real API responses against docs/openapi.yaml
