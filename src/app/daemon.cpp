@@ -1,20 +1,20 @@
 #include "crcrd/app/daemon.hpp"
 
+#include <malloc.h>
+#include <pwd.h>
+#include <sys/resource.h>
+#include <systemd/sd-daemon.h>
+#include <unistd.h>
 #include <atomic>
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
-#include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/detached.hpp>
+#include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/signal_set.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/thread_pool.hpp>
 #include <boost/asio/use_awaitable.hpp>
-#include <malloc.h>
-#include <sys/resource.h>
-#include <pwd.h>
-#include <unistd.h>
-#include <systemd/sd-daemon.h>
 
 #include <iostream>
 #include <thread>
@@ -23,22 +23,22 @@
 #include "app/router.hpp"
 #include "app/settings.hpp"
 #include "crcrd/config/config.hpp"
+#include "crcrd/core/files.hpp"
 #include "crcrd/core/log.hpp"
-#include "crcrd/http/server.hpp"
-#include "crcrd/ingest/recovery.hpp"
-#include "crcrd/ingest/webhook.hpp"
 #include "crcrd/exec/job_env.hpp"
 #include "crcrd/exec/local_executor.hpp"
 #include "crcrd/exec/slurm/node_job.hpp"
 #include "crcrd/exec/slurm/slurm_executor.hpp"
-#include "crcrd/core/files.hpp"
 #include "crcrd/github/auth.hpp"
+#include "crcrd/http/server.hpp"
+#include "crcrd/ingest/recovery.hpp"
+#include "crcrd/ingest/webhook.hpp"
 #include "crcrd/report/outbox.hpp"
 #include "crcrd/report/sender.hpp"
 #include "crcrd/sched/dispatcher.hpp"
 #include "crcrd/sched/planner.hpp"
-#include "crcrd/store/events.hpp"
 #include "crcrd/select/rules.hpp"
+#include "crcrd/store/events.hpp"
 #include "crcrd/store/instance_lock.hpp"
 #include "crcrd/store/retention.hpp"
 #include "crcrd/store/schema.hpp"
@@ -52,7 +52,9 @@ namespace {
 
 constexpr auto k_tuple = asio::as_tuple(asio::use_awaitable);
 
-void notify(const char* state) { sd_notify(0, state); }
+void notify(const char* state) {
+    sd_notify(0, state);
+}
 
 /// Request bodies of tens of KiB are allocated and freed on every delivery. glibc's default
 /// trims each thread arena back to the OS as soon as its top is free, which costs a
@@ -112,16 +114,19 @@ std::vector<config::RunnerConfig> slot_runners(const exec::Executor& e) {
 /// The running daemon: every part, built once from the first checked configuration. apply()
 /// hands each part its settings; it runs at start and, unchanged, on every reload.
 class Daemon {
-public:
+  public:
     Daemon(std::filesystem::path config_path, Checked checked, store::Writer& writer)
         : m_config_path(std::move(config_path)),
           m_cfg(*checked.config),
           m_writer(writer),
           m_outbox(outbox_settings(m_cfg)),
           m_sender(writer, m_cfg.storage.path, report::sender_settings(m_cfg.report)),
-          m_pruner(writer, std::chrono::duration_cast<std::chrono::milliseconds>(m_cfg.storage.retention),
-                   std::chrono::duration_cast<std::chrono::milliseconds>(m_cfg.storage.rejected_retention),
-                   std::chrono::duration_cast<std::chrono::milliseconds>(m_cfg.storage.prune_interval)),
+          m_pruner(
+              writer,
+              std::chrono::duration_cast<std::chrono::milliseconds>(m_cfg.storage.retention),
+              std::chrono::duration_cast<std::chrono::milliseconds>(
+                  m_cfg.storage.rejected_retention),
+              std::chrono::duration_cast<std::chrono::milliseconds>(m_cfg.storage.prune_interval)),
           m_webhook(checked.policy, writer),
           m_planner(writer, m_cfg.storage.path, checked.planner),
           m_api(m_cfg.storage.path, m_cfg.admin.tokens, m_readers.get_executor(), writer) {
@@ -145,17 +150,18 @@ public:
         // writer turns marks into outbox rows inside the same commit (the new jobs' statuses
         // too), and the sender is woken once it is durable.
         // Each hook has a savepoint of its own: the outbox's failure does not undo the plans.
-        m_writer.set_commit_hooks(
-            {[this](store::Db& db) { m_planner.plan_with_commit(db); }, [this](store::Db& db) { m_outbox(db); }},
-            [this] {
-                m_sender.notify();
-                m_planner.committed();
-            });
+        m_writer.set_commit_hooks({[this](store::Db& db) { m_planner.plan_with_commit(db); },
+                                   [this](store::Db& db) { m_outbox(db); }},
+                                  [this] {
+                                      m_sender.notify();
+                                      m_planner.committed();
+                                  });
         m_sender.start();
         m_pruner.start();
         if (int rc = create_execution(); rc != 0) return rc;
         if (m_cfg.recovery) {
-            m_recovery = std::make_unique<ingest::Recovery>(m_writer, m_cfg.storage.path, recovery_settings(m_cfg));
+            m_recovery = std::make_unique<ingest::Recovery>(m_writer, m_cfg.storage.path,
+                                                            recovery_settings(m_cfg));
             m_api.on_recovery_run([this] { m_recovery->run_now(); });
         }
         apply(m_checked);  // the dispatcher's settings too, before it recovers anything
@@ -175,7 +181,7 @@ public:
         return 0;
     }
 
-private:
+  private:
     /// The counters of /metrics: the writer hands each commit's events to them, and one writer
     /// item installs the event triggers and reads the totals they start from, so that no
     /// commit is counted twice or missed. Non-zero: the exit code.
@@ -189,13 +195,20 @@ private:
             // runs table's insert trigger emits run_created, so no path can miss it.
             // A run that ended with work left for the planner (bisection, the selection-miss
             // audit) wakes it for its follow-ups the same way.
-            bool created = false, followup = false;
+            // A job that ended outside the dispatcher (superseded, its PR closed, cancelled by
+            // an operator) wakes it: a command still running for it is stopped at once, not at
+            // the dispatcher's next look.
+            bool created = false, followup = false, job_ended = false;
             for (const auto& e : events) {
                 created = created || e.kind == store::EventKind::run_created;
                 followup = followup || e.kind == store::EventKind::followup;
+                job_ended = job_ended || e.kind == store::EventKind::job_finished;
             }
-            if (followup) m_planner.notify_followups();
-            else if (created) m_planner.notify();
+            if (auto* d = m_wake_dispatcher.load(); d && job_ended) d->notify();
+            if (followup)
+                m_planner.notify_followups();
+            else if (created)
+                m_planner.notify();
         });
         store::EventTotals totals;
         auto seeded = m_writer.run_sync([&totals](store::Db& db) {
@@ -220,11 +233,13 @@ private:
         m_api.set_ui(cfg.admin.ui_public, cfg.trust.upstream_repo);
         m_api.set_tiers(tier_names(c.planner));
         if (cfg.execution.executor != m_cfg.execution.executor) {
-            spdlog::error("reload: execution.executor stays {} until the next start", m_cfg.execution.executor);
+            spdlog::error("reload: execution.executor stays {} until the next start",
+                          m_cfg.execution.executor);
         }
         if (m_local) m_local->set_settings(executor_settings(cfg));
         if (m_slurm && cfg.execution.slurm) m_slurm->set_settings(executor_settings(cfg));
-        m_api.set_runners(m_slurm ? slot_runners(*m_slurm) : cfg.runners);  // after the executor's reload
+        m_api.set_runners(m_slurm ? slot_runners(*m_slurm)
+                                  : cfg.runners);  // after the executor's reload
         m_outbox.set(outbox_settings(cfg));
         m_sender.set_settings(report::sender_settings(cfg.report));
         if (m_recovery && cfg.recovery) m_recovery->set_settings(recovery_settings(cfg));
@@ -245,10 +260,12 @@ private:
         }
         if (m_cfg.execution.command.empty() || (!slurm && m_cfg.runners.empty())) return 0;
         if (m_cfg.execution.work_root.empty() && !slurm) {
-            std::cerr << m_config_path.string() << ": execution.work_root: required with execution.command\n";
+            std::cerr << m_config_path.string()
+                      << ": execution.work_root: required with execution.command\n";
             return 2;
         }
-        m_dispatcher = std::make_unique<sched::Dispatcher>(m_writer, m_cfg.storage.path, *m_executor, sched::DispatcherSettings{});
+        m_dispatcher = std::make_unique<sched::Dispatcher>(
+            m_writer, m_cfg.storage.path, *m_executor, sched::DispatcherSettings{});
         return 0;
     }
 
@@ -263,13 +280,17 @@ private:
             }
         }
         m_dispatcher->start();
+        m_wake_dispatcher.store(m_dispatcher.get());
         if (m_slurm) {
-            spdlog::info("execution: Slurm partition {}, at most {} job(s) submitted, isolation={}, shared_root={}",
-                         m_cfg.execution.slurm->partition, m_cfg.execution.slurm->max_submitted, m_cfg.execution.isolation,
-                         m_cfg.execution.slurm->shared_root.string());
+            spdlog::info(
+                "execution: Slurm partition {}, at most {} job(s) submitted, isolation={}, "
+                "shared_root={}",
+                m_cfg.execution.slurm->partition, m_cfg.execution.slurm->max_submitted,
+                m_cfg.execution.isolation, m_cfg.execution.slurm->shared_root.string());
         } else {
-            spdlog::info("execution: {} runner slot(s), isolation={}, work_root={}", m_cfg.runners.size(),
-                         m_cfg.execution.isolation, m_cfg.execution.work_root.string());
+            spdlog::info("execution: {} runner slot(s), isolation={}, work_root={}",
+                         m_cfg.runners.size(), m_cfg.execution.isolation,
+                         m_cfg.execution.work_root.string());
         }
         return 0;
     }
@@ -278,18 +299,20 @@ private:
     /// dashboard move there; the public one serves the webhook). Non-zero: the exit code.
     int start_listeners() {
         const bool split = m_cfg.admin.listen.has_value();
-        m_router = std::make_unique<Router>(m_cfg.server.webhook_path, m_webhook, m_api, m_writer,
-                                            split ? Router::Serves::webhook : Router::Serves::everything);
-        m_server = std::make_unique<http::Server>(m_context_ptrs, m_cfg.server,
-                                                  [this](http::Request& r) { return m_router->route(r); });
+        m_router =
+            std::make_unique<Router>(m_cfg.server.webhook_path, m_webhook, m_api, m_writer,
+                                     split ? Router::Serves::webhook : Router::Serves::everything);
+        m_server = std::make_unique<http::Server>(
+            m_context_ptrs, m_cfg.server, [this](http::Request& r) { return m_router->route(r); });
         if (split) {
-            m_admin_router = std::make_unique<Router>(m_cfg.server.webhook_path, m_webhook, m_api, m_writer,
-                                                      Router::Serves::admin);
+            m_admin_router = std::make_unique<Router>(m_cfg.server.webhook_path, m_webhook, m_api,
+                                                      m_writer, Router::Serves::admin);
             config::ServerConfig admin_cfg = m_cfg.server;
             admin_cfg.host = m_cfg.admin.listen_host;
             admin_cfg.port = m_cfg.admin.listen_port;
-            m_admin_server = std::make_unique<http::Server>(m_context_ptrs, admin_cfg,
-                                                            [this](http::Request& r) { return m_admin_router->route(r); });
+            m_admin_server = std::make_unique<http::Server>(
+                m_context_ptrs, admin_cfg,
+                [this](http::Request& r) { return m_admin_router->route(r); });
         }
         // Signals are taken over before the listener announces itself: a SIGHUP sent as soon
         // as the daemon is up must reload, not end the process (SIGHUP's default action).
@@ -298,8 +321,8 @@ private:
             spdlog::critical("{}", s.error().message);
             return s.error().code == "config" ? 2 : 1;
         }
-        spdlog::info("crcrd {} listening on {} (webhook {}) storage={}", CRCRD_VERSION, m_server->url(),
-                     m_cfg.server.webhook_path, m_cfg.storage.path.string());
+        spdlog::info("crcrd {} listening on {} (webhook {}) storage={}", CRCRD_VERSION,
+                     m_server->url(), m_cfg.server.webhook_path, m_cfg.storage.path.string());
         if (m_admin_server) {
             if (auto s = m_admin_server->start(); !s) {
                 spdlog::critical("admin.listen: {}", s.error().message);
@@ -338,7 +361,8 @@ private:
             if (next.config->server.tls) {
                 for (auto* srv : {m_server.get(), m_admin_server.get()}) {
                     if (!srv) continue;
-                    if (auto t = srv->reload_tls(*next.config->server.tls); !t) spdlog::error("reload: {}", t.error().message);
+                    if (auto t = srv->reload_tls(*next.config->server.tls); !t)
+                        spdlog::error("reload: {}", t.error().message);
                 }
             }
             if (m_dispatcher) m_dispatcher->resync_slots();
@@ -353,7 +377,8 @@ private:
 
     void drain(int sig) {
         m_stopping = true;
-        spdlog::info("signal {}: draining (at most {})", sig, format_duration(m_cfg.server.drain_timeout));
+        spdlog::info("signal {}: draining (at most {})", sig,
+                     format_duration(m_cfg.server.drain_timeout));
         notify("STOPPING=1");
         // Both listeners drain; the contexts stop when the last of them is done.
         auto drains = std::make_shared<int>(m_admin_server ? 2 : 1);
@@ -415,6 +440,7 @@ private:
         if (m_stopped) return;
         m_stopped = true;
         m_readers.join();
+        m_wake_dispatcher.store(nullptr);
         if (m_dispatcher) m_dispatcher->stop();
         m_planner.stop();
         m_pruner.stop();
@@ -441,6 +467,8 @@ private:
     std::unique_ptr<exec::SlurmExecutor> m_slurm;
     exec::Executor* m_executor = nullptr;
     std::unique_ptr<sched::Dispatcher> m_dispatcher;
+    /// The dispatcher, once started, for the writer's thread to wake (null before and after).
+    std::atomic<sched::Dispatcher*> m_wake_dispatcher{nullptr};
     // One single-threaded io_context per network thread: Asio then takes no locks, and each
     // connection lives on one thread.
     std::vector<std::unique_ptr<asio::io_context>> m_contexts;
@@ -470,7 +498,8 @@ int run(const std::filesystem::path& config_path) {
     tune_malloc();
     std::error_code fs_ec;
     std::filesystem::create_directories(cfg.storage.path.parent_path(), fs_ec);
-    // One daemon per database, before anything touches a job, a slot or a process (docs/execution.md).
+    // One daemon per database, before anything touches a job, a slot or a process
+    // (docs/execution.md).
     auto instance = store::InstanceLock::acquire(cfg.storage.path);
     if (!instance) {
         spdlog::critical("{}", instance.error().message);
@@ -479,7 +508,8 @@ int run(const std::filesystem::path& config_path) {
     store::WriterOptions writer_opts;
     writer_opts.max_pending = cfg.storage.max_pending_writes;
     writer_opts.checkpoint_path = cfg.storage.path;
-    auto opened = store::open_writer(cfg.storage.path, static_cast<int>(cfg.storage.busy_timeout.count()), writer_opts);
+    auto opened = store::open_writer(
+        cfg.storage.path, static_cast<int>(cfg.storage.busy_timeout.count()), writer_opts);
     if (!opened) {
         spdlog::critical("storage: {}", opened.error().message);
         return 1;

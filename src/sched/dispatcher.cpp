@@ -43,17 +43,19 @@ exec::JobToRun load_job(store::Db& db, std::int64_t id) {
 }
 
 bool covers(const std::vector<std::string>& have, const std::vector<std::string>& need) {
-    return std::all_of(need.begin(), need.end(),
-                       [&](const std::string& l) { return std::find(have.begin(), have.end(), l) != have.end(); });
+    return std::all_of(need.begin(), need.end(), [&](const std::string& l) {
+        return std::find(have.begin(), have.end(), l) != have.end();
+    });
 }
 
 /// Leases the first free, undrained slot on offer whose labels cover the job's; its name, or
 /// nullopt when none is free.
-std::optional<std::string> lease(store::Db& db, const std::vector<exec::SlotOffer>& offers, const exec::JobToRun& job,
-                                 std::chrono::milliseconds ttl) {
+std::optional<std::string> lease(store::Db& db, const std::vector<exec::SlotOffer>& offers,
+                                 const exec::JobToRun& job, std::chrono::milliseconds ttl) {
     store::SlotsRepo slots(db);
     for (const auto& name : slots.free_undrained()) {
-        auto offer = std::find_if(offers.begin(), offers.end(), [&](const auto& o) { return o.name == name; });
+        auto offer = std::find_if(offers.begin(), offers.end(),
+                                  [&](const auto& o) { return o.name == name; });
         if (offer == offers.end() || !covers(offer->labels, job.labels)) continue;
         if (slots.take(name, job.job_id, rfc3339(system_clock::now() + ttl))) return name;
     }
@@ -68,7 +70,8 @@ void release(store::Db& db, const exec::JobToRun& job, bool unhealthy, const jso
         slots.take_offline(job.slot, health.dump(), rfc3339(system_clock::now() + health_interval));
         return;
     }
-    slots.give_back(job.slot, job.job_id, health.is_null() ? std::optional<std::string>() : health.dump());
+    slots.give_back(job.slot, job.job_id,
+                    health.is_null() ? std::optional<std::string>() : health.dump());
 }
 
 /// The policy attempts end under now.
@@ -86,11 +89,16 @@ Judged ended(Conclusion conclusion, std::string reason) {
 
 }  // namespace
 
-Dispatcher::Dispatcher(store::Writer& writer, std::filesystem::path db_path, exec::Executor& executor,
-                       DispatcherSettings settings)
-    : m_writer(writer), m_db_path(std::move(db_path)), m_executor(executor), m_settings(std::move(settings)) {}
+Dispatcher::Dispatcher(store::Writer& writer, std::filesystem::path db_path,
+                       exec::Executor& executor, DispatcherSettings settings)
+    : m_writer(writer),
+      m_db_path(std::move(db_path)),
+      m_executor(executor),
+      m_settings(std::move(settings)) {}
 
-Dispatcher::~Dispatcher() { stop(); }
+Dispatcher::~Dispatcher() {
+    stop();
+}
 
 void Dispatcher::set_settings(DispatcherSettings settings) {
     {
@@ -119,11 +127,12 @@ Status Dispatcher::sync_slots() {
 }
 
 void Dispatcher::resync_slots() {
-    m_writer.submit([names = offered_slot_names()](store::Db& db) { store::SlotsRepo(db).sync(names); },
-                    [this](Status s) {
-                        if (!s) spdlog::error("slots: {}", s.error().message);
-                        notify();
-                    });
+    m_writer.submit(
+        [names = offered_slot_names()](store::Db& db) { store::SlotsRepo(db).sync(names); },
+        [this](Status s) {
+            if (!s) spdlog::error("slots: {}", s.error().message);
+            notify();
+        });
 }
 
 Status Dispatcher::recover() {
@@ -135,7 +144,8 @@ Status Dispatcher::recover() {
     if (!read) return read;
     std::map<std::int64_t, std::string> outside;
     for (const auto& open : left)
-        if (auto external = m_executor.adoptable(open.id, open.external_id)) outside[open.id] = *external;
+        if (auto external = m_executor.adoptable(open.id, open.external_id))
+            outside[open.id] = *external;
     std::vector<std::pair<exec::JobToRun, std::string>> adopted;
     auto s = m_writer.run_sync([&](store::Db& db) {
         adopted.clear();
@@ -147,19 +157,27 @@ Status Dispatcher::recover() {
             // An attempt that goes on outside the daemon (a Slurm job) is adopted, not repeated.
             if (auto it = outside.find(open.id); it != outside.end()) {
                 job.slot = open.slot.value_or("");
-                if (!job.slot.empty() && !slots.take(job.slot, job.job_id, rfc3339(system_clock::now() + cfg.lease_ttl))) {
-                    spdlog::warn("job_id={} slot {} is no longer offered; the adopted job runs without it", open.id, job.slot);
+                if (!job.slot.empty() &&
+                    !slots.take(job.slot, job.job_id,
+                                rfc3339(system_clock::now() + cfg.lease_ttl))) {
+                    spdlog::warn(
+                        "job_id={} slot {} is no longer offered; the adopted job runs without it",
+                        open.id, job.slot);
                 }
                 jobs.mark_running(open.id, 0, it->second, now_rfc3339());
-                spdlog::info("job_id={} run_id={} adopted: it goes on as {}", open.id, job.run_id, it->second);
+                spdlog::info("job_id={} run_id={} adopted: it goes on as {}", open.id, job.run_id,
+                             it->second);
                 adopted.emplace_back(std::move(job), it->second);
                 continue;
             }
             if (int n = m_executor.abandon(open.id); n > 0) {
-                spdlog::warn("job_id={} killed {} stray process(es) of the previous daemon", open.id, n);
+                spdlog::warn("job_id={} killed {} stray process(es) of the previous daemon",
+                             open.id, n);
             }
-            end_attempt(db, job, AttemptOrigin::lost, ended(Conclusion::infra_error, "daemon restarted"), end_policy(cfg));
-            spdlog::warn("job_id={} run_id={} ended infra_error: daemon restarted", open.id, job.run_id);
+            end_attempt(db, job, AttemptOrigin::lost,
+                        ended(Conclusion::infra_error, "daemon restarted"), end_policy(cfg));
+            spdlog::warn("job_id={} run_id={} ended infra_error: daemon restarted", open.id,
+                         job.run_id);
         }
     });
     if (s) {
@@ -175,7 +193,8 @@ void Dispatcher::start() {
         for (auto& [job, external] : m_adopted) {
             auto flag = std::make_shared<std::atomic<bool>>(false);
             m_running[job.job_id] = flag;
-            if (!spawn_worker([this, job, flag, external = external] { work(job, flag, external); })) {
+            if (!spawn_worker(
+                    [this, job, flag, external = external] { work(job, flag, external); })) {
                 // No thread now: the next start adopts it again.
                 m_running.erase(job.job_id);
                 spdlog::error("job_id={} cannot be watched now: no thread", job.job_id);
@@ -252,7 +271,8 @@ void Dispatcher::loop() {
         {
             std::unique_lock lk(m_mu);
             // At the latest when the next offline slot is due for its recheck.
-            const auto until = std::min(std::chrono::steady_clock::now() + std::chrono::milliseconds(500), m_next_recheck);
+            const auto until = std::min(
+                std::chrono::steady_clock::now() + std::chrono::milliseconds(500), m_next_recheck);
             m_cv.wait_until(lk, until, [&] { return m_stopping || m_pending; });
             if (m_stopping) return;
             m_pending = false;
@@ -290,8 +310,10 @@ void Dispatcher::dispatch_once() {
             slots.free_busy(slot);
             if (job_id) {
                 auto job = load_job(db, *job_id);
-                end_attempt(db, job, AttemptOrigin::lost,
-                            ended(Conclusion::infra_error, "the lease of slot " + slot + " expired"), end_policy(cfg));
+                end_attempt(
+                    db, job, AttemptOrigin::lost,
+                    ended(Conclusion::infra_error, "the lease of slot " + slot + " expired"),
+                    end_policy(cfg));
             }
             spdlog::warn("slot={} job_id={} lease expired: slot freed, job ended infra_error", slot,
                          job_id ? std::to_string(*job_id) : std::string("-"));
@@ -303,13 +325,15 @@ void Dispatcher::dispatch_once() {
             return now - parse_rfc3339(jobs.waiting_since(id)).value_or(now) > cfg.device_wait;
         };
         for (auto id : startable_jobs(db)) {
-            // A tier that already passed on this SHA with these tests (docs/verdicts.md): no device time.
-            // (Never for the rerun of a failed tier: that is the failure's own check.)
+            // A tier that already passed on this SHA with these tests (docs/verdicts.md): no device
+            // time. (Never for the rerun of a failed tier: that is the failure's own check.)
             if (cfg.reuse_window.count() > 0 && jobs.failed_in_rerun_source(id).empty()) {
                 if (auto from = jobs.reusable(id, rfc3339(now - cfg.reuse_window))) {
                     jobs.mark_reused(id, from->first, from->second);
-                    finish_job(db, id, Conclusion::passed, "reused from run " + std::to_string(from->first));
-                    spdlog::info("job_id={} reused job {} of run {}", id, from->second, from->first);
+                    finish_job(db, id, Conclusion::passed,
+                               "reused from run " + std::to_string(from->first));
+                    spdlog::info("job_id={} reused job {} of run {}", id, from->second,
+                                 from->first);
                     reused = true;  // the run's next tier may start now: look again at once
                     continue;
                 }
@@ -317,10 +341,12 @@ void Dispatcher::dispatch_once() {
             if (!any_free && !waited_too_long(id)) continue;
             auto job = load_job(db, id);
             if (cfg.rerun_failed_tests) job.rerun_tests = jobs.failed_in_rerun_source(id);
-            // A bisect run runs only the failing tests it bisects (docs/verdicts.md), a base check only those
-            // it checks (docs/verdicts.md), whatever `rerun` says.
-            if (job.rerun_tests.empty()) job.rerun_tests = store::BisectionsRepo(db).tests_for_job(id);
-            if (auto checked = jobs.base_check_tests(id); !checked.empty()) job.rerun_tests = std::move(checked);
+            // A bisect run runs only the failing tests it bisects (docs/verdicts.md), a base check
+            // only those it checks (docs/verdicts.md), whatever `rerun` says.
+            if (job.rerun_tests.empty())
+                job.rerun_tests = store::BisectionsRepo(db).tests_for_job(id);
+            if (auto checked = jobs.base_check_tests(id); !checked.empty())
+                job.rerun_tests = std::move(checked);
             if (auto slot = lease(db, offers, job, cfg.lease_ttl)) {
                 job.slot = *slot;
                 jobs.mark_leased(id, *slot);
@@ -331,8 +357,11 @@ void Dispatcher::dispatch_once() {
                 std::string labels = json(job.labels).dump();
                 const std::string why =
                     "no healthy runner slot with labels " + labels + " within " +
-                    std::to_string(std::chrono::duration_cast<std::chrono::seconds>(cfg.device_wait).count()) + "s";
-                end_attempt(db, job, AttemptOrigin::no_device, ended(Conclusion::device_unavailable, why), end_policy(cfg));
+                    std::to_string(
+                        std::chrono::duration_cast<std::chrono::seconds>(cfg.device_wait).count()) +
+                    "s";
+                end_attempt(db, job, AttemptOrigin::no_device,
+                            ended(Conclusion::device_unavailable, why), end_policy(cfg));
             }
         }
         // Jobs cancelled meanwhile (superseded, PR closed, operator) whose process still runs.
@@ -350,8 +379,9 @@ void Dispatcher::dispatch_once() {
     m_next_recheck = std::chrono::steady_clock::time_point::max();
     if (next_recheck) {
         m_next_recheck = std::chrono::steady_clock::now() +
-                         std::max(std::chrono::milliseconds(0), std::chrono::duration_cast<std::chrono::milliseconds>(
-                                                                     *next_recheck - system_clock::now()));
+                         std::max(std::chrono::milliseconds(0),
+                                  std::chrono::duration_cast<std::chrono::milliseconds>(
+                                      *next_recheck - system_clock::now()));
     }
     for (auto id : cancelled)
         if (auto it = m_running.find(id); it != m_running.end()) it->second->store(true);
@@ -359,8 +389,8 @@ void Dispatcher::dispatch_once() {
     for (auto& job : started) {
         auto flag = std::make_shared<std::atomic<bool>>(false);
         m_running[job.job_id] = flag;
-        spdlog::info("job_id={} run_id={} tier={} attempt={} leased slot={}", job.job_id, job.run_id, job.tier,
-                     job.attempt, job.slot);
+        spdlog::info("job_id={} run_id={} tier={} attempt={} leased slot={}", job.job_id,
+                     job.run_id, job.tier, job.attempt, job.slot);
         if (!spawn_worker([this, job, flag] { work(job, flag); })) {
             m_running.erase(job.job_id);
             not_started.push_back(job);
@@ -390,9 +420,11 @@ void Dispatcher::recheck(const std::string& slot) {
     const bool ok = h.value("ok", false);
     const auto interval = settings().health_interval;
     auto s = m_writer.run_sync([&](store::Db& db) {
-        store::SlotsRepo(db).record_recheck(slot, ok, h.dump(), rfc3339(system_clock::now() + interval));
+        store::SlotsRepo(db).record_recheck(slot, ok, h.dump(),
+                                            rfc3339(system_clock::now() + interval));
     });
-    spdlog::log(ok ? spdlog::level::info : spdlog::level::warn, "slot={} health recheck {}", slot, ok ? "passed: back online" : "failed");
+    spdlog::log(ok ? spdlog::level::info : spdlog::level::warn, "slot={} health recheck {}", slot,
+                ok ? "passed: back online" : "failed");
     {
         std::lock_guard lk(m_mu);
         m_rechecking[slot] = false;
@@ -400,7 +432,8 @@ void Dispatcher::recheck(const std::string& slot) {
     notify();  // back online: jobs may start; still offline: its next recheck is scheduled
 }
 
-void Dispatcher::work(exec::JobToRun job, std::shared_ptr<std::atomic<bool>> cancel, std::optional<std::string> adopt) {
+void Dispatcher::work(exec::JobToRun job, std::shared_ptr<std::atomic<bool>> cancel,
+                      std::optional<std::string> adopt) {
     const auto cfg = settings();
     exec::RawOutcome raw;
     Judged outcome;
@@ -410,21 +443,30 @@ void Dispatcher::work(exec::JobToRun job, std::shared_ptr<std::atomic<bool>> can
         // (superseded, closed, by an operator) is never started.
         hooks.may_start = [this, id = job.job_id] {
             bool claimed = false;
-            auto s = m_writer.run_sync([&](store::Db& db) { claimed = store::JobsRepo(db).claim_start(id, now_rfc3339()); });
+            auto s = m_writer.run_sync([&](store::Db& db) {
+                claimed = store::JobsRepo(db).claim_start(id, now_rfc3339());
+            });
             return s && claimed;
         };
         hooks.on_running = [this, id = job.job_id](const exec::Started& st) {
             m_writer.submit(
-                [id, st](store::Db& db) { store::JobsRepo(db).mark_running(id, st.pgid, st.external_id, now_rfc3339()); },
+                [id, st](store::Db& db) {
+                    store::JobsRepo(db).mark_running(id, st.pgid, st.external_id, now_rfc3339());
+                },
                 [](Status) {});
         };
-        raw = adopt ? m_executor.adopt(job, *adopt, *cancel, hooks) : m_executor.run(job, *cancel, hooks);
+        raw = adopt ? m_executor.adopt(job, *adopt, *cancel, hooks)
+                    : m_executor.run(job, *cancel, hooks);
         if (raw.not_started) {
             // Whoever cancelled the job ended it; only the slot is given back.
-            spdlog::info("job_id={} run_id={} not started: cancelled since its lease", job.job_id, job.run_id);
+            spdlog::info("job_id={} run_id={} not started: cancelled since its lease", job.job_id,
+                         job.run_id);
             const auto interval = cfg.health_interval;
-            auto s = m_writer.run_sync([&](store::Db& db) { release(db, job, false, raw.health, interval); });
-            if (!s) spdlog::error("job_id={} slot {} not given back: {}", job.job_id, job.slot, s.error().message);
+            auto s = m_writer.run_sync(
+                [&](store::Db& db) { release(db, job, false, raw.health, interval); });
+            if (!s)
+                spdlog::error("job_id={} slot {} not given back: {}", job.job_id, job.slot,
+                              s.error().message);
             {
                 std::lock_guard lk(m_mu);
                 m_running.erase(job.job_id);
@@ -435,8 +477,10 @@ void Dispatcher::work(exec::JobToRun job, std::shared_ptr<std::atomic<bool>> can
         if (raw.detached) {
             // The daemon stops and the attempt goes on outside it: nothing to record; the next
             // start adopts it (its slot stays busy until then).
-            spdlog::info("job_id={} run_id={} left running outside the daemon ({}) for the next start", job.job_id,
-                         job.run_id, raw.external.is_null() ? std::string("-") : raw.external.dump());
+            spdlog::info(
+                "job_id={} run_id={} left running outside the daemon ({}) for the next start",
+                job.job_id, job.run_id,
+                raw.external.is_null() ? std::string("-") : raw.external.dump());
             std::lock_guard lk(m_mu);
             m_running.erase(job.job_id);
             return;
@@ -446,7 +490,9 @@ void Dispatcher::work(exec::JobToRun job, std::shared_ptr<std::atomic<bool>> can
         // A bug or an exhausted resource, never the test's doing: the job ends (and is retried)
         // instead of holding its slot forever.
         raw = exec::RawOutcome{};
-        outcome = Judged{Conclusion::infra_error, std::string("crcrd could not run the job: ") + e.what(), std::nullopt, json::object()};
+        outcome =
+            Judged{Conclusion::infra_error, std::string("crcrd could not run the job: ") + e.what(),
+                   std::nullopt, json::object()};
         spdlog::error("job_id={} run failed: {}", job.job_id, e.what());
     }
     // A slot that failed its health check before the start: not an attempt, the job waits.
@@ -455,7 +501,8 @@ void Dispatcher::work(exec::JobToRun job, std::shared_ptr<std::atomic<bool>> can
     json health = raw.health;
     if (requeue) outcome.reason = "health check of " + job.slot + " failed";
     if (!requeue && !raw.health_after.is_null()) {
-        // After a stall or timeout (docs/execution.md): the devices were released and the slot checked, or not.
+        // After a stall or timeout (docs/execution.md): the devices were released and the slot
+        // checked, or not.
         health = raw.health_after;
         unhealthy = !health.value("ok", false);
         outcome.evidence["health_after"] = health;
@@ -470,7 +517,7 @@ void Dispatcher::work(exec::JobToRun job, std::shared_ptr<std::atomic<bool>> can
         std::lock_guard lk(m_mu);
         stopping = m_stopping;
     }
-    EndPlan plan;
+    std::optional<EndPlan> plan;  // nullopt: the attempt had ended already (cancelled), or requeued
     auto store_outcome = [&](store::Db& db) {
         store::JobsRepo jobs(db);
         if (requeue) {
@@ -479,15 +526,23 @@ void Dispatcher::work(exec::JobToRun job, std::shared_ptr<std::atomic<bool>> can
             exec::TestCounts c = exec::count(raw.results);
             std::vector<store::TestRow> tests;
             tests.reserve(raw.results.size());
-            for (const auto& t : raw.results) tests.push_back(store::TestRow{t.name, t.outcome, t.duration_s, t.message});
+            for (const auto& t : raw.results)
+                tests.push_back(store::TestRow{t.name, t.outcome, t.duration_s, t.message});
             jobs.record_results(job.job_id, tests, raw.metadata.dump(), raw.log_path,
-                                json{{"passed", c.passed}, {"failed", c.failed}, {"skipped", c.skipped}, {"flaky", 0}}.dump(),
+                                json{{"passed", c.passed},
+                                     {"failed", c.failed},
+                                     {"skipped", c.skipped},
+                                     {"flaky", 0}}
+                                    .dump(),
                                 outcome.evidence.dump());
             // A rerun's results are its own tests and those carried over from the attempts
-            // before. (A base check ran on another SHA: nothing of the PR's attempts is its result.)
+            // before. (A base check ran on another SHA: nothing of the PR's attempts is its
+            // result.)
             std::int64_t carried = 0;
-            if (job.attempt > 1 && jobs.base_check_tests(job.job_id).empty()) carried = jobs.carry_earlier_results(job.job_id);
-            plan = end_attempt(db, job, AttemptOrigin::ran, outcome, end_policy(cfg, stopping), carried);
+            if (job.attempt > 1 && jobs.base_check_tests(job.job_id).empty())
+                carried = jobs.carry_earlier_results(job.job_id);
+            plan = end_attempt(db, job, AttemptOrigin::ran, outcome, end_policy(cfg, stopping),
+                               carried);
         }
         release(db, job, unhealthy, health, cfg.health_interval);
     };
@@ -495,22 +550,30 @@ void Dispatcher::work(exec::JobToRun job, std::shared_ptr<std::atomic<bool>> can
     // tried again, with growing pauses, until it is stored or the daemon stops (the job is then
     // still running in the database, and the next start ends it "daemon restarted").
     auto s = m_writer.run_sync(store_outcome);
-    for (auto pause = std::chrono::milliseconds(250); !s; pause = std::min(pause * 2, std::chrono::milliseconds(30'000))) {
-        spdlog::error("job_id={} outcome not stored, again in {} ms: {}", job.job_id, pause.count(), s.error().message);
+    for (auto pause = std::chrono::milliseconds(250); !s;
+         pause = std::min(pause * 2, std::chrono::milliseconds(30'000))) {
+        spdlog::error("job_id={} outcome not stored, again in {} ms: {}", job.job_id, pause.count(),
+                      s.error().message);
         {
             std::unique_lock lk(m_mu);
             if (m_stop_cv.wait_for(lk, pause, [&] { return m_stopping; })) break;
         }
         s = m_writer.run_sync(store_outcome);
     }
-    if (requeue) {
-        plan.conclusion = outcome.conclusion;
-        plan.reason = outcome.reason;
+    if (plan) {
+        spdlog::log(
+            plan->conclusion == Conclusion::passed ? spdlog::level::info : spdlog::level::warn,
+            "job_id={} run_id={} tier={} attempt={} slot={} ended {}: {}", job.job_id, job.run_id,
+            job.tier, job.attempt, job.slot, to_string(plan->conclusion), plan->reason);
+    } else {
+        spdlog::info("job_id={} run_id={} tier={} attempt={} slot={} {} ({}: {})", job.job_id,
+                     job.run_id, job.tier, job.attempt, job.slot,
+                     requeue ? "requeued" : "had ended already", to_string(outcome.conclusion),
+                     outcome.reason);
     }
-    spdlog::log(plan.conclusion == Conclusion::passed ? spdlog::level::info : spdlog::level::warn,
-                "job_id={} run_id={} tier={} attempt={} slot={} ended {}: {}", job.job_id, job.run_id, job.tier,
-                job.attempt, job.slot, requeue ? std::string_view("requeued") : to_string(plan.conclusion), plan.reason);
-    if (!s) spdlog::error("job_id={} outcome not stored before the stop: {}", job.job_id, s.error().message);
+    if (!s)
+        spdlog::error("job_id={} outcome not stored before the stop: {}", job.job_id,
+                      s.error().message);
     {
         std::lock_guard lk(m_mu);
         m_running.erase(job.job_id);

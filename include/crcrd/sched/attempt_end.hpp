@@ -25,17 +25,19 @@ struct EndPolicy {
 /// The facts of attempt `job` for plan_end(): its results (stored already, `carried` of them
 /// carried over from earlier attempts), the tier's earlier attempts, a base check's tests, and
 /// for a PR's regression the failures found on its base.
-AttemptFacts read_attempt_facts(store::Db& db, const exec::JobToRun& job, AttemptOrigin origin, Judged judged,
-                                std::int64_t carried, const EndPolicy& policy);
+AttemptFacts read_attempt_facts(store::Db& db, const exec::JobToRun& job, AttemptOrigin origin,
+                                Judged judged, std::int64_t carried, const EndPolicy& policy);
 
 /// Makes `plan` so for attempt `job_id`: flaky marks and evidence first, then the attempt
 /// completes and is retried or checked on the base, or the tier ends (finish_job: later tiers
-/// cancelled unless it passed, the run completed when nothing of it is left). Nothing happens
-/// to an attempt that already ended.
-void apply_end(store::Db& db, std::int64_t job_id, const EndPlan& plan);
+/// cancelled unless it passed, the run completed when nothing of it is left). False, and
+/// nothing happens, when the attempt had already ended (cancelled while it ran).
+bool apply_end(store::Db& db, std::int64_t job_id, const EndPlan& plan);
 
-/// Ends attempt `job`: read_attempt_facts, plan_end, apply_end. The plan it applied.
-EndPlan end_attempt(store::Db& db, const exec::JobToRun& job, AttemptOrigin origin, Judged judged,
-                    const EndPolicy& policy, std::int64_t carried = 0);
+/// Ends attempt `job`: read_attempt_facts, plan_end, apply_end. The plan it applied, or
+/// nullopt when the attempt had already ended.
+std::optional<EndPlan> end_attempt(store::Db& db, const exec::JobToRun& job, AttemptOrigin origin,
+                                   Judged judged, const EndPolicy& policy,
+                                   std::int64_t carried = 0);
 
 }  // namespace crcrd::sched
