@@ -5,10 +5,15 @@
 #include <string>
 
 #include "crcrd/config/config.hpp"
+#include "crcrd/exec/slurm/slurm_section.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
     std::string text(reinterpret_cast<const char*>(data), size);
-    auto loaded = crcrd::config::parse(text, "/nonexistent/etc", "/nonexistent/etc/crcrd.yaml");
+    // The executors' keys as exec::executor_keys() lists them; written out here because the
+    // fuzz build compiles only the sources the targets reach (the Slurm section's parser).
+    static const std::vector<crcrd::config::ExecutorKeys> executors = {{"local", nullptr, false},
+                                                                        crcrd::exec::slurm::keys()};
+    auto loaded = crcrd::config::parse(text, "/nonexistent/etc", executors, "/nonexistent/etc/crcrd.yaml");
     if (!loaded.config && loaded.errors.empty()) __builtin_trap();
     return 0;
 }

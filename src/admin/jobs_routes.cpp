@@ -72,7 +72,7 @@ asio::awaitable<Reply> list_runners_route(Context& ctx, Call&) {
         // The cluster's own view (Slurm's nodes, their state and GRES use) beside crcrd's slots.
         auto view = on_workers(ctx.workers, [fn = ctx.cluster] { return Result<json>(fn()); });
         auto c = co_await std::move(view);
-        body["cluster"] = c ? *c : json{{"error", c.error().message}};
+        if (!c || !c->is_null()) body["cluster"] = c ? *c : json{{"error", c.error().message}};
     }
     co_return ok_json(body);
 }

@@ -153,7 +153,7 @@ void print_misses(std::ostream& o, const json& page) {
     print_cursor(o, page);
 }
 
-/// Slots, and the Slurm partition's nodes when the executor has a cluster.
+/// Slots, and the cluster's table when the executor has one (its title, columns and rows).
 void print_runners(std::ostream& o, const json& page) {
     std::vector<std::vector<std::string>> rows;
     for (const auto& r : page["items"]) {
@@ -164,16 +164,22 @@ void print_runners(std::ostream& o, const json& page) {
                         text(r, "job_id"), health});
     }
     table(o, {"NAME", "STATE", "LABELS", "JOB", "LAST HEALTH"}, rows);
-    // The Slurm executor: the partition's nodes as Slurm sees them.
+    // The executor's cluster (Slurm's nodes), as the executor describes its columns.
     if (const auto& c = page.value("cluster", json(nullptr)); c.is_object()) {
-        o << "\nSlurm partition " << text(c, "partition") << ":\n";
+        o << "\n" << text(c, "title") << ":\n";
         if (c.contains("error") && !c["error"].is_null())
-            o << "  cannot ask Slurm: " << text(c, "error") << "\n";
-        std::vector<std::vector<std::string>> nodes;
-        for (const auto& n : c.value("nodes", json::array()))
-            nodes.push_back({text(n, "name"), text(n, "state"), text(n, "gres"),
-                             text(n, "gres_used"), text(n, "reason")});
-        table(o, {"NODE", "STATE", "GRES", "GRES USED", "REASON"}, nodes);
+            o << "  cannot ask the cluster: " << text(c, "error") << "\n";
+        std::vector<std::string> headers;
+        for (const auto& col : c.value("columns", json::array()))
+            headers.push_back(text(col, "header"));
+        std::vector<std::vector<std::string>> rows;
+        for (const auto& r : c.value("rows", json::array())) {
+            std::vector<std::string> row;
+            for (const auto& col : c.value("columns", json::array()))
+                row.push_back(text(r, text(col, "field").c_str()));
+            rows.push_back(std::move(row));
+        }
+        table(o, headers, rows);
     }
 }
 

@@ -26,9 +26,7 @@
 #include "crcrd/core/files.hpp"
 #include "crcrd/core/log.hpp"
 #include "crcrd/exec/job_env.hpp"
-#include "crcrd/exec/local_executor.hpp"
-#include "crcrd/exec/slurm/node_job.hpp"
-#include "crcrd/exec/slurm/slurm_executor.hpp"
+#include "crcrd/exec/registry.hpp"
 #include "crcrd/github/auth.hpp"
 #include "crcrd/http/server.hpp"
 #include "crcrd/ingest/recovery.hpp"
@@ -236,10 +234,12 @@ class Daemon {
             spdlog::error("reload: execution.executor stays {} until the next start",
                           m_cfg.execution.executor);
         }
-        if (m_local) m_local->set_settings(executor_settings(cfg));
-        if (m_slurm && cfg.execution.slurm) m_slurm->set_settings(executor_settings(cfg));
-        m_api.set_runners(m_slurm ? slot_runners(*m_slurm)
-                                  : cfg.runners);  // after the executor's reload
+        // (The executor chosen at start stays; its settings follow the file.)
+        if (m_executor && cfg.execution.executor == m_cfg.execution.executor) {
+            m_executor->set_settings(executor_settings(cfg));
+        }
+        if (m_executor)
+            m_api.set_runners(slot_runners(*m_executor));  // after the executor's reload
         m_outbox.set(outbox_settings(cfg));
         m_sender.set_settings(report::sender_settings(cfg.report));
         if (m_recovery && cfg.recovery) m_recovery->set_settings(recovery_settings(cfg));
@@ -249,17 +249,13 @@ class Daemon {
     /// The dispatcher, only with a command and runner slots; apply() gives it its settings.
     /// Non-zero: the exit code.
     int create_execution() {
-        const bool slurm = m_cfg.execution.executor == "slurm";
-        if (slurm) {
-            m_slurm = std::make_unique<exec::SlurmExecutor>(executor_settings(m_cfg));
-            m_executor = m_slurm.get();
-            m_api.on_cluster([this] { return m_slurm->cluster(); });
-        } else {
-            m_local = std::make_unique<exec::LocalExecutor>(executor_settings(m_cfg));
-            m_executor = m_local.get();
-        }
-        if (m_cfg.execution.command.empty() || (!slurm && m_cfg.runners.empty())) return 0;
-        if (m_cfg.execution.work_root.empty() && !slurm) {
+        const auto* kind = exec::find_executor(m_cfg.execution.executor);
+        if (!kind) return 2;  // the configuration refused it
+        m_executor = kind->make(executor_settings(m_cfg));
+        m_api.on_cluster([this] { return m_executor->cluster(); });
+        if (m_cfg.execution.command.empty() || (kind->slots_from_runners && m_cfg.runners.empty()))
+            return 0;
+        if (kind->needs_work_root && m_cfg.execution.work_root.empty()) {
             std::cerr << m_config_path.string()
                       << ": execution.work_root: required with execution.command\n";
             return 2;
@@ -281,17 +277,8 @@ class Daemon {
         }
         m_dispatcher->start();
         m_wake_dispatcher.store(m_dispatcher.get());
-        if (m_slurm) {
-            spdlog::info(
-                "execution: Slurm partition {}, at most {} job(s) submitted, isolation={}, "
-                "shared_root={}",
-                m_cfg.execution.slurm->partition, m_cfg.execution.slurm->max_submitted,
-                m_cfg.execution.isolation, m_cfg.execution.slurm->shared_root.string());
-        } else {
-            spdlog::info("execution: {} runner slot(s), isolation={}, work_root={}",
-                         m_cfg.runners.size(), m_cfg.execution.isolation,
-                         m_cfg.execution.work_root.string());
-        }
+        spdlog::info("execution: {}",
+                     exec::find_executor(m_cfg.execution.executor)->describe(m_cfg));
         return 0;
     }
 
@@ -463,9 +450,7 @@ class Daemon {
     ingest::WebhookHandler m_webhook;
     sched::Planner m_planner;
     // The executor the configuration chose at start (a reload cannot change which).
-    std::unique_ptr<exec::LocalExecutor> m_local;
-    std::unique_ptr<exec::SlurmExecutor> m_slurm;
-    exec::Executor* m_executor = nullptr;
+    std::unique_ptr<exec::Executor> m_executor;
     std::unique_ptr<sched::Dispatcher> m_dispatcher;
     /// The dispatcher, once started, for the writer's thread to wake (null before and after).
     std::atomic<sched::Dispatcher*> m_wake_dispatcher{nullptr};

@@ -11,6 +11,7 @@
 #include "crcrd/core/files.hpp"
 #include "crcrd/core/subprocess.hpp"
 #include "crcrd/exec/job_env.hpp"
+#include "crcrd/exec/registry.hpp"
 #include "crcrd/github/auth.hpp"
 #include "crcrd/http/server.hpp"
 #include "crcrd/select/rules.hpp"
@@ -25,8 +26,9 @@ std::vector<std::filesystem::path> hidden_dirs(const config::Config& c) {
     std::vector<std::filesystem::path> dirs = {c.source.parent_path(),
                                                c.storage.path.parent_path()};
     if (!c.execution.work_root.empty()) dirs.push_back(c.execution.work_root);
-    if (c.execution.executor == "slurm" && c.execution.slurm)
-        dirs.push_back(c.execution.slurm->shared_root);
+    if (const auto* kind = exec::find_executor(c.execution.executor)) {
+        for (auto& d : kind->hidden_dirs(c)) dirs.push_back(std::move(d));
+    }
     if (c.execution.sandbox_socket) dirs.push_back(c.execution.sandbox_socket->parent_path());
     for (const char* d : {"/run/crcrd", "/run/dbus"}) {
         if (std::find(dirs.begin(), dirs.end(), d) == dirs.end()) dirs.emplace_back(d);
@@ -107,43 +109,6 @@ void check_bwrap_here(const config::Config& c, std::vector<std::string>& errors)
         why.substr(0, 300) +
         "); under the packaged crcrd.service set execution.sandbox_socket: /run/crcrd/sandbox.sock "
         "(docs/operations.md, \"The sandbox launcher\")");
-}
-
-/// `executor: slurm` (docs/execution.md): Slurm's commands on PATH, the partition known to the
-/// controller, the shared root a folder.
-void check_slurm(const config::Config& c, std::vector<std::string>& errors) {
-    if (c.execution.executor != "slurm" || !c.execution.slurm) return;
-    const auto& sl = *c.execution.slurm;
-    bool commands = true;
-    for (const char* cmd : {"sbatch", "scontrol", "scancel", "squeue"}) {
-        if (!find_in_path(cmd)) {
-            errors.push_back(std::string("execution.slurm: '") + cmd +
-                             "' is not on PATH (Debian package slurm-client)");
-            commands = false;
-        }
-    }
-    std::error_code ec;
-    if (!std::filesystem::is_directory(sl.shared_root, ec)) {
-        errors.push_back("execution.slurm.shared_root: " + sl.shared_root.string() +
-                         " is not a directory");
-    }
-    if (sl.node_binary && ::access(sl.node_binary->c_str(), X_OK) != 0) {
-        errors.push_back("execution.slurm.node_binary: " + sl.node_binary->string() +
-                         " is not an executable file here");
-    }
-    if (!commands) return;
-    SubprocessOptions o;
-    o.timeout = std::chrono::seconds(30);
-    o.max_output = 64 * 1024;
-    auto r = run_subprocess({"scontrol", "show", "partition", sl.partition}, o);
-    if (!r || r->exit_code != 0) {
-        const std::string why = !r             ? r.error().message
-                                : r->timed_out ? "timed out"
-                                               : trim(r->err + r->out);
-        errors.push_back("execution.slurm.partition: '" + sl.partition +
-                         "' is not a partition of the cluster (scontrol: " + why.substr(0, 300) +
-                         ")");
-    }
 }
 
 }  // namespace
@@ -259,7 +224,7 @@ std::vector<std::string> tier_names(const std::shared_ptr<const sched::PlannerCo
 
 Checked load_checked(const std::filesystem::path& path) {
     Checked out;
-    auto loaded = config::load(path);
+    auto loaded = config::load(path, exec::executor_keys());
     if (!loaded.config) {
         out.errors = std::move(loaded.errors);
         return out;
@@ -272,7 +237,8 @@ Checked load_checked(const std::filesystem::path& path) {
     check_report_credentials(loaded.config->report, out.errors);
     check_command_visible(*loaded.config, out.errors);
     check_test_account(*loaded.config, out.errors);
-    check_slurm(*loaded.config, out.errors);
+    if (const auto* kind = exec::find_executor(loaded.config->execution.executor))
+        kind->check(*loaded.config, out.errors);
     check_bwrap_here(*loaded.config, out.errors);
     if (!loaded.config->selection.rules.empty()) {
         // Checked here so that --check-config and SIGHUP refuse a broken rules file too.

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "crcrd/config/config.hpp"
-#include "crcrd/exec/local_executor.hpp"
+#include "crcrd/exec/local/local_executor.hpp"
 #include "crcrd/ingest/recovery.hpp"
 #include "crcrd/ingest/webhook.hpp"
 #include "crcrd/report/outbox.hpp"

@@ -161,53 +161,37 @@ void parse_runner(YamlMap& m, RunnerConfig& r) {
     m.get("device_model", r.device_model);
 }
 
-void parse_slurm(YamlMap m, SlurmConfig& c) {
-    m.get("partition", c.partition, true);
-    m.get("gres_per_label", c.gres_per_label);
-    m.get("sbatch_args", c.sbatch_args);
-    m.get_path("shared_root", c.shared_root, true);
-    m.get("poll_interval", c.poll_interval);
-    m.get("max_submitted", c.max_submitted);
-    m.get("cancel_pending_on_stop", c.cancel_pending_on_stop);
-    m.get_path("node_binary", c.node_binary);
-    m.get("devices", c.devices);
-    if (c.poll_interval < std::chrono::milliseconds(100))
-        m.error("poll_interval", "must be at least 100ms");
-    if (c.max_submitted == 0 || c.max_submitted > 10000)
-        m.error("max_submitted", "must be between 1 and 10000");
-    for (const auto& [label, gres] : c.gres_per_label) {
-        if (gres.empty() || gres.find_first_of(" \t\n,") != std::string::npos) {
-            m.error("gres_per_label",
-                    "'" + label + "': one GRES such as \"aiu:1\", without spaces or commas");
+/// `executor` picks one of `executors`; each executor's own section, `execution.<name>`, is
+/// read by that executor's parser (a section without one is an error), the chosen one's kept.
+void parse_executor(YamlMap& m, ExecutionConfig& c, const std::vector<ExecutorKeys>& executors) {
+    m.get("executor", c.executor);
+    std::string names;
+    for (const auto& e : executors) names += (names.empty() ? "" : " | ") + e.name;
+    const bool known = std::any_of(executors.begin(), executors.end(),
+                                   [&](const auto& e) { return e.name == c.executor; });
+    if (!known) m.error("executor", "'" + c.executor + "' is not one of " + names);
+    for (const auto& e : executors) {
+        const bool chosen = e.name == c.executor;
+        if (!m.has(e.name)) {
+            if (chosen && e.section_required)
+                m.error(e.name, "required when executor is " + e.name);
+            continue;
         }
+        if (!e.parse) {
+            m.raw(e.name);
+            m.error(e.name, "the " + e.name + " executor has no keys of its own");
+            continue;
+        }
+        YamlMap section = m.child(e.name);
+        auto parsed = e.parse(section);
+        if (chosen) c.executor_section = std::move(parsed);
     }
-    for (const auto& a : c.sbatch_args) {
-        // crcrd sets these itself; an override would break collection or the environment.
-        for (const char* own :
-             {"--export", "--parsable", "--output", "--error", "--job-name", "--comment", "--chdir",
-              "--wrap", "--requeue", "--no-requeue", "--time", "--partition", "--gres"}) {
-            if (a == own || a.rfind(std::string(own) + "=", 0) == 0)
-                m.error("sbatch_args", "'" + a + "' is set by crcrd");
-        }
-        for (const char* own : {"-o", "-e", "-J", "-D", "-t", "-p"}) {
-            if (a.rfind(own, 0) == 0) m.error("sbatch_args", "'" + a + "' is set by crcrd");
-        }
-    }
-    for (const auto& d : c.devices)
-        if (d.empty() || d.front() != '/')
-            m.error("devices", "'" + d + "' is not an absolute path");
 }
 
-void parse_execution(YamlMap m, ExecutionConfig& c) {
-    m.get("executor", c.executor);
-    check_enum(m, "executor", c.executor, {"local", "slurm"});
+void parse_execution(YamlMap m, ExecutionConfig& c, const std::vector<ExecutorKeys>& executors) {
+    parse_executor(m, c, executors);
     m.get("rerun", c.rerun);
     check_enum(m, "rerun", c.rerun, {"failed_tests", "tier"});
-    if (m.has("slurm")) {
-        c.slurm.emplace();
-        parse_slurm(m.child("slurm"), *c.slurm);
-    }
-    if (c.executor == "slurm" && !c.slurm) m.error("slurm", "required when executor is slurm");
     m.get("command", c.command);
     // A relative program path (with a slash) is relative to the configuration file.
     if (!c.command.empty() && c.command.front().find('/') != std::string::npos &&
@@ -409,7 +393,8 @@ void parse_recovery(YamlMap m, Config& c) {
 
 }  // namespace
 
-Loaded parse(const std::string& yaml_text, const Path& base_dir, const Path& source) {
+Loaded parse(const std::string& yaml_text, const Path& base_dir,
+             const std::vector<ExecutorKeys>& executors, const Path& source) {
     Loaded out;
     YAML::Node root;
     try {
@@ -469,7 +454,7 @@ Loaded parse(const std::string& yaml_text, const Path& base_dir, const Path& sou
                 r.error("name", "duplicate runner name '" + rc.name + "'");
             c.runners.push_back(std::move(rc));
         });
-        parse_execution(top.child("execution"), c.execution);
+        parse_execution(top.child("execution"), c.execution, executors);
         {
             YamlMap cl = top.child("classify");
             cl.get("base_check", c.classify.base_check);
@@ -494,7 +479,7 @@ Loaded parse(const std::string& yaml_text, const Path& base_dir, const Path& sou
     return out;
 }
 
-Loaded load(const Path& path) {
+Loaded load(const Path& path, const std::vector<ExecutorKeys>& executors) {
     auto text = read_file(path, 4 * 1024 * 1024);
     if (!text) {
         Loaded out;
@@ -502,7 +487,7 @@ Loaded load(const Path& path) {
         return out;
     }
     Path abs = std::filesystem::absolute(path);
-    return parse(*text, abs.parent_path(), abs);
+    return parse(*text, abs.parent_path(), executors, abs);
 }
 
 }  // namespace crcrd::config

@@ -4,8 +4,8 @@
 #include <string>
 
 #include "crcrd/app/daemon.hpp"
+#include "crcrd/exec/registry.hpp"
 #include "crcrd/exec/sandbox_launcher.hpp"
-#include "crcrd/exec/slurm/node_job.hpp"
 
 namespace {
 void usage(std::ostream& os) {
@@ -13,10 +13,10 @@ void usage(std::ostream& os) {
           "  --config PATH    configuration file (default /etc/crcrd/crcrd.yaml)\n"
           "  --check-config   validate the configuration and its secret files, then exit (0 ok, 2 "
           "errors)\n"
-          "  --version        print the version\n"
-          "  --slurm-job SPEC (on a Slurm node, started by crcrd's batch job) run one test "
-          "command\n"
-          "  --sandbox-serve [--peer-cgroup PATH] [BWRAP]  (crcrd-sandbox@.service) start one "
+          "  --version        print the version\n";
+    for (const auto& k : crcrd::exec::executors())
+        if (k.node_entry) os << "  " << k.node_entry->usage << "\n";
+    os << "  --sandbox-serve [--peer-cgroup PATH] [BWRAP]  (crcrd-sandbox@.service) start one "
           "job's bubblewrap\n"
           "                   for the daemon's own client (its pid namespace, and cgroup PATH)\n"
           "  --sandbox-connect SOCKET -- bwrap ARGS...  (the daemon, in a job) have the launcher "
@@ -27,9 +27,11 @@ void usage(std::ostream& os) {
 int main(int argc, char** argv, char** envp) {
     std::string config = "/etc/crcrd/crcrd.yaml";
     bool check = false;
-    // The node side of the Slurm executor: nothing of the daemon is started.
-    if (argc == 3 && std::strcmp(argv[1], "--slurm-job") == 0)
-        return crcrd::exec::slurm::run_node_job(argv[2]);
+    // An executor's other side (a Slurm node's `crcrd --slurm-job SPEC`): nothing of the daemon
+    // is started.
+    for (const auto& k : crcrd::exec::executors())
+        if (k.node_entry && argc > 1 && argv[1] == k.node_entry->flag)
+            return k.node_entry->main(argc, argv);
     // The sandbox launcher's two sides (docs/operations.md): nothing of the daemon either.
     if (argc > 1 && std::strcmp(argv[1], "--sandbox-connect") == 0)
         return crcrd::exec::sandbox::client_main(argc, argv, envp);

@@ -4,10 +4,12 @@
 #include <cstdint>
 #include <filesystem>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "crcrd/config/executor_keys.hpp"
 #include "crcrd/core/units.hpp"
 
 namespace crcrd::config {
@@ -94,26 +96,16 @@ struct RunnerConfig {
     std::optional<std::string> device_model;
 };
 
-/// `execution.slurm` (docs/execution.md): jobs handed to an existing Slurm cluster.
-struct SlurmConfig {
-    std::string partition;
-    std::map<std::string, std::string> gres_per_label;  // a job's label -> --gres, e.g. "aiu:1"
-    Strings sbatch_args;                                // argv additions, never a shell string
-    Path shared_root;                                   // visible on every node at this path
-    Duration poll_interval = std::chrono::seconds(5);
-    std::uint32_t max_submitted = 16;  // jobs crcrd keeps in Slurm at once
-    /// At a stop, scancel what is still pending in Slurm (running jobs always go on).
-    bool cancel_pending_on_stop = false;
-    /// crcrd's binary on the nodes (it supervises the command there); default: this daemon's.
-    std::optional<Path> node_binary;
-    /// Device paths bound into the sandbox on the node (Slurm's cgroup decides which it may open).
-    Strings devices;
-};
-
 struct ExecutionConfig {
-    std::string executor = "local";      // local | slurm
+    std::string executor = "local";      // one of exec::executor_keys()'s names
     std::string rerun = "failed_tests";  // failed_tests | tier (docs/execution.md)
-    std::optional<SlurmConfig> slurm;
+    /// The chosen executor's own section (`execution.<executor>`), as its folder read it;
+    /// null when it has none. section<T>() gives it as the executor's type.
+    std::shared_ptr<const ExecutorSection> executor_section;
+    template <class T>
+    const T* section() const {
+        return dynamic_cast<const T*>(executor_section.get());
+    }
     Strings command;
     Path work_root;
     std::map<std::string, std::string> env;
@@ -260,11 +252,13 @@ struct Loaded {
     std::vector<std::string> errors;
 };
 
-/// Reads and validates `path`. Relative paths inside the file are resolved against the
-/// file's directory. Never throws for bad input; never reads secret files (see secrets.hpp).
-Loaded load(const Path& path);
+/// Reads and validates `path`, knowing the executors `executors` (exec::executor_keys()).
+/// Relative paths inside the file are resolved against the file's directory. Never throws
+/// for bad input; never reads secret files (see secrets.hpp).
+Loaded load(const Path& path, const std::vector<ExecutorKeys>& executors);
 
 /// Same as load() for YAML text already in memory; `base_dir` resolves relative paths.
-Loaded parse(const std::string& yaml_text, const Path& base_dir, const Path& source = {});
+Loaded parse(const std::string& yaml_text, const Path& base_dir,
+             const std::vector<ExecutorKeys>& executors, const Path& source = {});
 
 }  // namespace crcrd::config

@@ -10,6 +10,7 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -99,9 +100,14 @@ struct RawOutcome {
     nlohmann::json external = nullptr;
 };
 
+struct ExecutorSettings;
+
 class Executor {
   public:
     virtual ~Executor() = default;
+    /// The configuration's settings, at start and at each reload; takes effect for the next
+    /// attempt. Never blocks.
+    virtual void set_settings(std::shared_ptr<const ExecutorSettings> settings) = 0;
     /// The slots this executor offers now (they change on reload). Never blocks.
     virtual std::vector<SlotOffer> slots() const = 0;
     /// Runs `job` on `job.slot` to its end on the calling (worker) thread: the slot's health
@@ -140,8 +146,9 @@ class Executor {
     /// The daemon stops. True: attempts go on without it (run() returns `detached` soon) and
     /// the dispatcher must not cancel them. False (local): the dispatcher cancels them.
     virtual bool detach_on_stop() { return false; }
-    /// What the cluster behind the executor says of its nodes, for /api/v1/runners (null: no
-    /// cluster). Blocking, bounded.
+    /// What the cluster behind the executor says of its nodes, for /api/v1/runners and
+    /// crcrctl's runners table (null: no cluster): {"title", "columns": [{"field", "header"}],
+    /// "rows": [{field: value}], "error"} and fields of its own. Blocking, bounded.
     virtual nlohmann::json cluster() { return nullptr; }
 };
 

@@ -87,10 +87,11 @@ std::string SlurmExecutor::job_name(std::int64_t job_id) {
 std::vector<SlotOffer> SlurmExecutor::slots() const {
     auto s = settings();
     std::vector<SlotOffer> out;
-    if (!s->execution.slurm) return out;
+    if (!s->execution.section<slurm::SlurmSection>()) return out;
     std::vector<std::string> labels;
-    for (const auto& [label, gres] : s->execution.slurm->gres_per_label) labels.push_back(label);
-    for (std::uint32_t i = 1; i <= s->execution.slurm->max_submitted; ++i)
+    for (const auto& [label, gres] : s->execution.section<slurm::SlurmSection>()->gres_per_label)
+        labels.push_back(label);
+    for (std::uint32_t i = 1; i <= s->execution.section<slurm::SlurmSection>()->max_submitted; ++i)
         out.push_back(SlotOffer{"slurm-" + std::to_string(i), labels});
     return out;
 }
@@ -104,7 +105,8 @@ json SlurmExecutor::check_health(const std::string&) {
 
 SlurmExecutor::Paths SlurmExecutor::paths(const ExecutorSettings& s, std::int64_t job_id) const {
     Paths p;
-    p.control = s.execution.slurm->shared_root / "control" / std::to_string(job_id);
+    p.control = s.execution.section<slurm::SlurmSection>()->shared_root / "control" /
+                std::to_string(job_id);
     p.spec = p.control / "spec.json";
     p.result = slurm::result_path_for(p.spec);
     p.slurm_out = p.control / "slurm.out";
@@ -114,13 +116,13 @@ SlurmExecutor::Paths SlurmExecutor::paths(const ExecutorSettings& s, std::int64_
 
 ExecutorSettings SlurmExecutor::on_shared_root(const ExecutorSettings& s) {
     ExecutorSettings shared = s;
-    shared.execution.work_root = s.execution.slurm->shared_root;
+    shared.execution.work_root = s.execution.section<slurm::SlurmSection>()->shared_root;
     return shared;
 }
 
 Result<std::string> SlurmExecutor::submit(const ExecutorSettings& s, const JobToRun& job,
                                           const Paths& p, bool first) {
-    const auto& sl = *s.execution.slurm;
+    const auto& sl = *s.execution.section<slurm::SlurmSection>();
     const auto script = sl.shared_root / "crcrd-slurm-job.sh";
     {
         // One writer at a time: write_file_atomic's temporary is `<script>.tmp` for everyone,
@@ -240,12 +242,12 @@ RawOutcome SlurmExecutor::run(const JobToRun& job, const std::atomic<bool>& canc
                               const AttemptHooks& hooks) {
     auto base = settings();
     RawOutcome out;
-    if (!base->execution.slurm) {
+    if (!base->execution.section<slurm::SlurmSection>()) {
         out.not_run = "execution.slurm is no longer configured";
         return out;
     }
     const auto s = on_shared_root(*base);
-    const auto& sl = *s.execution.slurm;
+    const auto& sl = *s.execution.section<slurm::SlurmSection>();
     auto a = prepare_attempt(s, job, SlotSpec{job.slot, {}, sl.devices, std::nullopt},
                              sl.shared_root / "logs");
     if (!a) {
@@ -308,13 +310,13 @@ std::optional<std::string> SlurmExecutor::adoptable(std::int64_t job_id,
 RawOutcome SlurmExecutor::adopt(const JobToRun& job, const std::string& external_id,
                                 const std::atomic<bool>& cancel, const AttemptHooks& hooks) {
     auto base = settings();
-    if (!base->execution.slurm) {
+    if (!base->execution.section<slurm::SlurmSection>()) {
         RawOutcome out;
         out.not_run = "execution.slurm is no longer configured";
         return out;
     }
     const auto s = on_shared_root(*base);
-    const auto& sl = *s.execution.slurm;
+    const auto& sl = *s.execution.section<slurm::SlurmSection>();
     // The attempt's files, where run() of the previous daemon put them.
     PreparedAttempt a;
     a.ws.job_dir = sl.shared_root / "jobs" / std::to_string(job.job_id);
@@ -337,7 +339,7 @@ RawOutcome SlurmExecutor::watch(const ExecutorSettings& s, const JobToRun& job,
                                 const PreparedAttempt& a, std::string id,
                                 const std::atomic<bool>& cancel,
                                 const std::function<void(const Started&)>& on_running) {
-    const auto& sl = *s.execution.slurm;
+    const auto& sl = *s.execution.section<slurm::SlurmSection>();
     const auto p = paths(s, job.job_id);
     RawOutcome out;
     out.log_path = a.process.log_path.string();
@@ -537,17 +539,24 @@ int SlurmExecutor::abandon(std::int64_t) {
 
 json SlurmExecutor::cluster() {
     auto s = settings();
-    if (!s->execution.slurm) return nullptr;
+    const auto* sl = s->execution.section<slurm::SlurmSection>();
+    if (!sl) return nullptr;
     json c = {{"executor", "slurm"},
-              {"partition", s->execution.slurm->partition},
-              {"nodes", json::array()},
+              {"partition", sl->partition},
+              {"title", "Slurm partition " + sl->partition},
+              {"columns", json::array({{{"field", "name"}, {"header", "NODE"}},
+                                       {{"field", "state"}, {"header", "STATE"}},
+                                       {{"field", "gres"}, {"header", "GRES"}},
+                                       {{"field", "gres_used"}, {"header", "GRES USED"}},
+                                       {{"field", "reason"}, {"header", "REASON"}}})},
+              {"rows", json::array()},
               {"error", nullptr}};
-    auto r = slurm_command(slurm::sinfo_nodes_argv(s->execution.slurm->partition));
+    auto r = slurm_command(slurm::sinfo_nodes_argv(sl->partition));
     if (!r || r->exit_code != 0) {
         c["error"] = !r ? r.error().message : trim(r->err).substr(0, 300);
         return c;
     }
-    c["nodes"] = slurm::nodes_of(r->out);
+    c["rows"] = slurm::nodes_of(r->out);
     return c;
 }
 

@@ -3,6 +3,8 @@
 #include <fstream>
 
 #include "crcrd/config/config.hpp"
+#include "crcrd/exec/registry.hpp"
+#include "crcrd/exec/slurm/slurm_section.hpp"
 #include "support/temp_dir.hpp"
 
 namespace crcrd::config {
@@ -14,6 +16,11 @@ storage: {path: state/crcrd.db}
 ingest: {secrets: [{id: current, file: webhook.secret}]}
 trust: {downstream_repo: torch-spyre/torch-spyre, fork_labels: [ciflow/crcr/spyre]}
 )";
+
+/// The configuration as the daemon reads it: with every executor's keys.
+Loaded parse(const std::string& text, const Path& base_dir) {
+    return config::parse(text, base_dir, exec::executor_keys());
+}
 
 bool has_error(const Loaded& l, const std::string& text) {
     for (const auto& e : l.errors)
@@ -230,9 +237,30 @@ TEST(Config, StructuralErrors) {
 }
 
 TEST(Config, LoadReportsUnreadableFile) {
-    auto l = load("/nonexistent/crcrd.yaml");
+    auto l = load("/nonexistent/crcrd.yaml", exec::executor_keys());
     EXPECT_FALSE(l.config);
     EXPECT_TRUE(has_error(l, "/nonexistent/crcrd.yaml"));
+}
+
+TEST(Config, TheChosenExecutorsSectionIsKeptAsItsOwnType) {
+    auto slurm =
+        parse(std::string(k_minimal) +
+                  "execution: {executor: slurm, slurm: {partition: spyre, shared_root: /srv/crcrd, "
+                  "gres_per_label: {aiu1: \"aiu:1\"}}}\n",
+              "/etc");
+    ASSERT_TRUE(slurm.config) << all(slurm);
+    const auto* sl = slurm.config->execution.section<exec::slurm::SlurmSection>();
+    ASSERT_NE(sl, nullptr);
+    EXPECT_EQ(sl->partition, "spyre");
+    EXPECT_EQ(sl->shared_root, "/srv/crcrd");
+    EXPECT_EQ(sl->gres_per_label.at("aiu1"), "aiu:1");
+    // A section of an executor not chosen is checked, not kept; the local executor has none.
+    auto local = parse(
+        std::string(k_minimal) + "execution: {slurm: {partition: p, shared_root: /s}}\n", "/etc");
+    ASSERT_TRUE(local.config) << all(local);
+    EXPECT_EQ(local.config->execution.executor_section, nullptr);
+    EXPECT_TRUE(has_error(parse(std::string(k_minimal) + "execution: {local: {x: 1}}\n", "/etc"),
+                          "execution.local: the local executor has no keys of its own"));
 }
 
 }  // namespace

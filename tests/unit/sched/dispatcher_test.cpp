@@ -28,6 +28,7 @@ class FakeExecutor : public exec::Executor {
     std::vector<exec::SlotOffer> offers;
     std::atomic<bool> healthy{true};
 
+    void set_settings(std::shared_ptr<const exec::ExecutorSettings>) override {}
     std::vector<exec::SlotOffer> slots() const override {
         std::lock_guard lk(m_mu);
         return offers;

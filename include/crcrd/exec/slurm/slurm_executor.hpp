@@ -16,13 +16,14 @@
 #include "crcrd/exec/executor.hpp"
 #include "crcrd/exec/prepare.hpp"
 #include "crcrd/exec/slurm/slurm_cli.hpp"
+#include "crcrd/exec/slurm/slurm_section.hpp"
 
 namespace crcrd::exec {
 
 class SlurmExecutor : public Executor {
   public:
     explicit SlurmExecutor(std::shared_ptr<const ExecutorSettings> settings);
-    void set_settings(std::shared_ptr<const ExecutorSettings> settings);
+    void set_settings(std::shared_ptr<const ExecutorSettings> settings) override;
 
     /// `max_submitted` slots, slurm-1 … slurm-N, each offering every label of gres_per_label:
     /// the dispatcher never has more jobs in Slurm than that.

@@ -20,7 +20,7 @@ using LocalSettings = ExecutorSettings;
 class LocalExecutor : public Executor {
   public:
     explicit LocalExecutor(std::shared_ptr<const LocalSettings> settings);
-    void set_settings(std::shared_ptr<const LocalSettings> settings);
+    void set_settings(std::shared_ptr<const LocalSettings> settings) override;
 
     std::vector<SlotOffer> slots() const override;
     RawOutcome run(const JobToRun& job, const std::atomic<bool>& cancel,

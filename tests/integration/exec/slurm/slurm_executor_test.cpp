@@ -412,11 +412,13 @@ TEST_F(SlurmExecutorTest, RunnersShowThePartitionsNodesAndTheirGresBesideCrcrdsS
     EXPECT_EQ(daemon->scalar("SELECT count(*) FROM slots WHERE state='busy'"), 1);
     auto c = body["cluster"];
     EXPECT_EQ(c["partition"], "spyre");
-    ASSERT_EQ(c["nodes"].size(), 1u) << c.dump();
-    EXPECT_EQ(c["nodes"][0]["name"], cluster->node());
-    EXPECT_EQ(c["nodes"][0]["gres"], "aiu:2");
-    EXPECT_EQ(c["nodes"][0]["gres_used"].get<std::string>().rfind("aiu:1", 0), 0u) << c.dump();
-    EXPECT_EQ(c["nodes"][0]["state"], "mixed");
+    EXPECT_EQ(c["title"], "Slurm partition spyre");
+    EXPECT_EQ(c["columns"][0], (json{{"field", "name"}, {"header", "NODE"}}));
+    ASSERT_EQ(c["rows"].size(), 1u) << c.dump();
+    EXPECT_EQ(c["rows"][0]["name"], cluster->node());
+    EXPECT_EQ(c["rows"][0]["gres"], "aiu:2");
+    EXPECT_EQ(c["rows"][0]["gres_used"].get<std::string>().rfind("aiu:1", 0), 0u) << c.dump();
+    EXPECT_EQ(c["rows"][0]["state"], "mixed");
     std::string out;
     write_file(dir.path() / "ops.token", "ops-token\n", 0600);
     EXPECT_EQ(
@@ -425,6 +427,8 @@ TEST_F(SlurmExecutorTest, RunnersShowThePartitionsNodesAndTheirGresBesideCrcrdsS
                     &out),
         0)
         << out;
+    EXPECT_NE(out.find("Slurm partition spyre:"), std::string::npos) << out;
+    EXPECT_NE(out.find("GRES USED"), std::string::npos) << out;
     EXPECT_NE(out.find(cluster->node()), std::string::npos) << out;
     EXPECT_NE(out.find("aiu:2"), std::string::npos) << out;
     release(job);

@@ -1,4 +1,4 @@
-#include "crcrd/exec/local_executor.hpp"
+#include "crcrd/exec/local/local_executor.hpp"
 
 #include <signal.h>
 #include <spdlog/spdlog.h>

@@ -1,0 +1,31 @@
+#pragma once
+// How the configuration reads an executor's own keys, `execution.<name>`, without knowing
+// them: each executor's folder (src/exec/<name>/) supplies an ExecutorKeys, and
+// exec::executor_keys() lists them for config::load. The configuration keeps the chosen
+// executor's section as the executor's own type.
+
+#include <functional>
+#include <memory>
+#include <string>
+
+namespace crcrd::config {
+
+class YamlMap;
+
+/// An executor's own settings, as its folder read them from `execution.<name>`.
+struct ExecutorSection {
+    virtual ~ExecutorSection() = default;
+};
+
+/// One executor, as the configuration knows it.
+struct ExecutorKeys {
+    std::string name;  // the value of execution.executor that picks it
+    /// Reads `execution.<name>` when the file has it (chosen or not: a section is checked
+    /// either way), recording every error on `m` under its key path. Null: the executor has no
+    /// keys of its own, and such a section is an error.
+    std::function<std::shared_ptr<const ExecutorSection>(YamlMap& m)> parse;
+    /// The section must be there when the executor is chosen.
+    bool section_required = false;
+};
+
+}  // namespace crcrd::config
