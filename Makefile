@@ -68,7 +68,7 @@ test-system: deb
 	tests/deploy/systemd_test.sh $(DEB_FILE) .
 
 format:
-	@clang-format -i $$(git ls-files 'src/*.cpp' 'src/*.hpp' 'include/*.hpp' 'tests/*.cpp' 'tests/*.hpp' 'bench/*.cpp' 'bench/*.hpp')
+	@clang-format -i $$(git ls-files --cached --others --exclude-standard 'src/*.cpp' 'src/*.hpp' 'include/*.hpp' 'tests/*.cpp' 'tests/*.hpp' 'bench/*.cpp' 'bench/*.hpp')
 
 clean:
 	rm -rf $(BUILD_DIR)

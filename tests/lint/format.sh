@@ -5,7 +5,7 @@
 set -u
 cd "$1" || exit 2
 command -v clang-format >/dev/null || { echo "format: clang-format is not installed (deploy/install-deps.sh installs it)" >&2; exit 1; }
-out=$(git ls-files 'src/*.cpp' 'src/*.hpp' 'include/*.hpp' 'tests/*.cpp' 'tests/*.hpp' 'bench/*.cpp' 'bench/*.hpp' |
+out=$(git ls-files --cached --others --exclude-standard 'src/*.cpp' 'src/*.hpp' 'include/*.hpp' 'tests/*.cpp' 'tests/*.hpp' 'bench/*.cpp' 'bench/*.hpp' |
   xargs clang-format --dry-run -Werror 2>&1)
 if [[ -n $out ]]; then
   echo "$out" | head -40 >&2

@@ -15,7 +15,8 @@ ExecutorKind kind() {
         return std::make_unique<LocalExecutor>(std::move(s));
     };
     k.describe = [](const config::Config& c) {
-        return std::to_string(c.runners.size()) + " runner slot(s), isolation=" + c.execution.isolation +
+        return std::to_string(c.runners.size()) +
+               " runner slot(s), isolation=" + c.execution.isolation +
                ", work_root=" + c.execution.work_root.string();
     };
     return k;

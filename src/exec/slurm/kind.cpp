@@ -20,16 +20,19 @@ void check(const config::Config& c, std::vector<std::string>& errors) {
     bool commands = true;
     for (const char* cmd : {"sbatch", "scontrol", "scancel", "squeue"}) {
         if (!find_in_path(cmd)) {
-            errors.push_back(std::string("execution.slurm: '") + cmd + "' is not on PATH (Debian package slurm-client)");
+            errors.push_back(std::string("execution.slurm: '") + cmd +
+                             "' is not on PATH (Debian package slurm-client)");
             commands = false;
         }
     }
     std::error_code ec;
     if (!std::filesystem::is_directory(sl->shared_root, ec)) {
-        errors.push_back("execution.slurm.shared_root: " + sl->shared_root.string() + " is not a directory");
+        errors.push_back("execution.slurm.shared_root: " + sl->shared_root.string() +
+                         " is not a directory");
     }
     if (sl->node_binary && ::access(sl->node_binary->c_str(), X_OK) != 0) {
-        errors.push_back("execution.slurm.node_binary: " + sl->node_binary->string() + " is not an executable file here");
+        errors.push_back("execution.slurm.node_binary: " + sl->node_binary->string() +
+                         " is not an executable file here");
     }
     if (!commands) return;
     SubprocessOptions o;
@@ -37,9 +40,12 @@ void check(const config::Config& c, std::vector<std::string>& errors) {
     o.max_output = 64 * 1024;
     auto r = run_subprocess({"scontrol", "show", "partition", sl->partition}, o);
     if (!r || r->exit_code != 0) {
-        const std::string why = !r ? r.error().message : r->timed_out ? "timed out" : trim(r->err + r->out);
+        const std::string why = !r             ? r.error().message
+                                : r->timed_out ? "timed out"
+                                               : trim(r->err + r->out);
         errors.push_back("execution.slurm.partition: '" + sl->partition +
-                         "' is not a partition of the cluster (scontrol: " + why.substr(0, 300) + ")");
+                         "' is not a partition of the cluster (scontrol: " + why.substr(0, 300) +
+                         ")");
     }
 }
 
@@ -60,14 +66,18 @@ ExecutorKind kind() {
     k.describe = [](const config::Config& c) {
         const auto* sl = c.execution.section<SlurmSection>();
         if (!sl) return std::string("Slurm, not configured");
-        return "Slurm partition " + sl->partition + ", at most " + std::to_string(sl->max_submitted) +
-               " job(s) submitted, isolation=" + c.execution.isolation + ", shared_root=" + sl->shared_root.string();
+        return "Slurm partition " + sl->partition + ", at most " +
+               std::to_string(sl->max_submitted) +
+               " job(s) submitted, isolation=" + c.execution.isolation +
+               ", shared_root=" + sl->shared_root.string();
     };
-    k.node_entry = NodeEntry{"--slurm-job", "--slurm-job SPEC (on a Slurm node, started by crcrd's batch job) run one test command",
-                             [](int argc, char** argv) {
-                                 if (argc != 3) return 2;
-                                 return run_node_job(argv[2]);
-                             }};
+    k.node_entry = NodeEntry{
+        "--slurm-job",
+        "--slurm-job SPEC (on a Slurm node, started by crcrd's batch job) run one test command",
+        [](int argc, char** argv) {
+            if (argc != 3) return 2;
+            return run_node_job(argv[2]);
+        }};
     return k;
 }
 
