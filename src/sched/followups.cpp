@@ -251,17 +251,19 @@ std::size_t Followups::handle(const FollowupContext& ctx) {
             failed != m_failures.end() && failed->second.tries + 1 >= k_followup_tries;
         Status r = Ok{};
         try {
-            if (f.kind == "bisect")
-                r = start_bisection(ctx, f, last_try);
-            else if (f.kind == "bisect_step")
-                r = step_bisection(ctx, f);
-            else if (f.kind == "audit") {
-                r = audit_scheduled_run(ctx, f.run_id);
-                if (r)
-                    r = ctx.writer.run_sync(
-                        [&](store::Db& db) { store::BisectionsRepo(db).done(f); });
-            } else {
-                continue;
+            switch (f.kind) {
+                case FollowupKind::bisect:
+                    r = start_bisection(ctx, f, last_try);
+                    break;
+                case FollowupKind::bisect_step:
+                    r = step_bisection(ctx, f);
+                    break;
+                case FollowupKind::audit:
+                    r = audit_scheduled_run(ctx, f.run_id);
+                    if (r)
+                        r = ctx.writer.run_sync(
+                            [&](store::Db& db) { store::BisectionsRepo(db).done(f); });
+                    break;
             }
         } catch (const std::exception& e) {
             r = make_error("internal", e.what());
@@ -278,12 +280,12 @@ std::size_t Followups::handle(const FollowupContext& ctx) {
             const auto pause = std::min<std::chrono::seconds>(
                 std::chrono::seconds(15) * (1 << (fail.tries - 1)), std::chrono::minutes(10));
             fail.next = now + pause;
-            spdlog::warn("followup {} of run {}: {} (tried again in {} s)", f.kind, f.run_id,
-                         r.error().message, pause.count());
+            spdlog::warn("followup {} of run {}: {} (tried again in {} s)", to_string(f.kind),
+                         f.run_id, r.error().message, pause.count());
             continue;
         }
-        spdlog::error("followup {} of run {}: {}; given up after {} tries", f.kind, f.run_id,
-                      r.error().message, k_followup_tries);
+        spdlog::error("followup {} of run {}: {}; given up after {} tries", to_string(f.kind),
+                      f.run_id, r.error().message, k_followup_tries);
         m_failures.erase(key);
         (void)ctx.writer.run_sync([&](store::Db& db) { store::BisectionsRepo(db).done(f); });
     }

@@ -50,13 +50,14 @@ std::vector<Followup> BisectionsRepo::followups(int limit) {
     Scoped st(m_db, "SELECT run_id, kind FROM followups ORDER BY run_id, kind LIMIT ?");
     st->bind(1, std::int64_t{limit});
     std::vector<Followup> out;
-    while (st->step()) out.push_back({st->int64(0), st->text(1)});
+    while (st->step())
+        out.push_back({st->int64(0), vocab_column<FollowupKind>(*st, 1, "followups.kind")});
     return out;
 }
 
 void BisectionsRepo::done(const Followup& f) {
     Scoped st(m_db, "DELETE FROM followups WHERE run_id = ? AND kind = ?");
-    st->bind(1, f.run_id).bind(2, f.kind);
+    st->bind(1, f.run_id).bind(2, to_string(f.kind));
     st->run();
 }
 

@@ -7,23 +7,51 @@
 
 namespace crcrd::store {
 
+namespace {
+
+/// The follow-ups run `run_id` (of event `event`, as stored) leaves now that it ended.
+void leave_followups(Db& db, std::int64_t run_id, const std::string& event, RunState ended,
+                     Conclusion conclusion) {
+    const auto e = from_string<RunEvent>(event);
+    if (!e) return;  // a CHECK constraint keeps runs.event to RunEvent's names
+    Scoped ins(db, "INSERT OR IGNORE INTO followups (run_id, kind) VALUES (?, ?)");
+    for (auto kind : followups_after(*e, ended, conclusion)) {
+        ins->reset();
+        ins->bind(1, run_id).bind(2, to_string(kind));
+        ins->run();
+    }
+}
+
+/// The event of run `run_id` while it is still open (queued or running); nullopt otherwise.
+/// Read before the UPDATE that ends it, in the same transaction: `UPDATE ... RETURNING` would
+/// buffer its rows in a temporary table at every run's end.
+std::optional<std::string> open_event(Db& db, std::int64_t run_id) {
+    Scoped st(db, "SELECT event FROM runs WHERE id = ? AND state IN ('queued','running')");
+    st->bind(1, run_id);
+    if (!st->step()) return std::nullopt;
+    return st->text(0);
+}
+
+}  // namespace
+
 CancelOutcome RunsRepo::cancel(std::int64_t run_id, const std::string& reason,
                                const std::string& now) {
-    {
-        Scoped st(m_db,
-                  "UPDATE runs SET state = 'cancelled', conclusion = 'cancelled', reason = ?, "
-                  "finished_at = ? "
-                  "WHERE id = ? AND state IN ('queued','running')");
-        st->bind(1, reason).bind(2, now).bind(3, run_id);
-        st->run();
-    }
-    if (m_db.changes() == 0) {
+    const auto event = open_event(m_db, run_id);
+    if (!event) {
         Scoped exists(m_db, "SELECT count(*) FROM runs WHERE id = ?");
         exists->bind(1, run_id);
         exists->step();
         return exists->int64(0) ? CancelOutcome::already_finished : CancelOutcome::not_found;
     }
+    {
+        Scoped st(m_db,
+                  "UPDATE runs SET state = 'cancelled', conclusion = 'cancelled', reason = ?, "
+                  "finished_at = ? WHERE id = ?");
+        st->bind(1, reason).bind(2, now).bind(3, run_id);
+        st->run();
+    }
     JobsRepo(m_db).cancel_open({run_id}, reason, now);
+    leave_followups(m_db, run_id, *event, RunState::cancelled, Conclusion::cancelled);
     return CancelOutcome::cancelled;
 }
 
@@ -61,11 +89,14 @@ bool RunsRepo::store_plan(std::int64_t run_id, const std::string& selection_json
     }
     if (m_db.changes() == 0) return false;
     if (jobs.empty()) {
+        // The run is queued (the UPDATE above matched it).
+        const auto event = open_event(m_db, run_id);
         Scoped done(m_db,
                     "UPDATE runs SET state = 'completed', conclusion = 'passed', reason = ?, "
                     "finished_at = ? WHERE id = ?");
         done->bind(1, nothing_reason).bind(2, now).bind(3, run_id);
         done->run();
+        if (event) leave_followups(m_db, run_id, *event, RunState::completed, Conclusion::passed);
         return true;
     }
     Scoped job(
@@ -94,11 +125,14 @@ void RunsRepo::mark_running(std::int64_t run_id) {
 
 void RunsRepo::complete(std::int64_t run_id, Conclusion conclusion, const std::string& reason,
                         const std::string& now) {
+    const auto event = open_event(m_db, run_id);
+    if (!event) return;
     Scoped st(m_db,
               "UPDATE runs SET state = 'completed', conclusion = ?, reason = ?, finished_at = ? "
-              "WHERE id = ? AND state IN ('queued','running')");
+              "WHERE id = ?");
     st->bind(1, to_string(conclusion)).bind(2, reason).bind(3, now).bind(4, run_id);
     st->run();
+    leave_followups(m_db, run_id, *event, RunState::completed, conclusion);
 }
 
 namespace {

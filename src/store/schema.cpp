@@ -13,7 +13,7 @@ namespace crcrd::store {
 namespace {
 
 // Each entry takes the schema from version i to i+1. Never edit a released entry; append.
-constexpr std::array<const char*, 13> k_migrations = {
+constexpr std::array<const char*, 14> k_migrations = {
     R"sql(
 CREATE TABLE meta (
   key   TEXT PRIMARY KEY,
@@ -340,6 +340,13 @@ BEGIN INSERT OR IGNORE INTO followups (run_id, kind) VALUES (NEW.id, 'audit'); E
 CREATE TRIGGER runs_followups_bisect_step AFTER UPDATE OF state ON runs
 WHEN NEW.state IN ('completed','cancelled') AND OLD.state IN ('queued','running') AND NEW.event = 'bisect'
 BEGIN INSERT OR IGNORE INTO followups (run_id, kind) VALUES (NEW.id, 'bisect_step'); END;
+)sql",
+    // 14: the follow-ups a finished run leaves are decided by followups_after() (core/vocab.hpp)
+    // where the run ends (store/runs.cpp), not by triggers.
+    R"sql(
+DROP TRIGGER runs_followups_bisect;
+DROP TRIGGER runs_followups_audit;
+DROP TRIGGER runs_followups_bisect_step;
 )sql",
 };
 

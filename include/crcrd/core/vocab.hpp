@@ -9,6 +9,7 @@
 #include <cstddef>
 #include <optional>
 #include <string_view>
+#include <vector>
 
 namespace crcrd {
 
@@ -40,6 +41,9 @@ enum class OutboxDelivery { waiting, sent, dead, coalesced };
 enum class SlotState { idle, busy, offline };
 /// One test's outcome in an attempt (test_results.outcome, the JUnit parser's result).
 enum class TestOutcome { passed, failed, skipped, flaky };
+/// Work a finished run leaves for the planner's follow-ups (followups.kind): bisect a trunk
+/// regression, move a bisection on after one of its runs, audit a scheduled run's failures.
+enum class FollowupKind { bisect, bisect_step, audit };
 
 /// The names of enum E, indexed by enumerator value; specialised for each enum above only.
 template <class E>
@@ -86,6 +90,10 @@ struct Vocab<SlotState> {
 template <>
 struct Vocab<TestOutcome> {
     static constexpr std::array<std::string_view, 4> names{"passed", "failed", "skipped", "flaky"};
+};
+template <>
+struct Vocab<FollowupKind> {
+    static constexpr std::array<std::string_view, 3> names{"bisect", "bisect_step", "audit"};
 };
 
 /// Every name of E in enumerator order (the order admin error messages list them); static storage.
@@ -154,6 +162,24 @@ constexpr int severity(Conclusion c) {
             return 7;
     }
     return 7;
+}
+
+/// The follow-ups a run leaves when it ends `ended` (completed or cancelled) with
+/// `conclusion` (docs/verdicts.md): a trunk run (push, schedule) that ended a regression is
+/// bisected, a scheduled one also audited for selection misses; every bisect run that ended
+/// moves its bisection on. None for anything else.
+inline std::vector<FollowupKind> followups_after(RunEvent event, RunState ended,
+                                                 Conclusion conclusion) {
+    std::vector<FollowupKind> out;
+    if (event == RunEvent::bisect) {
+        if (ended == RunState::completed || ended == RunState::cancelled)
+            out.push_back(FollowupKind::bisect_step);
+        return out;
+    }
+    if (ended != RunState::completed || conclusion != Conclusion::regression) return out;
+    if (event == RunEvent::push || event == RunEvent::schedule) out.push_back(FollowupKind::bisect);
+    if (event == RunEvent::schedule) out.push_back(FollowupKind::audit);
+    return out;
 }
 
 /// A slot's state as the admin API and the dashboard show it: "drained" for an idle slot whose

@@ -16,6 +16,7 @@
 
 #include "crcrd/config/config.hpp"
 #include "crcrd/core/result.hpp"
+#include "crcrd/core/vocab.hpp"
 #include "crcrd/select/changed_paths.hpp"
 #include "crcrd/select/rules.hpp"
 #include "crcrd/store/writer.hpp"
@@ -46,7 +47,7 @@ class Followups {
         int tries = 0;
         std::chrono::steady_clock::time_point next;
     };
-    std::map<std::pair<std::int64_t, std::string>, Failure> m_failures;
+    std::map<std::pair<std::int64_t, FollowupKind>, Failure> m_failures;
 };
 
 }  // namespace crcrd::sched

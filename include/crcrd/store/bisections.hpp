@@ -15,7 +15,7 @@ namespace crcrd::store {
 
 struct Followup {
     std::int64_t run_id = 0;
-    std::string kind;  // bisect | bisect_step | audit
+    FollowupKind kind = FollowupKind::bisect;
 };
 
 /// A finished trunk run's first tier (by position) whose last attempt ended a regression, and

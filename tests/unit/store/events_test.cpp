@@ -9,6 +9,7 @@
 
 #include "crcrd/store/events.hpp"
 #include "crcrd/store/metrics.hpp"
+#include "crcrd/store/runs.hpp"
 #include "crcrd/store/sqlite.hpp"
 #include "crcrd/store/writer.hpp"
 #include "support/migrated_db.hpp"
@@ -112,8 +113,9 @@ TEST_F(EventsTest, EachCommittedChangeIsOneEventAndARolledBackOneIsNone) {
 TEST_F(EventsTest, WorkLeftForThePlannerIsAnEventOnce) {
     ASSERT_TRUE(writer->run_sync([](Db& d) { insert_run(d, 1, "running", ""); }));
     take();
+    // As the dispatcher ends a run: RunsRepo::complete leaves its follow-ups.
     auto finish = [](Db& d) {
-        d.exec("UPDATE runs SET state = 'completed', conclusion = 'regression' WHERE id = 1");
+        RunsRepo(d).complete(1, Conclusion::regression, "import: 1 of 1 tests failed", "x");
     };
     ASSERT_TRUE(writer->run_sync(finish));
     EXPECT_EQ(take(),

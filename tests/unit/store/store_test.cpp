@@ -85,8 +85,9 @@ TEST(Store, VocabularyChecksNeedNoTemporaryTableAndStillRefuseUnknownValues) {
         "WHERE name = 'deliveries'");
     upgraded->exec("PRAGMA writable_schema = RESET");
     upgraded->exec(
-        "DROP TRIGGER runs_followups_bisect; DROP TRIGGER runs_followups_audit; DROP TRIGGER "
-        "runs_followups_bisect_step;"
+        "DROP TRIGGER IF EXISTS runs_followups_bisect; DROP TRIGGER IF EXISTS "
+        "runs_followups_audit; "
+        "DROP TRIGGER IF EXISTS runs_followups_bisect_step;"
         "CREATE TRIGGER runs_followups AFTER UPDATE OF state ON runs "
         "WHEN NEW.state IN ('completed','cancelled') AND OLD.state IN ('queued','running') BEGIN "
         "INSERT OR IGNORE INTO followups (run_id, kind) SELECT NEW.id, 'bisect' WHERE NEW.state = "
