@@ -9,6 +9,7 @@
 #include "crcrd/core/subprocess.hpp"
 #include "crcrd/core/time.hpp"
 #include "crcrd/exec/slurm/node_job.hpp"
+#include "crcrd/exec/slurm/watch.hpp"
 
 namespace crcrd::exec {
 
@@ -335,152 +336,142 @@ RawOutcome SlurmExecutor::adopt(const JobToRun& job, const std::string& external
     return watch(s, job, a, external_id, cancel, hooks.on_running);
 }
 
+std::optional<slurm::JobInfo> SlurmExecutor::look(const std::string& id, const Paths& p,
+                                                  const std::string& name, bool* unreachable) {
+    auto info = query(id, unreachable);
+    if (info || *unreachable || !std::filesystem::exists(p.result)) return info;
+    // Gone from the controller, and its completion file is not readable here: the node's result
+    // says the command ran to its end.
+    auto r = read_file(p.result, 1 << 20);
+    auto j = r ? json::parse(*r, nullptr, false) : json();
+    if (!j.is_object()) return std::nullopt;
+    const auto res = slurm::result_from_json(j);
+    return slurm::JobInfo{
+        id, res.exit_code == 0 ? "COMPLETED" : "FAILED", "LeftTheController", "", "", name};
+}
+
+Result<std::string> SlurmExecutor::resubmit(const ExecutorSettings& s, const JobToRun& job,
+                                            const PreparedAttempt& a, const std::string& id) {
+    // A resubmission a previous daemon made (and died before storing) is taken over.
+    if (auto live = live_by_name(job.job_id, id)) {
+        spdlog::warn("job_id={} Slurm job {} was preempted; {} already runs it again", job.job_id,
+                     id, *live);
+        return *live;
+    }
+    const auto p = paths(s, job.job_id);
+    std::error_code ec;
+    std::filesystem::remove(p.result, ec);
+    // What the preempted run wrote is not this run's.
+    for (auto it = std::filesystem::directory_iterator(a.ctx.junit_dir, ec);
+         !ec && it != std::filesystem::directory_iterator(); it.increment(ec)) {
+        std::error_code ignored;
+        std::filesystem::remove_all(it->path(), ignored);
+    }
+    auto next = submit(s, job, p, false);
+    if (!next) {
+        return make_error("slurm", "Slurm preempted job " + id +
+                                       ", and submitting it again failed: " + next.error().message);
+    }
+    spdlog::warn("job_id={} Slurm job {} was preempted: submitted again as {}", job.job_id, id,
+                 *next);
+    return next;
+}
+
+void SlurmExecutor::cancel_waiting(const std::string& id) {
+    // Ended in Slurm before crcrd lets go: it must not start later on a removed workspace.
+    if (!scancel(id)) return;
+    for (int i = 0; i < 40; ++i) {
+        auto now = query(id);
+        if (now && slurm::phase_of(now->state) != slurm::Phase::waiting &&
+            slurm::phase_of(now->state) != slurm::Phase::running) {
+            return;
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(250));
+    }
+}
+
 RawOutcome SlurmExecutor::watch(const ExecutorSettings& s, const JobToRun& job,
                                 const PreparedAttempt& a, std::string id,
                                 const std::atomic<bool>& cancel,
                                 const std::function<void(const Started&)>& on_running) {
     const auto& sl = *s.execution.section<slurm::SlurmSection>();
     const auto p = paths(s, job.job_id);
+    const slurm::WatchPolicy policy{sl.cancel_pending_on_stop, s.execution.device_wait,
+                                    k_gone_after, k_max_resubmits};
+    slurm::WatchState st;
+    st.id = std::move(id);
+    st.pending_since = Clock::now();
     RawOutcome out;
     out.log_path = a.process.log_path.string();
-    auto pending_since = Clock::now();
-    bool cancel_sent = false;
-    int unknown = 0;             // looks in a row that found the job nowhere
-    int unanswered_at_stop = 0;  // looks without an answer after a cancel, while the daemon stops
-    int resubmits = 0;
-    std::optional<slurm::JobInfo> last;
     auto end_early = [&](RawOutcome& o) {
-        o.external = external_of(id, last);
+        o.external = external_of(st.id, st.last);
         o.metadata = a.metadata;
         o.metadata["slurm"] = o.external;
         release_workspace(a.ws, s.execution, s.upstream, true);
         return o;
     };
     for (;;) {
-        if (cancel.load() && !cancel_sent) {
-            scancel(id);
-            cancel_sent = true;
+        slurm::Observation seen{Clock::now(), cancel.load(), detaching(),
+                                false,        std::nullopt,  false};
+        auto act = slurm::next(st, seen, policy);
+        if (act.step == slurm::WatchStep::look) {
+            seen.looked = true;
+            seen.info = look(st.id, p, job_name(job.job_id), &seen.unreachable);
+            seen.now = Clock::now();
+            act = slurm::next(st, seen, policy);
         }
-        if (detaching() && !cancel_sent) {
-            const bool pending = last && slurm::phase_of(last->state) == slurm::Phase::waiting;
-            if (sl.cancel_pending_on_stop && pending) {
-                scancel(id);  // ends as cancelled; the dispatcher records "daemon stopped"
-                cancel_sent = true;
-            } else {
+        switch (act.step) {
+            case slurm::WatchStep::look:
+                continue;
+            case slurm::WatchStep::cancel:
+                scancel(st.id);
+                continue;
+            case slurm::WatchStep::wait:
+                if (seen.unreachable)
+                    spdlog::warn("job_id={} Slurm's controller did not answer about job {}",
+                                 job.job_id, st.id);
+                wait_a_little(sl.poll_interval, cancel, st.cancel_sent);
+                continue;
+            case slurm::WatchStep::detach:
                 out.detached = true;
-                out.external = external_of(id, last);
+                out.external = external_of(st.id, st.last);
                 return out;
-            }
-        }
-        bool unreachable = false;
-        auto info = query(id, &unreachable);
-        if (!info && !unreachable && std::filesystem::exists(p.result)) {
-            // Gone from the controller, and its completion file is not readable here: the node's
-            // result says the command ran to its end.
-            auto r = read_file(p.result, 1 << 20);
-            auto j = r ? json::parse(*r, nullptr, false) : json();
-            if (j.is_object()) {
-                const auto res = slurm::result_from_json(j);
-                info = slurm::JobInfo{id,
-                                      res.exit_code == 0 ? "COMPLETED" : "FAILED",
-                                      "LeftTheController",
-                                      "",
-                                      "",
-                                      job_name(job.job_id)};
-            }
-        }
-        if (!info) {
-            if (cancel_sent && detaching() && ++unanswered_at_stop >= k_gone_after) {
-                // The daemon stops and Slurm does not answer: do not hold the stop up for it.
-                out.cancelled = true;
-                out.infra_failure =
-                    "Slurm did not confirm the cancel of job " + id + " before the daemon stopped";
+            case slurm::WatchStep::give_up:
+                out.cancelled = act.cancelled;
+                out.infra_failure = act.reason;
                 return end_early(out);
-            }
-            if (unreachable) {
-                spdlog::warn("job_id={} Slurm's controller did not answer about job {}", job.job_id,
-                             id);
-            } else if (++unknown >= k_gone_after) {
-                out.infra_failure = "Slurm no longer knows job " + id +
-                                    " (neither the controller nor the completion record)";
-                return end_early(out);
-            }
-            wait_a_little(sl.poll_interval, cancel, cancel_sent);
-            continue;
-        }
-        unknown = 0;
-        last = info;
-        const auto phase = slurm::phase_of(info->state);
-        if (phase == slurm::Phase::running) pending_since = Clock::now();
-        if (phase == slurm::Phase::waiting) {
-            if (info->state == "PENDING" && slurm::waits_for_device(info->reason) && !cancel_sent &&
-                Clock::now() - pending_since > s.execution.device_wait) {
-                // Ended in Slurm before crcrd lets go: it must not start later on a removed
-                // workspace.
-                if (scancel(id)) {
-                    for (int i = 0; i < 40; ++i) {
-                        auto now = query(id);
-                        if (now && slurm::phase_of(now->state) != slurm::Phase::waiting &&
-                            slurm::phase_of(now->state) != slurm::Phase::running) {
-                            break;
-                        }
-                        std::this_thread::sleep_for(std::chrono::milliseconds(250));
-                    }
-                }
+            case slurm::WatchStep::device_unavailable:
+                cancel_waiting(st.id);
                 out.device_unavailable =
-                    "Slurm job " + id + " still pending (" + info->reason + ") after " +
+                    "Slurm job " + st.id + " still pending (" + st.last->reason + ") after " +
                     seconds(std::chrono::duration_cast<std::chrono::milliseconds>(
                         s.execution.device_wait)) +
                     " in partition " + sl.partition;
                 return end_early(out);
-            }
-        }
-        if (phase == slurm::Phase::preempted && !cancel_sent) {
-            // Not the job's doing and not an attempt: the same attempt goes to Slurm again.
-            if (++resubmits > k_max_resubmits) {
-                out.infra_failure =
-                    "Slurm preempted job " + id + " " + std::to_string(k_max_resubmits) + " times";
-                return end_early(out);
-            }
-            // A resubmission a previous daemon made (and died before storing) is taken over.
-            if (auto live = live_by_name(job.job_id, id)) {
-                spdlog::warn("job_id={} Slurm job {} was preempted; {} already runs it again",
-                             job.job_id, id, *live);
-                id = *live;
-                last.reset();
-                pending_since = Clock::now();
-                on_running(Started{0, id});
+            case slurm::WatchStep::resubmit: {
+                auto next = resubmit(s, job, a, st.id);
+                if (!next) {
+                    out.infra_failure = next.error().message;
+                    return end_early(out);
+                }
+                slurm::follow(st, *next, Clock::now());
+                on_running(Started{0, st.id});
                 continue;
             }
-            std::error_code ec;
-            std::filesystem::remove(p.result, ec);
-            // What the preempted run wrote is not this run's.
-            for (auto it = std::filesystem::directory_iterator(a.ctx.junit_dir, ec);
-                 !ec && it != std::filesystem::directory_iterator(); it.increment(ec)) {
-                std::error_code ignored;
-                std::filesystem::remove_all(it->path(), ignored);
-            }
-            auto next = submit(s, job, p, false);
-            if (!next) {
-                out.infra_failure = "Slurm preempted job " + id +
-                                    ", and submitting it again failed: " + next.error().message;
-                return end_early(out);
-            }
-            spdlog::warn("job_id={} Slurm job {} was preempted: submitted again as {}", job.job_id,
-                         id, *next);
-            id = *next;
-            last.reset();
-            pending_since = Clock::now();
-            on_running(Started{0, id});
-            continue;
+            case slurm::WatchStep::ended:
+                break;
         }
-        if (phase == slurm::Phase::waiting || phase == slurm::Phase::running) {
-            wait_a_little(sl.poll_interval, cancel, cancel_sent);
-            continue;
-        }
-        break;  // ended
+        break;
     }
+    collect_ended(s, job, a, st, out);
+    return out;
+}
+
+void SlurmExecutor::collect_ended(const ExecutorSettings& s, const JobToRun& job,
+                                  const PreparedAttempt& a, const slurm::WatchState& st,
+                                  RawOutcome& out) {
     // It ended: what the node wrote decides with what Slurm says.
+    const auto p = paths(s, job.job_id);
     ProcessResult proc;
     bool have_result = false;
     if (auto text = read_file(p.result, 1 << 20)) {
@@ -490,7 +481,8 @@ RawOutcome SlurmExecutor::watch(const ExecutorSettings& s, const JobToRun& job,
             have_result = true;
         }
     }
-    const auto& info = *last;
+    const auto& info = *st.last;
+    const std::string& id = st.id;
     const std::string where = info.node.empty() ? std::string() : " on " + info.node;
     switch (slurm::phase_of(info.state)) {
         case slurm::Phase::finished:
@@ -504,20 +496,19 @@ RawOutcome SlurmExecutor::watch(const ExecutorSettings& s, const JobToRun& job,
             out.timed_out = true;
             break;
         case slurm::Phase::cancelled:
-            if (!cancel_sent)
+            if (!st.cancel_sent)
                 out.infra_failure = "Slurm job " + id + " was cancelled outside crcrd" + where;
             break;
         default:
             out.infra_failure = "Slurm ended job " + id + " " + info.state + where;
             break;
     }
-    collect_attempt(s, a, proc, cancel_sent, out);
-    out.external = external_of(id, last);
+    collect_attempt(s, a, proc, st.cancel_sent, out);
+    out.external = external_of(id, st.last);
     out.metadata["slurm"] = out.external;
     // The control folder goes with the workspace (kept with it for a look after a failure).
     std::error_code ec;
     if (!std::filesystem::exists(a.ws.job_dir, ec)) std::filesystem::remove_all(p.control, ec);
-    return out;
 }
 
 std::optional<std::string> SlurmExecutor::live_by_name(std::int64_t job_id,

@@ -17,6 +17,7 @@
 #include "crcrd/exec/prepare.hpp"
 #include "crcrd/exec/slurm/slurm_cli.hpp"
 #include "crcrd/exec/slurm/slurm_section.hpp"
+#include "crcrd/exec/slurm/watch.hpp"
 
 namespace crcrd::exec {
 
@@ -67,10 +68,24 @@ class SlurmExecutor : public Executor {
     std::optional<std::string> read_jobcomp();
     /// scancel, tried three times; false when Slurm never took it.
     bool scancel(const std::string& id);
-    /// Follows Slurm job `id` of `a` to its end and collects it.
+    /// What Slurm says of job `id` (query()), else what the node's result file says of a job
+    /// that left the controller.
+    std::optional<slurm::JobInfo> look(const std::string& id, const Paths& p,
+                                       const std::string& name, bool* unreachable);
+    /// After job `id` of `a` was preempted: the resubmission a previous daemon made, else a new
+    /// one (the preempted run's result and JUnit removed).
+    Result<std::string> resubmit(const ExecutorSettings& s, const JobToRun& job,
+                                 const PreparedAttempt& a, const std::string& id);
+    /// scancel a job that waits too long, and wait (at most 10 s) until Slurm ended it.
+    void cancel_waiting(const std::string& id);
+    /// Follows Slurm job `id` of `a` to its end and collects it: the poller of
+    /// slurm::next() (exec/slurm/watch.hpp).
     RawOutcome watch(const ExecutorSettings& s, const JobToRun& job, const PreparedAttempt& a,
                      std::string id, const std::atomic<bool>& cancel,
                      const std::function<void(const Started&)>& on_running);
+    /// The outcome of a job Slurm ended (`st.last`), from what its node wrote.
+    void collect_ended(const ExecutorSettings& s, const JobToRun& job, const PreparedAttempt& a,
+                       const slurm::WatchState& st, RawOutcome& out);
     /// Waits up to `d`, or less when the daemon stops or `cancel` is set.
     void pause(std::chrono::milliseconds d, const std::atomic<bool>& cancel);
     void wait_a_little(std::chrono::milliseconds poll, const std::atomic<bool>& cancel,
