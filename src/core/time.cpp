@@ -1,5 +1,7 @@
 #include "crcrd/core/time.hpp"
 
+#include "crcrd/core/clock.hpp"
+
 #include <fmt/format.h>
 #include <cctype>
 #include <cstdio>
@@ -48,3 +50,19 @@ std::optional<SystemTime> parse_rfc3339(const std::string& text) {
 }
 
 }  // namespace crcrd
+
+namespace crcrd::core {
+
+namespace {
+class SystemClock final : public Clock {
+  public:
+    SystemTime now() const override { return std::chrono::system_clock::now(); }
+};
+}  // namespace
+
+const Clock& system_clock() {
+    static const SystemClock clock;
+    return clock;
+}
+
+}  // namespace crcrd::core

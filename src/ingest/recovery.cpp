@@ -76,23 +76,23 @@ std::vector<std::pair<std::string, std::int64_t>> to_redeliver(
     return out;
 }
 
-Recovery::Recovery(store::Writer& writer, std::filesystem::path db_path, RecoverySettings settings)
-    : m_writer(writer), m_db_path(std::move(db_path)), m_settings(std::move(settings)) {}
+Recovery::Recovery(store::Writer& writer, std::filesystem::path db_path, RecoverySettings settings,
+                   const core::Clock& clock)
+    : m_writer(writer),
+      m_db_path(std::move(db_path)),
+      m_clock(clock),
+      m_settings(std::move(settings)) {}
 
 Recovery::~Recovery() {
     stop();
 }
 
 void Recovery::start() {
-    m_thread = std::thread([this] { loop(); });
+    m_loop.start();
 }
 
 void Recovery::run_now() {
-    {
-        std::lock_guard lk(m_mu);
-        m_now = true;
-    }
-    m_cv.notify_all();
+    m_loop.notify();
 }
 
 void Recovery::set_settings(RecoverySettings settings) {
@@ -101,29 +101,7 @@ void Recovery::set_settings(RecoverySettings settings) {
 }
 
 void Recovery::stop() {
-    {
-        std::lock_guard lk(m_mu);
-        m_stopping = true;
-    }
-    m_cv.notify_all();
-    if (m_thread.joinable()) m_thread.join();
-}
-
-void Recovery::loop() {
-    for (;;) {
-        {
-            std::unique_lock lk(m_mu);
-            const auto interval = m_settings.recovery.interval;
-            m_cv.wait_for(lk, interval, [&] { return m_stopping || m_now; });
-            if (m_stopping) return;
-            m_now = false;
-        }
-        try {
-            pass();
-        } catch (const std::exception& e) {
-            spdlog::error("recovery: {}", e.what());
-        }
-    }
+    m_loop.stop();
 }
 
 void Recovery::pass() {
@@ -133,7 +111,7 @@ void Recovery::pass() {
         s = m_settings;
     }
     PassRecord rec;
-    const auto started = system_clock::now();
+    const auto started = m_clock.now();
     rec.started_at = rfc3339(started);
     auto reads = store::RecoveryReads::open(m_db_path);
     if (!reads) throw std::runtime_error(reads.error().message);
@@ -230,7 +208,7 @@ void Recovery::pass() {
             }
             ++rec.redelivered;
             auto s2 = m_writer.run_sync([&, guid = guid, id = id](store::Db& w) {
-                store::RecoveryRepo(w).record_redelivery(guid, id, now_rfc3339());
+                store::RecoveryRepo(w).record_redelivery(guid, id, m_clock.now_text());
             });
             if (!s2)
                 rec.errors.push_back("recording the redelivery of " + guid + ": " +
@@ -244,7 +222,7 @@ void Recovery::pass() {
     auto st = m_writer.run_sync([&](store::Db& w) {
         store::RecoveryPassRecord record;
         record.started_at = rec.started_at;
-        record.finished_at = now_rfc3339();
+        record.finished_at = m_clock.now_text();
         record.since = rec.since;
         record.listed = rec.listed;
         record.failed = rec.failed;

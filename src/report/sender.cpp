@@ -106,8 +106,9 @@ struct Sender::Outcome {
     std::optional<SystemTime> until;  // wait: rate limited until
 };
 
-Sender::Sender(store::Writer& writer, std::filesystem::path db_path, SenderSettings settings)
-    : m_writer(writer), m_db_path(std::move(db_path)) {
+Sender::Sender(store::Writer& writer, std::filesystem::path db_path, SenderSettings settings,
+               const core::Clock& clock)
+    : m_writer(writer), m_db_path(std::move(db_path)), m_clock(clock) {
     set_settings(std::move(settings));
 }
 
@@ -122,55 +123,40 @@ void Sender::set_settings(SenderSettings settings) {
     m_relay_token = settings.callback ? std::make_shared<RelayToken>(*settings.callback) : nullptr;
     m_settings = std::make_shared<const SenderSettings>(std::move(settings));
     m_paused.clear();
-    m_pending = true;
-    m_cv.notify_all();
+    m_loop.notify();
 }
 
 void Sender::start() {
-    m_thread = std::thread([this] { loop(); });
+    m_loop.start();
 }
 
 void Sender::notify() {
-    {
-        std::lock_guard lk(m_mu);
-        m_pending = true;
-    }
-    m_cv.notify_all();
+    m_loop.notify();
 }
 
 void Sender::stop() {
-    {
-        std::lock_guard lk(m_mu);
-        m_stopping = true;
-    }
-    m_cv.notify_all();
-    if (m_thread.joinable()) m_thread.join();
+    m_loop.stop();
 }
 
-void Sender::loop() {
-    std::optional<store::OutboxQueue> queue;
-    for (;;) {
-        SystemTime next = system_clock::now() + std::chrono::seconds(5);
-        try {
-            if (!queue) {
-                auto opened = store::OutboxQueue::open(m_db_path);
-                if (!opened) throw std::runtime_error(opened.error().message);
-                queue.emplace(std::move(*opened));
-            }
-            next = std::min(next, send_due(*queue));
-        } catch (const std::exception& e) {
-            spdlog::error("report sender: {}", e.what());
-            queue.reset();
+std::optional<std::chrono::steady_clock::duration> Sender::pass() {
+    try {
+        if (!m_queue) {
+            auto opened = store::OutboxQueue::open(m_db_path);
+            if (!opened) throw std::runtime_error(opened.error().message);
+            m_queue.emplace(std::move(*opened));
         }
-        std::unique_lock lk(m_mu);
-        m_cv.wait_until(lk, next, [&] { return m_stopping || m_pending; });
-        if (m_stopping) return;
-        m_pending = false;
+        const auto next = send_due(*m_queue);
+        // At least every 5 s: rows whose retry time came, pauses that ended.
+        return std::min<std::chrono::steady_clock::duration>(std::chrono::seconds(5),
+                                                             next - m_clock.now());
+    } catch (...) {
+        m_queue.reset();  // opened again at the next pass (after 5 s)
+        throw;
     }
 }
 
 SystemTime Sender::send_due(store::OutboxQueue& queue) {
-    const auto now = system_clock::now();
+    const auto now = m_clock.now();
     // A rate-limited sink's rows are left out, so they neither spin this loop nor hold up
     // the other sinks' rows behind them.
     std::vector<Sink> paused;
@@ -193,9 +179,9 @@ SystemTime Sender::send_due(store::OutboxQueue& queue) {
     }
     std::vector<std::pair<Row, Outcome>> done;
     for (const auto& row : rows) {
+        if (m_loop.stopping()) break;
         {
             std::lock_guard lk(m_mu);
-            if (m_stopping) break;
             if (auto p = m_paused.find(row.sink); p != m_paused.end())
                 continue;  // paused during this pass
         }
@@ -216,15 +202,15 @@ SystemTime Sender::send_due(store::OutboxQueue& queue) {
     flush(done, *s);
     // When to look again: at once when this pass was full, else at the earliest retry of a
     // sink that is not paused, or when a pause ends (or in 5 s, or when woken).
-    SystemTime next = system_clock::now() + std::chrono::seconds(5);
-    if (rows.size() == 100) next = system_clock::now();
+    SystemTime next = m_clock.now() + std::chrono::seconds(5);
+    if (rows.size() == 100) next = m_clock.now();
     if (auto at = or_throw(queue.earliest_retry(paused))) {
         if (auto t = parse_rfc3339(*at)) next = std::min(next, *t);
     }
     {
         std::lock_guard lk(m_mu);
         for (const auto& [sink, until] : m_paused)
-            next = std::max(std::min(next, until), system_clock::now());
+            next = std::max(std::min(next, until), m_clock.now());
     }
     return next;
 }
@@ -307,7 +293,7 @@ Sender::Outcome Sender::deliver_callback(store::OutboxQueue& queue, const Row& r
         // no Retry-After: the callback sink pauses a minute unless it says otherwise.
         const auto after = header_int(*r, "retry-after").value_or(60);
         return {Outcome::wait, code, msg,
-                system_clock::now() + std::chrono::seconds(std::max<std::int64_t>(after, 1))};
+                m_clock.now() + std::chrono::seconds(std::max<std::int64_t>(after, 1))};
     }
     if (code >= 500) return {Outcome::retry, code, msg, std::nullopt};
     return {Outcome::dead, code, msg, std::nullopt};
@@ -321,7 +307,7 @@ Sender::Outcome Sender::deliver(store::OutboxQueue& queue, const Row& row,
         if (!s.file)
             return {Outcome::dead, std::nullopt, "report.file is no longer configured",
                     std::nullopt};
-        json line = {{"at", now_rfc3339()},
+        json line = {{"at", m_clock.now_text()},
                      {"run_id", row.run_id},
                      {"sha", row.sha},
                      {"context", row.context},
@@ -358,17 +344,18 @@ Sender::Outcome Sender::deliver(store::OutboxQueue& queue, const Row& row,
     {
         // GitHub asks for a pause of a second between mutative requests (secondary limits):
         // counted from the end of the previous one.
-        std::unique_lock lk(m_mu);
-        if (m_last_github_post) {
-            const auto until = *m_last_github_post + s.min_interval;
-            m_cv.wait_until(lk, until, [&] { return m_stopping; });
-            if (m_stopping) return {Outcome::retry, std::nullopt, "stopping", std::nullopt};
+        std::optional<SystemTime> last;
+        {
+            std::lock_guard lk(m_mu);
+            last = m_last_github_post;
         }
+        if (last && !m_loop.sleep_for(*last + s.min_interval - m_clock.now()))
+            return {Outcome::retry, std::nullopt, "stopping", std::nullopt};
     }
     auto r = client.post("/repos/" + s.github->repo + "/statuses/" + row.sha, body.dump());
     {
         std::lock_guard lk(m_mu);
-        m_last_github_post = system_clock::now();
+        m_last_github_post = m_clock.now();
     }
     if (!r) return {Outcome::retry, std::nullopt, r.error().message, std::nullopt};
     const int code = r->status;
@@ -376,7 +363,7 @@ Sender::Outcome Sender::deliver(store::OutboxQueue& queue, const Row& row,
     std::string msg = "HTTP " + std::to_string(code) + ": " + github_message(r->body);
     if (code >= 500) return {Outcome::retry, code, msg, std::nullopt};
     if (code == 403 || code == 429) {
-        const auto now = system_clock::now();
+        const auto now = m_clock.now();
         if (auto after = header_int(*r, "retry-after")) {
             return {Outcome::wait, code, msg,
                     now + std::chrono::seconds(std::max<std::int64_t>(*after, 1))};
@@ -433,7 +420,7 @@ void Sender::flush(std::vector<std::pair<Row, Outcome>>& done, const SenderSetti
             }
         }
     }
-    const auto now = system_clock::now();
+    const auto now = m_clock.now();
     static thread_local std::mt19937_64 rng{std::random_device{}()};
     std::vector<std::optional<SystemTime>> next(done.size());
     std::vector<store::AttemptRecord> attempts;

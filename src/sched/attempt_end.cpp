@@ -30,14 +30,14 @@ AttemptFacts read_attempt_facts(store::Db& db, const exec::JobToRun& job, Attemp
     f.run_on_base = policy.run_on_base;
     if (f.judged.conclusion == Conclusion::regression && f.pr && policy.base_window &&
         !f.failed.empty()) {
-        const auto since = rfc3339(std::chrono::system_clock::now() - *policy.base_window);
+        const auto since = rfc3339(policy.now - *policy.base_window);
         f.found_on_base = jobs.failed_on_base(job.job_id, f.failed, since);
         f.base_sha = jobs.base_sha(job.job_id);
     }
     return f;
 }
 
-bool apply_end(store::Db& db, std::int64_t job_id, const EndPlan& plan) {
+bool apply_end(store::Db& db, std::int64_t job_id, const EndPlan& plan, SystemTime at) {
     store::JobsRepo jobs(db);
     // An attempt that already ended (cancelled while it ran, by whoever cancelled it) keeps
     // what it ended with.
@@ -47,7 +47,7 @@ bool apply_end(store::Db& db, std::int64_t job_id, const EndPlan& plan) {
         return false;
     if (plan.flaky_count > 0) jobs.mark_flaky(job_id, plan.flaky, plan.flaky_count);
     for (const auto& [key, value] : plan.evidence) jobs.add_evidence(job_id, key, value.dump());
-    const auto now = now_rfc3339();
+    const auto now = rfc3339(at);
     switch (plan.next) {
         case EndPlan::Next::retry:
             if (jobs.complete(job_id, plan.conclusion, plan.reason, plan.exit_status, now))
@@ -59,7 +59,7 @@ bool apply_end(store::Db& db, std::int64_t job_id, const EndPlan& plan) {
             }
             break;
         case EndPlan::Next::finish:
-            finish_job(db, job_id, plan.conclusion, plan.reason, plan.exit_status);
+            finish_job(db, job_id, plan.conclusion, plan.reason, plan.exit_status, at);
             break;
     }
     return true;
@@ -69,7 +69,7 @@ std::optional<EndPlan> end_attempt(store::Db& db, const exec::JobToRun& job, Att
                                    Judged judged, const EndPolicy& policy, std::int64_t carried) {
     const auto plan =
         plan_end(read_attempt_facts(db, job, origin, std::move(judged), carried, policy));
-    if (!apply_end(db, job.job_id, plan)) return std::nullopt;
+    if (!apply_end(db, job.job_id, plan, policy.now)) return std::nullopt;
     return plan;
 }
 

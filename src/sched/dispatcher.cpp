@@ -51,23 +51,24 @@ bool covers(const std::vector<std::string>& have, const std::vector<std::string>
 /// Leases the first free, undrained slot on offer whose labels cover the job's; its name, or
 /// nullopt when none is free.
 std::optional<std::string> lease(store::Db& db, const std::vector<exec::SlotOffer>& offers,
-                                 const exec::JobToRun& job, std::chrono::milliseconds ttl) {
+                                 const exec::JobToRun& job, std::chrono::milliseconds ttl,
+                                 SystemTime now) {
     store::SlotsRepo slots(db);
     for (const auto& name : slots.free_undrained()) {
         auto offer = std::find_if(offers.begin(), offers.end(),
                                   [&](const auto& o) { return o.name == name; });
         if (offer == offers.end() || !covers(offer->labels, job.labels)) continue;
-        if (slots.take(name, job.job_id, rfc3339(system_clock::now() + ttl))) return name;
+        if (slots.take(name, job.job_id, rfc3339(now + ttl))) return name;
     }
     return std::nullopt;
 }
 
 /// Gives the job's slot back, or takes it offline until `health_interval` from now.
 void release(store::Db& db, const exec::JobToRun& job, bool unhealthy, const json& health,
-             std::chrono::milliseconds health_interval) {
+             std::chrono::milliseconds health_interval, SystemTime now) {
     store::SlotsRepo slots(db);
     if (unhealthy) {
-        slots.take_offline(job.slot, health.dump(), rfc3339(system_clock::now() + health_interval));
+        slots.take_offline(job.slot, health.dump(), rfc3339(now + health_interval));
         return;
     }
     slots.give_back(job.slot, job.job_id,
@@ -75,8 +76,8 @@ void release(store::Db& db, const exec::JobToRun& job, bool unhealthy, const jso
 }
 
 /// The policy attempts end under now.
-EndPolicy end_policy(const DispatcherSettings& cfg, bool stopping = false) {
-    return EndPolicy{cfg.retry, cfg.base_window, cfg.base_check_run, stopping};
+EndPolicy end_policy(const DispatcherSettings& cfg, SystemTime now, bool stopping = false) {
+    return EndPolicy{cfg.retry, cfg.base_window, cfg.base_check_run, stopping, now};
 }
 
 /// An attempt that ended before anything of it was judged: how and why.
@@ -90,11 +91,13 @@ Judged ended(Conclusion conclusion, std::string reason) {
 }  // namespace
 
 Dispatcher::Dispatcher(store::Writer& writer, std::filesystem::path db_path,
-                       exec::Executor& executor, DispatcherSettings settings)
+                       exec::Executor& executor, DispatcherSettings settings,
+                       const core::Clock& clock)
     : m_writer(writer),
       m_db_path(std::move(db_path)),
       m_executor(executor),
-      m_settings(std::move(settings)) {}
+      m_settings(std::move(settings)),
+      m_clock(clock) {}
 
 Dispatcher::~Dispatcher() {
     stop();
@@ -158,13 +161,12 @@ Status Dispatcher::recover() {
             if (auto it = outside.find(open.id); it != outside.end()) {
                 job.slot = open.slot.value_or("");
                 if (!job.slot.empty() &&
-                    !slots.take(job.slot, job.job_id,
-                                rfc3339(system_clock::now() + cfg.lease_ttl))) {
+                    !slots.take(job.slot, job.job_id, rfc3339(m_clock.now() + cfg.lease_ttl))) {
                     spdlog::warn(
                         "job_id={} slot {} is no longer offered; the adopted job runs without it",
                         open.id, job.slot);
                 }
-                jobs.mark_running(open.id, 0, it->second, now_rfc3339());
+                jobs.mark_running(open.id, 0, it->second, m_clock.now_text());
                 spdlog::info("job_id={} run_id={} adopted: it goes on as {}", open.id, job.run_id,
                              it->second);
                 adopted.emplace_back(std::move(job), it->second);
@@ -175,7 +177,8 @@ Status Dispatcher::recover() {
                              open.id, n);
             }
             end_attempt(db, job, AttemptOrigin::lost,
-                        ended(Conclusion::infra_error, "daemon restarted"), end_policy(cfg));
+                        ended(Conclusion::infra_error, "daemon restarted"),
+                        end_policy(cfg, m_clock.now()));
             spdlog::warn("job_id={} run_id={} ended infra_error: daemon restarted", open.id,
                          job.run_id);
         }
@@ -202,32 +205,22 @@ void Dispatcher::start() {
         }
         m_adopted.clear();
     }
-    m_thread = std::thread([this] { loop(); });
+    m_loop.start();
 }
 
 void Dispatcher::notify() {
-    {
-        std::lock_guard lk(m_mu);
-        m_pending = true;
-    }
-    m_cv.notify_one();
+    m_loop.notify();
 }
 
 void Dispatcher::stop() {
-    {
-        std::lock_guard lk(m_mu);
-        if (m_stopping && !m_thread.joinable()) return;
-        m_stopping = true;
-    }
+    m_loop.request_stop();
     // Attempts that go on without the daemon (Slurm) are left to run, to be adopted at the next
     // start; the others are ended.
     if (!m_executor.detach_on_stop()) {
         std::lock_guard lk(m_mu);
         for (auto& [id, flag] : m_running) flag->store(true);
     }
-    m_cv.notify_all();
-    m_stop_cv.notify_all();
-    if (m_thread.joinable()) m_thread.join();
+    m_loop.join();
     std::list<Worker> workers;
     {
         std::lock_guard lk(m_mu);
@@ -266,23 +259,14 @@ bool Dispatcher::spawn_worker(std::function<void()> fn) {
     }
 }
 
-void Dispatcher::loop() {
-    for (;;) {
-        {
-            std::unique_lock lk(m_mu);
-            // At the latest when the next offline slot is due for its recheck.
-            const auto until = std::min(
-                std::chrono::steady_clock::now() + std::chrono::milliseconds(500), m_next_recheck);
-            m_cv.wait_until(lk, until, [&] { return m_stopping || m_pending; });
-            if (m_stopping) return;
-            m_pending = false;
-        }
-        try {
-            dispatch_once();
-        } catch (const std::exception& e) {
-            spdlog::error("dispatcher: {}", e.what());
-        }
-    }
+std::optional<std::chrono::steady_clock::duration> Dispatcher::pass() {
+    dispatch_once();
+    // Every 500 ms, and at the latest when the next offline slot is due for its recheck.
+    std::lock_guard lk(m_mu);
+    std::chrono::steady_clock::duration wait = std::chrono::milliseconds(500);
+    if (m_next_recheck != std::chrono::steady_clock::time_point::max())
+        wait = std::min(wait, m_next_recheck - std::chrono::steady_clock::now());
+    return wait;
 }
 
 void Dispatcher::dispatch_once() {
@@ -299,7 +283,7 @@ void Dispatcher::dispatch_once() {
     const auto cfg = settings();
     const auto offers = m_executor.slots();
     auto s = m_writer.run_sync([&](store::Db& db) {
-        const auto now = system_clock::now();
+        const auto now = m_clock.now();
         store::SlotsRepo slots(db);
         store::JobsRepo jobs(db);
         // A lease lives while its job runs in this process; one whose job is not running here
@@ -313,7 +297,7 @@ void Dispatcher::dispatch_once() {
                 end_attempt(
                     db, job, AttemptOrigin::lost,
                     ended(Conclusion::infra_error, "the lease of slot " + slot + " expired"),
-                    end_policy(cfg));
+                    end_policy(cfg, m_clock.now()));
             }
             spdlog::warn("slot={} job_id={} lease expired: slot freed, job ended infra_error", slot,
                          job_id ? std::to_string(*job_id) : std::string("-"));
@@ -331,7 +315,7 @@ void Dispatcher::dispatch_once() {
                 if (auto from = jobs.reusable(id, rfc3339(now - cfg.reuse_window))) {
                     jobs.mark_reused(id, from->first, from->second);
                     finish_job(db, id, Conclusion::passed,
-                               "reused from run " + std::to_string(from->first));
+                               "reused from run " + std::to_string(from->first), std::nullopt, now);
                     spdlog::info("job_id={} reused job {} of run {}", id, from->second,
                                  from->first);
                     reused = true;  // the run's next tier may start now: look again at once
@@ -347,7 +331,7 @@ void Dispatcher::dispatch_once() {
                 job.rerun_tests = store::BisectionsRepo(db).tests_for_job(id);
             if (auto checked = jobs.base_check_tests(id); !checked.empty())
                 job.rerun_tests = std::move(checked);
-            if (auto slot = lease(db, offers, job, cfg.lease_ttl)) {
+            if (auto slot = lease(db, offers, job, cfg.lease_ttl, now)) {
                 job.slot = *slot;
                 jobs.mark_leased(id, *slot);
                 store::RunsRepo(db).mark_running(job.run_id);
@@ -361,7 +345,8 @@ void Dispatcher::dispatch_once() {
                         std::chrono::duration_cast<std::chrono::seconds>(cfg.device_wait).count()) +
                     "s";
                 end_attempt(db, job, AttemptOrigin::no_device,
-                            ended(Conclusion::device_unavailable, why), end_policy(cfg));
+                            ended(Conclusion::device_unavailable, why),
+                            end_policy(cfg, m_clock.now()));
             }
         }
         // Jobs cancelled meanwhile (superseded, PR closed, operator) whose process still runs.
@@ -375,13 +360,13 @@ void Dispatcher::dispatch_once() {
         return;
     }
     std::lock_guard lk(m_mu);
-    if (reused) m_pending = true;
+    if (reused) m_loop.notify();
     m_next_recheck = std::chrono::steady_clock::time_point::max();
     if (next_recheck) {
         m_next_recheck = std::chrono::steady_clock::now() +
                          std::max(std::chrono::milliseconds(0),
                                   std::chrono::duration_cast<std::chrono::milliseconds>(
-                                      *next_recheck - system_clock::now()));
+                                      *next_recheck - m_clock.now()));
     }
     for (auto id : cancelled)
         if (auto it = m_running.find(id); it != m_running.end()) it->second->store(true);
@@ -405,10 +390,10 @@ void Dispatcher::dispatch_once() {
         // No thread for them now: back to the queue, their slots free again.
         const auto interval = cfg.health_interval;
         m_writer.submit(
-            [not_started, interval](store::Db& db) {
+            [not_started, interval, now = m_clock.now()](store::Db& db) {
                 for (const auto& job : not_started) {
                     store::JobsRepo(db).requeue_leased(job.job_id);
-                    release(db, job, false, nullptr, interval);
+                    release(db, job, false, nullptr, interval, now);
                 }
             },
             [](Status) {});
@@ -420,8 +405,7 @@ void Dispatcher::recheck(const std::string& slot) {
     const bool ok = h.value("ok", false);
     const auto interval = settings().health_interval;
     auto s = m_writer.run_sync([&](store::Db& db) {
-        store::SlotsRepo(db).record_recheck(slot, ok, h.dump(),
-                                            rfc3339(system_clock::now() + interval));
+        store::SlotsRepo(db).record_recheck(slot, ok, h.dump(), rfc3339(m_clock.now() + interval));
     });
     spdlog::log(ok ? spdlog::level::info : spdlog::level::warn, "slot={} health recheck {}", slot,
                 ok ? "passed: back online" : "failed");
@@ -444,14 +428,14 @@ void Dispatcher::work(exec::JobToRun job, std::shared_ptr<std::atomic<bool>> can
         hooks.may_start = [this, id = job.job_id] {
             bool claimed = false;
             auto s = m_writer.run_sync([&](store::Db& db) {
-                claimed = store::JobsRepo(db).claim_start(id, now_rfc3339());
+                claimed = store::JobsRepo(db).claim_start(id, m_clock.now_text());
             });
             return s && claimed;
         };
         hooks.on_running = [this, id = job.job_id](const exec::Started& st) {
             m_writer.submit(
-                [id, st](store::Db& db) {
-                    store::JobsRepo(db).mark_running(id, st.pgid, st.external_id, now_rfc3339());
+                [id, st, now = m_clock.now_text()](store::Db& db) {
+                    store::JobsRepo(db).mark_running(id, st.pgid, st.external_id, now);
                 },
                 [](Status) {});
         };
@@ -462,8 +446,9 @@ void Dispatcher::work(exec::JobToRun job, std::shared_ptr<std::atomic<bool>> can
             spdlog::info("job_id={} run_id={} not started: cancelled since its lease", job.job_id,
                          job.run_id);
             const auto interval = cfg.health_interval;
-            auto s = m_writer.run_sync(
-                [&](store::Db& db) { release(db, job, false, raw.health, interval); });
+            auto s = m_writer.run_sync([&](store::Db& db) {
+                release(db, job, false, raw.health, interval, m_clock.now());
+            });
             if (!s)
                 spdlog::error("job_id={} slot {} not given back: {}", job.job_id, job.slot,
                               s.error().message);
@@ -512,11 +497,7 @@ void Dispatcher::work(exec::JobToRun job, std::shared_ptr<std::atomic<bool>> can
         unhealthy = !health.value("ok", false);
         outcome.evidence["health_after"] = health;
     }
-    bool stopping;
-    {
-        std::lock_guard lk(m_mu);
-        stopping = m_stopping;
-    }
+    const bool stopping = m_loop.stopping();
     std::optional<EndPlan> plan;  // nullopt: the attempt had ended already (cancelled), or requeued
     auto store_outcome = [&](store::Db& db) {
         store::JobsRepo jobs(db);
@@ -541,10 +522,10 @@ void Dispatcher::work(exec::JobToRun job, std::shared_ptr<std::atomic<bool>> can
             std::int64_t carried = 0;
             if (job.attempt > 1 && jobs.base_check_tests(job.job_id).empty())
                 carried = jobs.carry_earlier_results(job.job_id);
-            plan = end_attempt(db, job, AttemptOrigin::ran, outcome, end_policy(cfg, stopping),
-                               carried);
+            plan = end_attempt(db, job, AttemptOrigin::ran, outcome,
+                               end_policy(cfg, m_clock.now(), stopping), carried);
         }
-        release(db, job, unhealthy, health, cfg.health_interval);
+        release(db, job, unhealthy, health, cfg.health_interval, m_clock.now());
     };
     // An outcome is never dropped: when it cannot be stored (a full disk, an I/O error) it is
     // tried again, with growing pauses, until it is stored or the daemon stops (the job is then
@@ -554,10 +535,7 @@ void Dispatcher::work(exec::JobToRun job, std::shared_ptr<std::atomic<bool>> can
          pause = std::min(pause * 2, std::chrono::milliseconds(30'000))) {
         spdlog::error("job_id={} outcome not stored, again in {} ms: {}", job.job_id, pause.count(),
                       s.error().message);
-        {
-            std::unique_lock lk(m_mu);
-            if (m_stop_cv.wait_for(lk, pause, [&] { return m_stopping; })) break;
-        }
+        if (!m_loop.sleep_for(pause)) break;
         s = m_writer.run_sync(store_outcome);
     }
     if (plan) {

@@ -44,8 +44,9 @@ RunClass run_class(const std::vector<store::TierResult>& tiers, const std::strin
 }
 
 std::optional<Conclusion> finish_job(store::Db& db, std::int64_t job_id, Conclusion conclusion,
-                                     const std::string& reason, std::optional<int> exit_status) {
-    const std::string now = now_rfc3339();
+                                     const std::string& reason, std::optional<int> exit_status,
+                                     SystemTime at) {
+    const std::string now = rfc3339(at);
     store::JobsRepo jobs(db);
     auto done_attempt = jobs.complete(job_id, conclusion, reason, exit_status, now);
     if (!done_attempt) return std::nullopt;

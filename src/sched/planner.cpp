@@ -157,24 +157,19 @@ void Planner::start() {
         spdlog::warn("planner: every run is planned on its thread: {}", seen.error().message);
     else
         m_started.store(true, std::memory_order_release);
-    m_thread = std::thread([this] { loop(); });
+    m_loop.start();
 }
 
 void Planner::notify() {
-    {
-        std::lock_guard lk(m_mu);
-        m_pending = true;
-    }
-    m_cv.notify_one();
+    m_loop.notify();
 }
 
 void Planner::notify_followups() {
     {
         std::lock_guard lk(m_mu);
-        m_pending = true;
         m_followups_due = true;
     }
-    m_cv.notify_one();
+    m_loop.notify();
 }
 
 void Planner::set_config(std::shared_ptr<const PlannerConfig> cfg) {
@@ -189,12 +184,7 @@ std::shared_ptr<const PlannerConfig> Planner::config() const {
 
 void Planner::stop() {
     m_started.store(false, std::memory_order_release);  // the commits after plan nothing more
-    {
-        std::lock_guard lk(m_mu);
-        m_stopping = true;
-    }
-    m_cv.notify_one();
-    if (m_thread.joinable()) m_thread.join();
+    m_loop.stop();
     wait_in_flight();  // their callbacks use this planner
 }
 
@@ -203,41 +193,33 @@ void Planner::wait_in_flight() {
     m_drained.wait(lk, [&] { return m_in_flight.empty(); });
 }
 
-void Planner::loop() {
-    for (;;) {
-        bool followups = false;
-        {
-            std::unique_lock lk(m_mu);
-            m_cv.wait_for(lk, k_followup_look, [&] { return m_stopping || m_pending; });
-            if (m_stopping) return;
-            m_pending = false;
-            // Also every k_followup_look however busy the planner is: follow-ups that failed
-            // are tried again when their back-off ends, and no commit says when that is.
-            const auto now = std::chrono::steady_clock::now();
-            followups = std::exchange(m_followups_due, false) ||
-                        now - m_followups_looked >= k_followup_look;
-            if (followups) m_followups_looked = now;
-            m_failed.clear();
-        }
-        try {
-            if (auto cfg = config(); cfg && cfg->rules) m_full_matrix.tick(*cfg->rules);
-            for (;;) {
-                // A burst's next runs are decided while the writer commits the batch before;
-                // none waits for a commit unless follow-ups need the plans stored.
-                while (submit_pending() > 0) {
-                    std::lock_guard lk(m_mu);
-                    if (m_stopping) return;
-                }
-                if (!followups) break;
-                // Followups may queue runs (bisection): those are planned in the same wake-up.
-                wait_in_flight();
-                if (follow_up() == 0) break;
-            }
-        } catch (const std::exception& e) {
-            // The database unreadable for a moment, a bug: the next wake-up tries again.
-            spdlog::error("planner: {}", e.what());
-        }
+std::optional<std::chrono::steady_clock::duration> Planner::pass() {
+    bool followups = false;
+    {
+        std::lock_guard lk(m_mu);
+        // Also every k_followup_look however busy the planner is: follow-ups that failed are
+        // tried again when their back-off ends, and no commit says when that is.
+        const auto now = std::chrono::steady_clock::now();
+        followups =
+            std::exchange(m_followups_due, false) || now - m_followups_looked >= k_followup_look;
+        if (followups) m_followups_looked = now;
+        m_failed.clear();
     }
+    // What throws (the database unreadable for a moment, a bug) is logged by the loop, and the
+    // next wake-up tries again.
+    if (auto cfg = config(); cfg && cfg->rules) m_full_matrix.tick(*cfg->rules);
+    for (;;) {
+        // A burst's next runs are decided while the writer commits the batch before; none
+        // waits for a commit unless follow-ups need the plans stored.
+        while (submit_pending() > 0) {
+            if (m_loop.stopping()) return std::nullopt;
+        }
+        if (!followups) break;
+        // Followups may queue runs (bisection): those are planned in the same wake-up.
+        wait_in_flight();
+        if (follow_up() == 0) break;
+    }
+    return k_followup_look;
 }
 
 std::size_t Planner::follow_up() {

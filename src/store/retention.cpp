@@ -57,66 +57,48 @@ Pruner::~Pruner() {
 
 void Pruner::start() {
     if (m_retention.count() <= 0 && m_rejected_retention.count() <= 0) return;  // keep everything
-    m_thread = std::thread([this] { loop(); });
+    m_loop.start(m_interval);
 }
 
 void Pruner::stop() {
-    {
-        std::lock_guard lk(m_mu);
-        m_stopping = true;
-    }
-    m_cv.notify_all();
-    if (m_thread.joinable()) m_thread.join();
+    m_loop.stop();
 }
 
-void Pruner::loop() {
-    for (;;) {
-        {
-            std::unique_lock lk(m_mu);
-            if (m_cv.wait_for(lk, m_interval, [&] { return m_stopping; })) return;
-        }
-        if (m_rejected_retention.count() > 0) {
-            // In slices, so that a flood's millions of rows never hold the writer for long.
-            const std::string cutoff =
-                rfc3339(std::chrono::system_clock::now() - m_rejected_retention);
-            constexpr std::int64_t k_slice = 5000;
-            std::int64_t total = 0, n = k_slice;
-            while (n == k_slice) {
-                {
-                    std::lock_guard lk(m_mu);
-                    if (m_stopping) return;
-                }
-                auto s =
-                    m_writer.run_sync([&](Db& db) { n = prune_rejected(db, cutoff, k_slice); });
-                if (!s) {
-                    spdlog::warn("retention: pruning rejected requests failed: {}",
-                                 s.error().message);
-                    break;
-                }
-                total += n;
+void Pruner::pass() {
+    if (m_rejected_retention.count() > 0) {
+        // In slices, so that a flood's millions of rows never hold the writer for long.
+        const std::string cutoff = rfc3339(std::chrono::system_clock::now() - m_rejected_retention);
+        constexpr std::int64_t k_slice = 5000;
+        std::int64_t total = 0, n = k_slice;
+        while (n == k_slice) {
+            if (m_loop.stopping()) return;
+            auto s = m_writer.run_sync([&](Db& db) { n = prune_rejected(db, cutoff, k_slice); });
+            if (!s) {
+                spdlog::warn("retention: pruning rejected requests failed: {}", s.error().message);
+                break;
             }
-            if (total)
-                spdlog::info("retention: before {}: {} rows of rejected requests pruned", cutoff,
-                             total);
+            total += n;
         }
-        if (m_retention.count() <= 0) continue;
-        const std::string cutoff = rfc3339(std::chrono::system_clock::now() - m_retention);
-        Pruned p;
-        auto s = m_writer.run_sync([&](Db& db) { p = prune(db, cutoff); });
-        if (!s) {
-            spdlog::warn("retention: pruning failed: {}", s.error().message);
-            continue;
-        }
-        std::size_t removed = 0;
-        for (const auto& path : p.logs) {
-            std::error_code ec;
-            if (std::filesystem::remove(path, ec)) ++removed;
-        }
-        if (p.bodies || p.outbox_rows || removed) {
-            spdlog::info(
-                "retention: before {}: {} delivery bodies, {} outbox rows, {} job logs pruned",
-                cutoff, p.bodies, p.outbox_rows, removed);
-        }
+        if (total)
+            spdlog::info("retention: before {}: {} rows of rejected requests pruned", cutoff,
+                         total);
+    }
+    if (m_retention.count() <= 0) return;
+    const std::string cutoff = rfc3339(std::chrono::system_clock::now() - m_retention);
+    Pruned p;
+    auto s = m_writer.run_sync([&](Db& db) { p = prune(db, cutoff); });
+    if (!s) {
+        spdlog::warn("retention: pruning failed: {}", s.error().message);
+        return;
+    }
+    std::size_t removed = 0;
+    for (const auto& path : p.logs) {
+        std::error_code ec;
+        if (std::filesystem::remove(path, ec)) ++removed;
+    }
+    if (p.bodies || p.outbox_rows || removed) {
+        spdlog::info("retention: before {}: {} delivery bodies, {} outbox rows, {} job logs pruned",
+                     cutoff, p.bodies, p.outbox_rows, removed);
     }
 }
 

@@ -54,13 +54,13 @@ Writer::Writer(std::unique_ptr<Db> db, WriterOptions opts)
                     },
                     this);
             }
-            m_checkpointer = std::thread(
-                [this, c = std::move(*cp)]() mutable { checkpoint_loop(std::move(c)); });
+            m_checkpoint_db = std::move(*cp);
+            m_checkpointer.start(m_opts.checkpoint_interval);
         } else {
             spdlog::warn("storage: checkpoints stay in the writer: {}", cp.error().message);
         }
     }
-    m_thread = std::thread([this] { loop(); });
+    m_loop.start();
 }
 
 Writer::~Writer() {
@@ -69,11 +69,12 @@ Writer::~Writer() {
 
 void Writer::log_length(std::int64_t frames) {
     if (frames < m_catch_up_frames) return;
-    std::lock_guard lk(m_mu);
-    if (!m_catch_up) {
+    {
+        std::lock_guard lk(m_mu);
+        if (m_catch_up) return;
         m_catch_up = true;
-        m_stop_cv.notify_all();
     }
+    m_checkpointer.notify();
 }
 
 bool Writer::submit(Work work, Done done) {
@@ -82,7 +83,7 @@ bool Writer::submit(Work work, Done done) {
         if (m_stopping || m_queue.size() >= m_opts.max_pending) return false;
         m_queue.push_back(Item{std::move(work), std::move(done)});
     }
-    m_cv.notify_one();
+    m_loop.notify();
     return true;
 }
 
@@ -98,112 +99,100 @@ Status Writer::run_sync(Work work) {
 void Writer::stop() {
     {
         std::lock_guard lk(m_mu);
-        m_stopping = true;
+        m_stopping = true;  // submit() refuses from now on
     }
-    m_cv.notify_one();
-    m_stop_cv.notify_all();
-    if (m_thread.joinable()) m_thread.join();
-    if (m_checkpointer.joinable()) m_checkpointer.join();
+    m_checkpointer.stop();
+    m_loop.stop();  // its last pass commits what was accepted
+    if (!m_checkpoint_db) return;
+    try {
+        m_checkpoint_db->exec("PRAGMA wal_checkpoint(TRUNCATE)");
+    } catch (const SqlError& e) {
+        spdlog::warn("storage final checkpoint failed: {}", e.what());
+    }
+    m_checkpoint_db.reset();
 }
 
-void Writer::checkpoint_loop(std::unique_ptr<Db> db) {
-    // PASSIVE never blocks the writer; the WAL file is reused from its start once a
-    // checkpoint has caught up (when writes pause, or by the catch-up below), and the
-    // writer's journal_size_limit trims it.
-    auto& st = db->cached("PRAGMA wal_checkpoint(PASSIVE)");
-    struct Pass {
-        std::int64_t log = 0,
-                     done =
-                         0;  // the log's frames at the pass's start, those in the database after it
-    };
-    auto pass = [&]() -> std::optional<Pass> {
-        try {
-            st.reset();
-            if (!st.step()) return std::nullopt;
-            // (1, -1, -1): another connection (a sqlite3 shell, a backup) is checkpointing.
-            const bool busy = st.int64(0) != 0;
-            Pass p{st.int64(1), st.int64(2)};
-            st.reset();
-            if (busy || p.log < 0) return std::nullopt;
-            return p;
-        } catch (const SqlError& e) {
-            spdlog::warn("storage checkpoint failed code={} error=\"{}\"", e.code(), e.what());
-        } catch (const std::exception& e) {
-            spdlog::warn("storage checkpoint failed: {}", e.what());
-        }
-        return std::nullopt;
-    };
+std::optional<Writer::CheckpointPass> Writer::checkpoint_once() {
+    // PASSIVE never blocks the writer; the WAL file is reused from its start once a checkpoint
+    // has caught up (when writes pause, or by the catch-up below), and the writer's
+    // journal_size_limit trims it.
+    auto& st = m_checkpoint_db->cached("PRAGMA wal_checkpoint(PASSIVE)");
+    try {
+        st.reset();
+        if (!st.step()) return std::nullopt;
+        // (1, -1, -1): another connection (a sqlite3 shell, a backup) is checkpointing.
+        const bool busy = st.int64(0) != 0;
+        CheckpointPass p{st.int64(1), st.int64(2)};
+        st.reset();
+        if (busy || p.log < 0) return std::nullopt;
+        return p;
+    } catch (const SqlError& e) {
+        spdlog::warn("storage checkpoint failed code={} error=\"{}\"", e.code(), e.what());
+    } catch (const std::exception& e) {
+        spdlog::warn("storage checkpoint failed: {}", e.what());
+    }
+    return std::nullopt;
+}
+
+std::optional<core::WorkerLoop::Duration> Writer::checkpoint_pass() {
+    bool catch_up = false;
+    {
+        std::lock_guard lk(m_mu);
+        catch_up = std::exchange(m_catch_up, false);
+    }
+    auto p = checkpoint_once();
+    // A busy pass (another connection checkpointing) counts as a try too.
+    const bool tried = catch_up && (!p || p->log >= m_catch_up_frames);
+    if (tried && p) catch_up_restart(*p);
+    // After a catch-up, the next one waits a fifth of the interval: a reader that keeps frames
+    // out (or takes a read slot as the held batch begins, which makes SQLite skip the restart)
+    // would otherwise make every commit start one.
+    if (tried && !m_checkpointer.sleep_for(m_opts.checkpoint_interval / 5)) return std::nullopt;
+    return m_opts.checkpoint_interval;
+}
+
+void Writer::catch_up_restart(CheckpointPass first) {
+    // The writer's commit found the log at three quarters of its size limit (restarted before
+    // the file outgrows the limit, which the writer would truncate back in a commit of 10-17 ms
+    // on the bench machine). Under writes that never pause for a whole pass (one copies what
+    // the commits since the last one wrote, then syncs the database file) no pass ends between
+    // two commits, and the log is restarted only by a transaction that begins once every frame
+    // is in the database: it grew without bound (docs/operations.md). Passes back to back
+    // shrink what is left to what one short pass copies; then one pass holds the writer's next
+    // batch back, so that the batch finds every frame in the database and writes the log from
+    // its start. When writes come as fast as the passes copy, that pass copies as much as the
+    // last one did (the price of a bounded log). When a reader's snapshot keeps frames out, or
+    // another connection is checkpointing, nothing is held.
+    //
     // A pass that copied at most this many frames is short enough to hold the writer for the
     // next one (256 frames, 1 MiB, 1-11 ms on the bench machine).
     const std::int64_t short_pass =
         std::clamp<std::int64_t>(m_catch_up_frames / 8, 1, kCatchUpFrames);
-    bool tried = false;
-    for (;;) {
-        bool catch_up = false;
-        {
-            std::unique_lock lk(m_mu);
-            // After a catch-up, the next one waits a fifth of the interval: a reader that
-            // keeps frames out (or takes a read slot as the held batch begins, which makes
-            // SQLite skip the restart) would otherwise make every commit start one.
-            if (tried &&
-                m_stop_cv.wait_for(lk, m_opts.checkpoint_interval / 5, [&] { return m_stopping; }))
-                break;
-            if (m_stop_cv.wait_for(lk, m_opts.checkpoint_interval,
-                                   [&] { return m_stopping || m_catch_up; }) &&
-                m_stopping) {
-                break;
-            }
-            catch_up = std::exchange(m_catch_up, false);
-        }
-        auto p = pass();
-        // A busy pass (another connection checkpointing) counts as a try too.
-        tried = catch_up && (!p || p->log >= m_catch_up_frames);
-        if (!tried || !p) continue;
-        // The writer's commit found the log at three quarters of its size limit (restarted
-        // before the file outgrows the limit, which the writer would truncate back in a commit
-        // of 10-17 ms on the bench machine). Under writes that never pause for a whole pass
-        // (one copies what the commits since the last one wrote, then syncs the database file)
-        // no pass ends between two commits, and the log is restarted only by a transaction
-        // that begins once every frame is in the database: it grew without bound
-        // (docs/operations.md). Passes back to back shrink what is left to what one short
-        // pass copies; then one pass holds the writer's next batch back, so that the batch
-        // finds every frame in the database and writes the log from its start. When writes
-        // come as fast as the passes copy, that pass copies as much as the last one did (the
-        // price of a bounded log). When a reader's snapshot keeps frames out, or another
-        // connection is checkpointing, nothing is held.
-        std::int64_t last = p->log;
-        for (int i = 0; i < 8; ++i) {
-            auto q = pass();
-            if (!q) {
-                p.reset();
-                break;
-            }
-            const auto copied = q->log - p->done;
-            p = q;
-            // Short enough, or no longer shrinking (writes as fast as the passes copy).
-            if (copied <= short_pass || copied * 4 > last * 3) break;
-            last = copied;
-        }
-        if (!p || p->done < p->log) continue;
-        {
-            std::unique_lock lk(m_mu);
-            if (m_stopping) continue;
-            m_hold = true;
-            m_gate_cv.wait(lk, [&] { return !m_in_batch; });
-        }
-        pass();  // catches everything it can throw
-        {
-            std::lock_guard lk(m_mu);
-            m_hold = false;
-            m_catch_up = false;  // the commits of this catch-up saw the log before its restart
-        }
-        m_cv.notify_one();
+    std::optional<CheckpointPass> p = first;
+    std::int64_t last = p->log;
+    for (int i = 0; i < 8; ++i) {
+        auto q = checkpoint_once();
+        if (!q) return;
+        const auto copied = q->log - p->done;
+        p = q;
+        // Short enough, or no longer shrinking (writes as fast as the passes copy).
+        if (copied <= short_pass || copied * 4 > last * 3) break;
+        last = copied;
     }
-    try {
-        db->exec("PRAGMA wal_checkpoint(TRUNCATE)");
-    } catch (const SqlError& e) {
-        spdlog::warn("storage final checkpoint failed: {}", e.what());
+    if (p->done < p->log) return;
+    {
+        std::unique_lock lk(m_mu);
+        if (m_stopping) return;
+        m_hold = true;
+        m_gate_cv.wait(lk, [&] { return !m_in_batch; });
     }
+    checkpoint_once();  // catches everything it can throw
+    {
+        std::lock_guard lk(m_mu);
+        m_hold = false;
+        m_catch_up = false;  // the commits of this catch-up saw the log before its restart
+    }
+    m_unhold_cv.notify_all();
 }
 
 void within_savepoint(Db& db, const std::function<void()>& fn) {
@@ -244,13 +233,15 @@ std::size_t Writer::pending() const {
     return m_queue.size();
 }
 
-void Writer::loop() {
+std::optional<core::WorkerLoop::Duration> Writer::pass() {
+    // Batches until the queue is empty; at the stop, the last pass commits what was accepted.
     for (;;) {
         std::deque<Item> batch;
         {
             std::unique_lock lk(m_mu);
-            m_cv.wait(lk, [&] { return !m_hold && (m_stopping || !m_queue.empty()); });
-            if (m_queue.empty()) return;  // stopping and drained
+            // The checkpointer's catch-up holds the next batch back for one pass.
+            m_unhold_cv.wait(lk, [&] { return !m_hold; });
+            if (m_queue.empty()) return std::nullopt;  // until submit() notifies
             m_in_batch = true;
             while (!m_queue.empty() && batch.size() < m_opts.max_batch) {
                 batch.push_back(std::move(m_queue.front()));

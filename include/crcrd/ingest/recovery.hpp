@@ -7,7 +7,6 @@
 // ordinary webhook and is deduplicated as usual. Each pass is recorded.
 
 #include <chrono>
-#include <condition_variable>
 #include <cstdint>
 #include <filesystem>
 #include <functional>
@@ -18,7 +17,9 @@
 #include <vector>
 
 #include "crcrd/config/config.hpp"
+#include "crcrd/core/clock.hpp"
 #include "crcrd/core/result.hpp"
+#include "crcrd/core/worker_loop.hpp"
 #include "crcrd/store/writer.hpp"
 
 namespace crcrd::ingest {
@@ -47,7 +48,9 @@ struct RecoverySettings {
 
 class Recovery {
   public:
-    Recovery(store::Writer& writer, std::filesystem::path db_path, RecoverySettings settings);
+    /// `clock`: the time a pass reads (its lookback, its record, the App's JWT).
+    Recovery(store::Writer& writer, std::filesystem::path db_path, RecoverySettings settings,
+             const core::Clock& clock = core::system_clock());
     ~Recovery();
     /// Runs a first pass at once, then every interval.
     void start();
@@ -57,17 +60,19 @@ class Recovery {
     void stop();
 
   private:
-    void loop();
     void pass();
 
     store::Writer& m_writer;
     std::filesystem::path m_db_path;
-    std::mutex m_mu;
-    std::condition_variable m_cv;
+    const core::Clock& m_clock;
+    mutable std::mutex m_mu;
     RecoverySettings m_settings;
-    bool m_now = true;
-    bool m_stopping = false;
-    std::thread m_thread;
+    core::WorkerLoop m_loop{
+        "recovery", [this] {
+            pass();
+            std::lock_guard lk(m_mu);
+            return std::optional<core::WorkerLoop::Duration>(m_settings.recovery.interval);
+        }};
 };
 
 }  // namespace crcrd::ingest

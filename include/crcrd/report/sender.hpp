@@ -15,12 +15,14 @@
 #include <thread>
 
 #include "crcrd/config/config.hpp"
+#include "crcrd/core/clock.hpp"
 #include "crcrd/core/time.hpp"
 #include "crcrd/core/vocab.hpp"
+#include "crcrd/core/worker_loop.hpp"
 #include "crcrd/github/auth.hpp"
 #include "crcrd/http/client.hpp"
 #include "crcrd/report/relay_token.hpp"
-#include "crcrd/store/fwd.hpp"
+#include "crcrd/store/outbox.hpp"
 #include "crcrd/store/writer.hpp"
 
 namespace crcrd::report {
@@ -38,7 +40,9 @@ SenderSettings sender_settings(const config::ReportConfig& r);
 
 class Sender {
   public:
-    Sender(store::Writer& writer, std::filesystem::path db_path, SenderSettings settings);
+    /// `clock`: the time its decisions read (rows due, back-off, pauses).
+    Sender(store::Writer& writer, std::filesystem::path db_path, SenderSettings settings,
+           const core::Clock& clock = core::system_clock());
     ~Sender();
     void start();
     /// Something new may be waiting.
@@ -50,7 +54,8 @@ class Sender {
   private:
     using Row = store::OutboxItem;
     struct Outcome;
-    void loop();
+    /// One pass of the sender's loop: what is due; how long it may wait for the next.
+    std::optional<std::chrono::steady_clock::duration> pass();
     /// Sends what is due; returns when to look again.
     SystemTime send_due(store::OutboxQueue& queue);
     Outcome deliver(store::OutboxQueue& queue, const Row& row, const SenderSettings& s);
@@ -65,16 +70,16 @@ class Sender {
 
     store::Writer& m_writer;
     std::filesystem::path m_db_path;
+    const core::Clock& m_clock;
     std::mutex m_mu;
-    std::condition_variable m_cv;
     std::shared_ptr<const SenderSettings> m_settings;
     std::shared_ptr<github::Auth> m_auth;
     std::shared_ptr<RelayToken> m_relay_token;
     std::map<Sink, SystemTime> m_paused;  // sink → rate-limited until
     std::optional<SystemTime> m_last_github_post;
-    bool m_pending = false;
-    bool m_stopping = false;
-    std::thread m_thread;
+    std::optional<store::OutboxQueue> m_queue;  // the loop's read connection
+    core::WorkerLoop m_loop{"report sender", [this] { return pass(); },
+                            core::WorkerLoop::Options{std::chrono::seconds(5), false}};
 };
 
 }  // namespace crcrd::report

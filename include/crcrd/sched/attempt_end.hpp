@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <optional>
 
+#include "crcrd/core/time.hpp"
 #include "crcrd/exec/executor.hpp"
 #include "crcrd/sched/attempt.hpp"
 #include "crcrd/store/fwd.hpp"
@@ -20,6 +21,7 @@ struct EndPolicy {
     std::optional<std::chrono::milliseconds> base_window;
     bool run_on_base = false;      // classify.base_check run
     bool daemon_stopping = false;  // the attempt ended because the daemon stops
+    SystemTime now{};              // when it ends (the dispatcher's clock)
 };
 
 /// The facts of attempt `job` for plan_end(): its results (stored already, `carried` of them
@@ -32,7 +34,7 @@ AttemptFacts read_attempt_facts(store::Db& db, const exec::JobToRun& job, Attemp
 /// completes and is retried or checked on the base, or the tier ends (finish_job: later tiers
 /// cancelled unless it passed, the run completed when nothing of it is left). False, and
 /// nothing happens, when the attempt had already ended (cancelled while it ran).
-bool apply_end(store::Db& db, std::int64_t job_id, const EndPlan& plan);
+bool apply_end(store::Db& db, std::int64_t job_id, const EndPlan& plan, SystemTime now);
 
 /// Ends attempt `job`: read_attempt_facts, plan_end, apply_end. The plan it applied, or
 /// nullopt when the attempt had already ended.

@@ -21,6 +21,8 @@
 #include <vector>
 
 #include "crcrd/classify/classify.hpp"
+#include "crcrd/core/clock.hpp"
+#include "crcrd/core/worker_loop.hpp"
 #include "crcrd/exec/executor.hpp"
 #include "crcrd/sched/attempt.hpp"
 #include "crcrd/store/writer.hpp"
@@ -45,8 +47,9 @@ struct DispatcherSettings {
 
 class Dispatcher {
   public:
+    /// `clock`: the time its decisions read (leases, device_wait, rechecks, attempts' ends).
     Dispatcher(store::Writer& writer, std::filesystem::path db_path, exec::Executor& executor,
-               DispatcherSettings settings);
+               DispatcherSettings settings, const core::Clock& clock = core::system_clock());
     ~Dispatcher();
 
     /// Takes new settings (on reload); jobs already running keep the patterns they started with.
@@ -69,7 +72,8 @@ class Dispatcher {
     void stop();
 
   private:
-    void loop();
+    /// One pass of the dispatcher's loop; how long it may wait for the next.
+    std::optional<std::chrono::steady_clock::duration> pass();
     void dispatch_once();
     /// Runs `job` (or, with `adopt`, watches the attempt a previous daemon started as that id).
     void work(exec::JobToRun job, std::shared_ptr<std::atomic<bool>> cancel,
@@ -91,18 +95,15 @@ class Dispatcher {
     std::filesystem::path m_db_path;
     exec::Executor& m_executor;
     DispatcherSettings m_settings;
+    const core::Clock& m_clock;
     std::mutex m_mu;
-    std::condition_variable m_cv;
-    std::condition_variable m_stop_cv;  // workers waiting to store an outcome again
-    bool m_stopping = false;
-    bool m_pending = true;
     std::map<std::int64_t, std::shared_ptr<std::atomic<bool>>> m_running;  // job id -> cancel flag
     std::map<std::string, bool> m_rechecking;
     std::chrono::steady_clock::time_point m_next_recheck =
         std::chrono::steady_clock::time_point::max();
     std::list<Worker> m_workers;
     std::vector<std::pair<exec::JobToRun, std::string>> m_adopted;  // from recover(), for start()
-    std::thread m_thread;
+    core::WorkerLoop m_loop{"dispatcher", [this] { return pass(); }};
 };
 
 }  // namespace crcrd::sched

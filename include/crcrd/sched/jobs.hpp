@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "crcrd/core/time.hpp"
 #include "crcrd/core/vocab.hpp"
 #include "crcrd/store/fwd.hpp"
 #include "crcrd/store/jobs.hpp"
@@ -41,8 +42,9 @@ std::vector<std::int64_t> startable_jobs(store::Db& db, int limit = 64);
 /// (passed, flaky, pre_existing), the run's later queued jobs end cancelled ("<tier> ended
 /// <class>"). When no job of the run is left queued, leased or running, the run completes with the
 /// most severe class of its completed jobs. Returns the run's conclusion when it completed.
+/// `now`: when it ends.
 std::optional<Conclusion> finish_job(store::Db& db, std::int64_t job_id, Conclusion conclusion,
-                                     const std::string& reason,
-                                     std::optional<int> exit_status = std::nullopt);
+                                     const std::string& reason, std::optional<int> exit_status,
+                                     SystemTime now);
 
 }  // namespace crcrd::sched

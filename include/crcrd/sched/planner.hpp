@@ -17,6 +17,7 @@
 #include <thread>
 #include <vector>
 
+#include "crcrd/core/worker_loop.hpp"
 #include "crcrd/sched/followups.hpp"
 #include "crcrd/sched/full_matrix.hpp"
 #include "crcrd/select/changed_paths.hpp"
@@ -77,7 +78,8 @@ class Planner {
     std::size_t follow_up();
 
   private:
-    void loop();
+    /// One pass of the planner's loop; how long it may wait for the next.
+    std::optional<std::chrono::steady_clock::duration> pass();
     std::shared_ptr<const PlannerConfig> config() const;
     /// Decides the unplanned runs that are not in flight and submits their plans to the
     /// writer without waiting for the commit; returns how many were submitted.
@@ -88,18 +90,15 @@ class Planner {
     store::Writer& m_writer;
     std::filesystem::path m_db_path;
     mutable std::mutex m_mu;
-    std::condition_variable m_cv;
     std::shared_ptr<const PlannerConfig> m_cfg;
     store::UnplannedReader m_reader;  // the planner thread's (or the test's) own
     /// Changed paths that need the GitHub API: looked up this many runs ahead, on m_lookups.
     static constexpr std::size_t k_lookups = 8;
     class LookupPool;
     std::unique_ptr<LookupPool> m_lookups;
-    bool m_pending = true;
     bool m_followups_due = true;
     static constexpr std::chrono::seconds k_followup_look{5};
     std::chrono::steady_clock::time_point m_followups_looked;
-    bool m_stopping = false;
     FullMatrixTrigger m_full_matrix;
     Followups m_followups;
     std::function<void()> m_on_planned;
@@ -114,7 +113,8 @@ class Planner {
     std::optional<std::int64_t> m_seen_pending;
     std::atomic<bool> m_started{false};  // plan_with_commit() plans nothing before start()
     std::vector<std::string> m_planned_with_commit;
-    std::thread m_thread;
+    core::WorkerLoop m_loop{"planner", [this] { return pass(); },
+                            core::WorkerLoop::Options{k_followup_look, false}};
 };
 
 }  // namespace crcrd::sched

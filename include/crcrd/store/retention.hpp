@@ -5,7 +5,6 @@
 // `storage.rejected_retention` (docs/ingest.md).
 
 #include <chrono>
-#include <condition_variable>
 #include <cstdint>
 #include <filesystem>
 #include <mutex>
@@ -13,6 +12,7 @@
 #include <thread>
 #include <vector>
 
+#include "crcrd/core/worker_loop.hpp"
 #include "crcrd/store/writer.hpp"
 
 namespace crcrd::store {
@@ -44,13 +44,14 @@ class Pruner {
     void stop();
 
   private:
-    void loop();
+    /// One pass: prunes what is older than the retentions.
+    void pass();
     Writer& m_writer;
     std::chrono::milliseconds m_retention, m_rejected_retention, m_interval;
-    std::mutex m_mu;
-    std::condition_variable m_cv;
-    bool m_stopping = false;
-    std::thread m_thread;
+    core::WorkerLoop m_loop{"retention", [this] {
+                                pass();
+                                return std::optional<core::WorkerLoop::Duration>(m_interval);
+                            }};
 };
 
 }  // namespace crcrd::store

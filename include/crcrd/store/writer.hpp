@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "crcrd/core/result.hpp"
+#include "crcrd/core/worker_loop.hpp"
 #include "crcrd/store/events.hpp"
 #include "crcrd/store/fwd.hpp"
 
@@ -106,9 +107,22 @@ class Writer {
         Work work;
         Done done;
     };
-    void loop();
+    /// The writer's loop: commits batches until the queue is empty.
+    std::optional<core::WorkerLoop::Duration> pass();
     void commit_batch(std::deque<Item>& batch);
-    void checkpoint_loop(std::unique_ptr<Db> db);
+    /// The log's frames at a checkpoint's start, and those in the database after it.
+    struct CheckpointPass {
+        std::int64_t log = 0, done = 0;
+    };
+    /// One PASSIVE checkpoint on the checkpointer's connection; nullopt when it failed or
+    /// another connection was checkpointing.
+    std::optional<CheckpointPass> checkpoint_once();
+    /// The checkpointer's loop: a checkpoint every interval, and a catch-up when a commit
+    /// found the log long.
+    std::optional<core::WorkerLoop::Duration> checkpoint_pass();
+    /// Passes back to back after `first`, then one that holds the writer's next batch back so
+    /// that it restarts the log.
+    void catch_up_restart(CheckpointPass first);
     // The writer's commit left the log this many frames long (since its last restart).
     void log_length(std::int64_t frames);
 
@@ -118,9 +132,8 @@ class Writer {
     std::function<void()> m_after_commit;
     EventSink m_event_sink;
     mutable std::mutex m_mu;
-    std::condition_variable m_cv;       // the writer waits for work
-    std::condition_variable m_stop_cv;  // the checkpointer waits for its interval or stop
-    std::condition_variable m_gate_cv;  // the checkpointer waits for the writer's batch to end
+    std::condition_variable m_unhold_cv;  // the writer waits for the checkpointer's hold to end
+    std::condition_variable m_gate_cv;    // the checkpointer waits for the writer's batch to end
     // The catch-up's passes go on until one copied at most this many frames (1 MiB; fewer
     // for a small limit): the pass that holds the writer back copies about as many.
     static constexpr std::int64_t kCatchUpFrames = 256;
@@ -131,8 +144,10 @@ class Writer {
     bool m_hold = false;      // the checkpointer's catch-up pass: take no batch now
     bool m_catch_up = false;  // a commit found the log at m_catch_up_frames or more
     std::int64_t m_catch_up_frames = std::numeric_limits<std::int64_t>::max();
-    std::thread m_thread;
-    std::thread m_checkpointer;
+    std::unique_ptr<Db> m_checkpoint_db;  // the checkpointer's connection
+    core::WorkerLoop m_checkpointer{"storage checkpoint", [this] { return checkpoint_pass(); }};
+    core::WorkerLoop m_loop{"writer", [this] { return pass(); },
+                            core::WorkerLoop::Options{std::chrono::seconds(1), true}};
 };
 
 }  // namespace crcrd::store

@@ -11,6 +11,7 @@
 #include "crcrd/store/schema.hpp"
 #include "crcrd/store/sqlite.hpp"
 #include "support/certs.hpp"
+#include "support/fake_clock.hpp"
 #include "support/fake_github.hpp"
 #include "support/process.hpp"
 #include "support/temp_dir.hpp"
@@ -101,7 +102,8 @@ TEST_F(OutboxTest, PlanningAnnouncesPendingAndTheEndGivesEveryContextItsFinalSta
     };
     EXPECT_EQ(count(), 3);
     // import fails: smoke is cancelled, the run ends regression. Waiting rows are coalesced.
-    sched::finish_job(*db, 1, Conclusion::regression, "1 of 3 tests failed", 1);
+    sched::finish_job(*db, 1, Conclusion::regression, "1 of 3 tests failed", 1,
+                      std::chrono::system_clock::now());
     sync_dirty(*db, settings);
     EXPECT_EQ(rows(),
               "crcr/spyre=pending:coalesced crcr/spyre/import=pending:coalesced "
@@ -217,6 +219,71 @@ TEST(Sender, NeverPostsMoreThanGithubsThousandStatusesPerShaAndContext) {
     sender.notify();
     ASSERT_TRUE(eventually([&] { return state_of(1003) != "waiting"; }));
     EXPECT_EQ(state_of(1003), "dead");  // beyond GitHub's limit
+    EXPECT_EQ(posted.load(), 2);
+    sender.stop();
+    writer.stop();
+}
+
+// The back-off is counted on the sender's clock: a status GitHub refused with a 502 is not sent
+// again, however many passes go by, until the clock passed its retry time.
+TEST(Sender, AFailedPostIsTriedAgainOnlyOnceTheClockPassedItsBackOff) {
+    TempDir dir;
+    write_file(dir.path() / "gh.token", "t\n", 0600);
+    std::atomic<int> posted{0};
+    FakeGithub gh([&](const http::Request&) {
+        if (posted++ == 0) return http::Response::json(502, {{"message", "Bad Gateway"}});
+        return http::Response::json(201, {{"id", 1}});
+    });
+    auto opened = store::Db::open(dir.path() / "a.db");
+    ASSERT_TRUE(opened);
+    ASSERT_TRUE(store::migrate(**opened));
+    {
+        auto& db = **opened;
+        store::NewRun r;
+        r.event = "push";
+        r.sha = k_sha;
+        store::insert_run(db, r, "2026-12-01T08:00:00.000Z");
+        db.exec(
+            "INSERT INTO outbox (sink, run_id, sha, context, state, description, created_at) "
+            "VALUES ('github', 1, '" +
+            k_sha + "', 'crcr', 'success', 'done', '2026-12-01T08:00:00.000Z')");
+    }
+    store::Writer writer(std::move(*opened));
+    config::GithubReportConfig g;
+    g.api_url = gh.url();
+    g.repo = "pytorch/pytorch";
+    g.token_file = dir.path() / "gh.token";
+    g.ca_file = test_certs().ca;
+    SenderSettings s;
+    s.github = g;
+    s.retry_initial = std::chrono::minutes(4);  // the first retry between 2 and 4 minutes later
+    s.min_interval = std::chrono::milliseconds(0);
+    FakeClock clock(*parse_rfc3339("2026-12-01T08:00:00.000Z"));
+    Sender sender(writer, dir.path() / "a.db", s, clock);
+    sender.start();
+    ASSERT_TRUE(eventually([&] { return posted.load() == 1; }));
+    auto delivery = [&] {
+        std::string out;
+        EXPECT_TRUE(writer.run_sync([&](store::Db& db) {
+            auto st = db.prepare("SELECT delivery || ' ' || attempts FROM outbox WHERE id = 1");
+            st.step();
+            out = st.text(0);
+        }));
+        return out;
+    };
+    ASSERT_TRUE(eventually([&] { return delivery() == "waiting 1"; }));
+    clock.advance(std::chrono::seconds(119));  // before the earliest retry time
+    const auto reads = clock.reads();
+    sender.notify();
+    ASSERT_TRUE(eventually([&] {
+        sender.notify();
+        return clock.reads() >= reads + 3;  // passes that read this time
+    }));
+    EXPECT_EQ(posted.load(), 1);
+    EXPECT_EQ(delivery(), "waiting 1");
+    clock.advance(std::chrono::minutes(3));  // past the latest retry time
+    sender.notify();
+    ASSERT_TRUE(eventually([&] { return delivery() == "sent 2"; }));
     EXPECT_EQ(posted.load(), 2);
     sender.stop();
     writer.stop();

@@ -13,6 +13,7 @@
 #include "crcrd/store/runs.hpp"
 #include "crcrd/store/schema.hpp"
 #include "crcrd/store/sqlite.hpp"
+#include "support/fake_clock.hpp"
 #include "support/process.hpp"
 #include "support/temp_dir.hpp"
 
@@ -146,13 +147,13 @@ class DispatcherTest : public ::testing::Test {
                                 json(tiers[i].second).dump()});
             }
             store::RunsRepo(db).store_plan(id, "{}", jobs, "nothing",
-                                           now_rfc3339());  // waits from now
+                                           rfc3339(clock->now()));  // waits from now
         });
         EXPECT_TRUE(s);
         return id;
     }
     void start() {
-        dispatcher = std::make_unique<Dispatcher>(*writer, db_path(), fake, settings);
+        dispatcher = std::make_unique<Dispatcher>(*writer, db_path(), fake, settings, *clock);
         ASSERT_TRUE(dispatcher->sync_slots());
         ASSERT_TRUE(dispatcher->recover());
         dispatcher->start();
@@ -187,6 +188,7 @@ class DispatcherTest : public ::testing::Test {
     std::unique_ptr<store::Db> reader;
     FakeExecutor fake;
     DispatcherSettings settings;
+    const core::Clock* clock = &core::system_clock();
     std::unique_ptr<Dispatcher> dispatcher;
 };
 
@@ -280,6 +282,33 @@ TEST_F(DispatcherTest, NoSlotWithTheTiersLabelsEndsDeviceUnavailableAfterTheWait
     EXPECT_EQ(
         run_state(run),
         R"(completed/device_unavailable: gpu: no healthy runner slot with labels ["gpu"] within 0s)");
+}
+
+// device_wait is counted on the dispatcher's clock: a job whose labels no slot has waits within
+// it, however many passes go by, and ends device_unavailable once the clock passed it.
+TEST_F(DispatcherTest, ATierWithoutASlotWaitsOnTheClockUntilDeviceWaitHasPassed) {
+    FakeClock fake_clock(*parse_rfc3339("2026-12-01T08:00:00.000Z"));
+    clock = &fake_clock;
+    settings.device_wait = std::chrono::hours(1);
+    auto run = queue_run({{"gpu", {"gpu"}}});
+    start();
+    fake_clock.advance(std::chrono::minutes(59));
+    // Passes go by at this time (each reads the clock): the job still waits.
+    const auto reads = fake_clock.reads();
+    dispatcher->notify();
+    ASSERT_TRUE(eventually([&] { return fake_clock.reads() >= reads + 3; }));
+    EXPECT_FALSE(run_finished(run));
+    EXPECT_EQ(attempts(run), (std::vector<std::string>{"gpu#1 queued"}));
+    fake_clock.advance(std::chrono::minutes(2));
+    dispatcher->notify();
+    ASSERT_TRUE(eventually([&] { return run_finished(run); }));
+    EXPECT_EQ(
+        run_state(run),
+        R"(completed/device_unavailable: gpu: no healthy runner slot with labels ["gpu"] within 3600s)");
+    EXPECT_TRUE(fake.ran().empty());
+    // The attempt ended at the clock's time, not the machine's.
+    EXPECT_EQ(text("SELECT finished_at FROM runs WHERE id = " + std::to_string(run)).substr(0, 16),
+              "2026-12-01T09:01");
 }
 
 // A running job's lease is renewed while it runs: a job longer than lease_ttl keeps its slot

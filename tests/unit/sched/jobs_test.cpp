@@ -10,6 +10,8 @@
 namespace crcrd::sched {
 namespace {
 
+const SystemTime k_now = std::chrono::system_clock::now();
+
 class JobsTest : public ::testing::Test {
   protected:
     void SetUp() override {
@@ -53,11 +55,11 @@ TEST_F(JobsTest, TiersRunInOrderAndOnlyAfterThePreviousPassed) {
     EXPECT_EQ(startable_jobs(*db), std::vector<std::int64_t>{jobs[0]});
     db->exec("UPDATE jobs SET state='running' WHERE id=" + std::to_string(jobs[0]));
     EXPECT_TRUE(startable_jobs(*db).empty());  // one tier at a time
-    EXPECT_FALSE(finish_job(*db, jobs[0], Conclusion::passed, "ok", 0));
+    EXPECT_FALSE(finish_job(*db, jobs[0], Conclusion::passed, "ok", 0, k_now));
     EXPECT_EQ(startable_jobs(*db), std::vector<std::int64_t>{jobs[1]});
-    EXPECT_FALSE(finish_job(*db, jobs[1], Conclusion::flaky, "1 test passed on rerun", 0));
+    EXPECT_FALSE(finish_job(*db, jobs[1], Conclusion::flaky, "1 test passed on rerun", 0, k_now));
     EXPECT_EQ(startable_jobs(*db), std::vector<std::int64_t>{jobs[2]});
-    auto done = finish_job(*db, jobs[2], Conclusion::passed, "ok", 0);
+    auto done = finish_job(*db, jobs[2], Conclusion::passed, "ok", 0, k_now);
     ASSERT_TRUE(done);
     EXPECT_EQ(*done, Conclusion::flaky);  // the most severe of passed, flaky, passed
     EXPECT_EQ(text("SELECT state || '/' || conclusion FROM runs WHERE id=" + std::to_string(run)),
@@ -67,8 +69,8 @@ TEST_F(JobsTest, TiersRunInOrderAndOnlyAfterThePreviousPassed) {
 TEST_F(JobsTest, AFailedTierCancelsTheLaterOnesWithTheReason) {
     std::int64_t run = 0;
     auto jobs = run_with({"import", "smoke", "affected"}, &run);
-    auto done =
-        finish_job(*db, jobs[0], Conclusion::device_unavailable, "no healthy device in 30m");
+    auto done = finish_job(*db, jobs[0], Conclusion::device_unavailable, "no healthy device in 30m",
+                           std::nullopt, k_now);
     ASSERT_TRUE(done);
     EXPECT_EQ(*done, Conclusion::device_unavailable);
     EXPECT_EQ(
@@ -77,8 +79,8 @@ TEST_F(JobsTest, AFailedTierCancelsTheLaterOnesWithTheReason) {
     EXPECT_EQ(text("SELECT conclusion FROM runs WHERE id=" + std::to_string(run)),
               "device_unavailable");
     EXPECT_TRUE(startable_jobs(*db).empty());
-    EXPECT_FALSE(
-        finish_job(*db, jobs[1], Conclusion::passed, "late"));  // a cancelled job stays cancelled
+    EXPECT_FALSE(finish_job(*db, jobs[1], Conclusion::passed, "late", std::nullopt,
+                            k_now));  // a cancelled job stays cancelled
 }
 
 TEST_F(JobsTest, ARetryRunsBeforeTheLaterTiersAndOnlyTheLastAttemptCounts) {
@@ -88,14 +90,14 @@ TEST_F(JobsTest, ARetryRunsBeforeTheLaterTiersAndOnlyTheLastAttemptCounts) {
     plan.next = EndPlan::Next::retry;
     plan.conclusion = Conclusion::infra_error;
     plan.reason = "runner crashed (retried)";
-    apply_end(*db, jobs[0], plan);
+    apply_end(*db, jobs[0], plan, k_now);
     auto retry = std::optional<std::int64_t>(std::stoll(text("SELECT max(id) FROM jobs")));
     EXPECT_EQ(startable_jobs(*db), std::vector<std::int64_t>{*retry});
     EXPECT_EQ(text("SELECT attempt || ':' || tier FROM jobs WHERE id=" + std::to_string(*retry)),
               "2:import");
-    EXPECT_FALSE(finish_job(*db, *retry, Conclusion::passed, "ok"));
+    EXPECT_FALSE(finish_job(*db, *retry, Conclusion::passed, "ok", std::nullopt, k_now));
     EXPECT_EQ(startable_jobs(*db), std::vector<std::int64_t>{jobs[1]});
-    auto done = finish_job(*db, jobs[1], Conclusion::passed, "ok");
+    auto done = finish_job(*db, jobs[1], Conclusion::passed, "ok", std::nullopt, k_now);
     ASSERT_TRUE(done);
     EXPECT_EQ(*done, Conclusion::passed);  // the failed first attempt does not count
 }
