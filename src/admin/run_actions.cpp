@@ -44,7 +44,7 @@ Result<json> create_manual_run(store::Db& db, const json& body,
         return make_error("bad_request", "no rules file is configured (selection.rules)");
     if (tiers.empty()) tiers = known_tiers;
     store::NewRun r;
-    r.event = "manual";
+    r.event = RunEvent::manual;
     r.sha = sha;
     r.delivery_id = "manual:" + crypto::random_uuid();
     r.inputs_json = json{{"form", "manual"}, {"tiers", tiers}, {"requested_by", who}}.dump();

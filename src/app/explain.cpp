@@ -35,7 +35,13 @@ int explain(const ExplainOptions& opts, std::istream& in, std::ostream& out, std
         line = trim(std::move(line));
         if (!line.empty()) changed.paths.push_back(line);
     }
-    auto sel = select::decide(*rules, changed, opts.event);
+    const auto event = from_string<RunEvent>(opts.event);
+    if (!event) {
+        err << "crcrctl explain: --event '" << opts.event
+            << "' is not one of pull_request, push, schedule, manual, bisect\n";
+        return 2;
+    }
+    auto sel = select::decide(*rules, changed, *event);
     if (opts.json)
         out << sel.to_json().dump(2) << "\n";
     else

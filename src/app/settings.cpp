@@ -40,7 +40,7 @@ namespace {
 
 /// A command inside a folder the sandbox hides would need that folder unhidden (docs/execution.md).
 void check_command_visible(const config::Config& c, std::vector<std::string>& errors) {
-    if (c.execution.isolation != "bwrap" || c.execution.command.empty()) return;
+    if (c.execution.isolation != config::Isolation::bwrap || c.execution.command.empty()) return;
     const std::filesystem::path prog = c.execution.command.front();
     if (!prog.is_absolute()) return;  // looked up in the job's PATH
     for (const auto& d : hidden_dirs(c)) {
@@ -61,13 +61,15 @@ namespace {
 /// bubblewrap under a daemon running as root.
 void check_test_account(const config::Config& c, std::vector<std::string>& errors) {
     const auto& x = c.execution;
-    if (x.command.empty() ||
-        !(x.isolation == "user" || (x.isolation == "bwrap" && ::geteuid() == 0)))
+    if (x.command.empty() || !(x.isolation == config::Isolation::user ||
+                               (x.isolation == config::Isolation::bwrap && ::geteuid() == 0)))
         return;
     const std::string name = x.user.value_or("nobody");
     if (!::getpwnam(name.c_str())) {
         errors.push_back("execution.user: no account '" + name + "' on this host (tests run as it" +
-                         std::string(x.isolation == "bwrap" ? " when crcrd runs as root)" : ")"));
+                         std::string(x.isolation == config::Isolation::bwrap
+                                         ? " when crcrd runs as root)"
+                                         : ")"));
     }
 }
 
@@ -76,8 +78,8 @@ void check_test_account(const config::Config& c, std::vector<std::string>& error
 /// job would end as an infrastructure error. One `bwrap ... true` with the jobs' own prefix.
 void check_bwrap_here(const config::Config& c, std::vector<std::string>& errors) {
     const auto& x = c.execution;
-    if (x.command.empty() || x.isolation != "bwrap" || x.executor != "local" || x.sandbox_socket ||
-        ::geteuid() == 0)
+    if (x.command.empty() || x.isolation != config::Isolation::bwrap || x.executor != "local" ||
+        x.sandbox_socket || ::geteuid() == 0)
         return;
     // The probe is the jobs' own prefix (exec::bwrap_prefix), so that it cannot drift from
     // it, with an empty folder of its own as the job's folder.
@@ -92,7 +94,7 @@ void check_bwrap_here(const config::Config& c, std::vector<std::string>& errors)
     }
     exec::SandboxSpec spec;
     spec.job_dir = dir;
-    spec.no_network = x.network == "none";
+    spec.no_network = x.network == config::Network::none;
     auto argv = exec::bwrap_prefix(spec);
     argv.emplace_back("true");
     SubprocessOptions o;
@@ -119,11 +121,11 @@ sched::DispatcherSettings dispatcher_settings(const config::Config& c) {
     d.health_interval = c.execution.health_interval;
     d.lease_ttl = c.execution.lease_ttl;
     d.retry = sched::RetryPolicy{c.execution.infra_retries, c.execution.flaky_reruns};
-    d.rerun_failed_tests = c.execution.rerun == "failed_tests";
+    d.rerun_failed_tests = c.execution.rerun == config::RerunScope::failed_tests;
     d.reuse_window =
         std::chrono::duration_cast<std::chrono::milliseconds>(c.selection.reuse_window);
-    d.base_check_run = c.classify.base_check == "run";
-    d.base_window = c.classify.base_check != "off"
+    d.base_check_run = c.classify.base_check == config::BaseCheck::run;
+    d.base_window = c.classify.base_check != config::BaseCheck::off
                         ? std::optional(std::chrono::duration_cast<std::chrono::milliseconds>(
                               c.classify.base_window))
                         : std::nullopt;

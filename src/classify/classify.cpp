@@ -87,7 +87,7 @@ Patterns compile_patterns(const std::vector<std::string>& device,
     return Patterns(std::move(c));
 }
 
-Verdict decide(const Evidence& e, const Patterns& p) {
+Classification decide(const Evidence& e, const Patterns& p) {
     if (e.cancelled)
         return {Conclusion::cancelled, "cancelled while running", std::nullopt, std::nullopt};
     if (e.timed_out)

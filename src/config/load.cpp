@@ -27,6 +27,20 @@ void check_enum(YamlMap& m, const std::string& key, const std::string& value,
     if (!one_of(value, allowed)) m.error(key, "'" + value + "' is not one of " + join(allowed));
 }
 
+/// Reads `key` as one of E's names (core/vocab.hpp); anything else is an error naming them.
+template <class E>
+void get_enum(YamlMap& m, const std::string& key, E& out) {
+    std::string text(to_string(out));
+    m.get(key, text);
+    if (auto e = from_string<E>(text)) {
+        out = *e;
+        return;
+    }
+    std::string allowed;
+    for (auto name : names<E>()) allowed += (allowed.empty() ? "" : " | ") + std::string(name);
+    m.error(key, "'" + text + "' is not one of " + allowed);
+}
+
 bool is_loopback(const std::string& host) {
     return host == "localhost" || host == "::1" || host.rfind("127.", 0) == 0;
 }
@@ -140,14 +154,14 @@ void parse_trust(YamlMap m, TrustConfig& c) {
     m.get("upstream_repo", c.upstream_repo);
     m.get("downstream_repo", c.downstream_repo, true);
     m.get("senders", c.senders);
-    m.get("fork_policy", c.fork_policy);
+    get_enum(m, "fork_policy", c.fork_policy);
     m.get("fork_labels", c.fork_labels);
     m.get("events", c.events);
-    check_enum(m, "fork_policy", c.fork_policy, {"run", "require_label", "ignore"});
+
     for (const auto& e : c.events) {
         check_enum(m, "events", e, {"pull_request", "push", "pytorch-pr-trigger", "pytorch-crcr"});
     }
-    if (c.fork_policy == "require_label" && c.fork_labels.empty()) {
+    if (c.fork_policy == ForkPolicy::require_label && c.fork_labels.empty()) {
         m.error("fork_labels", "required when fork_policy is require_label");
     }
 }
@@ -190,8 +204,7 @@ void parse_executor(YamlMap& m, ExecutionConfig& c, const std::vector<ExecutorKe
 
 void parse_execution(YamlMap m, ExecutionConfig& c, const std::vector<ExecutorKeys>& executors) {
     parse_executor(m, c, executors);
-    m.get("rerun", c.rerun);
-    check_enum(m, "rerun", c.rerun, {"failed_tests", "tier"});
+    get_enum(m, "rerun", c.rerun);
     m.get("command", c.command);
     // A relative program path (with a slash) is relative to the configuration file.
     if (!c.command.empty() && c.command.front().find('/') != std::string::npos &&
@@ -200,7 +213,7 @@ void parse_execution(YamlMap m, ExecutionConfig& c, const std::vector<ExecutorKe
     }
     m.get_path("work_root", c.work_root);
     m.get("env", c.env);
-    m.get("isolation", c.isolation);
+    get_enum(m, "isolation", c.isolation);
     m.get("user", c.user);
     m.get("stall_timeout", c.stall_timeout);
     m.get("device_wait", c.device_wait);
@@ -214,14 +227,13 @@ void parse_execution(YamlMap m, ExecutionConfig& c, const std::vector<ExecutorKe
     m.get("keep_failed_workspaces", c.keep_failed_workspaces);
     m.get_path("backend_dir", c.backend_dir);
     m.get("driver_version_command", c.driver_version_command);
-    m.get("network", c.network);
+    get_enum(m, "network", c.network);
     m.get_path("sandbox_socket", c.sandbox_socket);
-    check_enum(m, "isolation", c.isolation, {"bwrap", "user", "none"});
-    check_enum(m, "network", c.network, {"host", "none"});
-    if (c.network == "none" && c.isolation != "bwrap")
+    if (c.network == Network::none && c.isolation != Isolation::bwrap)
         m.error("network", "none needs isolation: bwrap");
-    if (c.isolation == "user" && !c.user) m.error("user", "required when isolation is user");
-    if (c.sandbox_socket && (c.isolation != "bwrap" || c.executor != "local")) {
+    if (c.isolation == Isolation::user && !c.user)
+        m.error("user", "required when isolation is user");
+    if (c.sandbox_socket && (c.isolation != Isolation::bwrap || c.executor != "local")) {
         m.error("sandbox_socket", "only with isolation: bwrap and executor: local");
     }
     // Every job's sandbox hides the socket's folder: it cannot be the root folder.
@@ -457,8 +469,7 @@ Loaded parse(const std::string& yaml_text, const Path& base_dir,
         parse_execution(top.child("execution"), c.execution, executors);
         {
             YamlMap cl = top.child("classify");
-            cl.get("base_check", c.classify.base_check);
-            check_enum(cl, "base_check", c.classify.base_check, {"lookup", "run", "off"});
+            get_enum(cl, "base_check", c.classify.base_check);
             cl.get("base_window", c.classify.base_window);
             parse_patterns(cl, "device_patterns", c.classify.device_patterns);
             parse_patterns(cl, "infra_patterns", c.classify.infra_patterns);

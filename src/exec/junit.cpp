@@ -50,18 +50,18 @@ bool collect(const pugi::xml_node& node, std::vector<TestResult>& out, int depth
             t.name = cls.empty() ? name : cls + "::" + name;
         }
         t.duration_s = child.attribute("time").as_double(0.0);
-        t.outcome = "passed";
+        t.outcome = TestOutcome::passed;
         for (const char* bad : {"failure", "error"}) {
             if (auto f = child.child(bad)) {
-                t.outcome = "failed";
+                t.outcome = TestOutcome::failed;
                 std::string msg = f.attribute("message").as_string();
                 t.message = clip(msg.empty() ? f.text().as_string() : msg);
                 break;
             }
         }
-        if (t.outcome == "passed") {
+        if (t.outcome == TestOutcome::passed) {
             if (auto s = child.child("skipped")) {
-                t.outcome = "skipped";
+                t.outcome = TestOutcome::skipped;
                 t.message = clip(s.attribute("message").as_string());
             }
         }
@@ -141,9 +141,9 @@ Result<std::vector<TestResult>> read_junit_dir(const std::filesystem::path& dir)
 TestCounts count(const std::vector<TestResult>& results) {
     TestCounts c;
     for (const auto& t : results) {
-        if (t.outcome == "passed")
+        if (t.outcome == TestOutcome::passed)
             ++c.passed;
-        else if (t.outcome == "skipped")
+        else if (t.outcome == TestOutcome::skipped)
             ++c.skipped;
         else
             ++c.failed;

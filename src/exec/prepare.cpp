@@ -116,7 +116,8 @@ Result<PreparedAttempt> prepare_attempt(const ExecutorSettings& s, const JobToRu
     // isolation user, or bubblewrap under a daemon running as root.
     const bool root = ::geteuid() == 0;
     std::optional<Account> account;
-    if (s.execution.isolation == "user" || (s.execution.isolation == "bwrap" && root)) {
+    if (s.execution.isolation == config::Isolation::user ||
+        (s.execution.isolation == config::Isolation::bwrap && root)) {
         account = lookup_account(s.execution.user.value_or("nobody"));
         if (!account)
             return fail("execution.user '" + s.execution.user.value_or("nobody") +
@@ -125,19 +126,19 @@ Result<PreparedAttempt> prepare_attempt(const ExecutorSettings& s, const JobToRu
         // (0600/0640 owned by the daemon's user, as deploy/crcrd.service sets up).
         hand_over(a.ws.job_dir, account->uid, account->gid);
     }
-    if (s.execution.isolation == "user") {
+    if (s.execution.isolation == config::Isolation::user) {
         p.uid = account->uid;
         p.gid = account->gid;
         p.groups = account->groups;
     }
-    if (s.execution.isolation == "bwrap") {
+    if (s.execution.isolation == config::Isolation::bwrap) {
         SandboxSpec sb;
         sb.hidden_dirs = s.hidden_dirs;
         sb.hidden_files = s.hidden_files;
         sb.job_dir = a.ws.job_dir;
         sb.pytorch_dir = a.ws.checkout;
         sb.devices = slot.devices;
-        sb.no_network = s.execution.network == "none";
+        sb.no_network = s.execution.network == config::Network::none;
         // The command's own folder (it may lie under /tmp, which the sandbox replaces); it is
         // never inside a hidden one (config::check refuses that).
         if (!s.execution.command.empty() && s.execution.command.front().front() == '/') {

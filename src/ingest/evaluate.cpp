@@ -30,7 +30,8 @@ bool is_json_content_type(std::string_view ct) {
 
 /// The run's concurrency group under the configured key for its event (docs/execution.md).
 std::string group_of(const Event& e, const std::map<std::string, std::string>& keys) {
-    auto it = keys.find(e.event);
+    if (!e.event) return {};
+    auto it = keys.find(std::string(to_string(*e.event)));
     std::string key = it == keys.end() ? "none" : it->second;
     if (key == "pr" && e.pr) return "pr:" + std::to_string(*e.pr);
     if (key == "branch" && !e.ref.empty()) return "branch:" + e.ref;
@@ -39,7 +40,7 @@ std::string group_of(const Event& e, const std::map<std::string, std::string>& k
 
 store::NewRun to_run(const Event& e, const std::string& delivery_id) {
     store::NewRun r;
-    r.event = e.event;
+    r.event = e.event.value();  // every form that queues a run names its event
     r.action = e.action;
     r.sha = e.sha;
     r.pr = e.pr;
@@ -134,9 +135,9 @@ Evaluation evaluate(const http::Request& req, const Policy& policy, std::int64_t
                 d->crcr_delivery_id = event->crcr_delivery_id;
                 if (d->event.empty()) d->event = event_type(*event);
                 auto trust = decide(*event, pol->trust);
-                if (trust.verdict == TrustDecision::Verdict::forbid) {
+                if (trust.action == TrustDecision::Action::forbid) {
                     reject(403, "forbidden", trust.reason);
-                } else if (trust.verdict == TrustDecision::Verdict::ignore) {
+                } else if (trust.action == TrustDecision::Action::ignore) {
                     event->intent = Intent::ignore;
                     event->reason = trust.reason;
                 }
@@ -175,7 +176,7 @@ Evaluation evaluate(const http::Request& req, const Policy& policy, std::int64_t
                 if (pol->post_merge && event->merge_commit_sha) {
                     // selection.post_merge: the merge commit is tested on its branch, like a push.
                     Event merged = *event;
-                    merged.event = "push";
+                    merged.event = RunEvent::push;
                     merged.sha = *event->merge_commit_sha;
                     merged.ref = event->base_ref.empty() ? "" : "refs/heads/" + event->base_ref;
                     d->run = to_run(merged, d->delivery_id);

@@ -153,7 +153,7 @@ Result<std::optional<Fields>> read_base(const Fields& pr, Event& e) {
 }
 
 Result<Event> pull_request(const Fields& p, Event e) {
-    e.event = "pull_request";
+    e.event = RunEvent::pull_request;
     CRCRD_TRY(action, p.str("action"));
     e.action = action;
     CRCRD_TRY(number, p.pr_number("number"));
@@ -202,7 +202,7 @@ Result<Event> pull_request(const Fields& p, Event e) {
 }
 
 Result<Event> push(const Fields& p, Event e) {
-    e.event = "push";
+    e.event = RunEvent::push;
     e.action = "push";
     CRCRD_TRY(ref, p.str("ref"));
     e.ref = ref;
@@ -255,7 +255,7 @@ Result<Event> push(const Fields& p, Event e) {
 
 Result<Event> legacy_trigger(const Fields& cp, Event e) {
     e.form = "pytorch-pr-trigger";
-    e.event = "pull_request";
+    e.event = RunEvent::pull_request;
     e.action = "pytorch-pr-trigger";
     CRCRD_TRY(sha, cp.str("head_sha"));
     CRCRD_TRY(pr, cp.pr_number("pr_number"));
@@ -283,7 +283,7 @@ Result<Event> direct(const Fields& cp, Event e) {
     if (auto s = pin(e.sha); !s) return s.error();
     e.changed_files = std::move(files);
     e.pr = pr;
-    e.event = pr ? "pull_request" : "push";
+    e.event = pr ? RunEvent::pull_request : RunEvent::push;
     e.ref = ref.value_or(pr ? "refs/pull/" + std::to_string(*pr) + "/head" : "");
     e.base_sha = base_sha.value_or("");
     if (auto s = pin_base(e.base_sha); !s) return s.error();

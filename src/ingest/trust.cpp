@@ -16,14 +16,14 @@ bool contains(const std::vector<std::string>& v, const std::string& x) {
 }
 
 TrustDecision forbid(std::string reason) {
-    return {TrustDecision::Verdict::forbid, std::move(reason)};
+    return {TrustDecision::Action::forbid, std::move(reason)};
 }
 
 }  // namespace
 
 std::string event_type(const Event& e) {
     if (e.form == "pytorch-pr-trigger" || e.form == "pytorch-crcr") return e.form;
-    return e.event;
+    return e.event ? std::string(to_string(*e.event)) : std::string();
 }
 
 TrustDecision decide(const Event& e, const config::TrustConfig& trust) {
@@ -41,23 +41,23 @@ TrustDecision decide(const Event& e, const config::TrustConfig& trust) {
         return forbid("sender '" + e.sender.value_or("") + "' is not in trust.senders");
     }
     // An unknown dispatch action or an unhandled GitHub event has no type to enable.
-    if (e.intent == Intent::ignore && e.event.empty()) return {};
+    if (e.intent == Intent::ignore && !e.event) return {};
     std::string type = event_type(e);
     if (!contains(trust.events, type)) return forbid("event type '" + type + "' is not enabled");
 
     const bool fork =
         e.head_repo && !same_repo(*e.head_repo, e.upstream_repo.value_or(trust.upstream_repo));
     if (fork && e.intent == Intent::run) {
-        if (trust.fork_policy == "ignore") {
-            return {TrustDecision::Verdict::ignore,
+        if (trust.fork_policy == config::ForkPolicy::ignore) {
+            return {TrustDecision::Action::ignore,
                     "pull request from fork " + *e.head_repo + " ignored by trust.fork_policy"};
         }
-        if (trust.fork_policy == "require_label") {
+        if (trust.fork_policy == config::ForkPolicy::require_label) {
             bool labelled =
                 std::any_of(e.labels.begin(), e.labels.end(),
                             [&](const std::string& l) { return contains(trust.fork_labels, l); });
             if (!labelled) {
-                return {TrustDecision::Verdict::ignore,
+                return {TrustDecision::Action::ignore,
                         "pull request from fork " + *e.head_repo +
                             " has none of the labels in trust.fork_labels"};
             }

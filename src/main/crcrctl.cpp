@@ -143,7 +143,9 @@ int main(int argc, char** argv) {
         ->add_option("--changed-files", explain_opts.changed_files,
                      "a file with one path per line, or - for stdin")
         ->required();
-    explain->add_option("--event", explain_opts.event, "pull_request, push or schedule")
+    explain
+        ->add_option("--event", explain_opts.event,
+                     "pull_request, push, schedule, manual or bisect")
         ->capture_default_str();
     explain->add_flag("--json", explain_opts.json, "print the selection as stored (JSON)");
 

@@ -34,7 +34,8 @@ Judged judge(const exec::RawOutcome& o, const classify::Patterns& patterns) {
     j.tests_total = static_cast<std::int64_t>(o.results.size());
     json failed_tests = json::array();
     for (const auto& t : o.results) {
-        if (t.outcome == "failed" && failed_tests.size() < 100) failed_tests.push_back(t.name);
+        if (t.outcome == TestOutcome::failed && failed_tests.size() < 100)
+            failed_tests.push_back(t.name);
     }
     j.evidence = {
         {"exit_status", o.exit_code ? json(*o.exit_code) : json(nullptr)},

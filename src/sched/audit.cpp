@@ -55,7 +55,7 @@ std::string commits_json(const std::vector<Commit>& commits,
         const Commit& c = commits[i];
         select::ChangedPaths changed{select::Source::git, c.paths, ""};
         json matched = json::array();
-        for (const auto& m : select::decide(rules, changed, "push").rules)
+        for (const auto& m : select::decide(rules, changed, RunEvent::push).rules)
             matched.push_back(m.name);
         const auto listed = std::min(c.paths.size(), k_audit_max_paths);
         json item = {
@@ -113,7 +113,7 @@ std::vector<store::TierTest> decide_misses(
 Status audit_scheduled_run(const FollowupContext& ctx, std::int64_t run_id) {
     auto in = store::read_audit_inputs(ctx.db_path, run_id);
     if (!in) return in.error();
-    if (!in->found || in->event != "schedule" || in->failed.empty()) return Ok{};
+    if (!in->found || in->event != RunEvent::schedule || in->failed.empty()) return Ok{};
     if (!in->previous) {
         spdlog::info(
             "run_id={} selection-miss audit: no earlier scheduled run of {} to compare with",

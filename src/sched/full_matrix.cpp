@@ -81,7 +81,7 @@ std::optional<std::int64_t> FullMatrixTrigger::tick(const select::Rules& rules) 
     auto s = m_writer.run_sync([&](store::Db& db) {
         if (sha) {
             store::NewRun r;
-            r.event = "schedule";
+            r.event = RunEvent::schedule;
             r.action = "full_matrix";
             r.sha = *sha;
             r.ref = "refs/heads/" + fm.ref;

@@ -91,7 +91,7 @@ select::RunRef run_ref(store::UnplannedRun&& row) {
 /// Everything resolve_changed_paths() reads of a run: runs with the same key get the same answer
 /// when they are looked up at the same time.
 std::string lookup_key(const select::RunRef& r) {
-    std::string key = r.event;
+    std::string key(to_string(r.event));
     for (const std::string* part : {&r.sha, &r.ref, &r.base_ref, &r.base_sha})
         key.append(1, '\0').append(*part);
     key.append(1, '\0').append(r.pr ? std::to_string(*r.pr) : "-");
@@ -259,7 +259,7 @@ Plan decide_plan(const select::RunRef& run, const select::ChangedPaths& changed,
             if (name.is_string()) requested.push_back(name);
     }
     auto sel = select::decide(rules, changed, run.event, requested);
-    if (run.event == "bisect") bisect_tests(sel, run.inputs);
+    if (run.event == RunEvent::bisect) bisect_tests(sel, run.inputs);
     std::string tiers;
     for (const auto& t : sel.tiers) tiers += (tiers.empty() ? "" : ",") + t.name;
     Plan plan;

@@ -87,9 +87,9 @@ namespace {
 /// The sources read from the run itself, in order: the answer, if one of them has it.
 std::optional<ChangedPaths> from_the_run(const RunRef& run,
                                          const std::function<void(const std::string&)>& note) {
-    if (run.event == "schedule")
+    if (run.event == RunEvent::schedule)
         return ChangedPaths{Source::schedule, {}, ""};  // every tier anyway
-    if (run.event == "manual" || run.event == "bisect")
+    if (run.event == RunEvent::manual || run.event == RunEvent::bisect)
         return ChangedPaths{Source::manual, {}, ""};  // the tiers asked for
     if (auto files = strings_at(run.inputs, "changed_files")) {
         return ChangedPaths{Source::payload, std::move(*files), ""};

@@ -53,26 +53,26 @@ const Rules& with_globs(const Rules& rules, std::optional<Rules>& copy) {
 
 }  // namespace
 
-Selection decide(const Rules& rules, const ChangedPaths& changed, const std::string& event,
+Selection decide(const Rules& rules, const ChangedPaths& changed, RunEvent event,
                  const std::vector<std::string>& requested) {
     Selection sel;
     sel.source = changed.source;
     sel.changed_paths = changed.paths.size();
     sel.note = changed.note;
 
-    if (event == "schedule" || event == "manual" || event == "bisect") {
+    if (event == RunEvent::schedule || event == RunEvent::manual || event == RunEvent::bisect) {
         std::vector<std::string> all;
         std::set<std::string> seen;
         for (const auto& r : rules.rules)
             if (!r.skip) add_tests(all, seen, r.tests);
-        const bool manual = event != "schedule";  // a bisect run asks for its one tier
+        const bool manual = event != RunEvent::schedule;  // a bisect run asks for its one tier
         for (const auto& t : rules.tiers) {
             if (manual && !requested.empty() &&
                 std::find(requested.begin(), requested.end(), t.name) == requested.end())
                 continue;
-            const char* why = event == "bisect" ? "bisection: only the failing tests"
-                              : manual          ? "requested (manual run)"
-                                                : "full matrix (scheduled run)";
+            const char* why = event == RunEvent::bisect ? "bisection: only the failing tests"
+                              : manual                  ? "requested (manual run)"
+                                                        : "full matrix (scheduled run)";
             sel.tiers.push_back({t.name, why, t.kind == TierKind::from_rules ? all : t.tests});
         }
         if (sel.tiers.empty()) sel.reason = "none of the requested tiers is in the rules file";

@@ -73,7 +73,9 @@ std::optional<BisectSource> BisectionsRepo::source(std::int64_t run_id) {
         "ORDER BY j.position LIMIT 1");
     st->bind(1, run_id);
     if (!st->step()) return std::nullopt;
-    BisectSource s{run_id, st->text(0), st->text(1), st->text(2), st->text(3), {}};
+    BisectSource s{run_id,      vocab_column<RunEvent>(*st, 0, "runs.event"),
+                   st->text(1), st->text(2),
+                   st->text(3), {}};
     const auto job = st->int64(4);
     Scoped failed(
         m_db,
@@ -199,7 +201,7 @@ std::int64_t BisectionsRepo::queue_run(const Bisection& b, const std::string& sh
                                        const std::string& ref, const std::string& inputs_json,
                                        const std::string& now) {
     NewRun r;
-    r.event = "bisect";
+    r.event = RunEvent::bisect;
     r.sha = sha;
     r.ref = ref;
     r.delivery_id = "bisect:" + std::to_string(b.id) + ":" + sha;

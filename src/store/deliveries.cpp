@@ -71,7 +71,7 @@ std::int64_t insert_run_row(Db& db, const NewRun& r, const std::string& now) {
         "INSERT INTO runs (event, action, sha, pr, ref, base_ref, base_sha, head_repo, labels, "
         "delivery_id, state, inputs, created_at, concurrency_group) VALUES "
         "(?,?,?,?,?,?,?,?,?,?,'queued',?,?,?)");
-    st.bind(1, r.event)
+    st.bind(1, to_string(r.event))
         .bind(2, r.action)
         .bind(3, r.sha)
         .bind(4, r.pr)

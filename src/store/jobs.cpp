@@ -480,7 +480,7 @@ void JobsRepo::record_results(std::int64_t job_id, const std::vector<TestRow>& t
                    "(?,?,?,?,?)");
         for (const auto& t : tests) {
             ins->reset();
-            ins->bind(1, job_id).bind(2, t.name).bind(3, t.outcome);
+            ins->bind(1, job_id).bind(2, t.name).bind(3, to_string(t.outcome));
             ins->bind(4, t.duration_s).bind(5, t.message);
             ins->run();
         }

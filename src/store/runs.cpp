@@ -63,7 +63,7 @@ std::optional<RetrySource> RunsRepo::retry_source(std::int64_t run_id) {
     st->bind(1, run_id);
     if (!st->step()) return std::nullopt;
     RetrySource r;
-    r.run.event = st->text(0);
+    r.run.event = vocab_column<RunEvent>(*st, 0, "runs.event");
     r.run.action = st->text(1);
     r.run.sha = st->text(2);
     r.run.pr = st->opt_int64(3);
@@ -143,8 +143,10 @@ namespace {
     "FROM runs INDEXED BY runs_unplanned WHERE state = 'queued' AND selection IS NULL "
 
 UnplannedRun unplanned_row(const Stmt& st) {
-    return UnplannedRun{st.int64(0), st.text(1), st.text(2), st.opt_int64(3),
-                        st.text(4),  st.text(5), st.text(6), st.text(7)};
+    return UnplannedRun{st.int64(0), vocab_column<RunEvent>(st, 1, "runs.event"),
+                        st.text(2),  st.opt_int64(3),
+                        st.text(4),  st.text(5),
+                        st.text(6),  st.text(7)};
 }
 
 Result<std::vector<UnplannedRun>> unplanned_on(Db& reader, int limit) {

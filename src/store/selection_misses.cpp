@@ -5,6 +5,7 @@
 #include "crcrd/store/admin_reads.hpp"
 #include "crcrd/store/sqlite.hpp"
 #include "store/guarded.hpp"
+#include "vocab_column.hpp"
 
 namespace crcrd::store {
 
@@ -37,7 +38,7 @@ Result<AuditInputs> read_audit_inputs(const std::filesystem::path& path, std::in
                 run.bind(1, run_id);
                 if (!run.step()) return in;
                 in.found = true;
-                in.event = run.text(0);
+                in.event = vocab_column<RunEvent>(run, 0, "runs.event");
                 in.sha = run.text(1);
                 in.state = run.text(2);
                 in.ref = run.opt_text(3);

@@ -25,7 +25,7 @@ struct Evidence {
 };
 
 /// One attempt's class and why.
-struct Verdict {
+struct Classification {
     Conclusion conclusion = Conclusion::passed;
     std::string reason;                   // for people: which evidence decided it
     std::optional<std::string> log_line;  // the log line a pattern matched, when one decided it
@@ -58,6 +58,6 @@ Patterns compile_patterns(const std::vector<std::string>& device,
 /// signature in the log of an attempt that failed (non-zero exit, signal, or no JUnit) →
 /// infra_error; a non-zero exit or a signal without failed tests → infra_error; otherwise
 /// passed.
-Verdict decide(const Evidence& e, const Patterns& p);
+Classification decide(const Evidence& e, const Patterns& p);
 
 }  // namespace crcrd::classify

@@ -11,6 +11,45 @@
 
 #include "crcrd/config/executor_keys.hpp"
 #include "crcrd/core/units.hpp"
+#include "crcrd/core/vocab.hpp"
+
+namespace crcrd::config {
+
+/// execution.isolation (docs/execution.md).
+enum class Isolation { bwrap, user, none };
+/// execution.network: `none` gives the tests no network (bwrap only).
+enum class Network { host, none };
+/// execution.rerun: what the rerun of a failed tier runs.
+enum class RerunScope { failed_tests, tier };
+/// classify.base_check (docs/verdicts.md): how a PR's failures are checked on its base.
+enum class BaseCheck { lookup, run, off };
+/// trust.fork_policy (docs/ingest.md).
+enum class ForkPolicy { run, require_label, ignore };
+
+}  // namespace crcrd::config
+
+namespace crcrd {
+template <>
+struct Vocab<config::Isolation> {
+    static constexpr std::array<std::string_view, 3> names{"bwrap", "user", "none"};
+};
+template <>
+struct Vocab<config::Network> {
+    static constexpr std::array<std::string_view, 2> names{"host", "none"};
+};
+template <>
+struct Vocab<config::RerunScope> {
+    static constexpr std::array<std::string_view, 2> names{"failed_tests", "tier"};
+};
+template <>
+struct Vocab<config::BaseCheck> {
+    static constexpr std::array<std::string_view, 3> names{"lookup", "run", "off"};
+};
+template <>
+struct Vocab<config::ForkPolicy> {
+    static constexpr std::array<std::string_view, 3> names{"run", "require_label", "ignore"};
+};
+}  // namespace crcrd
 
 namespace crcrd::config {
 
@@ -68,7 +107,7 @@ struct TrustConfig {
     std::string upstream_repo = "pytorch/pytorch";
     std::string downstream_repo;
     Strings senders;
-    std::string fork_policy = "require_label";  // run | require_label | ignore
+    ForkPolicy fork_policy = ForkPolicy::require_label;
     Strings fork_labels;
     Strings events = {"pull_request", "push", "pytorch-pr-trigger", "pytorch-crcr"};
 };
@@ -97,8 +136,8 @@ struct RunnerConfig {
 };
 
 struct ExecutionConfig {
-    std::string executor = "local";      // one of exec::executor_keys()'s names
-    std::string rerun = "failed_tests";  // failed_tests | tier (docs/execution.md)
+    std::string executor = "local";  // one of exec::executor_keys()'s names
+    RerunScope rerun = RerunScope::failed_tests;
     /// The chosen executor's own section (`execution.<executor>`), as its folder read it;
     /// null when it has none. section<T>() gives it as the executor's type.
     std::shared_ptr<const ExecutorSection> executor_section;
@@ -109,11 +148,11 @@ struct ExecutionConfig {
     Strings command;
     Path work_root;
     std::map<std::string, std::string> env;
-    std::string isolation = "bwrap";  // bwrap | user | none
+    Isolation isolation = Isolation::bwrap;
     /// The account tests run as: with isolation user, and with bwrap when the daemon runs as
     /// root (default there: nobody).
     std::optional<std::string> user;
-    std::string network = "host";  // host | none (none: bwrap only)
+    Network network = Network::host;
     /// The sandbox launcher's socket (crcrd-sandbox.socket): bubblewrap starts there, in a unit
     /// allowed to make namespaces, instead of under the daemon (bwrap, local executor, not root).
     std::optional<Path> sandbox_socket;
@@ -134,7 +173,7 @@ struct ExecutionConfig {
 };
 
 struct ClassifyConfig {
-    std::string base_check = "lookup";  // lookup | run | off (docs/verdicts.md)
+    BaseCheck base_check = BaseCheck::lookup;
     Duration base_window = std::chrono::hours(24);
     // Defaults for a PyTorch accelerator backend (docs/reporting.md); RE2 regexes.
     // The hardware signatures docs/execution.md lists first (torch-spyre's CI maps them so): the

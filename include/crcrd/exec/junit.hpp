@@ -7,12 +7,13 @@
 #include <vector>
 
 #include "crcrd/core/result.hpp"
+#include "crcrd/core/vocab.hpp"
 
 namespace crcrd::exec {
 
 struct TestResult {
-    std::string name;     // "file::Class::test" when pytest gives the file, else "classname::name"
-    std::string outcome;  // passed | failed | skipped   (an <error> counts as failed)
+    std::string name;  // "file::Class::test" when pytest gives the file, else "classname::name"
+    TestOutcome outcome = TestOutcome::passed;  // never flaky here; an <error> is failed
     double duration_s = 0;
     std::string message;  // the failure/error/skip message, at most 4 KiB
 };

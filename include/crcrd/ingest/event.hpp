@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "crcrd/core/result.hpp"
+#include "crcrd/core/vocab.hpp"
 
 namespace crcrd::ingest {
 
@@ -25,7 +26,7 @@ struct Event {
     Intent intent = Intent::ignore;
     std::string reason;  // for ignore
     std::string form;    // "crcr-v1" | "pytorch-pr-trigger" | "pytorch-crcr" | "github" | "ping"
-    std::string event;   // "pull_request" | "push" (the upstream event; the trust "event type")
+    std::optional<RunEvent> event;  // pull_request or push: the upstream event; unset: none
     std::string action;  // upstream action ("synchronize", "closed", ...) or dispatch action
     std::string sha;     // pinned: 40 lower-case hex, never all zeros (for run)
     std::optional<std::int64_t> pr;

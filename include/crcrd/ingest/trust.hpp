@@ -9,7 +9,7 @@
 namespace crcrd::ingest {
 
 struct TrustDecision {
-    enum class Verdict { allow, forbid, ignore } verdict = Verdict::allow;
+    enum class Action { allow, forbid, ignore } action = Action::allow;
     std::string reason;  // why forbidden or ignored
 };
 

@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "crcrd/config/config.hpp"
+#include "crcrd/core/vocab.hpp"
 #include "crcrd/github/auth.hpp"
 #include "crcrd/select/selection.hpp"
 
@@ -19,7 +20,7 @@ namespace crcrd::select {
 
 /// What a run knows about its commit.
 struct RunRef {
-    std::string event;  // pull_request | push | schedule | manual | bisect
+    RunEvent event = RunEvent::pull_request;
     std::string sha;
     std::optional<std::int64_t> pr;
     std::string ref;

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "crcrd/core/vocab.hpp"
 #include "crcrd/select/rules.hpp"
 
 namespace crcrd::select {
@@ -58,14 +59,14 @@ struct Selection {
 /// Paths listed per rule and unmatched in an explanation; counts are always complete.
 inline constexpr std::size_t k_listed = 100;
 
-/// Decides what a run of `event` ("pull_request", "push", "schedule", "manual", "bisect") runs.
+/// Decides what a run of `event` runs.
 /// A schedule run gets every tier with every rule's tests. Otherwise: always tiers run
 /// (unless the change is documentation-only and docs_only is nothing); the from_rules tier
 /// runs the tests of the rules the paths matched, or of every rule when the source is
 /// unknown or (unmatched: all_rules) some path matched no rule; scheduled tiers do not run.
 /// `requested` (a manual or bisect run's tiers; empty: every tier) only matters for those events,
 /// which, like "schedule", runs whole tiers whatever changed.
-Selection decide(const Rules& rules, const ChangedPaths& changed, const std::string& event,
+Selection decide(const Rules& rules, const ChangedPaths& changed, RunEvent event,
                  const std::vector<std::string>& requested = {});
 
 /// A human-readable explanation (what `crcrctl explain` prints).

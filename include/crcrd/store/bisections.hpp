@@ -22,7 +22,8 @@ struct Followup {
 /// the tests that failed in it.
 struct BisectSource {
     std::int64_t run_id = 0;
-    std::string event, sha, ref;
+    RunEvent event = RunEvent::push;
+    std::string sha, ref;
     std::string tier;
     std::vector<std::string> tests;
 };

@@ -20,7 +20,7 @@ std::string to_string(Verdict v);
 
 /// A run to create, already pinned and trusted.
 struct NewRun {
-    std::string event;  // pull_request | push | schedule | manual
+    RunEvent event = RunEvent::pull_request;
     std::string action;
     std::string sha;  // 40 lower-case hex
     std::optional<std::int64_t> pr;

@@ -53,7 +53,7 @@ struct BaseFailure {
 /// One test of an attempt.
 struct TestRow {
     std::string name;
-    std::string outcome;
+    TestOutcome outcome = TestOutcome::passed;
     double duration_s = 0;
     std::string message;
 };

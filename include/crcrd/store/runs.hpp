@@ -27,7 +27,7 @@ struct RetrySource {
 /// A queued run without a selection yet, as the planner needs it.
 struct UnplannedRun {
     std::int64_t id = 0;
-    std::string event;
+    RunEvent event = RunEvent::pull_request;
     std::string sha;
     std::optional<std::int64_t> pr;
     std::string ref, base_ref, base_sha;  // "" when NULL

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "crcrd/core/result.hpp"
+#include "crcrd/core/vocab.hpp"
 #include "crcrd/store/fwd.hpp"
 
 namespace crcrd::store {
@@ -34,7 +35,8 @@ struct PreviousScheduled {
 /// What the audit of a scheduled run needs from the database, read from one snapshot.
 struct AuditInputs {
     bool found = false;  // false: there is no run with that id
-    std::string event, sha, state;
+    RunEvent event = RunEvent::schedule;
+    std::string sha, state;
     std::optional<std::string> ref;
     /// The failed tests of each tier whose final (highest) attempt ended `regression`.
     std::vector<TierTest> failed;

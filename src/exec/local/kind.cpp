@@ -16,7 +16,7 @@ ExecutorKind kind() {
     };
     k.describe = [](const config::Config& c) {
         return std::to_string(c.runners.size()) +
-               " runner slot(s), isolation=" + c.execution.isolation +
+               " runner slot(s), isolation=" + std::string(to_string(c.execution.isolation)) +
                ", work_root=" + c.execution.work_root.string();
     };
     return k;

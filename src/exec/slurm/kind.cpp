@@ -68,7 +68,7 @@ ExecutorKind kind() {
         if (!sl) return std::string("Slurm, not configured");
         return "Slurm partition " + sl->partition + ", at most " +
                std::to_string(sl->max_submitted) +
-               " job(s) submitted, isolation=" + c.execution.isolation +
+               " job(s) submitted, isolation=" + std::string(to_string(c.execution.isolation)) +
                ", shared_root=" + sl->shared_root.string();
     };
     k.node_entry = NodeEntry{

@@ -45,7 +45,7 @@ TEST(Config, MinimalGetsDefaultsAndResolvesRelativePaths) {
     EXPECT_EQ(c.ingest.secrets.at(0).file, "/etc/crcrd/webhook.secret");
     EXPECT_EQ(c.ingest.max_clock_skew, std::chrono::seconds(300));
     EXPECT_EQ(c.trust.upstream_repo, "pytorch/pytorch");
-    EXPECT_EQ(c.execution.isolation, "bwrap");
+    EXPECT_EQ(c.execution.isolation, config::Isolation::bwrap);
 }
 
 TEST(Config, TheContractExampleIsValid) {

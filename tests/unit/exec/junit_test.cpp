@@ -64,14 +64,14 @@ TEST(Junit, ReadsRealPytestOutputFromSeveralFiles) {
     };
     const auto* broken = find("tests/test_demo.py::TestOps::test_broken");
     ASSERT_NE(broken, nullptr) << (*results)[0].name;
-    EXPECT_EQ(broken->outcome, "failed");
+    EXPECT_EQ(broken->outcome, TestOutcome::failed);
     EXPECT_NE(broken->message.find("arithmetic is off"), std::string::npos);
     const auto* skipped = find("tests/test_demo.py::TestOps::test_two_devices");
     ASSERT_NE(skipped, nullptr);
     EXPECT_NE(skipped->message.find("needs two devices"), std::string::npos);
     const auto* errored = find("tests/test_demo.py::test_errors");
     ASSERT_NE(errored, nullptr);
-    EXPECT_EQ(errored->outcome, "failed");
+    EXPECT_EQ(errored->outcome, TestOutcome::failed);
     EXPECT_NE(errored->message.find("device open failed"), std::string::npos);
     ASSERT_NE(find("tests/test_demo.py::test_plain"), nullptr);
     const auto* more = find("x.Y::test_more");

@@ -83,7 +83,7 @@ TEST(Normalize, CrcrPullRequestDetails) {
     auto e = normalize("repository_dispatch",
                        fixture("crcr/pull_request-synchronize.dispatch.json").dump());
     ASSERT_TRUE(e);
-    EXPECT_EQ(e->event, "pull_request");
+    EXPECT_EQ(e->event, RunEvent::pull_request);
     EXPECT_EQ(e->action, "synchronize");
     EXPECT_EQ(e->upstream_repo, "pytorch/pytorch");
     EXPECT_EQ(e->head_repo, "pytorch/pytorch");
@@ -111,7 +111,7 @@ TEST(Normalize, PushCommitsAndDirectChangedFiles) {
     ASSERT_TRUE(direct);
     ASSERT_TRUE(direct->changed_files);
     EXPECT_EQ(direct->changed_files->size(), 2u);
-    EXPECT_EQ(direct->event, "pull_request");
+    EXPECT_EQ(direct->event, RunEvent::pull_request);
 }
 
 TEST(Normalize, ShaIsPinnedLowerCaseAndValidated) {

@@ -5,13 +5,13 @@
 namespace crcrd::ingest {
 namespace {
 
-using V = TrustDecision::Verdict;
+using V = TrustDecision::Action;
 
 Event pr_event() {
     Event e;
     e.intent = Intent::run;
     e.form = "crcr-v1";
-    e.event = "pull_request";
+    e.event = RunEvent::pull_request;
     e.sha = "ec26c3e57ca3a959ca5aad62de7213c562f8c821";
     e.pr = 2;
     e.upstream_repo = "pytorch/pytorch";
@@ -24,7 +24,7 @@ Event pr_event() {
 config::TrustConfig trust() {
     config::TrustConfig t;
     t.downstream_repo = "torch-spyre/torch-spyre";
-    t.fork_policy = "require_label";
+    t.fork_policy = config::ForkPolicy::require_label;
     t.fork_labels = {"ciflow/crcr/spyre"};
     return t;
 }
@@ -59,14 +59,14 @@ TEST(Trust, Table) {
         {"fork, policy run",
          [](Event& e, config::TrustConfig& t) {
              e.head_repo = "someone/pytorch";
-             t.fork_policy = "run";
+             t.fork_policy = config::ForkPolicy::run;
          },
          V::allow},
         {"fork, policy ignore even with label",
          [](Event& e, config::TrustConfig& t) {
              e.head_repo = "someone/pytorch";
              e.labels = {"ciflow/crcr/spyre"};
-             t.fork_policy = "ignore";
+             t.fork_policy = config::ForkPolicy::ignore;
          },
          V::ignore},
         {"fork PR closed still cancels",
@@ -99,7 +99,7 @@ TEST(Trust, Table) {
         auto t = trust();
         c.setup(e, t);
         auto d = decide(e, t);
-        EXPECT_EQ(d.verdict, c.verdict) << c.name << ": " << d.reason;
+        EXPECT_EQ(d.action, c.verdict) << c.name << ": " << d.reason;
         if (c.verdict != V::allow) {
             EXPECT_FALSE(d.reason.empty()) << c.name;
         }

@@ -61,7 +61,7 @@ class OutboxTest : public ::testing::Test {
     }
     std::int64_t run_with(const std::vector<std::string>& tiers) {
         store::NewRun r;
-        r.event = "push";
+        r.event = RunEvent::push;
         r.sha = k_sha;
         auto id = store::insert_run(*db, r, "2026-11-29T00:00:00.000Z");
         for (std::size_t i = 0; i < tiers.size(); ++i) {
@@ -149,7 +149,7 @@ TEST(Sender, NeverPostsMoreThanGithubsThousandStatusesPerShaAndContext) {
     {
         auto& db = **opened;
         store::NewRun r;
-        r.event = "push";
+        r.event = RunEvent::push;
         r.sha = k_sha;
         store::insert_run(db, r, "2026-11-29T00:00:00.000Z");
         store::Transaction tx(db);
@@ -240,7 +240,7 @@ TEST(Sender, AFailedPostIsTriedAgainOnlyOnceTheClockPassedItsBackOff) {
     {
         auto& db = **opened;
         store::NewRun r;
-        r.event = "push";
+        r.event = RunEvent::push;
         r.sha = k_sha;
         store::insert_run(db, r, "2026-12-01T08:00:00.000Z");
         db.exec(
@@ -369,7 +369,7 @@ TEST_F(OutboxTest, ACallbackPairPerStartedAttemptNeverCoalescedEvenWhenBothHappe
                              {"payload", {{"number", 5}}}}}}
                           .dump());
     store::NewRun r;
-    r.event = "pull_request";
+    r.event = RunEvent::pull_request;
     r.sha = k_sha;
     d.run = r;
     auto out = store::record_delivery(*db, d);

@@ -81,12 +81,13 @@ exec::RawOutcome exited(int code, std::vector<exec::TestResult> results = {}) {
 
 TEST(Judge, ClassifiesRawOutcomesAndKeepsTheEvidence) {
     const auto patterns = classify::compile_patterns({"device lost"}, {"No space left"});
-    auto pass = judge(exited(0, {{"t1", "passed", 0.1, ""}}), patterns);
+    auto pass = judge(exited(0, {{"t1", TestOutcome::passed, 0.1, ""}}), patterns);
     EXPECT_EQ(pass.conclusion, Conclusion::passed);
     EXPECT_EQ(pass.exit_status, 0);
 
-    auto failed =
-        judge(exited(1, {{"t1", "failed", 0.1, "assert"}, {"t2", "passed", 0.1, ""}}), patterns);
+    auto failed = judge(exited(1, {{"t1", TestOutcome::failed, 0.1, "assert"},
+                                   {"t2", TestOutcome::passed, 0.1, ""}}),
+                        patterns);
     EXPECT_EQ(failed.conclusion, Conclusion::regression);
     EXPECT_EQ(failed.evidence["failed_tests"], nlohmann::json::array({"t1"}));
     EXPECT_EQ(failed.evidence["tests_total"], 2);

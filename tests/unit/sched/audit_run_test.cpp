@@ -78,7 +78,7 @@ class AuditRunTest : public ::testing::Test {
         std::int64_t id = 0;
         auto s = writer->run_sync([&](store::Db& db) {
             store::NewRun r;
-            r.event = event;
+            r.event = *from_string<RunEvent>(event);
             r.sha = sha;
             r.pr = pr;
             r.ref = event == "pull_request"
@@ -99,7 +99,7 @@ class AuditRunTest : public ::testing::Test {
                 std::vector<store::TestRow> rows;
                 bool failed = false;
                 for (const auto& [name, outcome] : tiers[i].second) {
-                    rows.push_back({name, outcome, 0.1, ""});
+                    rows.push_back({name, *from_string<TestOutcome>(outcome), 0.1, ""});
                     failed = failed || outcome == "failed";
                 }
                 store::JobsRepo jobs_repo(db);

@@ -138,7 +138,7 @@ class DispatcherTest : public ::testing::Test {
         std::int64_t id = 0;
         auto s = writer->run_sync([&](store::Db& db) {
             store::NewRun r;
-            r.event = "push";
+            r.event = RunEvent::push;
             r.sha = "c4295bd74fb0f4fda03689c3df3f2803b658fd85";
             id = store::insert_run(db, r, "2026-12-01T00:00:00.000Z");
             std::vector<store::PlannedJob> jobs;
@@ -194,7 +194,7 @@ class DispatcherTest : public ::testing::Test {
 
 TEST_F(DispatcherTest, TiersRunInOrderOnASlotWhoseLabelsCoverTheirs) {
     fake.script = [](const exec::JobToRun&, const std::atomic<bool>&) {
-        return exited(0, {{"t", "passed", 0.1, ""}});
+        return exited(0, {{"t", TestOutcome::passed, 0.1, ""}});
     };
     auto run = queue_run({{"import", {}}, {"smoke", {"spyre"}}});
     start();
@@ -213,7 +213,7 @@ TEST_F(DispatcherTest, AJobCancelledBetweenItsLeaseAndItsStartIsNeverStarted) {
     // The interleaving of the chaos soak: the run is superseded after the job was leased,
     // before its command starts; the dispatcher has not looked since.
     fake.script = [](const exec::JobToRun&, const std::atomic<bool>&) {
-        return exited(0, {{"t", "passed", 0.1, ""}});
+        return exited(0, {{"t", TestOutcome::passed, 0.1, ""}});
     };
     auto run = queue_run({{"import", {}}});
     fake.before_start = [&](const exec::JobToRun& job) {
@@ -241,7 +241,7 @@ TEST_F(DispatcherTest, AnInfraFailureIsRetriedAndTheRetryDecides) {
             o.not_run = "no space for the checkout";
             return o;
         }
-        return exited(0, {{"t", "passed", 0.1, ""}});
+        return exited(0, {{"t", TestOutcome::passed, 0.1, ""}});
     };
     auto run = queue_run({{"import", {}}});
     start();
@@ -254,8 +254,9 @@ TEST_F(DispatcherTest, AnInfraFailureIsRetriedAndTheRetryDecides) {
 
 TEST_F(DispatcherTest, AFailedTestThatPassesOnRerunIsFlakyAndOneThatFailsAgainIsARegression) {
     fake.script = [](const exec::JobToRun& j, const std::atomic<bool>&) {
-        if (j.tier == "flaky" && j.attempt == 2) return exited(0, {{"t1", "passed", 0.1, ""}});
-        return exited(1, {{"t1", "failed", 0.1, "assert"}});
+        if (j.tier == "flaky" && j.attempt == 2)
+            return exited(0, {{"t1", TestOutcome::passed, 0.1, ""}});
+        return exited(1, {{"t1", TestOutcome::failed, 0.1, "assert"}});
     };
     auto flaky = queue_run({{"flaky", {}}});
     auto broken = queue_run({{"broken", {}}});
@@ -320,7 +321,7 @@ TEST_F(DispatcherTest, ARunningJobsLeaseIsRenewedBeforeItLapses) {
     fake.script = [released](const exec::JobToRun&, const std::atomic<bool>& cancel) {
         while (!released->load() && !cancel.load())
             std::this_thread::yield();  // runs until released
-        return exited(0, {{"t", "passed", 0.1, ""}});
+        return exited(0, {{"t", TestOutcome::passed, 0.1, ""}});
     };
     auto run = queue_run({{"long", {"cpu"}}});
     start();
@@ -347,7 +348,7 @@ TEST_F(DispatcherTest, ASlotFailingItsHealthCheckGoesOfflineAndTheJobWaitsForIt)
             o.health = json{{"ok", false}, {"output", "no device"}};
             return o;
         }
-        return exited(0, {{"t", "passed", 0.1, ""}});
+        return exited(0, {{"t", TestOutcome::passed, 0.1, ""}});
     };
     auto run = queue_run({{"smoke", {}}});
     start();
@@ -391,7 +392,7 @@ TEST_F(DispatcherTest, RecoverEndsWhatAPreviousDaemonLeftRunning) {
         db.exec("UPDATE jobs SET state = 'running', slot = 'a', pgid = 999999");
     }));
     fake.script = [](const exec::JobToRun&, const std::atomic<bool>&) {
-        return exited(0, {{"t", "passed", 0.1, ""}});
+        return exited(0, {{"t", TestOutcome::passed, 0.1, ""}});
     };
     start();
     EXPECT_EQ(fake.abandoned(), std::vector<std::int64_t>{1});
@@ -411,7 +412,7 @@ TEST_F(DispatcherTest, RecoverAdoptsAnAttemptThatGoesOnOutsideTheDaemonInsteadOf
     std::atomic<bool> finish{false};
     fake.script = [&](const exec::JobToRun&, const std::atomic<bool>&) {
         while (!finish.load()) std::this_thread::yield();
-        return exited(0, {{"t", "passed", 0.1, ""}});
+        return exited(0, {{"t", TestOutcome::passed, 0.1, ""}});
     };
     start();
     // While it is watched, the slot stays the job's.
@@ -431,7 +432,7 @@ TEST_F(DispatcherTest, AnAttemptTheExecutorNoLongerHasIsEndedAndRetried) {
         [](store::Db& db) { db.exec("UPDATE jobs SET state = 'running', external_id = '4711'"); }));
     fake.outside = {{1, "other"}};  // not the attempt the row names
     fake.script = [](const exec::JobToRun&, const std::atomic<bool>&) {
-        return exited(0, {{"t", "passed", 0.1, ""}});
+        return exited(0, {{"t", TestOutcome::passed, 0.1, ""}});
     };
     start();
     ASSERT_TRUE(eventually([&] { return run_finished(run); }));

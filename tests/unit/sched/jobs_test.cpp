@@ -24,7 +24,7 @@ class JobsTest : public ::testing::Test {
     std::vector<std::int64_t> run_with(const std::vector<std::string>& tiers,
                                        std::int64_t* run_id = nullptr) {
         store::NewRun r;
-        r.event = "push";
+        r.event = RunEvent::push;
         r.sha = "c4295bd74fb0f4fda03689c3df3f2803b658fd85";
         auto id = store::insert_run(*db, r, "2026-11-29T00:00:00.000Z");
         if (run_id) *run_id = id;

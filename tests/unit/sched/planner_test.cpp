@@ -50,7 +50,7 @@ TEST(Planner, PullRequestFilesOfABurstAreLookedUpConcurrently) {
     ASSERT_TRUE((*writer)->run_sync([](store::Db& db) {
         for (int pr = 1; pr <= 8; ++pr) {
             store::NewRun r;
-            r.event = "pull_request";
+            r.event = RunEvent::pull_request;
             r.sha = std::string(39, '0') + std::to_string(pr);
             r.pr = pr;
             r.ref = "refs/pull/" + std::to_string(pr) + "/head";

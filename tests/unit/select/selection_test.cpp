@@ -84,7 +84,7 @@ TEST(Selection, RealisticPytorchChanges) {
         {"nothing changed", {}, {"import", "smoke"}, {}},
     };
     for (const auto& c : cases) {
-        auto s = decide(r, ChangedPaths{Source::git, c.paths, ""}, "pull_request");
+        auto s = decide(r, ChangedPaths{Source::git, c.paths, ""}, RunEvent::pull_request);
         EXPECT_EQ(names(s), c.tiers) << c.what;
         V matched;
         for (const auto& m : s.rules) matched.push_back(m.name);
@@ -94,27 +94,27 @@ TEST(Selection, RealisticPytorchChanges) {
 
 TEST(Selection, TestsAndReasons) {
     auto r = rules();
-    auto s =
-        decide(r, ChangedPaths{Source::payload, {"torch/_inductor/ir.py"}, ""}, "pull_request");
+    auto s = decide(r, ChangedPaths{Source::payload, {"torch/_inductor/ir.py"}, ""},
+                    RunEvent::pull_request);
     ASSERT_EQ(s.tiers.size(), 3u);
     EXPECT_EQ(s.tiers[0].reason, "always");
     EXPECT_EQ(s.tiers[2].reason, "rules matched: compile");
     EXPECT_EQ(s.tiers[2].tests, V{"${PYTORCH_DIR}/test/inductor/test_torchinductor.py"});
 
-    auto unmatched = decide(r, ChangedPaths{Source::git, {"setup.py"}, ""}, "push");
+    auto unmatched = decide(r, ChangedPaths{Source::git, {"setup.py"}, ""}, RunEvent::push);
     EXPECT_EQ(unmatched.unmatched, 1u);
     EXPECT_EQ(unmatched.tiers[2].tests, (V{"${PYTORCH_DIR}/test/test_ops.py",
                                            "${PYTORCH_DIR}/test/inductor/test_torchinductor.py"}));
     EXPECT_NE(unmatched.tiers[2].reason.find("matched no rule"), std::string::npos);
 
-    auto docs = decide(r, ChangedPaths{Source::git, {"docs/a.rst"}, ""}, "pull_request");
+    auto docs = decide(r, ChangedPaths{Source::git, {"docs/a.rst"}, ""}, RunEvent::pull_request);
     EXPECT_TRUE(docs.docs_only);
     EXPECT_EQ(docs.tiers[0].reason, "always (documentation-only change)");
 }
 
 TEST(Selection, UnknownSourceFailsSafe) {
-    auto s =
-        decide(rules(), ChangedPaths{Source::unknown, {}, "mirror: cannot fetch"}, "pull_request");
+    auto s = decide(rules(), ChangedPaths{Source::unknown, {}, "mirror: cannot fetch"},
+                    RunEvent::pull_request);
     EXPECT_EQ(names(s), (V{"import", "smoke", "affected"}));
     EXPECT_EQ(s.tiers[2].tests.size(), 2u);
     EXPECT_NE(s.tiers[2].reason.find("fail safe"), std::string::npos);
@@ -125,15 +125,16 @@ TEST(Selection, Policies) {
     auto nothing = rules("");
     nothing.unmatched_all_rules = false;
     nothing.docs_only_always = false;
-    auto s = decide(nothing, ChangedPaths{Source::git, {"setup.py"}, ""}, "pull_request");
+    auto s = decide(nothing, ChangedPaths{Source::git, {"setup.py"}, ""}, RunEvent::pull_request);
     EXPECT_EQ(names(s), (V{"import", "smoke"}));
-    auto docs = decide(nothing, ChangedPaths{Source::git, {"docs/x.md"}, ""}, "pull_request");
+    auto docs =
+        decide(nothing, ChangedPaths{Source::git, {"docs/x.md"}, ""}, RunEvent::pull_request);
     EXPECT_TRUE(docs.tiers.empty());
     EXPECT_EQ(docs.reason, "documentation-only change (docs_only: nothing)");
 }
 
 TEST(Selection, ScheduleRunsEveryTier) {
-    auto s = decide(rules(), ChangedPaths{Source::schedule, {}, ""}, "schedule");
+    auto s = decide(rules(), ChangedPaths{Source::schedule, {}, ""}, RunEvent::schedule);
     EXPECT_EQ(names(s), (V{"import", "smoke", "affected", "full"}));
     EXPECT_EQ(s.tiers[2].tests.size(), 2u);
     EXPECT_EQ(s.tiers[3].tests.size(), 2u);
@@ -145,7 +146,7 @@ TEST(Selection, ThreeThousandPathsAreCountedAndListsCapped) {
         paths.push_back("aten/src/ATen/native/gen/Op" + std::to_string(i) + ".cpp");
     paths.push_back("docs/x.md");
     for (int i = 0; i < 150; ++i) paths.push_back("other/u" + std::to_string(i));
-    auto s = decide(rules(), ChangedPaths{Source::github_api, paths, ""}, "pull_request");
+    auto s = decide(rules(), ChangedPaths{Source::github_api, paths, ""}, RunEvent::pull_request);
     ASSERT_EQ(s.rules.size(), 2u);
     EXPECT_EQ(s.rules[0].matched, 3000u);
     EXPECT_EQ(s.rules[0].paths.size(), k_listed);
@@ -188,7 +189,7 @@ TEST(Selection, SameExplanationAsTheReferenceMatcher) {
         for (auto depth = rng() % 3; depth > 0; --depth) p += "/" + dir();
         paths.push_back(p + "/" + names[rng() % 5]);
     }
-    const auto s = decide(*rules, ChangedPaths{Source::git, paths, ""}, "pull_request");
+    const auto s = decide(*rules, ChangedPaths{Source::git, paths, ""}, RunEvent::pull_request);
     std::vector<RuleMatch> expected;
     std::size_t unmatched = 0;
     std::vector<std::string> unmatched_paths;
@@ -225,7 +226,7 @@ TEST(Selection, RulesBuiltByHandMatchToo) {
     hand.tiers.push_back(Tier{"affected", TierKind::from_rules, {}, std::chrono::minutes(60), {}});
     hand.rules.push_back(Rule{"dispatch", {"c10/core/**"}, {"test_ops.py"}, false});
     const auto s = decide(hand, ChangedPaths{Source::git, {"c10/core/Scalar.h", "setup.py"}, ""},
-                          "pull_request");
+                          RunEvent::pull_request);
     ASSERT_EQ(s.rules.size(), 1u);
     EXPECT_EQ(s.rules[0].paths, V{"c10/core/Scalar.h"});
     EXPECT_EQ(s.unmatched_paths, V{"setup.py"});

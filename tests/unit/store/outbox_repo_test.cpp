@@ -20,7 +20,7 @@ class OutboxRepoTest : public MigratedDbTest {
         MigratedDbTest::SetUp();
         if (HasFatalFailure()) return;
         NewRun r;
-        r.event = "push";
+        r.event = RunEvent::push;
         r.sha = k_sha;
         run = insert_run(*db, r, "2026-11-29T00:00:00.000Z");
     }

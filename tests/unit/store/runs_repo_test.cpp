@@ -16,7 +16,7 @@ class RunsRepoTest : public MigratedDbTest {
         MigratedDbTest::SetUp();
         if (HasFatalFailure()) return;
         NewRun r;
-        r.event = "push";
+        r.event = RunEvent::push;
         r.sha = "c4295bd74fb0f4fda03689c3df3f2803b658fd85";
         run = insert_run(*db, r, "2026-12-01T00:00:00.000Z");
     }
@@ -86,7 +86,7 @@ TEST_F(RunsRepoTest, ARetryStartsFromTheRunAsItWasQueued) {
     EXPECT_FALSE(runs.retry_source(run + 1));
     auto src = runs.retry_source(run);
     ASSERT_TRUE(src);
-    EXPECT_EQ(src->run.event, "push");
+    EXPECT_EQ(src->run.event, RunEvent::push);
     EXPECT_EQ(src->run.sha, "c4295bd74fb0f4fda03689c3df3f2803b658fd85");
     EXPECT_EQ(src->state, RunState::queued);
 }

@@ -59,7 +59,7 @@ TEST_F(SelectionMissesTest, TheFailedTestsAreThoseOfEachTiersFinalAttemptThatEnd
     job(r, "smoke", 1, "infra_error", {{"t5", "failed"}});  // not a regression
     const auto in = inputs(r);
     EXPECT_TRUE(in.found);
-    EXPECT_EQ(in.event, "schedule");
+    EXPECT_EQ(in.event, RunEvent::schedule);
     EXPECT_EQ(in.sha, k_b);
     EXPECT_EQ(in.failed, (std::vector<TierTest>{{"affected", "t1"}}));
     EXPECT_FALSE(in.previous);  // no earlier scheduled run

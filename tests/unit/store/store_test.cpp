@@ -39,7 +39,7 @@ Delivery queued(const std::string& id, std::optional<std::string> crcr = std::nu
     d.http_status = 202;
     d.body = R"({"x":1})";
     NewRun r;
-    r.event = "pull_request";
+    r.event = RunEvent::pull_request;
     r.sha = "ec26c3e57ca3a959ca5aad62de7213c562f8c821";
     r.pr = 2;
     r.delivery_id = id;
