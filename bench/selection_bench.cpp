@@ -51,7 +51,7 @@ int main(int argc, char** argv) {
     std::size_t tiers = 0;
     for (int i = 0; i < reps; ++i) {
         auto t0 = std::chrono::steady_clock::now();
-        auto sel = crcrd::select::decide(*rules, changed, RunEvent::pull_request);
+        auto sel = crcrd::select::decide(*rules, changed, crcrd::RunEvent::pull_request);
         auto t1 = std::chrono::steady_clock::now();
         auto json = sel.to_json_text();
         ms.push_back(

@@ -20,11 +20,22 @@ namespace asio = boost::asio;
 using nlohmann::json;
 
 int status_of(const Error& e) {
-    static const std::map<std::string, int> k_status = {
-        {"bad_request", 400}, {"unauthorized", 401},       {"forbidden", 403},
-        {"not_found", 404},   {"method_not_allowed", 405}, {"conflict", 409}};
-    auto it = k_status.find(e.code);
-    return it == k_status.end() ? 503 : it->second;
+    switch (e.code) {
+        case Errc::bad_request:
+            return 400;
+        case Errc::unauthorized:
+            return 401;
+        case Errc::forbidden:
+            return 403;
+        case Errc::not_found:
+            return 404;
+        case Errc::method_not_allowed:
+            return 405;
+        case Errc::conflict:
+            return 409;
+        default:
+            return 503;
+    }
 }
 
 namespace {
@@ -33,8 +44,9 @@ namespace {
 /// Codes without a status of their own (storage, overloaded, ...) are 503 "unavailable".
 http::Response error_response(const Error& e) {
     const int status = status_of(e);
-    auto r = status == 503 ? http::Response::error(503, "unavailable", e.message)
-                           : http::Response::error(status, e.code, e.message);
+    auto r = status == 503
+                 ? http::Response::error(503, "unavailable", e.message)
+                 : http::Response::error(status, std::string(to_string(e.code)), e.message);
     if (r.status == 401) r.headers.emplace_back("WWW-Authenticate", "Bearer");
     return r;
 }
@@ -201,10 +213,10 @@ asio::awaitable<http::Response> Api::metrics(bool authenticated, const std::stri
     }
     if (!authenticated && !open) {
         co_return error_response(make_error(
-            "unauthorized", "a valid bearer token is required (or admin.metrics_public)"));
+            Errc::unauthorized, "a valid bearer token is required (or admin.metrics_public)"));
     }
     if (method != "GET" && method != "HEAD")
-        co_return error_response(make_error("method_not_allowed", ""));
+        co_return error_response(make_error(Errc::method_not_allowed, ""));
     const std::size_t pending = m_writer.pending();
     // A named awaitable, as everywhere here: g++ 12 destroys a lambda temporary inside a
     // co_await expression twice.
@@ -237,7 +249,8 @@ asio::awaitable<http::Response> Api::handle(http::Request& req) {
     }
     if (!caller) {
         log_refused(req, 401);
-        co_return error_response(make_error("unauthorized", "a valid bearer token is required"));
+        co_return error_response(
+            make_error(Errc::unauthorized, "a valid bearer token is required"));
     }
     const Route* found = nullptr;
     bool path_known = false;
@@ -252,12 +265,12 @@ asio::awaitable<http::Response> Api::handle(http::Request& req) {
     }
     if (!found) {
         co_return error_response(
-            path_known ? make_error("method_not_allowed", "")
-                       : make_error("not_found", "no route for " + req.path.substr(0, 200)));
+            path_known ? make_error(Errc::method_not_allowed, "")
+                       : make_error(Errc::not_found, "no route for " + req.path.substr(0, 200)));
     }
     if (found->admin_only && caller->role != Role::admin) {
         log_refused(req, 403, caller->name);
-        co_return error_response(make_error("forbidden", "this route needs an admin token"));
+        co_return error_response(make_error(Errc::forbidden, "this route needs an admin token"));
     }
     // A filter this route does not know is refused, never ignored (docs/operations.md).
     if (auto s = known_params(req, found->query); !s) co_return error_response(s.error());

@@ -39,7 +39,7 @@ asio::awaitable<Reply> job_log_route(Context& ctx, Call& call) {
         if (!where) return where.error();
         std::ifstream in(*where, std::ios::binary | std::ios::ate);
         if (!in)
-            return make_error("not_found", "the log of job " + std::to_string(id) + " is gone");
+            return make_error(Errc::not_found, "the log of job " + std::to_string(id) + " is gone");
         std::int64_t size = in.tellg();
         std::int64_t from = n ? std::max<std::int64_t>(0, size - *n) : 0;
         in.seekg(from);
@@ -86,7 +86,7 @@ asio::awaitable<Reply> drain_runner_route(Context& ctx, Call& call) {
         asio::use_awaitable);
     auto [err, changed] = co_await std::move(write);
     if (err) co_return *err;
-    if (!changed) co_return make_error("not_found", "no runner " + name);
+    if (!changed) co_return make_error(Errc::not_found, "no runner " + name);
     spdlog::info("slot={} {}", name, drain ? "drained" : "undrained");
     co_return ok_json({{"name", name}, {"drained", drain}});
 }

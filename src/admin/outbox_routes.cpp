@@ -53,7 +53,7 @@ asio::awaitable<Reply> list_selection_misses_route(Context& ctx, Call& call) {
     f.run_id = *run_id;
     f.test = call.req.query_param("test");
     if (f.test && (f.test->empty() || f.test->size() > 1000)) {
-        co_return make_error("bad_request", "test must be a test id of 1 to 1000 characters");
+        co_return make_error(Errc::bad_request, "test must be a test id of 1 to 1000 characters");
     }
     auto page = page_of(call.req);
     if (!page) co_return page.error();
@@ -74,11 +74,12 @@ asio::awaitable<Reply> retry_outbox_route(Context& ctx, Call& call) {
     if (err) co_return *err;
     using Requeue = store::RequeueOutcome::Kind;
     if (outcome.kind == Requeue::not_found)
-        co_return make_error("not_found", "no outbox row " + std::to_string(id));
+        co_return make_error(Errc::not_found, "no outbox row " + std::to_string(id));
     if (outcome.kind == Requeue::not_dead)
-        co_return make_error("conflict", "not dead: " + std::string(to_string(outcome.delivery)));
+        co_return make_error(Errc::conflict,
+                             "not dead: " + std::string(to_string(outcome.delivery)));
     if (outcome.kind == Requeue::newer_reported) {
-        co_return make_error("conflict",
+        co_return make_error(Errc::conflict,
                              "a newer status of " + outcome.context + " was reported since");
     }
     spdlog::info("outbox id={} requeued by {}", id, call.caller.name);
@@ -94,7 +95,7 @@ asio::awaitable<Reply> list_recovery_route(Context& ctx, Call&) {
 
 asio::awaitable<Reply> run_recovery_route(Context& ctx, Call& call) {
     if (!ctx.on_recovery_run)
-        co_return make_error("conflict", "recovery.github_hook is not configured");
+        co_return make_error(Errc::conflict, "recovery.github_hook is not configured");
     ctx.on_recovery_run();
     spdlog::info("recovery pass requested by {}", call.caller.name);
     co_return ok_json({{"status", "started"}}, 202);

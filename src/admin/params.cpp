@@ -15,8 +15,8 @@ Result<std::optional<std::int64_t>> int_param(const http::Request& req, const ch
     std::int64_t n = 0;
     auto [p, ec] = std::from_chars(v->data(), v->data() + v->size(), n);
     if (ec != std::errc() || p != v->data() + v->size() || n < lo || n > hi) {
-        return make_error("bad_request", std::string(name) + " must be an integer from " +
-                                             std::to_string(lo) + " to " + std::to_string(hi));
+        return make_error(Errc::bad_request, std::string(name) + " must be an integer from " +
+                                                 std::to_string(lo) + " to " + std::to_string(hi));
     }
     return std::optional<std::int64_t>(n);
 }
@@ -28,7 +28,7 @@ Status one_of(const std::optional<std::string>& v, const char* name,
         if (*v == a) return Ok{};
     std::string list;
     for (std::string_view a : allowed) list += (list.empty() ? "" : ", ") + std::string(a);
-    return make_error("bad_request", std::string(name) + " must be one of " + list);
+    return make_error(Errc::bad_request, std::string(name) + " must be one of " + list);
 }
 
 Status utc_time(std::optional<std::string>& v, const char* name) {
@@ -50,7 +50,7 @@ Status utc_time(std::optional<std::string>& v, const char* name) {
         }
     }
     return make_error(
-        "bad_request",
+        Errc::bad_request,
         std::string(name) + " must be an RFC 3339 time (UTC, or with an offset such as +02:00)");
 }
 
@@ -60,9 +60,10 @@ Status known_params(const http::Request& req, std::span<const std::string_view> 
         std::string list;
         for (std::string_view a : allowed) list += (list.empty() ? "" : ", ") + std::string(a);
         std::string shown = name.substr(0, 100);
-        return make_error("bad_request", "unknown query parameter '" + shown + "'" +
-                                             (list.empty() ? ": this route takes none"
-                                                           : " (this route takes " + list + ")"));
+        return make_error(
+            Errc::bad_request,
+            "unknown query parameter '" + shown + "'" +
+                (list.empty() ? ": this route takes none" : " (this route takes " + list + ")"));
     }
     return Ok{};
 }
@@ -75,7 +76,7 @@ Result<Page> page_of(const http::Request& req) {
     if (auto c = req.query_param("cursor"); c && !c->empty()) {
         page.before_id = parse_cursor(*c);
         if (!page.before_id)
-            return make_error("bad_request", "cursor is not one this server gave out");
+            return make_error(Errc::bad_request, "cursor is not one this server gave out");
     }
     return page;
 }

@@ -180,7 +180,7 @@ Result<json> get_run(const std::filesystem::path& path, std::int64_t id) {
     if (!db) return db.error();
     auto detail = db->run_detail(id);
     if (!detail) return detail.error();
-    if (!*detail) return make_error("not_found", "no run " + std::to_string(id));
+    if (!*detail) return make_error(Errc::not_found, "no run " + std::to_string(id));
     json run = run_json((*detail)->run);
     json list = json::array();
     for (const auto& j : (*detail)->jobs) list.push_back(job_json(j));
@@ -232,7 +232,7 @@ Result<json> get_job(const std::filesystem::path& path, std::int64_t id) {
     if (!db) return db.error();
     auto job = db->job(id);
     if (!job) return job.error();
-    if (!*job) return make_error("not_found", "no job " + std::to_string(id));
+    if (!*job) return make_error(Errc::not_found, "no job " + std::to_string(id));
     return job_json(**job);
 }
 
@@ -241,8 +241,9 @@ Result<std::string> job_log_path(const std::filesystem::path& path, std::int64_t
     if (!db) return db.error();
     auto log = db->job_log(id);
     if (!log) return log.error();
-    if (!log->job_found) return make_error("not_found", "no job " + std::to_string(id));
-    if (!log->path) return make_error("not_found", "job " + std::to_string(id) + " has no log yet");
+    if (!log->job_found) return make_error(Errc::not_found, "no job " + std::to_string(id));
+    if (!log->path)
+        return make_error(Errc::not_found, "job " + std::to_string(id) + " has no log yet");
     return *log->path;
 }
 

@@ -32,7 +32,7 @@ asio::awaitable<Reply> list_runs_route(Context& ctx, Call& call) {
     f.until = req.query_param("until");
     if (auto sha = req.query_param("sha")) {
         if (!valid_sha(*sha))
-            co_return make_error("bad_request", "sha must be a full 40-character commit SHA");
+            co_return make_error(Errc::bad_request, "sha must be a full 40-character commit SHA");
         std::string lower = *sha;
         for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
         f.sha = lower;
@@ -105,9 +105,9 @@ asio::awaitable<Reply> cancel_run_route(Context& ctx, Call& call) {
     auto [err, outcome] = co_await std::move(write);
     if (err) co_return *err;
     if (outcome == store::CancelOutcome::not_found)
-        co_return make_error("not_found", "no run " + std::to_string(id));
+        co_return make_error(Errc::not_found, "no run " + std::to_string(id));
     if (outcome == store::CancelOutcome::already_finished) {
-        co_return make_error("conflict", "run " + std::to_string(id) + " has already finished");
+        co_return make_error(Errc::conflict, "run " + std::to_string(id) + " has already finished");
     }
     spdlog::info("run_id={} {}", id, reason);
     co_return ok_json({{"status", "cancelled"}, {"run_id", id}, {"reason", reason}});

@@ -90,7 +90,7 @@ asio::awaitable<Result<json>> ask(Context& ctx, Handler handler, const Caller& c
     if (reply->content_type.rfind("application/json", 0) != 0) co_return json(reply->body);
     json body = json::parse(reply->body, nullptr, false);
     if (body.is_discarded())
-        co_return make_error("unavailable", "the API answered with a broken body");
+        co_return make_error(Errc::unavailable, "the API answered with a broken body");
     co_return body;
 }
 
@@ -135,7 +135,9 @@ std::optional<Visitor> visitor(const http::Request& req, UiSessions& sessions,
 
 http::Response error_html(const Error& e, const html::Viewer& v) {
     const int status = status_of(e);
-    return html_response(status, ui::error_page(status, e.message.empty() ? e.code : e.message, v));
+    return html_response(
+        status,
+        ui::error_page(status, e.message.empty() ? std::string(to_string(e.code)) : e.message, v));
 }
 
 std::int64_t id_of(const std::smatch& m) {
@@ -258,7 +260,7 @@ asio::awaitable<http::Response> Dashboard::handle(Context& ctx, http::Request& r
         auto list_op = ask(ctx, list_runs_route, who->caller, {}, q);
         auto list = co_await std::move(list_op);
         if (!list) {
-            if (list.error().code != "bad_request") co_return error_html(list.error(), v);
+            if (list.error().code != Errc::bad_request) co_return error_html(list.error(), v);
             co_return html_response(
                 400, ui::runs_page(json::object(), form, list.error().message, v, cfg.links));
         }
@@ -346,7 +348,7 @@ asio::awaitable<http::Response> Dashboard::handle(Context& ctx, http::Request& r
         auto list_op = ask(ctx, list_deliveries_route, who->caller, {}, q);
         auto list = co_await std::move(list_op);
         if (!list) {
-            if (list.error().code != "bad_request") co_return error_html(list.error(), v);
+            if (list.error().code != Errc::bad_request) co_return error_html(list.error(), v);
             co_return html_response(
                 400, ui::deliveries_page(json::object(), form, list.error().message, v));
         }

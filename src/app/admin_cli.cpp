@@ -179,8 +179,8 @@ int exit_code_of_status(int status) {
     return k_exit_failure;
 }
 
-int exit_code_of_error(const std::string& code) {
-    return code == "bad_url" ? k_exit_usage : k_exit_unreachable;
+int exit_code_of_error(Errc code) {
+    return code == Errc::bad_url ? k_exit_usage : k_exit_unreachable;
 }
 
 std::span<const QueryOption> query_options(AdminCommand c) {

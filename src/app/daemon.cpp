@@ -306,14 +306,14 @@ class Daemon {
         m_signals = std::make_unique<asio::signal_set>(ioc(), SIGTERM, SIGINT, SIGHUP);
         if (auto s = m_server->start(); !s) {
             spdlog::critical("{}", s.error().message);
-            return s.error().code == "config" ? 2 : 1;
+            return s.error().code == Errc::config ? 2 : 1;
         }
         spdlog::info("crcrd {} listening on {} (webhook {}) storage={}", CRCRD_VERSION,
                      m_server->url(), m_cfg.server.webhook_path, m_cfg.storage.path.string());
         if (m_admin_server) {
             if (auto s = m_admin_server->start(); !s) {
                 spdlog::critical("admin.listen: {}", s.error().message);
-                return s.error().code == "config" ? 2 : 1;
+                return s.error().code == Errc::config ? 2 : 1;
             }
             spdlog::info("admin API, /metrics and /ui/ on {}", m_admin_server->url());
         }

@@ -25,12 +25,12 @@ std::string compress(std::string_view data) {
 Result<std::string> decompress(std::string_view frame, std::size_t max_size) {
     unsigned long long size = ZSTD_getFrameContentSize(frame.data(), frame.size());
     if (size == ZSTD_CONTENTSIZE_ERROR || size == ZSTD_CONTENTSIZE_UNKNOWN || size > max_size) {
-        return make_error("corrupt", "stored body is not a complete zstd frame");
+        return make_error(Errc::corrupt, "stored body is not a complete zstd frame");
     }
     std::string out(static_cast<std::size_t>(size), '\0');
     std::size_t n = ZSTD_decompress(out.data(), out.size(), frame.data(), frame.size());
     if (ZSTD_isError(n) || n != size)
-        return make_error("corrupt", "stored body does not decompress");
+        return make_error(Errc::corrupt, "stored body does not decompress");
     return out;
 }
 

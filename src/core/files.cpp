@@ -21,7 +21,8 @@ Status write_file_atomic(const std::filesystem::path& path, const std::string& t
     auto fail = [&](const std::string& what) -> Status {
         const int err = errno;
         ::unlink(tmp.c_str());
-        return make_error("io", "cannot " + what + " " + path.string() + ": " + std::strerror(err));
+        return make_error(Errc::io,
+                          "cannot " + what + " " + path.string() + ": " + std::strerror(err));
     };
     const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
     if (fd < 0) return fail("create");
@@ -47,18 +48,18 @@ Status write_file_atomic(const std::filesystem::path& path, const std::string& t
 Result<std::string> read_file(const std::filesystem::path& path, std::size_t max_bytes) {
     std::ifstream in(path, std::ios::binary);
     if (!in) {
-        return make_error("io", "cannot open " + path.string() + ": " + std::strerror(errno));
+        return make_error(Errc::io, "cannot open " + path.string() + ": " + std::strerror(errno));
     }
     std::string out;
     char buf[8192];
     while (in.read(buf, sizeof buf) || in.gcount() > 0) {
         out.append(buf, static_cast<std::size_t>(in.gcount()));
         if (out.size() > max_bytes) {
-            return make_error(
-                "io", path.string() + " is larger than " + std::to_string(max_bytes) + " bytes");
+            return make_error(Errc::io, path.string() + " is larger than " +
+                                            std::to_string(max_bytes) + " bytes");
         }
     }
-    if (in.bad()) return make_error("io", "cannot read " + path.string());
+    if (in.bad()) return make_error(Errc::io, "cannot read " + path.string());
     return out;
 }
 
@@ -66,19 +67,20 @@ Result<std::string> read_untrusted_file(const std::filesystem::path& path, std::
     int fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
     if (fd < 0) {
         const int err = errno;
-        if (err == ELOOP) return make_error("io", path.filename().string() + " is a symbolic link");
-        return make_error("io",
+        if (err == ELOOP)
+            return make_error(Errc::io, path.filename().string() + " is a symbolic link");
+        return make_error(Errc::io,
                           "cannot open " + path.filename().string() + ": " + std::strerror(err));
     }
     struct stat st {};
     if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
         ::close(fd);
-        return make_error("io", path.filename().string() + " is not a regular file");
+        return make_error(Errc::io, path.filename().string() + " is not a regular file");
     }
     if (static_cast<std::uint64_t>(st.st_size) > max_bytes) {
         ::close(fd);
-        return make_error("io", path.filename().string() + " is larger than " +
-                                    std::to_string(max_bytes) + " bytes");
+        return make_error(Errc::io, path.filename().string() + " is larger than " +
+                                        std::to_string(max_bytes) + " bytes");
     }
     std::string out;
     out.resize(static_cast<std::size_t>(st.st_size));

@@ -19,8 +19,8 @@ Result<std::shared_ptr<const RE2>> compile(const std::string& pattern) {
     if (re->ok()) return std::shared_ptr<const RE2>(std::move(re));
     // RE2's reason for the pattern as written, without the "(?m)" this file put in front.
     const RE2 as_written(pattern, options());
-    return make_error("pattern", "'" + pattern + "' is not a valid RE2 regex: " +
-                                     (as_written.ok() ? re->error() : as_written.error()));
+    return make_error(Errc::pattern, "'" + pattern + "' is not a valid RE2 regex: " +
+                                         (as_written.ok() ? re->error() : as_written.error()));
 }
 
 }  // namespace crcrd::log_pattern

@@ -73,14 +73,14 @@ int spawn_process(pid_t& pid, const char* path, char* const argv[], char* const 
 
 Result<SubprocessResult> run_subprocess(const std::vector<std::string>& argv,
                                         const SubprocessOptions& opts) {
-    if (argv.empty()) return make_error("exec", "empty command");
+    if (argv.empty()) return make_error(Errc::exec, "empty command");
     int out_pipe[2], err_pipe[2];
     if (::pipe2(out_pipe, O_CLOEXEC) != 0)
-        return make_error("exec", std::string("pipe: ") + std::strerror(errno));
+        return make_error(Errc::exec, std::string("pipe: ") + std::strerror(errno));
     if (::pipe2(err_pipe, O_CLOEXEC) != 0) {
         ::close(out_pipe[0]);
         ::close(out_pipe[1]);
-        return make_error("exec", std::string("pipe: ") + std::strerror(errno));
+        return make_error(Errc::exec, std::string("pipe: ") + std::strerror(errno));
     }
     std::vector<char*> args;
     for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
@@ -101,9 +101,9 @@ Result<SubprocessResult> run_subprocess(const std::vector<std::string>& argv,
         spawn_process(pid, args[0], args.data(), opts.env ? envp.data() : environ, spawn);
     if (rc != 0) {
         for (int fd : {out_pipe[0], out_pipe[1], err_pipe[0], err_pipe[1]}) ::close(fd);
-        return make_error("exec", "cannot execute " + argv[0] +
-                                      (opts.cwd ? " in " + opts.cwd->string() : "") + ": " +
-                                      std::strerror(rc));
+        return make_error(Errc::exec, "cannot execute " + argv[0] +
+                                          (opts.cwd ? " in " + opts.cwd->string() : "") + ": " +
+                                          std::strerror(rc));
     }
     ::setpgid(pid, pid);
     ::close(out_pipe[1]);
@@ -147,7 +147,7 @@ Result<SubprocessResult> run_subprocess(const std::vector<std::string>& argv,
     if (WIFEXITED(status)) r.exit_code = WEXITSTATUS(status);
     if (WIFSIGNALED(status)) r.signal = WTERMSIG(status);
     if (r.exit_code == 127 && r.out.empty() && r.err.empty()) {
-        return make_error("exec", "cannot execute " + argv[0]);
+        return make_error(Errc::exec, "cannot execute " + argv[0]);
     }
     return r;
 }

@@ -11,7 +11,7 @@ Result<std::uint64_t> leading_number(std::string_view text, std::string_view& re
     std::uint64_t n = 0;
     auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), n);
     if (ec != std::errc() || ptr == text.data()) {
-        return make_error("bad_unit", "expected a number followed by a unit");
+        return make_error(Errc::bad_unit, "expected a number followed by a unit");
     }
     rest = text.substr(static_cast<std::size_t>(ptr - text.data()));
     return n;
@@ -23,7 +23,7 @@ Result<Duration> parse_duration(std::string_view text) {
     std::string_view unit;
     auto n = leading_number(text, unit);
     if (!n)
-        return make_error("bad_duration",
+        return make_error(Errc::bad_duration,
                           "'" + std::string(text) + "' is not a duration like 90s, 10m or 2h");
     std::uint64_t factor = 0;
     if (unit == "ms")
@@ -37,10 +37,10 @@ Result<Duration> parse_duration(std::string_view text) {
     else if (unit == "d")
         factor = 86'400'000;
     else
-        return make_error("bad_duration",
+        return make_error(Errc::bad_duration,
                           "'" + std::string(text) + "' is not a duration like 90s, 10m or 2h");
     if (*n > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max()) / factor) {
-        return make_error("bad_duration", "'" + std::string(text) + "' is too long");
+        return make_error(Errc::bad_duration, "'" + std::string(text) + "' is too long");
     }
     return Duration(static_cast<std::int64_t>(*n * factor));
 }
@@ -58,8 +58,8 @@ Result<std::uint64_t> parse_size(std::string_view text) {
     std::string_view unit;
     auto n = leading_number(text, unit);
     auto bad = [&] {
-        return make_error(
-            "bad_size", "'" + std::string(text) + "' is not a size like 1048576, 512KiB or 64MiB");
+        return make_error(Errc::bad_size, "'" + std::string(text) +
+                                              "' is not a size like 1048576, 512KiB or 64MiB");
     };
     if (!n) return bad();
     std::uint64_t factor = 0;

@@ -43,9 +43,10 @@ Status write_tests_file(const JobContext& ctx, const std::vector<std::string>& t
     std::error_code ec;
     std::filesystem::create_directories(ctx.junit_dir, ec);
     if (ec)
-        return make_error("infra", "cannot create " + ctx.junit_dir.string() + ": " + ec.message());
+        return make_error(Errc::infra,
+                          "cannot create " + ctx.junit_dir.string() + ": " + ec.message());
     std::ofstream out(ctx.tests_file, std::ios::trunc);
-    if (!out) return make_error("infra", "cannot write " + ctx.tests_file.string());
+    if (!out) return make_error(Errc::infra, "cannot write " + ctx.tests_file.string());
     constexpr std::string_view k_var = "${PYTORCH_DIR}";
     for (std::string t : tests) {
         if (ctx.pytorch_dir) {
@@ -57,7 +58,7 @@ Status write_tests_file(const JobContext& ctx, const std::vector<std::string>& t
         out << t << "\n";
     }
     out.flush();
-    if (!out) return make_error("infra", "cannot write " + ctx.tests_file.string());
+    if (!out) return make_error(Errc::infra, "cannot write " + ctx.tests_file.string());
     return Ok{};
 }
 

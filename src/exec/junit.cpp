@@ -77,19 +77,20 @@ Result<std::vector<TestResult>> parse_junit(const std::string& xml,
     pugi::xml_document doc;
     auto parsed = doc.load_buffer(xml.data(), xml.size());
     if (!parsed) {
-        return make_error("junit", source_name + ": malformed XML at offset " +
-                                       std::to_string(parsed.offset) + ": " + parsed.description());
+        return make_error(Errc::junit, source_name + ": malformed XML at offset " +
+                                           std::to_string(parsed.offset) + ": " +
+                                           parsed.description());
     }
     auto root = doc.document_element();
     std::string tag = root.name();
     if (tag != "testsuites" && tag != "testsuite") {
-        return make_error("junit", source_name + ": root element <" + tag +
-                                       "> is not <testsuites> or <testsuite>");
+        return make_error(Errc::junit, source_name + ": root element <" + tag +
+                                           "> is not <testsuites> or <testsuite>");
     }
     std::vector<TestResult> out;
     if (!collect(tag == "testsuite" ? doc : root, out)) {
-        return make_error("junit", source_name + ": test suites nested more than " +
-                                       std::to_string(k_max_depth) + " deep");
+        return make_error(Errc::junit, source_name + ": test suites nested more than " +
+                                           std::to_string(k_max_depth) + " deep");
     }
     return out;
 }
@@ -100,35 +101,36 @@ Result<std::vector<TestResult>> read_junit_dir(const std::filesystem::path& dir)
     std::vector<std::filesystem::path> files;
     std::error_code ec;
     std::filesystem::directory_iterator it(dir, ec), end;
-    if (ec) return make_error("junit", "cannot read " + dir.string() + ": " + ec.message());
+    if (ec) return make_error(Errc::junit, "cannot read " + dir.string() + ": " + ec.message());
     std::size_t entries = 0;
     for (; it != end; it.increment(ec)) {
         if (++entries > k_max_entries) {
-            return make_error("junit", "more than " + std::to_string(k_max_entries) +
-                                           " entries in the JUnit folder");
+            return make_error(Errc::junit, "more than " + std::to_string(k_max_entries) +
+                                               " entries in the JUnit folder");
         }
         if (it->path().extension() != ".xml") continue;
         std::error_code st_ec;
         const auto st = it->symlink_status(st_ec);  // a link is never followed
         if (st_ec || st.type() != std::filesystem::file_type::regular) {
-            return make_error("junit",
+            return make_error(Errc::junit,
                               it->path().filename().string() +
                                   " is not a regular file (a link, fifo, folder or device)");
         }
         if (files.size() == k_max_files) {
-            return make_error("junit", "more than " + std::to_string(k_max_files) + " JUnit files");
+            return make_error(Errc::junit,
+                              "more than " + std::to_string(k_max_files) + " JUnit files");
         }
         files.push_back(it->path());
     }
-    if (ec) return make_error("junit", "cannot read " + dir.string() + ": " + ec.message());
+    if (ec) return make_error(Errc::junit, "cannot read " + dir.string() + ": " + ec.message());
     std::sort(files.begin(), files.end());
     std::vector<TestResult> all;
     std::uint64_t total = 0;
     for (const auto& f : files) {
         auto text = read_untrusted_file(f, static_cast<std::size_t>(k_max_bytes - total));
         if (!text)
-            return make_error("junit", text.error().message + " (JUnit files are read up to " +
-                                           std::to_string(k_max_bytes >> 20) + " MiB in all)");
+            return make_error(Errc::junit, text.error().message + " (JUnit files are read up to " +
+                                               std::to_string(k_max_bytes >> 20) + " MiB in all)");
         total += text->size();
         auto r = parse_junit(*text, f.filename().string());
         if (!r) return r.error();

@@ -80,7 +80,7 @@ Result<PreparedAttempt> prepare_attempt(const ExecutorSettings& s, const JobToRu
     a.ws = std::move(*ws);
     auto fail = [&](const std::string& why) -> Result<PreparedAttempt> {
         release_workspace(a.ws, s.execution, s.upstream, true);
-        return make_error("infra_error", why);
+        return make_error(Errc::infra_error, why);
     };
     JobContext& ctx = a.ctx;
     ctx.run_id = job.run_id;

@@ -53,7 +53,7 @@ Result<std::string> job_init_program() {
         tried += (tried.empty() ? "" : ", ") + path.string();
     }
     return make_error(
-        "exec",
+        Errc::exec,
         "crcrd-job-init, the jobs' init program, is not installed (looked for " + tried + ")");
 }
 
@@ -113,24 +113,24 @@ class CappedLog {
 }  // namespace
 
 Result<ProcessResult> run_supervised(const ProcessSpec& spec, const std::atomic<bool>* cancel) {
-    if (spec.argv.empty()) return make_error("exec", "empty command");
+    if (spec.argv.empty()) return make_error(Errc::exec, "empty command");
     auto prog = resolve(spec.argv[0], spec.env);
-    if (!prog) return make_error("exec", "command not found: " + spec.argv[0]);
+    if (!prog) return make_error(Errc::exec, "command not found: " + spec.argv[0]);
     int log_fd = ::open(spec.log_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0640);
     if (log_fd < 0)
-        return make_error("exec",
+        return make_error(Errc::exec,
                           "cannot create " + spec.log_path.string() + ": " + std::strerror(errno));
     int pipe_fd[2];
     if (::pipe2(pipe_fd, O_CLOEXEC) != 0) {
         ::close(log_fd);
-        return make_error("exec", std::string("pipe: ") + std::strerror(errno));
+        return make_error(Errc::exec, std::string("pipe: ") + std::strerror(errno));
     }
     const auto init = job_init_program();
     if (!init) {
         ::close(log_fd);
         ::close(pipe_fd[0]);
         ::close(pipe_fd[1]);
-        return make_error("exec", init.error().message);
+        return make_error(Errc::exec, init.error().message);
     }
     // The job's init (src/main/crcrd-job-init.cpp) is a program of its own, spawned without
     // copying the daemon (posix_spawn: vfork semantics): a forked daemon would share its
@@ -166,7 +166,7 @@ Result<ProcessResult> run_supervised(const ProcessSpec& spec, const std::atomic<
         ::close(log_fd);
         ::close(pipe_fd[0]);
         ::close(pipe_fd[1]);
-        return make_error("exec", "cannot start " + *init + ": " + std::strerror(rc));
+        return make_error(Errc::exec, "cannot start " + *init + ": " + std::strerror(rc));
     }
     ::close(pipe_fd[1]);
     if (spec.on_start) spec.on_start(pid);

@@ -18,27 +18,27 @@ Result<Workspace> prepare_workspace(const config::ExecutionConfig& exec,
     std::error_code ec;
     std::filesystem::create_directories(exec.work_root, ec);
     if (ec)
-        return make_error("infra_error",
+        return make_error(Errc::infra_error,
                           "cannot create " + exec.work_root.string() + ": " + ec.message());
     const auto avail = free_bytes(exec.work_root);
     if (avail < exec.min_free_bytes) {
-        return make_error("infra_error", "only " + std::to_string(avail >> 20) + " MiB free on " +
-                                             exec.work_root.string() +
-                                             ", execution.min_free_bytes asks for " +
-                                             std::to_string(exec.min_free_bytes >> 20) + " MiB");
+        return make_error(Errc::infra_error,
+                          "only " + std::to_string(avail >> 20) + " MiB free on " +
+                              exec.work_root.string() + ", execution.min_free_bytes asks for " +
+                              std::to_string(exec.min_free_bytes >> 20) + " MiB");
     }
     Workspace ws;
     ws.job_dir = exec.work_root / "jobs" / std::to_string(job_id);
     std::filesystem::remove_all(ws.job_dir, ec);
     std::filesystem::create_directories(ws.job_dir, ec);
     if (ec)
-        return make_error("infra_error",
+        return make_error(Errc::infra_error,
                           "cannot create " + ws.job_dir.string() + ": " + ec.message());
     if (!upstream.mirror.empty()) {
         auto dest = exec.work_root / "checkouts" / std::to_string(job_id);
         vcs::remove_checkout(upstream, dest);  // a leftover of an earlier attempt
         if (auto s = vcs::add_checkout(upstream, dest, sha); !s) {
-            return make_error("infra_error",
+            return make_error(Errc::infra_error,
                               "checkout of " + sha + " failed: " + s.error().message);
         }
         ws.checkout = dest;

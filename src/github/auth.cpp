@@ -24,11 +24,11 @@ Result<std::string> make_app_jwt(std::int64_t app_id, const std::string& private
     std::unique_ptr<BIO, decltype(&BIO_free)> bio(
         BIO_new_mem_buf(private_key_pem.data(), static_cast<int>(private_key_pem.size())),
         &BIO_free);
-    if (!bio) return make_error("github_app", "out of memory");
+    if (!bio) return make_error(Errc::github_app, "out of memory");
     std::unique_ptr<EVP_PKEY, decltype(&EVP_PKEY_free)> key(
         PEM_read_bio_PrivateKey(bio.get(), nullptr, nullptr, nullptr), &EVP_PKEY_free);
     if (!key || EVP_PKEY_base_id(key.get()) != EVP_PKEY_RSA) {
-        return make_error("github_app", "private_key_file is not a PEM RSA private key");
+        return make_error(Errc::github_app, "private_key_file is not a PEM RSA private key");
     }
     const auto secs =
         std::chrono::duration_cast<std::chrono::seconds>(now.time_since_epoch()).count();
@@ -42,12 +42,12 @@ Result<std::string> make_app_jwt(std::int64_t app_id, const std::string& private
     if (!ctx || EVP_DigestSignInit(ctx.get(), nullptr, EVP_sha256(), nullptr, key.get()) != 1 ||
         EVP_DigestSign(ctx.get(), nullptr, &len,
                        reinterpret_cast<const unsigned char*>(input.data()), input.size()) != 1) {
-        return make_error("github_app", "cannot sign the JWT");
+        return make_error(Errc::github_app, "cannot sign the JWT");
     }
     std::string sig(len, '\0');
     if (EVP_DigestSign(ctx.get(), reinterpret_cast<unsigned char*>(sig.data()), &len,
                        reinterpret_cast<const unsigned char*>(input.data()), input.size()) != 1) {
-        return make_error("github_app", "cannot sign the JWT");
+        return make_error(Errc::github_app, "cannot sign the JWT");
     }
     sig.resize(len);
     return input + "." + crypto::base64url_encode(sig);
@@ -67,17 +67,17 @@ Result<std::string> Auth::token() {
         // Read at every use (a few bytes, at most once a second): a token rotated in place is
         // picked up at once, whatever the file system's timestamp resolution.
         auto text = read_file(*m_cfg.token_file, 64 * 1024);
-        if (!text) return make_error("github_auth", text.error().message);
+        if (!text) return make_error(Errc::github_auth, text.error().message);
         auto tok = trim(*text);
         if (tok.empty())
-            return make_error("github_auth",
+            return make_error(Errc::github_auth,
                               "token_file " + m_cfg.token_file->string() + " is empty");
         return tok;
     }
     const auto now = std::chrono::system_clock::now();
     if (!m_app_token.empty() && now < m_app_expires - std::chrono::minutes(5)) return m_app_token;
     auto pem = read_file(*m_cfg.private_key_file, 1 << 20);
-    if (!pem) return make_error("github_app", pem.error().message);
+    if (!pem) return make_error(Errc::github_app, pem.error().message);
     auto jwt = make_app_jwt(*m_cfg.app_id, *pem, now);
     if (!jwt) return jwt.error();
     auto headers = api_headers();
@@ -88,7 +88,7 @@ Result<std::string> Auth::token() {
     auto url = m_cfg.api_url + "/app/installations/" + std::to_string(*m_cfg.installation_id) +
                "/access_tokens";
     auto r = http::send("POST", url, headers, "", opts);
-    if (!r) return make_error("github_app", "installation token: " + r.error().message);
+    if (!r) return make_error(Errc::github_app, "installation token: " + r.error().message);
     auto body = json::parse(r->body, nullptr, false);
     if (r->status != 201 || !body.is_object() || !body.contains("token") ||
         !body["token"].is_string()) {
@@ -96,7 +96,7 @@ Result<std::string> Auth::token() {
             body.is_object() && body.contains("message") && body["message"].is_string()
                 ? body["message"].get<std::string>()
                 : r->body.substr(0, 200);
-        return make_error("github_app",
+        return make_error(Errc::github_app,
                           "installation token: HTTP " + std::to_string(r->status) + ": " + msg);
     }
     m_app_token = body["token"];

@@ -31,7 +31,7 @@ Result<Url> parse_url(const std::string& url) {
         R"(^(https?)://(\[[0-9a-fA-F:.]+\]|[^/:?#\[\]]+)(?::([0-9]{1,5}))?([/?].*)?$)");
     std::smatch m;
     if (!std::regex_match(url, m, k_url))
-        return make_error("bad_url", "'" + url + "' is not an http(s) URL");
+        return make_error(Errc::bad_url, "'" + url + "' is not an http(s) URL");
     Url u;
     u.tls = m[1] == "https";
     u.host = m[2].str();
@@ -118,13 +118,13 @@ template <class Stream>
 asio::awaitable<Exchanged> exchange(Stream& stream, bhttp::request<bhttp::string_body>& req,
                                     const ClientOptions& opts) {
     auto [wec, wn] = co_await bhttp::async_write(stream, req, k_tuple);
-    if (wec) co_return Exchanged{make_error("network", "write failed: " + wec.message())};
+    if (wec) co_return Exchanged{make_error(Errc::network, "write failed: " + wec.message())};
     beast::flat_buffer buffer;
     bhttp::response_parser<bhttp::string_body> parser;
     parser.body_limit(opts.max_body_bytes);
     parser.header_limit(64 * 1024);
     auto [rec, rn] = co_await bhttp::async_read(stream, buffer, parser, k_tuple);
-    if (rec) co_return Exchanged{make_error("network", "read failed: " + rec.message())};
+    if (rec) co_return Exchanged{make_error(Errc::network, "read failed: " + rec.message())};
     ClientResponse out;
     auto& res = parser.get();
     out.status = static_cast<int>(res.result_int());
@@ -140,7 +140,7 @@ asio::awaitable<Exchanged> exchange(Stream& stream, bhttp::request<bhttp::string
 asio::awaitable<Status> connect(Conn& c, const Url& u, const ClientOptions& opts) {
     tcp::resolver resolver(c.ioc);
     auto [rec, results] = co_await resolver.async_resolve(u.host, std::to_string(u.port), k_tuple);
-    if (rec) co_return make_error("network", "cannot resolve " + u.host + ": " + rec.message());
+    if (rec) co_return make_error(Errc::network, "cannot resolve " + u.host + ": " + rec.message());
     if (!u.tls) {
         c.plain = std::make_unique<beast::tcp_stream>(c.ioc);
     } else {
@@ -151,26 +151,26 @@ asio::awaitable<Status> connect(Conn& c, const Url& u, const ClientOptions& opts
             c.ctx->load_verify_file(opts.ca_file->string(), ec);
         else
             c.ctx->set_default_verify_paths(ec);
-        if (ec) co_return make_error("network", "cannot load CA certificates: " + ec.message());
+        if (ec) co_return make_error(Errc::network, "cannot load CA certificates: " + ec.message());
         c.ctx->set_verify_mode(ssl::verify_peer);
         c.tls = std::make_unique<beast::ssl_stream<beast::tcp_stream>>(c.ioc, *c.ctx);
         c.tls->set_verify_callback(ssl::host_name_verification(u.host));
         if (!is_ip(u.host) && !SSL_set_tlsext_host_name(c.tls->native_handle(), u.host.c_str())) {
-            co_return make_error("network", "cannot set SNI for " + u.host);
+            co_return make_error(Errc::network, "cannot set SNI for " + u.host);
         }
     }
     auto& lowest = c.lowest();
     lowest.expires_after(opts.timeout);
     auto [cec, ep] = co_await lowest.async_connect(results, k_tuple);
     if (cec)
-        co_return make_error("network", "cannot connect to " + u.host + ":" +
-                                            std::to_string(u.port) + ": " + cec.message());
+        co_return make_error(Errc::network, "cannot connect to " + u.host + ":" +
+                                                std::to_string(u.port) + ": " + cec.message());
     boost::system::error_code nodelay_ec;
     lowest.socket().set_option(tcp::no_delay(true), nodelay_ec);
     if (c.tls) {
         auto [hec] = co_await c.tls->async_handshake(ssl::stream_base::client, k_tuple);
         if (hec)
-            co_return make_error("network",
+            co_return make_error(Errc::network,
                                  "TLS handshake with " + u.host + " failed: " + hec.message());
     }
     co_return Ok{};
@@ -237,16 +237,17 @@ Result<ClientResponse> send(const std::string& method, const std::string& url,
         if (!conn) {
             conn = std::make_unique<Conn>();
             Status s = run_on<Status>(*conn, connect(*conn, *u, opts),
-                                      make_error("network", "connect did not complete"));
+                                      make_error(Errc::network, "connect did not complete"));
             if (!s) return s.error();
         }
         conn->lowest().expires_after(opts.timeout);
-        Exchanged x =
-            conn->tls
-                ? run_on<Exchanged>(*conn, exchange(*conn->tls, req, opts),
-                                    Exchanged{make_error("network", "request did not complete")})
-                : run_on<Exchanged>(*conn, exchange(*conn->plain, req, opts),
-                                    Exchanged{make_error("network", "request did not complete")});
+        Exchanged x = conn->tls
+                          ? run_on<Exchanged>(
+                                *conn, exchange(*conn->tls, req, opts),
+                                Exchanged{make_error(Errc::network, "request did not complete")})
+                          : run_on<Exchanged>(
+                                *conn, exchange(*conn->plain, req, opts),
+                                Exchanged{make_error(Errc::network, "request did not complete")});
         if (!x.result && reused) continue;
         if (x.result && x.reusable) {
             conn->lowest().expires_never();
@@ -256,7 +257,7 @@ Result<ClientResponse> send(const std::string& method, const std::string& url,
         }
         return std::move(x.result);
     }
-    return make_error("network", "request did not complete");
+    return make_error(Errc::network, "request did not complete");
 }
 
 }  // namespace crcrd::http

@@ -364,15 +364,15 @@ Result<std::shared_ptr<ssl::context>> make_tls_context(const config::TlsConfig& 
     boost::system::error_code ec;
     ctx->use_certificate_chain_file(cfg.cert.string(), ec);
     if (ec)
-        return make_error(
-            "config", "server.tls.cert: cannot load " + cfg.cert.string() + ": " + ec.message());
+        return make_error(Errc::config, "server.tls.cert: cannot load " + cfg.cert.string() + ": " +
+                                            ec.message());
     ctx->use_private_key_file(cfg.key.string(), ssl::context::pem, ec);
     if (ec)
-        return make_error("config",
+        return make_error(Errc::config,
                           "server.tls.key: cannot load " + cfg.key.string() + ": " + ec.message());
     if (SSL_CTX_check_private_key(ctx->native_handle()) != 1) {
-        return make_error("config", "server.tls.key: " + cfg.key.string() + " does not match " +
-                                        cfg.cert.string());
+        return make_error(Errc::config, "server.tls.key: " + cfg.key.string() + " does not match " +
+                                            cfg.cert.string());
     }
     return ctx;
 }
@@ -403,15 +403,16 @@ Status Server::start() {
     boost::system::error_code ec;
     std::string host = s.cfg.host == "localhost" ? "127.0.0.1" : s.cfg.host;
     auto addr = asio::ip::make_address(host, ec);
-    if (ec) return make_error("config", "server.listen: '" + s.cfg.host + "' is not an IP address");
+    if (ec)
+        return make_error(Errc::config, "server.listen: '" + s.cfg.host + "' is not an IP address");
     tcp::endpoint ep(addr, s.cfg.port);
     s.acceptor.open(ep.protocol(), ec);
     if (!ec) s.acceptor.set_option(asio::socket_base::reuse_address(true), ec);
     if (!ec) s.acceptor.bind(ep, ec);
     if (!ec) s.acceptor.listen(asio::socket_base::max_listen_connections, ec);
     if (ec)
-        return make_error("listen", "cannot listen on " + host + ":" + std::to_string(s.cfg.port) +
-                                        ": " + ec.message());
+        return make_error(Errc::listen, "cannot listen on " + host + ":" +
+                                            std::to_string(s.cfg.port) + ": " + ec.message());
     s.bound_port = s.acceptor.local_endpoint().port();
     asio::co_spawn(s.acceptor.get_executor(), accept_loop(m_impl), asio::detached);
     return Ok{};
@@ -419,7 +420,7 @@ Status Server::start() {
 
 Status Server::reload_tls(const config::TlsConfig& tls) {
     if (!m_impl->cfg.tls)
-        return make_error("config", "server.tls: the listener was started without TLS");
+        return make_error(Errc::config, "server.tls: the listener was started without TLS");
     auto ctx = make_tls_context(tls);
     if (!ctx) return ctx.error();
     std::lock_guard lk(m_impl->mu);

@@ -128,7 +128,7 @@ Evaluation evaluate(const http::Request& req, const Policy& policy, std::int64_t
             reject(400, "bad_request", "missing X-GitHub-Delivery");
         } else {
             if (auto ev = normalize(d->event, req.body); !ev) {
-                const bool sha = ev.error().code == "invalid_sha";
+                const bool sha = ev.error().code == Errc::invalid_sha;
                 reject(sha ? 422 : 400, sha ? "invalid_sha" : "bad_request", ev.error().message);
             } else {
                 event = std::move(*ev);

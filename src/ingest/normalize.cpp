@@ -25,10 +25,10 @@ simdjson::dom::array as_array(element e) {
 }
 
 Error bad(const std::string& detail) {
-    return make_error("bad_request", detail);
+    return make_error(Errc::bad_request, detail);
 }
 Error bad_sha() {
-    return make_error("invalid_sha", "expected a full 40-character commit SHA");
+    return make_error(Errc::invalid_sha, "expected a full 40-character commit SHA");
 }
 
 bool all_zeros(std::string_view s) {

@@ -125,7 +125,7 @@ void Recovery::pass() {
     const std::string hook = s.recovery.app ? "/app/hook"
                                             : "/repos/" + s.recovery.repo + "/hooks/" +
                                                   std::to_string(s.recovery.hook_id);
-    Result<std::string> token = make_error("auth", "no credentials");
+    Result<std::string> token = make_error(Errc::auth, "no credentials");
     if (s.recovery.app) {
         auto pem = read_file(s.github.private_key_file.value_or(""), 1 << 20);
         token = pem ? github::make_app_jwt(s.github.app_id.value_or(0), *pem, started)

@@ -10,7 +10,7 @@ namespace crcrd::ingest {
 namespace {
 
 Error unauthorized(std::string detail) {
-    return make_error("unauthorized", std::move(detail));
+    return make_error(Errc::unauthorized, std::move(detail));
 }
 
 void load_list(const std::vector<config::SecretRef>& refs, const std::string& key, bool whsec,
@@ -50,7 +50,7 @@ Result<KeyRing> load_keyring(const config::IngestConfig& cfg, std::vector<std::s
     if (!errs.empty()) {
         std::string first = errs.front();
         if (errors) errors->insert(errors->end(), errs.begin(), errs.end());
-        return make_error("config", first);
+        return make_error(Errc::config, first);
     }
     return ring;
 }
@@ -60,7 +60,7 @@ Result<std::string> decode_whsec(std::string_view text) {
     auto raw = crypto::base64_decode(text);
     if (!raw || raw->size() < 16) {
         return make_error(
-            "config",
+            Errc::config,
             "not a Standard Webhooks secret (whsec_ followed by base64 of at least 16 bytes)");
     }
     return *raw;

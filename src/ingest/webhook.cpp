@@ -50,7 +50,7 @@ boost::asio::awaitable<http::Response> WebhookHandler::handle(http::Request& req
 
     if (err) {
         spdlog::error("delivery id={} scheme={} event={} storage failed code={} error=\"{}\"",
-                      d->delivery_id, d->scheme, d->event, err->code, err->message);
+                      d->delivery_id, d->scheme, d->event, to_string(err->code), err->message);
         if (d->intended != Verdict::rejected) {
             res = http::Response::error(503, "unavailable");
             res.headers.emplace_back(

@@ -8,9 +8,10 @@ namespace crcrd::report {
 Result<std::string> RelayToken::token() {
     if (m_cfg.token_file) {
         auto text = read_file(*m_cfg.token_file, 64 * 1024);
-        if (!text) return make_error("relay_token", text.error().message);
+        if (!text) return make_error(Errc::relay_token, text.error().message);
         auto t = trim(*text);
-        if (t.empty()) return make_error("relay_token", m_cfg.token_file->string() + " is empty");
+        if (t.empty())
+            return make_error(Errc::relay_token, m_cfg.token_file->string() + " is empty");
         return t;
     }
     std::lock_guard lk(m_mu);
@@ -20,11 +21,12 @@ Result<std::string> RelayToken::token() {
     o.timeout = std::chrono::seconds(30);
     o.max_output = 64 * 1024;
     auto r = run_subprocess(m_cfg.token_command, o);
-    if (!r) return make_error("relay_token", "token_command: " + r.error().message);
-    if (r->timed_out) return make_error("relay_token", "token_command did not finish within 30 s");
+    if (!r) return make_error(Errc::relay_token, "token_command: " + r.error().message);
+    if (r->timed_out)
+        return make_error(Errc::relay_token, "token_command did not finish within 30 s");
     if (r->exit_code != 0) {
         auto why = trim(r->err.substr(0, r->err.find('\n')));
-        return make_error("relay_token",
+        return make_error(Errc::relay_token,
                           "token_command exited " +
                               (r->exit_code >= 0 ? std::to_string(r->exit_code)
                                                  : "on signal " + std::to_string(r->signal)) +
@@ -32,7 +34,7 @@ Result<std::string> RelayToken::token() {
     }
     auto t = trim(r->out);
     if (t.empty() || t.find_first_of(" \t\r\n") != std::string::npos) {
-        return make_error("relay_token", "token_command printed no single token");
+        return make_error(Errc::relay_token, "token_command printed no single token");
     }
     m_cached = t;
     m_fetched = std::chrono::steady_clock::now();

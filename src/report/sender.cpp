@@ -46,7 +46,7 @@ std::optional<std::int64_t> header_int(const http::ClientResponse& r, std::strin
 Status append_lines(const std::filesystem::path& path, const std::string& data) {
     int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0640);
     if (fd < 0)
-        return make_error("report_file",
+        return make_error(Errc::report_file,
                           "cannot open " + path.string() + ": " + std::strerror(errno));
     const char* p = data.data();
     std::size_t left = data.size();
@@ -56,7 +56,7 @@ Status append_lines(const std::filesystem::path& path, const std::string& data) 
             if (errno == EINTR) continue;
             int e = errno;
             ::close(fd);
-            return make_error("report_file",
+            return make_error(Errc::report_file,
                               "cannot write " + path.string() + ": " + std::strerror(e));
         }
         p += n;
@@ -65,7 +65,8 @@ Status append_lines(const std::filesystem::path& path, const std::string& data) 
     if (::fsync(fd) != 0) {
         int e = errno;
         ::close(fd);
-        return make_error("report_file", "cannot sync " + path.string() + ": " + std::strerror(e));
+        return make_error(Errc::report_file,
+                          "cannot sync " + path.string() + ": " + std::strerror(e));
     }
     ::close(fd);
     return Ok{};
@@ -400,7 +401,7 @@ void Sender::flush(std::vector<std::pair<Row, Outcome>>& done, const SenderSetti
     if (!m_callback_lines.empty()) {
         auto st = s.callback && s.callback->file
                       ? append_lines(*s.callback->file, m_callback_lines)
-                      : Status(make_error("report_file", "report.crcr_callback.file is gone"));
+                      : Status(make_error(Errc::report_file, "report.crcr_callback.file is gone"));
         m_callback_lines.clear();
         if (!st) {
             for (auto& [row, out] : done) {
@@ -411,7 +412,7 @@ void Sender::flush(std::vector<std::pair<Row, Outcome>>& done, const SenderSetti
     }
     if (!m_file_lines.empty()) {
         auto st = s.file ? append_lines(*s.file, m_file_lines)
-                         : Status(make_error("report_file", "report.file is gone"));
+                         : Status(make_error(Errc::report_file, "report.file is gone"));
         m_file_lines.clear();
         if (!st) {
             for (auto& [row, out] : done) {

@@ -40,8 +40,8 @@ Result<std::vector<std::string>> first_parent_range(const config::UpstreamConfig
     if (auto s = vcs::ensure_mirror(up); !s) return s.error();
     if (auto s = vcs::fetch(up, {good, bad}); !s) return s.error();
     if (!vcs::git(up, {"merge-base", "--is-ancestor", good, bad})) {
-        return make_error("git", short_sha(good) + " is not an ancestor of " + short_sha(bad) +
-                                     " (was the branch rewritten?)");
+        return make_error(Errc::git, short_sha(good) + " is not an ancestor of " + short_sha(bad) +
+                                         " (was the branch rewritten?)");
     }
     // One more than the bound: a range that wide is refused, not cut.
     auto r = vcs::first_parent_commits(up, good, bad, k_max_commits + 1);
@@ -49,8 +49,8 @@ Result<std::vector<std::string>> first_parent_range(const config::UpstreamConfig
     std::vector<std::string> out;
     for (auto& c : *r) out.push_back(std::move(c.sha));
     if (out.empty() || out.back() != bad)
-        return make_error(
-            "git", short_sha(bad) + " is not on the first-parent line after " + short_sha(good));
+        return make_error(Errc::git, short_sha(bad) + " is not on the first-parent line after " +
+                                         short_sha(good));
     return out;
 }
 
@@ -266,7 +266,7 @@ std::size_t Followups::handle(const FollowupContext& ctx) {
                     break;
             }
         } catch (const std::exception& e) {
-            r = make_error("internal", e.what());
+            r = make_error(Errc::internal, e.what());
         }
         if (r) {
             m_failures.erase(key);

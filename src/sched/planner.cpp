@@ -140,7 +140,7 @@ Planner::Planner(store::Writer& writer, std::filesystem::path db_path,
       m_lookups(std::make_unique<LookupPool>(k_lookups)),
       m_full_matrix(writer, db_path, [this](const std::string& ref) -> Result<std::string> {
           auto c = config();
-          if (!c) return make_error("git", "no configuration");
+          if (!c) return make_error(Errc::git, "no configuration");
           return vcs::newest_sha(c->sources.upstream, ref);
       }) {}
 

@@ -32,7 +32,7 @@ Result<std::vector<std::string>> git_changed_paths(const RunRef& run,
     // The base: the payload's base SHA, else the base branch's tip.
     std::string base = run.base_sha;
     if (base.empty() && !run.base_ref.empty()) base = "refs/heads/" + run.base_ref;
-    if (base.empty()) return make_error("git", "no base commit to compare with");
+    if (base.empty()) return make_error(Errc::git, "no base commit to compare with");
     return vcs::changed_paths(up, base, run.sha);
 }
 
@@ -42,7 +42,7 @@ Result<std::vector<std::string>> github_changed_paths(std::int64_t pr,
                                                       const std::string& upstream_repo) {
     // A token file (read each time) or a GitHub App's installation token (cached by `auth`).
     auto token = auth.token();
-    if (!token) return make_error("github_api", token.error().message);
+    if (!token) return make_error(Errc::github_api, token.error().message);
     github::Client client(gh.api_url, *token, gh.ca_file, std::chrono::seconds(30));
     std::vector<std::string> files;
     auto listed = client.list(
@@ -64,19 +64,19 @@ Result<std::vector<std::string>> github_changed_paths(std::int64_t pr,
         using Kind = github::ListError::Kind;
         switch (e->kind) {
             case Kind::transport:
-                return make_error("github_api", e->message);
+                return make_error(Errc::github_api, e->message);
             case Kind::status:
                 // A revoked or expired installation token: exchanged anew at the next look-up.
                 if (e->status == 401 && gh.app_id) auth.invalidate();
-                return make_error("github_api",
+                return make_error(Errc::github_api,
                                   "GET " + e->url + " answered " + std::to_string(e->status));
             case Kind::not_a_list:
-                return make_error("github_api", "unexpected answer from " + e->url);
+                return make_error(Errc::github_api, "unexpected answer from " + e->url);
             case Kind::foreign_next:
-                return make_error("github_api", "the Link header's next page " +
-                                                    e->url.substr(0, 200) + " is not on " +
-                                                    client.base() +
-                                                    "; not followed with the token");
+                return make_error(Errc::github_api, "the Link header's next page " +
+                                                        e->url.substr(0, 200) + " is not on " +
+                                                        client.base() +
+                                                        "; not followed with the token");
         }
     }
     return files;

@@ -57,21 +57,21 @@ Result<Cron> Cron::parse(const std::string& text) {
     for (std::string w; in >> w;) f.push_back(w);
     if (f.size() != 5)
         return make_error(
-            "bad_cron",
+            Errc::bad_cron,
             "'" + text + "' must have 5 fields: minute hour day-of-month month day-of-week");
     Cron c;
     c.m_text = text;
     bool any = false;
     if (!parse_field(f[0], 0, 59, c.m_minute, any))
-        return make_error("bad_cron", "minute field '" + f[0] + "' is not valid (0-59)");
+        return make_error(Errc::bad_cron, "minute field '" + f[0] + "' is not valid (0-59)");
     if (!parse_field(f[1], 0, 23, c.m_hour, any))
-        return make_error("bad_cron", "hour field '" + f[1] + "' is not valid (0-23)");
+        return make_error(Errc::bad_cron, "hour field '" + f[1] + "' is not valid (0-23)");
     if (!parse_field(f[2], 1, 31, c.m_dom, c.m_dom_any))
-        return make_error("bad_cron", "day-of-month field '" + f[2] + "' is not valid (1-31)");
+        return make_error(Errc::bad_cron, "day-of-month field '" + f[2] + "' is not valid (1-31)");
     if (!parse_field(f[3], 1, 12, c.m_month, any))
-        return make_error("bad_cron", "month field '" + f[3] + "' is not valid (1-12)");
+        return make_error(Errc::bad_cron, "month field '" + f[3] + "' is not valid (1-12)");
     if (!parse_field(f[4], 0, 7, c.m_dow, c.m_dow_any))
-        return make_error("bad_cron", "day-of-week field '" + f[4] + "' is not valid (0-7)");
+        return make_error(Errc::bad_cron, "day-of-week field '" + f[4] + "' is not valid (0-7)");
     if (c.m_dow.test(7)) c.m_dow.set(0);
     return c;
 }

@@ -66,7 +66,7 @@ Result<Rules> parse_rules(const std::string& yaml_text, const std::filesystem::p
         std::string prefix = source.string() + ": ";
         for (auto& e : errs) e = prefix + e;
         if (errors) errors->insert(errors->end(), errs.begin(), errs.end());
-        return make_error("rules", errs.front());
+        return make_error(Errc::rules, errs.front());
     };
     YAML::Node root;
     try {

@@ -16,7 +16,7 @@ Result<std::unique_ptr<InstanceLock>> InstanceLock::acquire(const std::filesyste
     path += ".lock";
     int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
     if (fd < 0)
-        return make_error("io", "cannot open " + path.string() + ": " + std::strerror(errno));
+        return make_error(Errc::io, "cannot open " + path.string() + ": " + std::strerror(errno));
     if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
         const int err = errno;
         char buf[32] = {};
@@ -27,11 +27,11 @@ Result<std::unique_ptr<InstanceLock>> InstanceLock::acquire(const std::filesyste
                 n > 0 ? std::string(buf, static_cast<std::size_t>(n)) : std::string();
             while (!holder.empty() && (holder.back() == '\n' || holder.back() == ' '))
                 holder.pop_back();
-            return make_error("locked",
+            return make_error(Errc::locked,
                               "another crcrd holds " + path.string() +
                                   (holder.empty() ? std::string() : " (pid " + holder + ")"));
         }
-        return make_error("io", "cannot lock " + path.string() + ": " + std::strerror(err));
+        return make_error(Errc::io, "cannot lock " + path.string() + ": " + std::strerror(err));
     }
     const std::string pid = std::to_string(::getpid()) + "\n";
     if (::ftruncate(fd, 0) == 0) (void)!::pwrite(fd, pid.data(), pid.size(), 0);

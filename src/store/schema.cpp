@@ -368,9 +368,10 @@ Status migrate(Db& db) {
     try {
         int v = current_version(db);
         if (v > schema_version()) {
-            return make_error("storage_version", "database schema version " + std::to_string(v) +
-                                                     " is newer than this crcrd (" +
-                                                     std::to_string(schema_version()) + ")");
+            return make_error(Errc::storage_version, "database schema version " +
+                                                         std::to_string(v) +
+                                                         " is newer than this crcrd (" +
+                                                         std::to_string(schema_version()) + ")");
         }
         for (; v < schema_version(); ++v) {
             Transaction tx(db);

@@ -28,17 +28,17 @@ void sqlite_log(void*, int code, const char* msg) {
 
 }  // namespace
 
-std::string SqlError::kind() const {
+Errc SqlError::kind() const {
     switch (m_code & 0xff) {
         case SQLITE_FULL:
-            return "storage_full";
+            return Errc::storage_full;
         case SQLITE_BUSY:
         case SQLITE_LOCKED:
-            return "storage_busy";
+            return Errc::storage_busy;
         case SQLITE_READONLY:
-            return "storage_readonly";
+            return Errc::storage_readonly;
         default:
-            return "storage";
+            return Errc::storage;
     }
 }
 
@@ -157,7 +157,7 @@ Result<std::unique_ptr<Db>> Db::open(const std::filesystem::path& path, OpenOpti
     if (rc != SQLITE_OK) {
         std::string msg = raw ? sqlite3_errmsg(raw) : sqlite3_errstr(rc);
         sqlite3_close_v2(raw);
-        return make_error("storage", "cannot open " + path.string() + ": " + msg);
+        return make_error(Errc::storage, "cannot open " + path.string() + ": " + msg);
     }
     std::unique_ptr<Db> db(new Db(raw));
     sqlite3_extended_result_codes(raw, 1);

@@ -91,7 +91,7 @@ Status Writer::run_sync(Work work) {
     std::promise<Status> done;
     auto result = done.get_future();
     if (!submit(std::move(work), [&done](Status s) { done.set_value(std::move(s)); })) {
-        return make_error("overloaded", "too many writes pending");
+        return make_error(Errc::overloaded, "too many writes pending");
     }
     return result.get();
 }
@@ -285,7 +285,7 @@ void Writer::commit_batch(std::deque<Item>& batch) {
                 again(rollback);
                 again(release);
             } catch (const std::exception& e) {
-                results[i] = make_error("internal", e.what());
+                results[i] = make_error(Errc::internal, e.what());
                 again(rollback);
                 again(release);
             }
@@ -313,7 +313,7 @@ void Writer::commit_batch(std::deque<Item>& batch) {
         batch_status = make_error(e.kind(), e.what());
     } catch (const std::exception& e) {
         spdlog::error("storage batch failed: {}", e.what());
-        batch_status = make_error("storage", e.what());
+        batch_status = make_error(Errc::storage, e.what());
     }
     {
         std::lock_guard lk(m_mu);

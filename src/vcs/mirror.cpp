@@ -62,11 +62,11 @@ Result<SubprocessResult> run_git(const std::vector<std::string>& where,
     auto r = run_subprocess(argv, o);
     if (!r) return r.error();
     const std::string& what = args.front();
-    if (r->timed_out) return make_error("git", "git " + what + " timed out");
+    if (r->timed_out) return make_error(Errc::git, "git " + what + " timed out");
     if (r->exit_code != 0) {
         std::string msg = trim(r->err);
         if (msg.size() > 300) msg.resize(300);
-        return make_error("git", "git " + what + ": " + msg);
+        return make_error(Errc::git, "git " + what + ": " + msg);
     }
     return r;
 }
@@ -89,9 +89,10 @@ Result<SubprocessResult> git(const config::UpstreamConfig& up, std::vector<std::
     // own config is the daemon's alone (docs/security.md).
     if (auto text = read_file(up.mirror / "config", 1 << 20)) {
         if (auto section = include_section(*text); !section.empty()) {
-            return make_error(
-                "git", "the mirror's config " + (up.mirror / "config").string() + " has " +
-                           section + ": crcrd uses no config includes in its mirror; remove it");
+            return make_error(Errc::git,
+                              "the mirror's config " + (up.mirror / "config").string() + " has " +
+                                  section +
+                                  ": crcrd uses no config includes in its mirror; remove it");
         }
     }
     return run_git({"--git-dir=" + up.mirror.string()}, args, up.git_timeout);
@@ -112,7 +113,7 @@ Status ensure_mirror(const config::UpstreamConfig& up) {
     std::error_code ec;
     std::filesystem::create_directories(up.mirror, ec);
     if (!run_git({}, {"init", "--bare", "--quiet", up.mirror.string()}, up.git_timeout)) {
-        return make_error("git", "cannot create mirror " + up.mirror.string());
+        return make_error(Errc::git, "cannot create mirror " + up.mirror.string());
     }
     return Ok{};
 }
@@ -124,7 +125,7 @@ Status fetch(const config::UpstreamConfig& up, const std::vector<std::string>& r
         if (!has_commit(up, r)) missing.push_back(r);
     if (missing.empty()) return Ok{};
     if (up.remote.empty())
-        return make_error("git",
+        return make_error(Errc::git,
                           "upstream.remote is not set and the mirror lacks " + missing.front());
     std::vector<std::string> args = {"fetch", "--quiet", "--no-tags", "--no-write-fetch-head",
                                      up.remote};
@@ -136,7 +137,7 @@ Status fetch(const config::UpstreamConfig& up, const std::vector<std::string>& r
 
 Status add_checkout(const config::UpstreamConfig& up, const std::filesystem::path& dest,
                     const std::string& sha) {
-    if (up.mirror.empty()) return make_error("git", "no upstream.mirror configured");
+    if (up.mirror.empty()) return make_error(Errc::git, "no upstream.mirror configured");
     if (auto s = ensure_mirror(up); !s) return s;
     if (auto s = fetch(up, {sha}); !s) return s;
     std::error_code ec;
@@ -148,7 +149,7 @@ Status add_checkout(const config::UpstreamConfig& up, const std::filesystem::pat
     auto head = head_of(dest);
     if (!head || *head != sha) {
         remove_checkout(up, dest);
-        return make_error("git", "checkout " + dest.string() + " is not at " + sha);
+        return make_error(Errc::git, "checkout " + dest.string() + " is not at " + sha);
     }
     return Ok{};
 }
@@ -162,7 +163,7 @@ void remove_checkout(const config::UpstreamConfig& up, const std::filesystem::pa
 }
 
 Result<std::string> newest_sha(const config::UpstreamConfig& up, const std::string& ref) {
-    if (up.mirror.empty()) return make_error("git", "no upstream.mirror configured");
+    if (up.mirror.empty()) return make_error(Errc::git, "no upstream.mirror configured");
     if (auto s = ensure_mirror(up); !s) return s.error();
     const std::string full = "refs/heads/" + ref;
     if (!up.remote.empty()) {
@@ -186,14 +187,14 @@ Result<std::vector<std::string>> changed_paths(const config::UpstreamConfig& up,
                               "+" + base + ":" + base});
             if (!r) return r.error();
         } else if (!has_commit(up, base)) {
-            return make_error("git",
+            return make_error(Errc::git,
                               "the mirror has no " + base + " and upstream.remote is not set");
         }
     } else {
         want.push_back(base);
     }
     if (auto s = fetch(up, want); !s) return s.error();
-    if (!has_commit(up, sha)) return make_error("git", "the mirror cannot fetch " + sha);
+    if (!has_commit(up, sha)) return make_error(Errc::git, "the mirror cannot fetch " + sha);
     auto mb = git(up, {"merge-base", base, sha});
     if (!mb) return mb.error();
     std::string merge_base = trim(mb->out);

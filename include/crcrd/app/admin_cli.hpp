@@ -11,6 +11,8 @@
 #include <utility>
 #include <vector>
 
+#include "crcrd/core/result.hpp"
+
 namespace crcrd::app {
 
 /// crcrctl's exit codes (docs/operations.md).
@@ -41,7 +43,7 @@ int exit_code_of_status(int status);
 
 /// The exit code for an http::send error code: "bad_url" usage, anything else ("network":
 /// resolve, connect, TLS handshake or verification, timeout) unreachable.
-int exit_code_of_error(const std::string& code);
+int exit_code_of_error(Errc code);
 
 enum class AdminCommand {
     runs_list,

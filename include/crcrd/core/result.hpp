@@ -5,12 +5,105 @@
 #include <utility>
 #include <variant>
 
+#include "crcrd/core/vocab.hpp"
+
 namespace crcrd {
 
-/// A failure that callers can act on: `code` is a stable machine word ("bad_request",
-/// "invalid_sha", "storage_full", ...), `message` is for humans and never holds a secret.
+/// What failed, for callers to act on; its name (Vocab<Errc>) is the stable machine word the
+/// admin API and crcrctl print as "code".
+enum class Errc {
+    bad_request,
+    unauthorized,
+    forbidden,
+    not_found,
+    method_not_allowed,
+    conflict,
+    overloaded,
+    unavailable,
+    internal,
+    config,
+    listen,
+    io,
+    exec,
+    infra,
+    infra_error,
+    junit,
+    git,
+    network,
+    auth,
+    github_api,
+    github_app,
+    github_auth,
+    relay_token,
+    report_file,
+    slurm,
+    bad_cron,
+    bad_duration,
+    bad_spec,
+    bad_unit,
+    bad_url,
+    invalid_sha,
+    rules,
+    pattern,
+    storage,
+    storage_full,
+    storage_busy,
+    storage_readonly,
+    storage_version,
+    corrupt,
+    locked,
+    bad_size
+};
+
+template <>
+struct Vocab<Errc> {
+    static constexpr std::array<std::string_view, 41> names{"bad_request",
+                                                            "unauthorized",
+                                                            "forbidden",
+                                                            "not_found",
+                                                            "method_not_allowed",
+                                                            "conflict",
+                                                            "overloaded",
+                                                            "unavailable",
+                                                            "internal",
+                                                            "config",
+                                                            "listen",
+                                                            "io",
+                                                            "exec",
+                                                            "infra",
+                                                            "infra_error",
+                                                            "junit",
+                                                            "git",
+                                                            "network",
+                                                            "auth",
+                                                            "github_api",
+                                                            "github_app",
+                                                            "github_auth",
+                                                            "relay_token",
+                                                            "report_file",
+                                                            "slurm",
+                                                            "bad_cron",
+                                                            "bad_duration",
+                                                            "bad_spec",
+                                                            "bad_unit",
+                                                            "bad_url",
+                                                            "invalid_sha",
+                                                            "rules",
+                                                            "pattern",
+                                                            "storage",
+                                                            "storage_full",
+                                                            "storage_busy",
+                                                            "storage_readonly",
+                                                            "storage_version",
+                                                            "corrupt",
+                                                            "locked",
+                                                            "bad_size"};
+};
+
+/// A failure that callers can act on: `code` says what failed, `message` is for humans and
+/// never holds a secret.
 struct Error {
-    std::string code;
+    Errc code = Errc::internal;
     std::string message;
 };
 
@@ -43,8 +136,8 @@ class [[nodiscard]] Result {
 struct Ok {};
 using Status = Result<Ok>;
 
-inline Error make_error(std::string code, std::string message) {
-    return Error{std::move(code), std::move(message)};
+inline Error make_error(Errc code, std::string message) {
+    return Error{code, std::move(message)};
 }
 
 }  // namespace crcrd

@@ -33,7 +33,7 @@ auto async_write(Writer& writer, Fn fn, Token&& token) {
                 });
             if (!queued) {
                 boost::asio::post(ex, [h]() mutable {
-                    std::move (*h)(Error{"overloaded", "too many writes pending"}, T{});
+                    std::move (*h)(Error{Errc::overloaded, "too many writes pending"}, T{});
                 });
             }
         },

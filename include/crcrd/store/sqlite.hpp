@@ -26,7 +26,7 @@ class SqlError : public std::runtime_error {
     SqlError(int code, const std::string& what) : std::runtime_error(what), m_code(code) {}
     int code() const { return m_code; }
     /// "storage_full", "storage_busy", "storage_readonly" or "storage".
-    std::string kind() const;
+    Errc kind() const;
 
   private:
     int m_code;

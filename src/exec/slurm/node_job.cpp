@@ -40,10 +40,10 @@ Result<ProcessSpec> spec_from_json(const json& j) {
         p.groups = j.at("groups").get<std::vector<gid_t>>();
         if (!j.at("uid").is_null()) p.uid = j.at("uid").get<uid_t>();
         if (!j.at("gid").is_null()) p.gid = j.at("gid").get<gid_t>();
-        if (p.argv.empty()) return make_error("bad_spec", "the spec has no argv");
+        if (p.argv.empty()) return make_error(Errc::bad_spec, "the spec has no argv");
         return p;
     } catch (const json::exception& e) {
-        return make_error("bad_spec", std::string("the spec is malformed: ") + e.what());
+        return make_error(Errc::bad_spec, std::string("the spec is malformed: ") + e.what());
     }
 }
 
@@ -82,7 +82,7 @@ int run_node_job(const std::filesystem::path& spec_path) {
     }
     json j = json::parse(*text, nullptr, false);
     auto spec = j.is_discarded()
-                    ? Result<ProcessSpec>(make_error("bad_spec", "the spec is not JSON"))
+                    ? Result<ProcessSpec>(make_error(Errc::bad_spec, "the spec is not JSON"))
                     : spec_from_json(j);
     if (!spec) {
         std::cerr << "crcrd --slurm-job: " << spec_path.string() << ": " << spec.error().message

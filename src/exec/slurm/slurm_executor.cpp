@@ -158,7 +158,7 @@ Result<std::string> SlurmExecutor::submit(const ExecutorSettings& s, const JobTo
         if (auto found = adoptable(job.job_id, std::nullopt)) return *found;
     }
     std::string why = !r ? r.error().message : r->timed_out ? "timed out" : trim(r->err + r->out);
-    return make_error("infra_error", "sbatch failed: " + why.substr(0, 500));
+    return make_error(Errc::infra_error, "sbatch failed: " + why.substr(0, 500));
 }
 
 std::optional<slurm::JobInfo> SlurmExecutor::query(const std::string& id, bool* unreachable) {
@@ -263,9 +263,9 @@ RawOutcome SlurmExecutor::run(const JobToRun& job, const std::atomic<bool>& canc
     std::error_code ec;
     std::filesystem::remove_all(p.control, ec);
     std::filesystem::create_directories(p.control, ec);
-    auto written =
-        ec ? Status(make_error("io", "cannot create " + p.control.string() + ": " + ec.message()))
-           : write_file_atomic(p.spec, slurm::spec_json(a->process).dump());
+    auto written = ec ? Status(make_error(
+                            Errc::io, "cannot create " + p.control.string() + ": " + ec.message()))
+                      : write_file_atomic(p.spec, slurm::spec_json(a->process).dump());
     if (written) written = write_file_atomic(p.metadata, a->metadata.dump());
     // The job was cancelled since its lease: nothing is submitted.
     if (written && (cancel.load() || !hooks.may_start())) {
@@ -369,8 +369,9 @@ Result<std::string> SlurmExecutor::resubmit(const ExecutorSettings& s, const Job
     }
     auto next = submit(s, job, p, false);
     if (!next) {
-        return make_error("slurm", "Slurm preempted job " + id +
-                                       ", and submitting it again failed: " + next.error().message);
+        return make_error(Errc::slurm,
+                          "Slurm preempted job " + id +
+                              ", and submitting it again failed: " + next.error().message);
     }
     spdlog::warn("job_id={} Slurm job {} was preempted: submitted again as {}", job.job_id, id,
                  *next);

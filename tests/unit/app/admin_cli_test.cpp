@@ -35,8 +35,8 @@ TEST(CrcrctlExitCodes, FollowTheContract) {
                                             {409, 1}, {413, 1}, {500, 1}, {503, 1}};
     for (const auto& [status, code] : statuses)
         EXPECT_EQ(exit_code_of_status(status), code) << status;
-    EXPECT_EQ(exit_code_of_error("network"), k_exit_unreachable);
-    EXPECT_EQ(exit_code_of_error("bad_url"), k_exit_usage);
+    EXPECT_EQ(exit_code_of_error(Errc::network), k_exit_unreachable);
+    EXPECT_EQ(exit_code_of_error(Errc::bad_url), k_exit_usage);
 }
 
 }  // namespace

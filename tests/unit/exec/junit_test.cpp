@@ -82,7 +82,7 @@ TEST(Junit, ReadsRealPytestOutputFromSeveralFiles) {
 TEST(Junit, MalformedXmlIsAnErrorWithTheParsersMessage) {
     auto r = parse_junit("<testsuite><testcase name=\"a\"></testsuite>", "broken.xml");
     ASSERT_FALSE(r);
-    EXPECT_EQ(r.error().code, "junit");
+    EXPECT_EQ(r.error().code, Errc::junit);
     EXPECT_NE(r.error().message.find("broken.xml: malformed XML at offset"), std::string::npos)
         << r.error().message;
     auto wrong = parse_junit("<html/>", "page.xml");

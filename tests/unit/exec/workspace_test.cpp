@@ -70,14 +70,14 @@ TEST_F(WorkspaceTest, FailedWorkspacesAreKeptWhenAsked) {
 TEST_F(WorkspaceTest, UnknownShaAndFullDiskAreInfraErrors) {
     auto missing = prepare_workspace(exec, upstream, 7, "1234567890abcdef1234567890abcdef12345678");
     ASSERT_FALSE(missing);
-    EXPECT_EQ(missing.error().code, "infra_error");
+    EXPECT_EQ(missing.error().code, Errc::infra_error);
     EXPECT_NE(missing.error().message.find("checkout of 1234567890abcdef"), std::string::npos)
         << missing.error().message;
 
     exec.min_free_bytes = ~0ULL;
     auto full = prepare_workspace(exec, upstream, 8, first);
     ASSERT_FALSE(full);
-    EXPECT_EQ(full.error().code, "infra_error");
+    EXPECT_EQ(full.error().code, Errc::infra_error);
     EXPECT_NE(full.error().message.find("execution.min_free_bytes"), std::string::npos);
     EXPECT_FALSE(std::filesystem::exists(exec.work_root / "jobs" / "8"));
 

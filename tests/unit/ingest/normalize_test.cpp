@@ -129,7 +129,7 @@ TEST(Normalize, ShaIsPinnedLowerCaseAndValidated) {
         sha = bad;
         auto r = normalize("repository_dispatch", body.dump());
         ASSERT_FALSE(r) << bad;
-        EXPECT_EQ(r.error().code, "invalid_sha") << bad;
+        EXPECT_EQ(r.error().code, Errc::invalid_sha) << bad;
     }
     EXPECT_TRUE(valid_sha(k_pr_sha));
     EXPECT_FALSE(valid_sha("main"));
@@ -160,7 +160,7 @@ TEST(Normalize, MissingFieldsAndWrongTypesNameTheField) {
         c.mutate(body);
         auto r = normalize("repository_dispatch", body.dump());
         ASSERT_FALSE(r) << c.expect_in_message;
-        EXPECT_EQ(r.error().code, "bad_request");
+        EXPECT_EQ(r.error().code, Errc::bad_request);
         EXPECT_NE(r.error().message.find(c.expect_in_message), std::string::npos)
             << r.error().message;
     }
@@ -168,7 +168,7 @@ TEST(Normalize, MissingFieldsAndWrongTypesNameTheField) {
     EXPECT_FALSE(normalize("", json{{"hello", "world"}}.dump()));
     auto broken = normalize("repository_dispatch", "{\"action\": ");
     ASSERT_FALSE(broken);
-    EXPECT_EQ(broken.error().code, "bad_request");
+    EXPECT_EQ(broken.error().code, Errc::bad_request);
     EXPECT_NE(broken.error().message.find("not valid JSON"), std::string::npos);
 }
 

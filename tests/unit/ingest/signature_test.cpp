@@ -45,7 +45,7 @@ TEST(GithubSignature, Rejections) {
     for (const auto& c : cases) {
         auto r = verify_github(c.header, c.body, keys);
         ASSERT_FALSE(r) << c.header;
-        EXPECT_EQ(r.error().code, "unauthorized");
+        EXPECT_EQ(r.error().code, Errc::unauthorized);
         EXPECT_NE(r.error().message.find(c.why), std::string::npos) << r.error().message;
     }
     EXPECT_FALSE(verify_github(k_gh_sig, k_gh_body, {}));

@@ -210,7 +210,7 @@ TEST_F(AuditRunTest, AGitFailureIsAnErrorSoTheFollowupIsTriedAgain) {
     const auto bad = run("schedule", c3, std::nullopt, {{"full", {{"test_nn::c", "failed"}}}});
     auto s = audit(bad);
     ASSERT_FALSE(s);
-    EXPECT_EQ(s.error().code, "git");
+    EXPECT_EQ(s.error().code, Errc::git);
     EXPECT_TRUE(misses().empty());
 }
 

@@ -43,7 +43,7 @@ class FullMatrixTest : public ::testing::Test {
             *writer, dir.path() / "a.db",
             [this](const std::string& ref) -> Result<std::string> {
                 ++resolved;
-                if (ref != "main" || broken) return make_error("git", "no such ref");
+                if (ref != "main" || broken) return make_error(Errc::git, "no such ref");
                 return std::string("c4295bd74fb0f4fda03689c3df3f2803b658fd85");
             },
             [this] { return now; });

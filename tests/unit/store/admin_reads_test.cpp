@@ -340,7 +340,7 @@ TEST(AdminReads, AMissingDatabaseIsAStorageError) {
     TempDir dir;
     auto r = AdminReads::for_this_thread(dir.path() / "none.db");
     ASSERT_FALSE(r);
-    EXPECT_EQ(r.error().code, "storage");
+    EXPECT_EQ(r.error().code, Errc::storage);
 }
 
 }  // namespace

@@ -194,7 +194,7 @@ TEST_F(ScrapeTest, AScrapeCostsTheOpenRowsNotTheHistory) {
     db->exec("COMMIT");
     db->exec("ANALYZE");
 
-    Result<ScrapeGauges> g = make_error("unset", "");
+    Result<ScrapeGauges> g = make_error(Errc::internal, "");
     const long long scrape = instructions(*db, [&] { g = read_gauges(*db); });
     ASSERT_TRUE(g) << g.error().message;
     ASSERT_EQ(g->runs_open.size(), 1u);

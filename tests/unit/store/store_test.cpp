@@ -58,7 +58,7 @@ TEST(Store, MigrationSetsVersionAndRefusesNewerDatabase) {
     db->exec("PRAGMA user_version = 99");
     auto r = migrate(*db);
     ASSERT_FALSE(r);
-    EXPECT_EQ(r.error().code, "storage_version");
+    EXPECT_EQ(r.error().code, Errc::storage_version);
 }
 
 // Migration 13 (issue 16): the vocabulary CHECKs are comparisons, which SQLite evaluates inline,

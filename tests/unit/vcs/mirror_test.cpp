@@ -55,7 +55,7 @@ TEST_F(MirrorTest, NewestShaFetchesTheBranch) {
     EXPECT_TRUE(has_commit(upstream, head));
     auto none = newest_sha(upstream, "no-such-branch");
     ASSERT_FALSE(none);
-    EXPECT_EQ(none.error().code, "git");
+    EXPECT_EQ(none.error().code, Errc::git);
     EXPECT_FALSE(newest_sha(config::UpstreamConfig{}, "main"));
 }
 
@@ -102,7 +102,7 @@ TEST_F(MirrorTest, FirstParentCommitsWithTheirMessagesAndPaths) {
     EXPECT_TRUE(first_parent_commits(upstream, tip, tip, 10)->empty());
     auto bad = first_parent_commits(upstream, "no-such-rev", tip, 10);
     ASSERT_FALSE(bad);
-    EXPECT_EQ(bad.error().code, "git");
+    EXPECT_EQ(bad.error().code, Errc::git);
 
     auto msg = commit_message(upstream, merge);
     ASSERT_TRUE(msg) << msg.error().message;
