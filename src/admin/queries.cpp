@@ -88,7 +88,7 @@ json bisect_json(const store::Bisection& b, const std::vector<store::BisectRun>&
                        r.conclusion ? json(std::string(to_string(*r.conclusion))) : json(nullptr)},
                       {"verdict", verdict}});
     }
-    return {{"state", b.state},
+    return {{"state", to_string(b.state)},
             {"reason", b.reason},
             {"tier", b.tier},
             {"tests", b.tests},

@@ -22,9 +22,9 @@ std::string shorten(const std::string& text, std::size_t max) {
 }
 
 StatusText final_status(Conclusion conclusion, const std::string& reason) {
-    std::string state = "error";
-    if (is_pass(conclusion)) state = "success";
-    if (conclusion == Conclusion::regression) state = "failure";
+    GithubState state = GithubState::error;
+    if (is_pass(conclusion)) state = GithubState::success;
+    if (conclusion == Conclusion::regression) state = GithubState::failure;
     // passed and pre_existing say only why ("N tests fail on <base7> too", docs/verdicts.md).
     const bool plain = conclusion == Conclusion::passed || conclusion == Conclusion::pre_existing;
     return {state, shorten(plain ? reason : std::string(to_string(conclusion)) + ": " + reason)};
@@ -168,9 +168,9 @@ void sync_run(store::OutboxRepo& repo, const OutboxSettings& s, std::int64_t run
                                       ? run.reason
                                       : "culprit " + run.culprit.substr(0, 7) + ": " + run.reason);
     } else if (run.state == RunState::cancelled || run.state == RunState::completed) {
-        run_status = {"error", shorten("cancelled: " + run.reason)};
+        run_status = {GithubState::error, shorten("cancelled: " + run.reason)};
     } else {
-        run_status.state = "pending";
+        run_status.state = GithubState::pending;
         run_status.description = "queued";
         for (std::size_t i = 0; run.state == RunState::running && i < jobs.size(); ++i) {
             if (is_open(jobs[i].state)) {
@@ -191,15 +191,17 @@ void sync_run(store::OutboxRepo& repo, const OutboxSettings& s, std::int64_t run
             const std::string base7 = j.sha.substr(0, 7);
             if (j.state == JobState::completed && j.conclusion) {
                 t = final_status(*j.conclusion, j.reason);
-                base = {*j.conclusion == Conclusion::pre_existing ? "success" : "failure",
+                base = {*j.conclusion == Conclusion::pre_existing ? GithubState::success
+                                                                  : GithubState::failure,
                         shorten(j.reason)};
             } else if (j.state == JobState::cancelled || j.state == JobState::completed) {
-                t = base = {"error", shorten("cancelled: " + j.reason)};
+                t = base = {GithubState::error, shorten("cancelled: " + j.reason)};
             } else {
-                t = {"pending", shorten("checking " + std::to_string(j.checked) +
-                                        (j.checked == 1 ? " failing test" : " failing tests") +
-                                        " on base " + base7)};
-                base = {"pending", shorten(status_for_open_tier(j) + " on " + base7)};
+                t = {GithubState::pending,
+                     shorten("checking " + std::to_string(j.checked) +
+                             (j.checked == 1 ? " failing test" : " failing tests") + " on base " +
+                             base7)};
+                base = {GithubState::pending, shorten(status_for_open_tier(j) + " on " + base7)};
             }
             contexts.emplace_back(prefix + "/" + j.tier, t);
             contexts.emplace_back(prefix + "/" + j.tier + "/base", base);
@@ -208,16 +210,16 @@ void sync_run(store::OutboxRepo& repo, const OutboxSettings& s, std::int64_t run
         if (j.state == JobState::completed && j.conclusion) {
             t = final_status(*j.conclusion, j.reason);
         } else if (j.state == JobState::cancelled || j.state == JobState::completed) {
-            t = {"error", shorten("cancelled: " + j.reason)};
+            t = {GithubState::error, shorten("cancelled: " + j.reason)};
         } else {
-            t = {"pending", shorten(status_for_open_tier(j))};
+            t = {GithubState::pending, shorten(status_for_open_tier(j))};
         }
         contexts.emplace_back(prefix + "/" + j.tier, t);
     }
     for (Sink sink : {Sink::github, Sink::file}) {
         if ((sink == Sink::github && !s.github) || (sink == Sink::file && !s.file)) continue;
         for (const auto& [ctx, t] : contexts)
-            wanted.push_back({sink, ctx, t.state, t.description, ""});
+            wanted.push_back({sink, ctx, std::string(to_string(t.state)), t.description, ""});
     }
     if (s.callback) {
         // One `in_progress` and one `completed` per tier attempt that started, each its own

@@ -64,15 +64,17 @@ std::optional<std::string> lease(store::Db& db, const std::vector<exec::SlotOffe
 }
 
 /// Gives the job's slot back, or takes it offline until `health_interval` from now.
-void release(store::Db& db, const exec::JobToRun& job, bool unhealthy, const json& health,
-             std::chrono::milliseconds health_interval, SystemTime now) {
+void release(store::Db& db, const exec::JobToRun& job, bool unhealthy,
+             const std::optional<exec::Health>& health, std::chrono::milliseconds health_interval,
+             SystemTime now) {
     store::SlotsRepo slots(db);
+    const auto record =
+        health ? std::optional<std::string>(health->to_json().dump()) : std::nullopt;
     if (unhealthy) {
-        slots.take_offline(job.slot, health.dump(), rfc3339(now + health_interval));
+        slots.take_offline(job.slot, record.value_or("null"), rfc3339(now + health_interval));
         return;
     }
-    slots.give_back(job.slot, job.job_id,
-                    health.is_null() ? std::optional<std::string>() : health.dump());
+    slots.give_back(job.slot, job.job_id, record);
 }
 
 /// The policy attempts end under now.
@@ -393,7 +395,7 @@ void Dispatcher::dispatch_once() {
             [not_started, interval, now = m_clock.now()](store::Db& db) {
                 for (const auto& job : not_started) {
                     store::JobsRepo(db).requeue_leased(job.job_id);
-                    release(db, job, false, nullptr, interval, now);
+                    release(db, job, false, std::nullopt, interval, now);
                 }
             },
             [](Status) {});
@@ -401,11 +403,12 @@ void Dispatcher::dispatch_once() {
 }
 
 void Dispatcher::recheck(const std::string& slot) {
-    json h = m_executor.check_health(slot);
-    const bool ok = h.value("ok", false);
+    const exec::Health h = m_executor.check_health(slot);
+    const bool ok = h.ok;
     const auto interval = settings().health_interval;
     auto s = m_writer.run_sync([&](store::Db& db) {
-        store::SlotsRepo(db).record_recheck(slot, ok, h.dump(), rfc3339(m_clock.now() + interval));
+        store::SlotsRepo(db).record_recheck(slot, ok, h.to_json().dump(),
+                                            rfc3339(m_clock.now() + interval));
     });
     spdlog::log(ok ? spdlog::level::info : spdlog::level::warn, "slot={} health recheck {}", slot,
                 ok ? "passed: back online" : "failed");
@@ -483,19 +486,21 @@ void Dispatcher::work(exec::JobToRun job, std::shared_ptr<std::atomic<bool>> can
     // A slot that failed its health check before the start: not an attempt, the job waits.
     const bool requeue = raw.slot_unhealthy;
     bool unhealthy = raw.slot_unhealthy;
-    json health = raw.health;
+    std::optional<exec::Health> health = raw.health;
     if (requeue) outcome.reason = "health check of " + job.slot + " failed";
-    if (!requeue && !raw.health_after.is_null()) {
+    std::optional<exec::Health> after;
+    if (!requeue && raw.health_after) {
         // After a stall or timeout (docs/execution.md): the devices were released and the slot
         // checked, or not.
-        health = raw.health_after;
-        unhealthy = !health.value("ok", false);
-        outcome.evidence["health_after"] = health;
+        after = raw.health_after;
     } else if (!requeue && outcome.conclusion == Conclusion::device_unavailable) {
         // A device-class failure: the health check decides whether the slot goes offline.
-        health = m_executor.check_health(job.slot);
-        unhealthy = !health.value("ok", false);
-        outcome.evidence["health_after"] = health;
+        after = m_executor.check_health(job.slot);
+    }
+    if (after) {
+        health = after;
+        unhealthy = !after->ok;
+        outcome.evidence["health_after"] = after->to_json();
     }
     const bool stopping = m_loop.stopping();
     std::optional<EndPlan> plan;  // nullopt: the attempt had ended already (cancelled), or requeued

@@ -88,7 +88,7 @@ void advance(store::BisectionsRepo& repo, const store::Bisection& b, const std::
     switch (step.kind) {
         case BisectStep::Kind::found: {
             const auto& culprit = b.commits[step.index];
-            repo.finish(b.id, "found",
+            repo.finish(b.id, BisectionState::found,
                         "culprit " + short_sha(culprit) + " of " +
                             plural(b.commits.size(), "commit", "commits") + after,
                         culprit, now);
@@ -97,7 +97,7 @@ void advance(store::BisectionsRepo& repo, const store::Bisection& b, const std::
             return;
         }
         case BisectStep::Kind::exhausted:
-            repo.finish(b.id, "inconclusive",
+            repo.finish(b.id, BisectionState::inconclusive,
                         "the culprit is one of " + plural(range.suspects(), "commit", "commits") +
                             " (" + span + "): the runs between ended without a verdict",
                         std::nullopt, now);
@@ -106,14 +106,14 @@ void advance(store::BisectionsRepo& repo, const store::Bisection& b, const std::
             break;
     }
     if (max_runs == 0) {
-        repo.finish(b.id, "range",
+        repo.finish(b.id, BisectionState::range,
                     "the culprit is one of " + plural(range.suspects(), "commit", "commits") +
                         " (" + span + ")",
                     std::nullopt, now);
         return;
     }
     if (runs.size() >= max_runs) {
-        repo.finish(b.id, "budget_spent",
+        repo.finish(b.id, BisectionState::budget_spent,
                     "the budget of " + plural(max_runs, "run", "runs") +
                         " is spent: the culprit is one of " +
                         plural(range.suspects(), "commit", "commits") + " (" + span + ")",
@@ -163,29 +163,29 @@ Status start_bisection(const FollowupContext& ctx, const store::Followup& f, boo
     nb.tier = bad->tier;
     nb.tests = bad->tests;
     nb.bad_sha = bad->sha;
-    nb.state = "running";
+    nb.state = BisectionState::running;
     if (!good) {
-        nb.state = "no_good";
+        nb.state = BisectionState::no_good;
         nb.reason = "no earlier run of " + bad->tier + " on " + bad->ref + " passed";
     } else {
         nb.good_run_id = good->first;
         nb.good_sha = good->second;
         if (good->second == bad->sha) {
-            nb.state = "inconclusive";
+            nb.state = BisectionState::inconclusive;
             nb.reason = "the same commit passed in run " + std::to_string(good->first) +
                         ": the failure may be flaky";
         } else if (auto commits = first_parent_range(ctx.sources.upstream, good->second, bad->sha);
                    !commits) {
             if (!last_try) return commits.error();
-            nb.state = "failed";
+            nb.state = BisectionState::failed;
             nb.reason = commits.error().message;
         } else if (commits->size() > k_max_commits) {
-            nb.state = "failed";
+            nb.state = BisectionState::failed;
             nb.reason = "the range has more than " + std::to_string(k_max_commits) + " commits";
         } else {
             nb.commits = std::move(*commits);
             if (busy) {
-                nb.state = "range";
+                nb.state = BisectionState::range;
                 nb.reason = "bisection " + std::to_string(busy->first) + " (of run " +
                             std::to_string(busy->second) + ") is bisecting " + nb.tier + " on " +
                             bad->ref + "; the culprit is one of " +
@@ -199,10 +199,11 @@ Status start_bisection(const FollowupContext& ctx, const store::Followup& f, boo
         if (repo.of_bad_run(f.run_id)) return repo.done(f);
         const auto now = now_rfc3339();
         auto id = repo.insert(nb, now);
-        if (nb.state == "running") {
+        if (nb.state == BisectionState::running) {
             if (auto b = repo.load(id)) advance(repo, *b, bad->ref, ctx.bisect.max_runs, now);
         } else {
-            spdlog::warn("bisection {} of run {}: {}: {}", id, nb.bad_run_id, nb.state, nb.reason);
+            spdlog::warn("bisection {} of run {}: {}: {}", id, nb.bad_run_id, to_string(nb.state),
+                         nb.reason);
         }
         repo.done(f);
     });
@@ -216,11 +217,11 @@ Status step_bisection(const FollowupContext& ctx, const store::Followup& f) {
         auto id = repo.bisection_of(f.run_id);
         if (!id) return;
         auto b = repo.load(*id);
-        if (!b || b->state != "running") return;
+        if (!b || b->state != BisectionState::running) return;
         const auto now = now_rfc3339();
         for (const auto& r : repo.runs(b->id)) {
             if (r.run_id == f.run_id && r.state == RunState::cancelled) {
-                repo.finish(b->id, "cancelled",
+                repo.finish(b->id, BisectionState::cancelled,
                             "run " + std::to_string(r.run_id) + " was cancelled", std::nullopt,
                             now);
                 return;

@@ -32,7 +32,7 @@ Bisection row(const Stmt& st) {
     b.bad_run_id = st.int64(1);
     b.tier = st.text(2);
     b.tests = strings(st.text(3));
-    b.state = st.text(4);
+    b.state = vocab_column<BisectionState>(st, 4, "bisections.state");
     b.reason = st.text(5);
     b.good_run_id = st.opt_int64(6);
     b.good_sha = st.opt_text(7);
@@ -109,7 +109,7 @@ std::optional<std::pair<std::int64_t, std::string>> BisectionsRepo::good_run(
 }
 
 std::int64_t BisectionsRepo::insert(const NewBisection& b, const std::string& now) {
-    const bool ended = b.state != "running";
+    const bool ended = b.state != BisectionState::running;
     Scoped st(m_db,
               "INSERT INTO bisections (bad_run_id, tier, tests, state, reason, good_run_id, "
               "good_sha, bad_sha, commits, culprit, "
@@ -117,7 +117,7 @@ std::int64_t BisectionsRepo::insert(const NewBisection& b, const std::string& no
     st->bind(1, b.bad_run_id)
         .bind(2, b.tier)
         .bind(3, json(b.tests).dump())
-        .bind(4, b.state)
+        .bind(4, to_string(b.state))
         .bind(5, b.reason)
         .bind(6, b.good_run_id)
         .bind(7, b.good_sha)
@@ -213,13 +213,13 @@ std::int64_t BisectionsRepo::queue_run(const Bisection& b, const std::string& sh
     return id;
 }
 
-void BisectionsRepo::finish(std::int64_t id, const std::string& state, const std::string& reason,
+void BisectionsRepo::finish(std::int64_t id, BisectionState state, const std::string& reason,
                             const std::optional<std::string>& culprit, const std::string& now) {
     Scoped st(m_db,
               "UPDATE bisections SET state = ?, reason = ?, culprit = ?, finished_at = ? WHERE id "
               "= ? AND state = 'running' "
               "RETURNING bad_run_id");
-    st->bind(1, state).bind(2, reason).bind(3, culprit).bind(4, now).bind(5, id);
+    st->bind(1, to_string(state)).bind(2, reason).bind(3, culprit).bind(4, now).bind(5, id);
     if (st->step()) {
         const auto bad = st->int64(0);
         st->reset();

@@ -44,6 +44,19 @@ enum class TestOutcome { passed, failed, skipped, flaky };
 /// Work a finished run leaves for the planner's follow-ups (followups.kind): bisect a trunk
 /// regression, move a bisection on after one of its runs, audit a scheduled run's failures.
 enum class FollowupKind { bisect, bisect_step, audit };
+/// A bisection's state (bisections.state, docs/verdicts.md): running, or how it ended.
+enum class BisectionState {
+    running,
+    found,
+    range,
+    budget_spent,
+    inconclusive,
+    no_good,
+    cancelled,
+    failed
+};
+/// A GitHub commit status's state (outbox.state of a `github` row).
+enum class GithubState { pending, success, failure, error };
 
 /// The names of enum E, indexed by enumerator value; specialised for each enum above only.
 template <class E>
@@ -94,6 +107,17 @@ struct Vocab<TestOutcome> {
 template <>
 struct Vocab<FollowupKind> {
     static constexpr std::array<std::string_view, 3> names{"bisect", "bisect_step", "audit"};
+};
+template <>
+struct Vocab<BisectionState> {
+    static constexpr std::array<std::string_view, 8> names{
+        "running",      "found",   "range",     "budget_spent",
+        "inconclusive", "no_good", "cancelled", "failed"};
+};
+template <>
+struct Vocab<GithubState> {
+    static constexpr std::array<std::string_view, 4> names{"pending", "success", "failure",
+                                                           "error"};
 };
 
 /// Every name of E in enumerator order (the order admin error messages list them); static storage.

@@ -17,9 +17,25 @@
 
 #include <nlohmann/json.hpp>
 
+#include "crcrd/core/time.hpp"
 #include "crcrd/exec/junit.hpp"
 
 namespace crcrd::exec {
+
+/// One health check of a slot (docs/execution.md): whether it passed, when, and what the check
+/// printed. Stored and served as {"ok", "at", "exit_status", "output"} (to_json()).
+struct Health {
+    bool ok = false;
+    SystemTime at{};
+    std::optional<int> exit_status;
+    std::string output;
+    nlohmann::json to_json() const {
+        return {{"ok", ok},
+                {"at", rfc3339(at)},
+                {"exit_status", exit_status ? nlohmann::json(*exit_status) : nlohmann::json()},
+                {"output", output}};
+    }
+};
 
 /// A slot the executor can run jobs on, with the labels a job's tier may require.
 struct SlotOffer {
@@ -80,12 +96,12 @@ struct RawOutcome {
     std::string log_path;
     std::string log_text;  // the kept log (head and tail), for the classifier
     nlohmann::json metadata =
-        nlohmann::json::object();     // the attempt's metadata (docs/execution.md)
-    nlohmann::json health = nullptr;  // the health check that ran before, if any
+        nlohmann::json::object();  // the attempt's metadata (docs/execution.md)
+    std::optional<Health> health;  // the health check that ran before, if any
     /// After a stall or a timeout (docs/execution.md): the slot's state once its devices were
     /// released (or not, within card_release_timeout), as a health record; not ok takes the slot
     /// offline.
-    nlohmann::json health_after = nullptr;
+    std::optional<Health> health_after;
     /// The cluster ended the attempt for a reason of its own (a node failed, out of memory, a
     /// cancel nobody here asked for): infra_error, retried, with this reason.
     std::optional<std::string> infra_failure;
@@ -116,8 +132,8 @@ class Executor {
     /// already started is stopped at the next look). Never throws for anything a test does.
     virtual RawOutcome run(const JobToRun& job, const std::atomic<bool>& cancel,
                            const AttemptHooks& hooks) = 0;
-    /// Blocking: the slot's health check now, as {"ok": bool, "at", "exit_status", "output"}.
-    virtual nlohmann::json check_health(const std::string& slot) = 0;
+    /// Blocking: the slot's health check now.
+    virtual Health check_health(const std::string& slot) = 0;
     /// Ends whatever attempt `job_id` of a previous daemon left running; how many processes.
     virtual int abandon(std::int64_t job_id) = 0;
 

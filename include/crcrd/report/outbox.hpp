@@ -64,7 +64,7 @@ nlohmann::json callback_body(const CallbackRun& run, const CallbackJob& job, boo
 /// A GitHub status state and description for a class (docs/verdicts.md) (descriptions ≤ 140
 /// characters).
 struct StatusText {
-    std::string state;  // pending | success | failure | error
+    GithubState state = GithubState::pending;
     std::string description;
 };
 StatusText final_status(Conclusion conclusion, const std::string& reason);

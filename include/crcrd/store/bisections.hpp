@@ -32,8 +32,7 @@ struct NewBisection {
     std::int64_t bad_run_id = 0;
     std::string tier;
     std::vector<std::string> tests;
-    std::string state;  // running | found | range | budget_spent | inconclusive | no_good |
-                        // cancelled | failed
+    BisectionState state = BisectionState::running;
     std::string reason;
     std::optional<std::int64_t> good_run_id;
     std::optional<std::string> good_sha;
@@ -92,7 +91,7 @@ class BisectionsRepo {
                            const std::string& inputs_json, const std::string& now);
     /// Ends the bisection (found, budget_spent, inconclusive, cancelled, failed); the bad run's
     /// statuses are looked at again (its aggregate names the culprit).
-    void finish(std::int64_t id, const std::string& state, const std::string& reason,
+    void finish(std::int64_t id, BisectionState state, const std::string& reason,
                 const std::optional<std::string>& culprit, const std::string& now);
     void set_reason(std::int64_t id, const std::string& reason);
     /// The failing tests a bisect run's job runs only (its run's inputs); empty for any other job.

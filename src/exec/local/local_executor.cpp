@@ -39,25 +39,25 @@ const config::RunnerConfig* LocalExecutor::runner(const LocalSettings& s,
     return nullptr;
 }
 
-json LocalExecutor::health_check(const config::RunnerConfig& r) {
-    json h = {{"ok", true}, {"at", now_rfc3339()}, {"exit_status", nullptr}, {"output", ""}};
+Health LocalExecutor::health_check(const config::RunnerConfig& r) {
+    Health h{true, std::chrono::system_clock::now(), std::nullopt, ""};
     if (r.health_check.empty()) return h;
     SubprocessOptions o;
     o.timeout = std::chrono::seconds(60);
     o.max_output = 4096;
     auto res = run_subprocess(r.health_check, o);
     if (!res) {
-        h["ok"] = false;
-        h["output"] = res.error().message;
+        h.ok = false;
+        h.output = res.error().message;
         return h;
     }
-    h["ok"] = res->exit_code == 0 && !res->timed_out;
-    h["exit_status"] = res->exit_code;
-    h["output"] = trim(res->out + res->err).substr(0, 1000);
+    h.ok = res->exit_code == 0 && !res->timed_out;
+    h.exit_status = res->exit_code;
+    h.output = trim(res->out + res->err).substr(0, 1000);
     return h;
 }
 
-json LocalExecutor::slot_health(const config::RunnerConfig& r) {
+Health LocalExecutor::slot_health(const config::RunnerConfig& r) {
     // A slot that went offline because its devices stayed held after a stall or timeout
     // comes back only once no process holds them (then its own check decides).
     bool waiting;
@@ -67,10 +67,7 @@ json LocalExecutor::slot_health(const config::RunnerConfig& r) {
     }
     if (waiting) {
         if (auto holder = device_holder(r.devices)) {
-            return json{{"ok", false},
-                        {"at", now_rfc3339()},
-                        {"exit_status", nullptr},
-                        {"output", describe(*holder)}};
+            return Health{false, std::chrono::system_clock::now(), std::nullopt, describe(*holder)};
         }
         std::lock_guard lk(m_mu);
         m_devices_held.erase(r.name);
@@ -78,13 +75,12 @@ json LocalExecutor::slot_health(const config::RunnerConfig& r) {
     return health_check(r);
 }
 
-json LocalExecutor::check_health(const std::string& slot) {
+Health LocalExecutor::check_health(const std::string& slot) {
     auto s = settings();
     const auto* r = runner(*s, slot);
     if (!r)
-        return json{{"ok", false},
-                    {"at", now_rfc3339()},
-                    {"output", "no such runner in the configuration"}};
+        return Health{false, std::chrono::system_clock::now(), std::nullopt,
+                      "no such runner in the configuration"};
     return slot_health(*r);
 }
 
@@ -106,7 +102,7 @@ RawOutcome LocalExecutor::run(const JobToRun& job, const std::atomic<bool>& canc
     }
     // The device first: a failing health check takes the slot offline and the job waits.
     out.health = slot_health(*slot);
-    if (!out.health["ok"].get<bool>()) {
+    if (!out.health->ok) {
         out.slot_unhealthy = true;
         return out;
     }
@@ -139,8 +135,8 @@ RawOutcome LocalExecutor::run(const JobToRun& job, const std::atomic<bool>& canc
     return out;
 }
 
-json LocalExecutor::after_release(const config::RunnerConfig& slot,
-                                  const config::ExecutionConfig& x) {
+Health LocalExecutor::after_release(const config::RunnerConfig& slot,
+                                    const config::ExecutionConfig& x) {
     // A test that stalled may have left a process in the driver: wait for the devices to be
     // released, then check the slot's health.
     const auto until = std::chrono::steady_clock::now() + x.card_release_timeout;
@@ -152,11 +148,9 @@ json LocalExecutor::after_release(const config::RunnerConfig& slot,
     if (holder) {
         std::lock_guard lk(m_mu);
         m_devices_held.insert(slot.name);
-        return json{{"ok", false},
-                    {"at", now_rfc3339()},
-                    {"exit_status", nullptr},
-                    {"output", describe(*holder) + " " + format_duration(x.card_release_timeout) +
-                                   " after the " + "job ended"}};
+        return Health{false, std::chrono::system_clock::now(), std::nullopt,
+                      describe(*holder) + " " + format_duration(x.card_release_timeout) +
+                          " after the job ended"};
     }
     return health_check(slot);
 }

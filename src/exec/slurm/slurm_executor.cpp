@@ -97,11 +97,9 @@ std::vector<SlotOffer> SlurmExecutor::slots() const {
     return out;
 }
 
-json SlurmExecutor::check_health(const std::string&) {
-    return json{{"ok", true},
-                {"at", now_rfc3339()},
-                {"exit_status", nullptr},
-                {"output", "Slurm decides which nodes are healthy"}};
+Health SlurmExecutor::check_health(const std::string&) {
+    return Health{true, std::chrono::system_clock::now(), std::nullopt,
+                  "Slurm decides which nodes are healthy"};
 }
 
 SlurmExecutor::Paths SlurmExecutor::paths(const ExecutorSettings& s, std::int64_t job_id) const {

@@ -28,7 +28,7 @@ void expect_round_trip(std::size_t size) {
         EXPECT_EQ(name, names<E>()[i]);
         EXPECT_EQ(from_string<E>(name), e) << name;
     }
-    for (std::string_view bogus : {"", "Queued", "passed ", "bogus", "drained", "again", "pending"})
+    for (std::string_view bogus : {"", "Queued", "passed ", "bogus", "drained", "again", "Pending"})
         EXPECT_FALSE(from_string<E>(bogus)) << bogus;
 }
 
@@ -42,6 +42,9 @@ TEST(Vocab, EveryNameRoundTripsAndUnknownTextIsRefused) {
     expect_round_trip<OutboxDelivery>(4);
     expect_round_trip<SlotState>(3);
     expect_round_trip<TestOutcome>(4);
+    expect_round_trip<FollowupKind>(3);
+    expect_round_trip<BisectionState>(8);
+    expect_round_trip<GithubState>(4);
 }
 
 TEST(Vocab, UsableAtCompileTime) {
@@ -122,6 +125,10 @@ TEST(Vocab, SchemaAcceptsEveryNameOfItsColumnAndRefusesABogusOne) {
         "INSERT INTO jobs (id, run_id, tier, position, state, timeout_ms, created_at) VALUES "
         "(1, 1, 't', 0, 'queued', 1, 'now')");
     const std::string sha = "'c4295bd74fb0f4fda03689c3df3f2803b658fd85'";
+    // Runs for the bisections of bisections.state's names (one each: bad_run_id is unique).
+    for (int i = 0; i < 10; ++i)
+        db.exec("INSERT INTO runs (event, sha, state, created_at) VALUES ('push', " + sha +
+                ", 'queued', 'now')");
     auto list = [](const auto& a) { return std::vector<std::string_view>(a.begin(), a.end()); };
     const std::vector<Column> columns = {
         {"runs.state",
@@ -156,6 +163,12 @@ TEST(Vocab, SchemaAcceptsEveryNameOfItsColumnAndRefusesABogusOne) {
          "INSERT INTO runs (event, sha, state, conclusion, created_at) VALUES ('push', " + sha +
              ", 'completed', ?, 'now')",
          list(names<Conclusion>()), false},
+        {"followups.kind", "INSERT INTO followups (run_id, kind) VALUES (1, ?)",
+         list(names<FollowupKind>()), true},
+        {"bisections.state",
+         "INSERT INTO bisections (bad_run_id, tier, tests, state, bad_sha, created_at) VALUES "
+         "((SELECT count(*) FROM bisections) + 2, 't', '[]', ?, 'x', 'now')",
+         list(names<BisectionState>()), true},
         {"test_results.outcome",
          "INSERT INTO test_results (job_id, name, outcome) VALUES (1, 'a', ?)",
          list(names<TestOutcome>()), false},

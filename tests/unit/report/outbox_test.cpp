@@ -40,11 +40,11 @@ TEST(Shorten, KeepsShortTextAndCutsLongTextOnACharacterBoundary) {
     EXPECT_EQ(body.size() % 2, 0u);
     EXPECT_EQ(final_status(Conclusion::regression, std::string(200, 'x')).description.size(), 140u);
     EXPECT_EQ(final_status(Conclusion::flaky, "1 test failed, then passed on rerun").state,
-              "success");
-    EXPECT_EQ(final_status(Conclusion::device_unavailable, "no slot").state, "error");
+              GithubState::success);
+    EXPECT_EQ(final_status(Conclusion::device_unavailable, "no slot").state, GithubState::error);
     // pre_existing (docs/verdicts.md): not this change's fault: success, saying so.
     EXPECT_EQ(final_status(Conclusion::pre_existing, "2 tests fail on abcdef0 too").state,
-              "success");
+              GithubState::success);
     EXPECT_EQ(final_status(Conclusion::pre_existing, "2 tests fail on abcdef0 too").description,
               "2 tests fail on abcdef0 too");
 }

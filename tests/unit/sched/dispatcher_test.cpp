@@ -52,8 +52,8 @@ class FakeExecutor : public exec::Executor {
         }
         return script(job, cancel);
     }
-    json check_health(const std::string&) override {
-        return json{{"ok", healthy.load()}, {"at", "now"}};
+    exec::Health check_health(const std::string&) override {
+        return exec::Health{healthy.load(), std::chrono::system_clock::now(), std::nullopt, ""};
     }
     int abandon(std::int64_t job_id) override {
         std::lock_guard lk(m_mu);
@@ -108,7 +108,7 @@ exec::RawOutcome exited(int code, std::vector<exec::TestResult> tests) {
     exec::RawOutcome o;
     o.exit_code = code;
     o.results = std::move(tests);
-    o.health = json{{"ok", true}};
+    o.health = exec::Health{true, std::chrono::system_clock::now(), std::nullopt, ""};
     return o;
 }
 
@@ -345,7 +345,8 @@ TEST_F(DispatcherTest, ASlotFailingItsHealthCheckGoesOfflineAndTheJobWaitsForIt)
         if (calls++ == 0) {
             exec::RawOutcome o;
             o.slot_unhealthy = true;
-            o.health = json{{"ok", false}, {"output", "no device"}};
+            o.health =
+                exec::Health{false, std::chrono::system_clock::now(), std::nullopt, "no device"};
             return o;
         }
         return exited(0, {{"t", TestOutcome::passed, 0.1, ""}});

@@ -25,23 +25,22 @@ class LocalExecutor : public Executor {
     std::vector<SlotOffer> slots() const override;
     RawOutcome run(const JobToRun& job, const std::atomic<bool>& cancel,
                    const AttemptHooks& hooks) override;
-    nlohmann::json check_health(const std::string& slot) override;
+    Health check_health(const std::string& slot) override;
     /// Kills every process whose environment names CRCR_JOB_ID=<job_id>: the command, bubblewrap
     /// and whatever they detached, even in a session of their own.
     int abandon(std::int64_t job_id) override;
 
     /// Runs a slot's health check; {"ok","exit_status","output","at"}. A slot without one is
     /// healthy.
-    static nlohmann::json health_check(const config::RunnerConfig& r);
+    static Health health_check(const config::RunnerConfig& r);
 
   private:
     /// After a stall or timeout: waits up to card_release_timeout for no process to hold the
     /// slot's devices, then its health check; a health record. Still held: the slot is
     /// remembered, and its health checks fail until they are free.
-    nlohmann::json after_release(const config::RunnerConfig& slot,
-                                 const config::ExecutionConfig& x);
+    Health after_release(const config::RunnerConfig& slot, const config::ExecutionConfig& x);
     /// The slot's health: its devices free if they were held after a job, then health_check().
-    nlohmann::json slot_health(const config::RunnerConfig& r);
+    Health slot_health(const config::RunnerConfig& r);
     std::shared_ptr<const LocalSettings> settings() const;
     const config::RunnerConfig* runner(const LocalSettings& s, const std::string& name) const;
 

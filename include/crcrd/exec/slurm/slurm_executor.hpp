@@ -32,7 +32,7 @@ class SlurmExecutor : public Executor {
     RawOutcome run(const JobToRun& job, const std::atomic<bool>& cancel,
                    const AttemptHooks& hooks) override;
     /// Slurm owns its nodes' health: always ok.
-    nlohmann::json check_health(const std::string& slot) override;
+    Health check_health(const std::string& slot) override;
     /// Nothing to do: a job comes here only when adoptable() found nothing of it in Slurm.
     int abandon(std::int64_t job_id) override;
     std::optional<std::string> adoptable(std::int64_t job_id,
