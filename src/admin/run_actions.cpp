@@ -48,7 +48,7 @@ Result<json> create_manual_run(store::Db& db, const json& body,
     r.sha = sha;
     r.delivery_id = "manual:" + crypto::random_uuid();
     r.inputs_json = json{{"form", "manual"}, {"tiers", tiers}, {"requested_by", who}}.dump();
-    auto id = store::insert_run(db, r, now_rfc3339());
+    auto id = store::insert_run(db, r, std::chrono::system_clock::now());
     return json{{"run_id", id}, {"sha", sha}, {"tiers", tiers}};
 }
 
@@ -69,7 +69,7 @@ Result<json> retry_run(store::Db& db, std::int64_t id, const std::string& who) {
     r.delivery_id = "retry:" + std::to_string(id) + ":" + crypto::random_uuid();
     // No concurrency group: a retry asked for by an operator is not superseded by, and does
     // not supersede, the runs of its PR or branch.
-    auto new_id = store::insert_run(db, r, now_rfc3339());
+    auto new_id = store::insert_run(db, r, std::chrono::system_clock::now());
     return json{{"run_id", new_id}, {"retry_of", id}, {"sha", r.sha}};
 }
 

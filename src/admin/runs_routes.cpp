@@ -99,7 +99,7 @@ asio::awaitable<Reply> cancel_run_route(Context& ctx, Call& call) {
     auto write = store::async_write<store::CancelOutcome>(
         ctx.writer,
         [id, reason](store::Db& db) {
-            return store::RunsRepo(db).cancel(id, reason, now_rfc3339());
+            return store::RunsRepo(db).cancel(id, reason, std::chrono::system_clock::now());
         },
         asio::use_awaitable);
     auto [err, outcome] = co_await std::move(write);

@@ -172,7 +172,7 @@ SystemTime Sender::send_due(store::OutboxQueue& queue) {
             }
         }
     }
-    const std::vector<Row> rows = or_throw(queue.due(rfc3339(now), paused));
+    const std::vector<Row> rows = or_throw(queue.due(now, paused));
     std::shared_ptr<const SenderSettings> s;
     {
         std::lock_guard lk(m_mu);
@@ -450,7 +450,7 @@ void Sender::flush(std::vector<std::pair<Row, Outcome>>& done, const SenderSetti
              next[i] ? std::optional<std::string>(rfc3339(*next[i])) : std::nullopt});
     }
     auto st = m_writer.run_sync(
-        [&](store::Db& db) { store::OutboxRepo(db).record_attempts(attempts, rfc3339(now)); });
+        [&](store::Db& db) { store::OutboxRepo(db).record_attempts(attempts, now); });
     for (std::size_t i = 0; i < done.size(); ++i) {
         const auto& [row, out] = done[i];
         if (!st)

@@ -30,7 +30,7 @@ AttemptFacts read_attempt_facts(store::Db& db, const exec::JobToRun& job, Attemp
     f.run_on_base = policy.run_on_base;
     if (f.judged.conclusion == Conclusion::regression && f.pr && policy.base_window &&
         !f.failed.empty()) {
-        const auto since = rfc3339(policy.now - *policy.base_window);
+        const auto since = policy.now - *policy.base_window;
         f.found_on_base = jobs.failed_on_base(job.job_id, f.failed, since);
         f.base_sha = jobs.base_sha(job.job_id);
     }
@@ -47,7 +47,7 @@ bool apply_end(store::Db& db, std::int64_t job_id, const EndPlan& plan, SystemTi
         return false;
     if (plan.flaky_count > 0) jobs.mark_flaky(job_id, plan.flaky, plan.flaky_count);
     for (const auto& [key, value] : plan.evidence) jobs.add_evidence(job_id, key, value.dump());
-    const auto now = rfc3339(at);
+    const SystemTime now = at;
     switch (plan.next) {
         case EndPlan::Next::retry:
             if (jobs.complete(job_id, plan.conclusion, plan.reason, plan.exit_status, now))

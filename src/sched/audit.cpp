@@ -178,8 +178,9 @@ Status audit_scheduled_run(const FollowupContext& ctx, std::int64_t run_id) {
     std::vector<store::NewSelectionMiss> rows;
     for (const auto& m : missed) rows.push_back({run_id, prev.id, m.tier, m.test, stored});
     std::int64_t added = 0;
-    auto s = ctx.writer.run_sync(
-        [&](store::Db& db) { added = store::record_selection_misses(db, rows, now_rfc3339()); });
+    auto s = ctx.writer.run_sync([&](store::Db& db) {
+        added = store::record_selection_misses(db, rows, std::chrono::system_clock::now());
+    });
     if (!s) return s;
     spdlog::warn(
         "run_id={} selection miss: {} failed tests passed in run {} and no PR or push run of the "

@@ -58,7 +58,7 @@ std::optional<std::string> lease(store::Db& db, const std::vector<exec::SlotOffe
         auto offer = std::find_if(offers.begin(), offers.end(),
                                   [&](const auto& o) { return o.name == name; });
         if (offer == offers.end() || !covers(offer->labels, job.labels)) continue;
-        if (slots.take(name, job.job_id, rfc3339(now + ttl))) return name;
+        if (slots.take(name, job.job_id, now + ttl)) return name;
     }
     return std::nullopt;
 }
@@ -71,7 +71,7 @@ void release(store::Db& db, const exec::JobToRun& job, bool unhealthy,
     const auto record =
         health ? std::optional<std::string>(health->to_json().dump()) : std::nullopt;
     if (unhealthy) {
-        slots.take_offline(job.slot, record.value_or("null"), rfc3339(now + health_interval));
+        slots.take_offline(job.slot, record.value_or("null"), now + health_interval);
         return;
     }
     slots.give_back(job.slot, job.job_id, record);
@@ -163,12 +163,12 @@ Status Dispatcher::recover() {
             if (auto it = outside.find(open.id); it != outside.end()) {
                 job.slot = open.slot.value_or("");
                 if (!job.slot.empty() &&
-                    !slots.take(job.slot, job.job_id, rfc3339(m_clock.now() + cfg.lease_ttl))) {
+                    !slots.take(job.slot, job.job_id, m_clock.now() + cfg.lease_ttl)) {
                     spdlog::warn(
                         "job_id={} slot {} is no longer offered; the adopted job runs without it",
                         open.id, job.slot);
                 }
-                jobs.mark_running(open.id, 0, it->second, m_clock.now_text());
+                jobs.mark_running(open.id, 0, it->second, m_clock.now());
                 spdlog::info("job_id={} run_id={} adopted: it goes on as {}", open.id, job.run_id,
                              it->second);
                 adopted.emplace_back(std::move(job), it->second);
@@ -290,8 +290,8 @@ void Dispatcher::dispatch_once() {
         store::JobsRepo jobs(db);
         // A lease lives while its job runs in this process; one whose job is not running here
         // (a worker lost to a bug, a row edited by hand) expires and its job is ended.
-        for (auto id : running) slots.renew_lease(id, rfc3339(now + cfg.lease_ttl));
-        for (const auto& [slot, job_id] : slots.lapsed(rfc3339(now))) {
+        for (auto id : running) slots.renew_lease(id, now + cfg.lease_ttl);
+        for (const auto& [slot, job_id] : slots.lapsed(now)) {
             if (job_id && running.count(*job_id)) continue;
             slots.free_busy(slot);
             if (job_id) {
@@ -314,7 +314,7 @@ void Dispatcher::dispatch_once() {
             // A tier that already passed on this SHA with these tests (docs/verdicts.md): no device
             // time. (Never for the rerun of a failed tier: that is the failure's own check.)
             if (cfg.reuse_window.count() > 0 && jobs.failed_in_rerun_source(id).empty()) {
-                if (auto from = jobs.reusable(id, rfc3339(now - cfg.reuse_window))) {
+                if (auto from = jobs.reusable(id, now - cfg.reuse_window)) {
                     jobs.mark_reused(id, from->first, from->second);
                     finish_job(db, id, Conclusion::passed,
                                "reused from run " + std::to_string(from->first), std::nullopt, now);
@@ -354,8 +354,8 @@ void Dispatcher::dispatch_once() {
         // Jobs cancelled meanwhile (superseded, PR closed, operator) whose process still runs.
         for (auto id : running)
             if (jobs.state(id) == JobState::cancelled) cancelled.push_back(id);
-        due = slots.due_for_recheck(rfc3339(now));
-        if (auto at = slots.next_recheck_at(rfc3339(now))) next_recheck = parse_rfc3339(*at);
+        due = slots.due_for_recheck(now);
+        if (auto at = slots.next_recheck_at(now)) next_recheck = parse_rfc3339(*at);
     });
     if (!s) {
         spdlog::warn("dispatcher: {}", s.error().message);
@@ -407,8 +407,7 @@ void Dispatcher::recheck(const std::string& slot) {
     const bool ok = h.ok;
     const auto interval = settings().health_interval;
     auto s = m_writer.run_sync([&](store::Db& db) {
-        store::SlotsRepo(db).record_recheck(slot, ok, h.to_json().dump(),
-                                            rfc3339(m_clock.now() + interval));
+        store::SlotsRepo(db).record_recheck(slot, ok, h.to_json().dump(), m_clock.now() + interval);
     });
     spdlog::log(ok ? spdlog::level::info : spdlog::level::warn, "slot={} health recheck {}", slot,
                 ok ? "passed: back online" : "failed");
@@ -431,13 +430,13 @@ void Dispatcher::work(exec::JobToRun job, std::shared_ptr<std::atomic<bool>> can
         hooks.may_start = [this, id = job.job_id] {
             bool claimed = false;
             auto s = m_writer.run_sync([&](store::Db& db) {
-                claimed = store::JobsRepo(db).claim_start(id, m_clock.now_text());
+                claimed = store::JobsRepo(db).claim_start(id, m_clock.now());
             });
             return s && claimed;
         };
         hooks.on_running = [this, id = job.job_id](const exec::Started& st) {
             m_writer.submit(
-                [id, st, now = m_clock.now_text()](store::Db& db) {
+                [id, st, now = m_clock.now()](store::Db& db) {
                     store::JobsRepo(db).mark_running(id, st.pgid, st.external_id, now);
                 },
                 [](Status) {});

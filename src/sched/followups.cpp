@@ -74,7 +74,7 @@ std::vector<Mark> marks_of(const store::Bisection& b, const std::vector<store::B
 /// Moves a running bisection on by the results of its runs: ends it (found, exhausted, budget
 /// spent) or queues the next run. Writer side.
 void advance(store::BisectionsRepo& repo, const store::Bisection& b, const std::string& ref,
-             std::uint32_t max_runs, const std::string& now) {
+             std::uint32_t max_runs, SystemTime now) {
     const auto runs = repo.runs(b.id);
     if (std::any_of(runs.begin(), runs.end(), [](const auto& r) { return is_open(r.state); }))
         return;
@@ -197,7 +197,7 @@ Status start_bisection(const FollowupContext& ctx, const store::Followup& f, boo
     return ctx.writer.run_sync([&](store::Db& db) {
         store::BisectionsRepo repo(db);
         if (repo.of_bad_run(f.run_id)) return repo.done(f);
-        const auto now = now_rfc3339();
+        const auto now = std::chrono::system_clock::now();
         auto id = repo.insert(nb, now);
         if (nb.state == BisectionState::running) {
             if (auto b = repo.load(id)) advance(repo, *b, bad->ref, ctx.bisect.max_runs, now);
@@ -218,7 +218,7 @@ Status step_bisection(const FollowupContext& ctx, const store::Followup& f) {
         if (!id) return;
         auto b = repo.load(*id);
         if (!b || b->state != BisectionState::running) return;
-        const auto now = now_rfc3339();
+        const auto now = std::chrono::system_clock::now();
         for (const auto& r : repo.runs(b->id)) {
             if (r.run_id == f.run_id && r.state == RunState::cancelled) {
                 repo.finish(b->id, BisectionState::cancelled,

@@ -88,7 +88,7 @@ std::optional<std::int64_t> FullMatrixTrigger::tick(const select::Rules& rules) 
             r.delivery_id = "schedule:" + rfc3339(slot);
             r.inputs_json = R"({"form":"schedule"})";
             r.concurrency_group = "schedule";
-            run_id = store::insert_run(db, r, now_rfc3339());
+            run_id = store::insert_run(db, r, std::chrono::system_clock::now());
         }
         // The next slot after now: slots missed while the daemon was down collapse into this one.
         store::put_meta(db, "full_matrix_next", next_after_now);

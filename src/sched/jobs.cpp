@@ -45,8 +45,7 @@ RunClass run_class(const std::vector<store::TierResult>& tiers, const std::strin
 
 std::optional<Conclusion> finish_job(store::Db& db, std::int64_t job_id, Conclusion conclusion,
                                      const std::string& reason, std::optional<int> exit_status,
-                                     SystemTime at) {
-    const std::string now = rfc3339(at);
+                                     SystemTime now) {
     store::JobsRepo jobs(db);
     auto done_attempt = jobs.complete(job_id, conclusion, reason, exit_status, now);
     if (!done_attempt) return std::nullopt;

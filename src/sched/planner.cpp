@@ -297,7 +297,7 @@ void Planner::plan_with_commit(store::Db& db) {
                     decide_plan(run, select::resolve_changed_paths(run, cfg->sources), *cfg->rules);
                 store::within_savepoint(db, [&] {
                     if (runs.store_plan(id, plan.explained, plan.jobs, plan.nothing,
-                                        now_rfc3339())) {
+                                        std::chrono::system_clock::now())) {
                         m_planned_with_commit.push_back("run_id=" + std::to_string(id) + " " +
                                                         plan.summary);
                     }
@@ -389,8 +389,8 @@ std::size_t Planner::submit_pending() {
             summary = std::move(plan.summary);
             work = [id, stored, explained = std::move(plan.explained), jobs = std::move(plan.jobs),
                     nothing = std::move(plan.nothing)](store::Db& db) {
-                *stored =
-                    store::RunsRepo(db).store_plan(id, explained, jobs, nothing, now_rfc3339());
+                *stored = store::RunsRepo(db).store_plan(id, explained, jobs, nothing,
+                                                         std::chrono::system_clock::now());
             };
         } catch (const std::exception& e) {
             // This run only: the others are still planned, and it is tried again at the next

@@ -108,7 +108,8 @@ std::optional<std::pair<std::int64_t, std::string>> BisectionsRepo::good_run(
     return std::make_pair(st->int64(0), st->text(1));
 }
 
-std::int64_t BisectionsRepo::insert(const NewBisection& b, const std::string& now) {
+std::int64_t BisectionsRepo::insert(const NewBisection& b, SystemTime now_at) {
+    const std::string now = rfc3339(now_at);
     const bool ended = b.state != BisectionState::running;
     Scoped st(m_db,
               "INSERT INTO bisections (bad_run_id, tier, tests, state, reason, good_run_id, "
@@ -199,14 +200,15 @@ std::vector<BisectRun> BisectionsRepo::runs(std::int64_t bisection_id) {
 
 std::int64_t BisectionsRepo::queue_run(const Bisection& b, const std::string& sha,
                                        const std::string& ref, const std::string& inputs_json,
-                                       const std::string& now) {
+                                       SystemTime now_at) {
+    const std::string now = rfc3339(now_at);
     NewRun r;
     r.event = RunEvent::bisect;
     r.sha = sha;
     r.ref = ref;
     r.delivery_id = "bisect:" + std::to_string(b.id) + ":" + sha;
     r.inputs_json = inputs_json;
-    auto id = insert_run(m_db, r, now);
+    auto id = insert_run(m_db, r, now_at);
     Scoped st(m_db, "UPDATE runs SET bisection_id = ? WHERE id = ?");
     st->bind(1, b.id).bind(2, id);
     st->run();
@@ -214,7 +216,8 @@ std::int64_t BisectionsRepo::queue_run(const Bisection& b, const std::string& sh
 }
 
 void BisectionsRepo::finish(std::int64_t id, BisectionState state, const std::string& reason,
-                            const std::optional<std::string>& culprit, const std::string& now) {
+                            const std::optional<std::string>& culprit, SystemTime now_at) {
+    const std::string now = rfc3339(now_at);
     Scoped st(m_db,
               "UPDATE bisections SET state = ?, reason = ?, culprit = ?, finished_at = ? WHERE id "
               "= ? AND state = 'running' "

@@ -66,7 +66,8 @@ std::optional<std::optional<std::int64_t>> find_key(Db& db, const std::vector<st
     return std::nullopt;
 }
 
-std::int64_t insert_run_row(Db& db, const NewRun& r, const std::string& now) {
+std::int64_t insert_run_row(Db& db, const NewRun& r, SystemTime now_at) {
+    const std::string now = rfc3339(now_at);
     auto& st = db.cached(
         "INSERT INTO runs (event, action, sha, pr, ref, base_ref, base_sha, head_repo, labels, "
         "delivery_id, state, inputs, created_at, concurrency_group) VALUES "
@@ -92,9 +93,9 @@ std::int64_t insert_run_row(Db& db, const NewRun& r, const std::string& now) {
 // by its id: an UPDATE of several rows of a table with triggers collects them in a temporary
 // table first, and one through an index on the state it changes too (issue 16).
 void cancel_runs(Db& db, const std::vector<std::int64_t>& ids, const std::string& reason,
-                 const std::string& now) {
+                 SystemTime now_at) {
     RunsRepo runs(db);
-    for (auto id : ids) runs.cancel(id, reason, now);
+    for (auto id : ids) runs.cancel(id, reason, now_at);
 }
 
 std::vector<std::int64_t> ids_of(Stmt& st) {
@@ -106,7 +107,8 @@ std::vector<std::int64_t> ids_of(Stmt& st) {
 
 std::vector<std::int64_t> cancel_pr_runs(Db& db, std::int64_t pr,
                                          const std::optional<std::string>& head_sha,
-                                         const std::string& reason, const std::string& now) {
+                                         const std::string& reason, SystemTime now_at) {
+    const std::string now = rfc3339(now_at);
     std::optional<std::int64_t> upto;
     if (head_sha) {
         auto& last = db.cached(
@@ -123,12 +125,13 @@ std::vector<std::int64_t> cancel_pr_runs(Db& db, std::int64_t pr,
         "(?2 IS NULL OR id <= ?2)");
     open.bind(1, pr).bind(2, upto);
     auto ids = ids_of(open);
-    cancel_runs(db, ids, reason, now);
+    cancel_runs(db, ids, reason, now_at);
     return ids;
 }
 
 std::vector<std::int64_t> supersede(Db& db, const NewRun& r, std::int64_t new_id,
-                                    const std::string& now) {
+                                    SystemTime now_at) {
+    const std::string now = rfc3339(now_at);
     if (r.concurrency_group.empty()) return {};
     // A SHA the group has seen before (a replay, or a push of an older commit again) never
     // cancels the group's work: only a SHA new to the group supersedes (docs/ingest.md). Looked up
@@ -150,15 +153,16 @@ std::vector<std::int64_t> supersede(Db& db, const NewRun& r, std::int64_t new_id
         "id <> ?3");
     open.bind(1, r.concurrency_group).bind(2, r.sha).bind(3, new_id);
     auto ids = ids_of(open);
-    cancel_runs(db, ids, reason, now);
+    cancel_runs(db, ids, reason, now_at);
     return ids;
 }
 
 }  // namespace
 
-std::int64_t insert_run(Db& db, const NewRun& r, const std::string& now) {
-    auto id = insert_run_row(db, r, now);
-    supersede(db, r, id, now);
+std::int64_t insert_run(Db& db, const NewRun& r, SystemTime now_at) {
+    const std::string now = rfc3339(now_at);
+    auto id = insert_run_row(db, r, now_at);
+    supersede(db, r, id, now_at);
     return id;
 }
 
@@ -178,17 +182,17 @@ Outcome record_delivery(Db& db, const Delivery& d) {
         insert_delivery(db, d, Verdict::duplicate, 200, out.run_id, {}, false);
         return out;
     }
-    const std::string now = now_rfc3339();
+    const SystemTime now_at = std::chrono::system_clock::now();
     out.verdict = d.intended;
     out.http_status = d.http_status;
     if (d.intended == Verdict::queued && d.run) {
-        out.run_id = insert_run_row(db, *d.run, now);
-        out.superseded = supersede(db, *d.run, *out.run_id, now);
+        out.run_id = insert_run_row(db, *d.run, now_at);
+        out.superseded = supersede(db, *d.run, *out.run_id, now_at);
     } else if (d.intended == Verdict::cancelled && d.cancel_pr) {
-        out.run_ids = cancel_pr_runs(db, *d.cancel_pr, d.cancel_sha, "PR closed", now);
+        out.run_ids = cancel_pr_runs(db, *d.cancel_pr, d.cancel_sha, "PR closed", now_at);
         if (d.run) {  // a merged PR with selection.post_merge
-            out.run_id = insert_run_row(db, *d.run, now);
-            out.superseded = supersede(db, *d.run, *out.run_id, now);
+            out.run_id = insert_run_row(db, *d.run, now_at);
+            out.superseded = supersede(db, *d.run, *out.run_id, now_at);
         }
     }
     std::int64_t row =

@@ -77,7 +77,8 @@ std::optional<JobForRun> JobsRepo::load(std::int64_t job_id) {
 
 std::optional<std::pair<std::int64_t, std::string>> JobsRepo::complete(
     std::int64_t job_id, Conclusion conclusion, const std::string& reason,
-    std::optional<int> exit_status, const std::string& now) {
+    std::optional<int> exit_status, SystemTime now_at) {
+    const std::string now = rfc3339(now_at);
     Scoped upd(m_db,
                "UPDATE jobs SET state = 'completed', conclusion = ?, reason = ?, exit_status = ?, "
                "finished_at = ? "
@@ -92,8 +93,8 @@ std::optional<std::pair<std::int64_t, std::string>> JobsRepo::complete(
     return std::make_pair(upd->int64(0), upd->text(1));
 }
 
-void JobsRepo::cancel_queued(std::int64_t run_id, const std::string& reason,
-                             const std::string& now) {
+void JobsRepo::cancel_queued(std::int64_t run_id, const std::string& reason, SystemTime now_at) {
+    const std::string now = rfc3339(now_at);
     Scoped st(m_db,
               "UPDATE jobs SET state = 'cancelled', conclusion = 'cancelled', reason = ?, "
               "finished_at = ? "
@@ -103,7 +104,8 @@ void JobsRepo::cancel_queued(std::int64_t run_id, const std::string& reason,
 }
 
 void JobsRepo::cancel_open(const std::vector<std::int64_t>& run_ids, const std::string& reason,
-                           const std::string& now) {
+                           SystemTime now_at) {
+    const std::string now = rfc3339(now_at);
     // The open jobs are found first and changed by id: an UPDATE of several rows of a table with
     // triggers collects them in a temporary table first, even when there is none (issue 16).
     std::vector<std::int64_t> open;
@@ -153,7 +155,8 @@ std::vector<TierResult> JobsRepo::latest_completed(std::int64_t run_id) {
     return out;
 }
 
-std::int64_t JobsRepo::insert_retry(std::int64_t job_id, const std::string& now) {
+std::int64_t JobsRepo::insert_retry(std::int64_t job_id, SystemTime now_at) {
+    const std::string now = rfc3339(now_at);
     Scoped ins(m_db,
                "INSERT INTO jobs (run_id, tier, position, state, tests, timeout_ms, created_at, "
                "labels, attempt, sha, base_check) "
@@ -165,8 +168,8 @@ std::int64_t JobsRepo::insert_retry(std::int64_t job_id, const std::string& now)
 }
 
 std::int64_t JobsRepo::insert_base_check(std::int64_t job_id, const std::string& base_sha,
-                                         const std::vector<std::string>& tests,
-                                         const std::string& now) {
+                                         const std::vector<std::string>& tests, SystemTime now_at) {
+    const std::string now = rfc3339(now_at);
     Scoped ins(m_db,
                "INSERT INTO jobs (run_id, tier, position, state, tests, timeout_ms, created_at, "
                "labels, attempt, sha, base_check) "
@@ -278,7 +281,8 @@ std::optional<std::vector<std::string>> JobsRepo::failed_in_latest_regression(st
 }
 
 std::optional<std::pair<std::int64_t, std::int64_t>> JobsRepo::reusable(std::int64_t job_id,
-                                                                        const std::string& since) {
+                                                                        SystemTime since_at) {
+    const std::string since = rfc3339(since_at);
     // Runs on the same SHA (runs_by_sha), their jobs (jobs_by_run); one that ran has metadata.
     // Never a base check (it runs on another SHA than its run's) either way, and never from a
     // bisect run (it ran only the failing tests of its tier's list).
@@ -324,7 +328,8 @@ std::vector<std::string> JobsRepo::passed_tests(std::int64_t job_id) {
 
 std::vector<BaseFailure> JobsRepo::failed_on_base(std::int64_t job_id,
                                                   const std::vector<std::string>& tests,
-                                                  const std::string& since) {
+                                                  SystemTime since_at) {
+    const std::string since = rfc3339(since_at);
     // The candidate runs first (a PR run only): other runs on its base SHA (runs_by_sha), and
     // push or scheduled runs of its base branch that ended within the window (runs_by_ref);
     // then the tests failed by the last attempt of each of their tiers that ended a regression
@@ -444,7 +449,8 @@ void JobsRepo::requeue_leased(std::int64_t job_id) {
     st->run();
 }
 
-bool JobsRepo::claim_start(std::int64_t job_id, const std::string& now) {
+bool JobsRepo::claim_start(std::int64_t job_id, SystemTime now_at) {
+    const std::string now = rfc3339(now_at);
     Scoped st(m_db,
               "UPDATE jobs SET state = 'running', started_at = coalesce(started_at, ?) WHERE id = "
               "? AND state = 'leased'");
@@ -454,7 +460,8 @@ bool JobsRepo::claim_start(std::int64_t job_id, const std::string& now) {
 }
 
 void JobsRepo::mark_running(std::int64_t job_id, std::int64_t pgid, const std::string& external_id,
-                            const std::string& now) {
+                            SystemTime now_at) {
+    const std::string now = rfc3339(now_at);
     Scoped st(
         m_db,
         "UPDATE jobs SET state = 'running', pgid = nullif(?, 0), external_id = nullif(?, ''), "

@@ -206,7 +206,8 @@ RequeueOutcome OutboxRepo::requeue_dead(std::int64_t id) {
     return out;
 }
 
-void OutboxRepo::record_attempts(const std::vector<AttemptRecord>& done, const std::string& now) {
+void OutboxRepo::record_attempts(const std::vector<AttemptRecord>& done, SystemTime now_at) {
+    const std::string now = rfc3339(now_at);
     Scoped upd(m_db,
                "UPDATE outbox SET delivery = CASE ? WHEN 'sent' THEN 'sent' WHEN 'dead' THEN "
                "'dead' ELSE delivery END, "
@@ -237,8 +238,9 @@ Result<OutboxQueue> OutboxQueue::open(const std::filesystem::path& db) {
     return OutboxQueue(std::move(*opened));
 }
 
-Result<std::vector<OutboxItem>> OutboxQueue::due(const std::string& now,
+Result<std::vector<OutboxItem>> OutboxQueue::due(SystemTime now_at,
                                                  const std::vector<Sink>& paused_sinks) {
+    const std::string now = rfc3339(now_at);
     return guarded([&] {
         const auto paused = three_sinks(paused_sinks);
         Scoped due(*m_db,

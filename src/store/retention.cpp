@@ -7,7 +7,8 @@
 
 namespace crcrd::store {
 
-Pruned prune(Db& db, const std::string& cutoff) {
+Pruned prune(Db& db, SystemTime cutoff_at) {
+    const std::string cutoff = rfc3339(cutoff_at);
     Pruned out;
     auto& bodies = db.cached(
         "UPDATE deliveries SET body = NULL WHERE body IS NOT NULL AND received_at < ? "
@@ -34,7 +35,8 @@ Pruned prune(Db& db, const std::string& cutoff) {
     return out;
 }
 
-std::int64_t prune_rejected(Db& db, const std::string& cutoff, std::int64_t limit) {
+std::int64_t prune_rejected(Db& db, SystemTime cutoff_at, std::int64_t limit) {
+    const std::string cutoff = rfc3339(cutoff_at);
     auto& del = db.cached(
         "DELETE FROM deliveries WHERE id IN (SELECT id FROM deliveries WHERE verdict = 'rejected' "
         "AND received_at < ? "
@@ -67,12 +69,13 @@ void Pruner::stop() {
 void Pruner::pass() {
     if (m_rejected_retention.count() > 0) {
         // In slices, so that a flood's millions of rows never hold the writer for long.
-        const std::string cutoff = rfc3339(std::chrono::system_clock::now() - m_rejected_retention);
+        const SystemTime cutoff_at = std::chrono::system_clock::now() - m_rejected_retention;
+        const std::string cutoff = rfc3339(cutoff_at);
         constexpr std::int64_t k_slice = 5000;
         std::int64_t total = 0, n = k_slice;
         while (n == k_slice) {
             if (m_loop.stopping()) return;
-            auto s = m_writer.run_sync([&](Db& db) { n = prune_rejected(db, cutoff, k_slice); });
+            auto s = m_writer.run_sync([&](Db& db) { n = prune_rejected(db, cutoff_at, k_slice); });
             if (!s) {
                 spdlog::warn("retention: pruning rejected requests failed: {}", s.error().message);
                 break;
@@ -84,9 +87,10 @@ void Pruner::pass() {
                          total);
     }
     if (m_retention.count() <= 0) return;
-    const std::string cutoff = rfc3339(std::chrono::system_clock::now() - m_retention);
+    const SystemTime cutoff_at = std::chrono::system_clock::now() - m_retention;
+    const std::string cutoff = rfc3339(cutoff_at);
     Pruned p;
-    auto s = m_writer.run_sync([&](Db& db) { p = prune(db, cutoff); });
+    auto s = m_writer.run_sync([&](Db& db) { p = prune(db, cutoff_at); });
     if (!s) {
         spdlog::warn("retention: pruning failed: {}", s.error().message);
         return;

@@ -34,8 +34,8 @@ std::optional<std::string> open_event(Db& db, std::int64_t run_id) {
 
 }  // namespace
 
-CancelOutcome RunsRepo::cancel(std::int64_t run_id, const std::string& reason,
-                               const std::string& now) {
+CancelOutcome RunsRepo::cancel(std::int64_t run_id, const std::string& reason, SystemTime now_at) {
+    const std::string now = rfc3339(now_at);
     const auto event = open_event(m_db, run_id);
     if (!event) {
         Scoped exists(m_db, "SELECT count(*) FROM runs WHERE id = ?");
@@ -50,7 +50,7 @@ CancelOutcome RunsRepo::cancel(std::int64_t run_id, const std::string& reason,
         st->bind(1, reason).bind(2, now).bind(3, run_id);
         st->run();
     }
-    JobsRepo(m_db).cancel_open({run_id}, reason, now);
+    JobsRepo(m_db).cancel_open({run_id}, reason, now_at);
     leave_followups(m_db, run_id, *event, RunState::cancelled, Conclusion::cancelled);
     return CancelOutcome::cancelled;
 }
@@ -79,7 +79,8 @@ std::optional<RetrySource> RunsRepo::retry_source(std::int64_t run_id) {
 
 bool RunsRepo::store_plan(std::int64_t run_id, const std::string& selection_json,
                           const std::vector<PlannedJob>& jobs, const std::string& nothing_reason,
-                          const std::string& now) {
+                          SystemTime now_at) {
+    const std::string now = rfc3339(now_at);
     {
         Scoped upd(m_db,
                    "UPDATE runs SET selection = ? WHERE id = ? AND state = 'queued' AND selection "
@@ -124,7 +125,8 @@ void RunsRepo::mark_running(std::int64_t run_id) {
 }
 
 void RunsRepo::complete(std::int64_t run_id, Conclusion conclusion, const std::string& reason,
-                        const std::string& now) {
+                        SystemTime now_at) {
+    const std::string now = rfc3339(now_at);
     const auto event = open_event(m_db, run_id);
     if (!event) return;
     Scoped st(m_db,

@@ -115,7 +115,8 @@ Result<std::vector<CommitRuns>> read_commit_runs(const std::filesystem::path& pa
 }
 
 std::int64_t record_selection_misses(Db& db, const std::vector<NewSelectionMiss>& misses,
-                                     const std::string& now) {
+                                     SystemTime now_at) {
+    const std::string now = rfc3339(now_at);
     Scoped st(db,
               "INSERT OR IGNORE INTO selection_misses (run_id, previous_run_id, tier, test, "
               "commits, created_at) "

@@ -39,7 +39,8 @@ std::vector<std::string> SlotsRepo::free_undrained() {
     return names;
 }
 
-bool SlotsRepo::take(const std::string& name, std::int64_t job_id, const std::string& expires_at) {
+bool SlotsRepo::take(const std::string& name, std::int64_t job_id, SystemTime expires_at_at) {
+    const std::string expires_at = rfc3339(expires_at_at);
     Scoped st(m_db,
               "UPDATE slots SET state = 'busy', job_id = ?, lease_expires_at = ? WHERE name = ? "
               "AND state = 'idle'");
@@ -49,7 +50,8 @@ bool SlotsRepo::take(const std::string& name, std::int64_t job_id, const std::st
 }
 
 void SlotsRepo::take_offline(const std::string& name, const std::string& health_json,
-                             const std::string& next_check_at) {
+                             SystemTime next_check_at_at) {
+    const std::string next_check_at = rfc3339(next_check_at_at);
     Scoped st(m_db,
               "UPDATE slots SET state = 'offline', job_id = NULL, lease_expires_at = NULL, "
               "last_health = ?, "
@@ -73,13 +75,15 @@ void SlotsRepo::free_all_busy() {
         "'busy'");
 }
 
-void SlotsRepo::renew_lease(std::int64_t job_id, const std::string& expires_at) {
+void SlotsRepo::renew_lease(std::int64_t job_id, SystemTime expires_at_at) {
+    const std::string expires_at = rfc3339(expires_at_at);
     Scoped st(m_db, "UPDATE slots SET lease_expires_at = ? WHERE state = 'busy' AND job_id = ?");
     st->bind(1, expires_at).bind(2, job_id);
     st->run();
 }
 
-std::vector<LapsedLease> SlotsRepo::lapsed(const std::string& now) {
+std::vector<LapsedLease> SlotsRepo::lapsed(SystemTime now_at) {
+    const std::string now = rfc3339(now_at);
     Scoped st(m_db, "SELECT name, job_id FROM slots WHERE state = 'busy' AND lease_expires_at < ?");
     st->bind(1, now);
     std::vector<LapsedLease> out;
@@ -95,7 +99,8 @@ void SlotsRepo::free_busy(const std::string& name) {
     st->run();
 }
 
-std::vector<std::string> SlotsRepo::due_for_recheck(const std::string& now) {
+std::vector<std::string> SlotsRepo::due_for_recheck(SystemTime now_at) {
+    const std::string now = rfc3339(now_at);
     Scoped st(m_db, "SELECT name FROM slots WHERE state = 'offline' AND next_health_at <= ?");
     st->bind(1, now);
     std::vector<std::string> out;
@@ -103,7 +108,8 @@ std::vector<std::string> SlotsRepo::due_for_recheck(const std::string& now) {
     return out;
 }
 
-std::optional<std::string> SlotsRepo::next_recheck_at(const std::string& now) {
+std::optional<std::string> SlotsRepo::next_recheck_at(SystemTime now_at) {
+    const std::string now = rfc3339(now_at);
     Scoped st(
         m_db,
         "SELECT min(next_health_at) FROM slots WHERE state = 'offline' AND next_health_at > ?");
@@ -113,7 +119,8 @@ std::optional<std::string> SlotsRepo::next_recheck_at(const std::string& now) {
 }
 
 void SlotsRepo::record_recheck(const std::string& name, bool ok, const std::string& health_json,
-                               const std::string& next_check_at) {
+                               SystemTime next_check_at_at) {
+    const std::string next_check_at = rfc3339(next_check_at_at);
     Scoped st(m_db,
               "UPDATE slots SET state = CASE WHEN ? THEN 'idle' ELSE 'offline' END, last_health = "
               "?, next_health_at = ? "

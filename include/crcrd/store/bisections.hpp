@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "crcrd/core/time.hpp"
 #include "crcrd/core/vocab.hpp"
 #include "crcrd/store/fwd.hpp"
 
@@ -71,7 +72,7 @@ class BisectionsRepo {
     /// same tier's last attempt passed (or was flaky): its id and SHA.
     std::optional<std::pair<std::int64_t, std::string>> good_run(const BisectSource& bad);
 
-    std::int64_t insert(const NewBisection& b, const std::string& now);
+    std::int64_t insert(const NewBisection& b, SystemTime now);
     std::optional<Bisection> load(std::int64_t id);
     std::optional<Bisection> of_bad_run(std::int64_t run_id);
     /// The tests (JSON array) the run's `tier` ran, "[]" when it has no such job.
@@ -88,11 +89,11 @@ class BisectionsRepo {
     /// Queues a run of event `bisect` of the bisection's tier on `sha`, with `inputs_json`
     /// (the tier and the failing tests), in no concurrency group: nothing supersedes it.
     std::int64_t queue_run(const Bisection& b, const std::string& sha, const std::string& ref,
-                           const std::string& inputs_json, const std::string& now);
+                           const std::string& inputs_json, SystemTime now);
     /// Ends the bisection (found, budget_spent, inconclusive, cancelled, failed); the bad run's
     /// statuses are looked at again (its aggregate names the culprit).
     void finish(std::int64_t id, BisectionState state, const std::string& reason,
-                const std::optional<std::string>& culprit, const std::string& now);
+                const std::optional<std::string>& culprit, SystemTime now);
     void set_reason(std::int64_t id, const std::string& reason);
     /// The failing tests a bisect run's job runs only (its run's inputs); empty for any other job.
     std::vector<std::string> tests_for_job(std::int64_t job_id);

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "crcrd/core/time.hpp"
 #include "crcrd/core/vocab.hpp"
 #include "crcrd/store/fwd.hpp"
 
@@ -69,7 +70,7 @@ struct Outcome {
 
 /// Inserts a queued run (for triggers other than a delivery: schedule, manual) and returns
 /// its id. Throws SqlError.
-std::int64_t insert_run(Db& db, const NewRun& r, const std::string& now);
+std::int64_t insert_run(Db& db, const NewRun& r, SystemTime now);
 
 /// Applies `d` on `db` (inside the caller's transaction). Throws SqlError on storage failure,
 /// leaving the caller to roll back. Rejected deliveries leave one row without a body and no

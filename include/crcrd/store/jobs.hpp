@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "crcrd/core/time.hpp"
 #include "crcrd/core/vocab.hpp"
 #include "crcrd/store/fwd.hpp"
 
@@ -78,18 +79,18 @@ class JobsRepo {
                                                                  Conclusion conclusion,
                                                                  const std::string& reason,
                                                                  std::optional<int> exit_status,
-                                                                 const std::string& now);
+                                                                 SystemTime now);
     /// Cancels the queued jobs of run `run_id` with `reason`.
-    void cancel_queued(std::int64_t run_id, const std::string& reason, const std::string& now);
+    void cancel_queued(std::int64_t run_id, const std::string& reason, SystemTime now);
     /// Cancels every queued, leased or running job of each run in `run_ids` with `reason`.
     void cancel_open(const std::vector<std::int64_t>& run_ids, const std::string& reason,
-                     const std::string& now);
+                     SystemTime now);
     /// How many jobs of the run are queued, leased or running.
     std::int64_t count_open(std::int64_t run_id);
     /// The latest completed attempt of each tier of the run, in tier order.
     std::vector<TierResult> latest_completed(std::int64_t run_id);
     /// Queues attempt + 1 of the job's tier; the new job's id.
-    std::int64_t insert_retry(std::int64_t job_id, const std::string& now);
+    std::int64_t insert_retry(std::int64_t job_id, SystemTime now);
     /// When the job became startable: the end of its run's previous tier, or its creation (RFC
     /// 3339).
     std::string waiting_since(std::int64_t job_id);
@@ -108,7 +109,7 @@ class JobsRepo {
     /// `job_id`, finished at or after `since` (docs/verdicts.md): {run id, job id}. A reused job
     /// never counts (it points to the one that ran).
     std::optional<std::pair<std::int64_t, std::int64_t>> reusable(std::int64_t job_id,
-                                                                  const std::string& since);
+                                                                  SystemTime since);
     /// Marks a job reused: its evidence names the job that ran.
     void mark_reused(std::int64_t job_id, std::int64_t from_run, std::int64_t from_job);
     /// The tests attempt `job_id` failed, by name.
@@ -119,7 +120,7 @@ class JobsRepo {
     /// attempt of the tier, on `base_sha`, of only `tests` (the failing tests no earlier run
     /// answered for).
     std::int64_t insert_base_check(std::int64_t job_id, const std::string& base_sha,
-                                   const std::vector<std::string>& tests, const std::string& now);
+                                   const std::vector<std::string>& tests, SystemTime now);
     /// The failing tests a base-check attempt checks; empty for any other attempt.
     std::vector<std::string> base_check_tests(std::int64_t job_id);
     /// The failures the tier's last attempt on the PR found on the base (its evidence's
@@ -133,7 +134,7 @@ class JobsRepo {
     /// that run (one on the base SHA first, else the newest). Empty for a job of any other event.
     std::vector<BaseFailure> failed_on_base(std::int64_t job_id,
                                             const std::vector<std::string>& tests,
-                                            const std::string& since);
+                                            SystemTime since);
     /// After a rerun attempt's results are stored: the passed and skipped tests of the tier's
     /// earlier attempts that this one did not run are carried into its results and counts.
     std::int64_t carry_earlier_results(std::int64_t job_id);
@@ -150,11 +151,11 @@ class JobsRepo {
     void requeue_leased(std::int64_t job_id);
     /// A leased job is about to start: leased -> running (started_at = `now`), in one
     /// statement. False, and nothing changes, when it is no longer leased (cancelled since).
-    bool claim_start(std::int64_t job_id, const std::string& now);
+    bool claim_start(std::int64_t job_id, SystemTime now);
     /// A leased job's command started in process group `pgid` (0: none here) or as
     /// `external_id` elsewhere (a Slurm job); again when it moves (resubmitted, adopted).
     void mark_running(std::int64_t job_id, std::int64_t pgid, const std::string& external_id,
-                      const std::string& now);
+                      SystemTime now);
     /// A leased or running job goes back to the queue (its slot failed the health check).
     void requeue_open(std::int64_t job_id);
     /// Stores an attempt's test results and its metadata, log path, counts and evidence (JSON

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "crcrd/core/result.hpp"
+#include "crcrd/core/time.hpp"
 #include "crcrd/core/vocab.hpp"
 #include "crcrd/store/fwd.hpp"
 
@@ -130,7 +131,7 @@ class OutboxRepo {
     RequeueOutcome requeue_dead(std::int64_t id);
     /// Stores each outcome in order: sent and dead end the row, again keeps it waiting; the
     /// attempts count grows by one, `now` is the sent time of a sent row.
-    void record_attempts(const std::vector<AttemptRecord>& done, const std::string& now);
+    void record_attempts(const std::vector<AttemptRecord>& done, SystemTime now);
 
   private:
     Db& m_db;
@@ -150,8 +151,7 @@ class OutboxQueue {
 
     /// The first 100 waiting rows due at `now` (RFC 3339) whose sink is not in `paused_sinks`
     /// (at most three), in id order.
-    Result<std::vector<OutboxItem>> due(const std::string& now,
-                                        const std::vector<Sink>& paused_sinks);
+    Result<std::vector<OutboxItem>> due(SystemTime now, const std::vector<Sink>& paused_sinks);
     /// The delivery state of row `id`, or nullopt when it is gone.
     Result<std::optional<OutboxDelivery>> delivery_of(std::int64_t id);
     /// The earliest retry time of a waiting row whose sink is not paused, or nullopt.

@@ -12,6 +12,7 @@
 #include <thread>
 #include <vector>
 
+#include "crcrd/core/time.hpp"
 #include "crcrd/core/worker_loop.hpp"
 #include "crcrd/store/writer.hpp"
 
@@ -25,12 +26,12 @@ struct Pruned {
 
 /// Inside a write transaction: deletes up to `limit` rows of rejected requests received
 /// before `cutoff` (oldest first). Returns how many; call again while it returns `limit`.
-std::int64_t prune_rejected(Db& db, const std::string& cutoff, std::int64_t limit);
+std::int64_t prune_rejected(Db& db, SystemTime cutoff, std::int64_t limit);
 
 /// Inside a write transaction: prunes what is older than `cutoff` (RFC 3339). A delivery body
 /// stays while its run is still queued or running (the relay callback quotes it). Returns
 /// the log files to delete; their jobs' `log_path` is cleared.
-Pruned prune(Db& db, const std::string& cutoff);
+Pruned prune(Db& db, SystemTime cutoff);
 
 /// A thread that prunes every `interval` through the writer, then deletes the log files.
 class Pruner {

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "crcrd/core/result.hpp"
+#include "crcrd/core/time.hpp"
 #include "crcrd/core/vocab.hpp"
 #include "crcrd/store/deliveries.hpp"
 #include "crcrd/store/fwd.hpp"
@@ -48,7 +49,7 @@ class RunsRepo {
     explicit RunsRepo(Db& db) noexcept : m_db(db) {}
 
     /// Cancels run `run_id` and its open jobs with `reason`, if it is still queued or running.
-    CancelOutcome cancel(std::int64_t run_id, const std::string& reason, const std::string& now);
+    CancelOutcome cancel(std::int64_t run_id, const std::string& reason, SystemTime now);
     /// The run as it was queued, for a retry; nullopt when there is no such run.
     std::optional<RetrySource> retry_source(std::int64_t run_id);
     /// Stores a queued run's selection and its jobs; with no jobs the run completes `passed`
@@ -56,7 +57,7 @@ class RunsRepo {
     /// planned already.
     bool store_plan(std::int64_t run_id, const std::string& selection_json,
                     const std::vector<PlannedJob>& jobs, const std::string& nothing_reason,
-                    const std::string& now);
+                    SystemTime now);
     /// A queued run starts running (its first job was leased).
     void mark_running(std::int64_t run_id);
     /// The queued runs without a selection whose id is above `after`, oldest first (in the
@@ -66,7 +67,7 @@ class RunsRepo {
     std::int64_t last_id();
     /// A queued or running run completes with `conclusion` and `reason`.
     void complete(std::int64_t run_id, Conclusion conclusion, const std::string& reason,
-                  const std::string& now);
+                  SystemTime now);
 
   private:
     Db& m_db;

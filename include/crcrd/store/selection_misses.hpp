@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "crcrd/core/result.hpp"
+#include "crcrd/core/time.hpp"
 #include "crcrd/core/vocab.hpp"
 #include "crcrd/store/fwd.hpp"
 
@@ -78,6 +79,6 @@ struct NewSelectionMiss {
 /// Records `misses`, each unless (run_id, test) is recorded already, inside the caller's writer
 /// item; returns how many were new. Throws SqlError.
 std::int64_t record_selection_misses(Db& db, const std::vector<NewSelectionMiss>& misses,
-                                     const std::string& now);
+                                     SystemTime now);
 
 }  // namespace crcrd::store

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "crcrd/core/time.hpp"
 #include "crcrd/store/fwd.hpp"
 
 namespace crcrd::store {
@@ -29,11 +30,11 @@ class SlotsRepo {
     /// Idle slots that are not drained, by name.
     std::vector<std::string> free_undrained();
     /// Leases idle slot `name` to `job_id` until `expires_at`; false when it was no longer idle.
-    bool take(const std::string& name, std::int64_t job_id, const std::string& expires_at);
+    bool take(const std::string& name, std::int64_t job_id, SystemTime expires_at);
     /// The slot failed its health check: offline, free, `health_json` kept, next check at
     /// `next_check_at`.
     void take_offline(const std::string& name, const std::string& health_json,
-                      const std::string& next_check_at);
+                      SystemTime next_check_at);
     /// Gives slot `name` back from `job_id` (idle again); `health_json`, when given, becomes its
     /// last health.
     void give_back(const std::string& name, std::int64_t job_id,
@@ -41,19 +42,19 @@ class SlotsRepo {
     /// Frees every busy slot (at start-up, when no job of this daemon runs).
     void free_all_busy();
     /// Moves the lease of the slot that `job_id` holds to `expires_at`.
-    void renew_lease(std::int64_t job_id, const std::string& expires_at);
+    void renew_lease(std::int64_t job_id, SystemTime expires_at);
     /// Busy slots whose lease ended before `now`.
-    std::vector<LapsedLease> lapsed(const std::string& now);
+    std::vector<LapsedLease> lapsed(SystemTime now);
     /// Frees busy slot `name` (its lease lapsed).
     void free_busy(const std::string& name);
     /// Offline slots whose next health check is due at `now`.
-    std::vector<std::string> due_for_recheck(const std::string& now);
+    std::vector<std::string> due_for_recheck(SystemTime now);
     /// The earliest next health check after `now` of an offline slot, if any.
-    std::optional<std::string> next_recheck_at(const std::string& now);
+    std::optional<std::string> next_recheck_at(SystemTime now);
     /// Records a recheck of offline slot `name`: idle when `ok`, else offline until
     /// `next_check_at`.
     void record_recheck(const std::string& name, bool ok, const std::string& health_json,
-                        const std::string& next_check_at);
+                        SystemTime next_check_at);
     /// Sets the drain flag of `name`; false when there is no such slot.
     bool set_drained(const std::string& name, bool drained);
 

@@ -63,7 +63,7 @@ class OutboxTest : public ::testing::Test {
         store::NewRun r;
         r.event = RunEvent::push;
         r.sha = k_sha;
-        auto id = store::insert_run(*db, r, "2026-11-29T00:00:00.000Z");
+        auto id = store::insert_run(*db, r, *parse_rfc3339("2026-11-29T00:00:00.000Z"));
         for (std::size_t i = 0; i < tiers.size(); ++i) {
             auto st = db->prepare(
                 "INSERT INTO jobs (run_id, tier, position, state, timeout_ms, created_at) VALUES "
@@ -151,7 +151,7 @@ TEST(Sender, NeverPostsMoreThanGithubsThousandStatusesPerShaAndContext) {
         store::NewRun r;
         r.event = RunEvent::push;
         r.sha = k_sha;
-        store::insert_run(db, r, "2026-11-29T00:00:00.000Z");
+        store::insert_run(db, r, *parse_rfc3339("2026-11-29T00:00:00.000Z"));
         store::Transaction tx(db);
         auto ins = db.prepare(
             "INSERT INTO outbox (sink, run_id, sha, context, state, description, delivery, "
@@ -242,7 +242,7 @@ TEST(Sender, AFailedPostIsTriedAgainOnlyOnceTheClockPassedItsBackOff) {
         store::NewRun r;
         r.event = RunEvent::push;
         r.sha = k_sha;
-        store::insert_run(db, r, "2026-12-01T08:00:00.000Z");
+        store::insert_run(db, r, *parse_rfc3339("2026-12-01T08:00:00.000Z"));
         db.exec(
             "INSERT INTO outbox (sink, run_id, sha, context, state, description, created_at) "
             "VALUES ('github', 1, '" +

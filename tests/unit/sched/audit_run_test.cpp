@@ -85,7 +85,7 @@ class AuditRunTest : public ::testing::Test {
                         ? "refs/pull/" + std::to_string(pr.value_or(0)) + "/head"
                         : "refs/heads/main";
             r.delivery_id = "d-" + std::to_string(++deliveries);
-            const auto now = now_rfc3339();
+            const auto now = std::chrono::system_clock::now();
             id = store::insert_run(db, r, now);
             std::vector<store::PlannedJob> jobs;
             for (std::size_t i = 0; i < tiers.size(); ++i) {

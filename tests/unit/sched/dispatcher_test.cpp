@@ -140,14 +140,14 @@ class DispatcherTest : public ::testing::Test {
             store::NewRun r;
             r.event = RunEvent::push;
             r.sha = "c4295bd74fb0f4fda03689c3df3f2803b658fd85";
-            id = store::insert_run(db, r, "2026-12-01T00:00:00.000Z");
+            id = store::insert_run(db, r, *parse_rfc3339("2026-12-01T00:00:00.000Z"));
             std::vector<store::PlannedJob> jobs;
             for (std::size_t i = 0; i < tiers.size(); ++i) {
                 jobs.push_back({tiers[i].first, static_cast<std::int64_t>(i), R"(["t"])", 60'000,
                                 json(tiers[i].second).dump()});
             }
             store::RunsRepo(db).store_plan(id, "{}", jobs, "nothing",
-                                           rfc3339(clock->now()));  // waits from now
+                                           clock->now());  // waits from now
         });
         EXPECT_TRUE(s);
         return id;
@@ -218,7 +218,8 @@ TEST_F(DispatcherTest, AJobCancelledBetweenItsLeaseAndItsStartIsNeverStarted) {
     auto run = queue_run({{"import", {}}});
     fake.before_start = [&](const exec::JobToRun& job) {
         auto s = writer->run_sync([&](store::Db& db) {
-            EXPECT_EQ(store::RunsRepo(db).cancel(job.run_id, "superseded by run 99", now_rfc3339()),
+            EXPECT_EQ(store::RunsRepo(db).cancel(job.run_id, "superseded by run 99",
+                                                 std::chrono::system_clock::now()),
                       store::CancelOutcome::cancelled);
         });
         EXPECT_TRUE(s);
@@ -376,8 +377,9 @@ TEST_F(DispatcherTest, ACancelledRunStopsItsRunningJob) {
     start();
     ASSERT_TRUE(eventually([&] { return started.load(); }));
     ASSERT_TRUE(eventually([&] { return text("SELECT state FROM jobs") == "running"; }));
-    ASSERT_TRUE(writer->run_sync(
-        [&](store::Db& db) { store::RunsRepo(db).cancel(run, "cancelled by ops", "now"); }));
+    ASSERT_TRUE(writer->run_sync([&](store::Db& db) {
+        store::RunsRepo(db).cancel(run, "cancelled by ops", std::chrono::system_clock::now());
+    }));
     dispatcher->notify();
     ASSERT_TRUE(
         eventually([&] { return text("SELECT state FROM slots WHERE name = 'a'") == "idle"; }));

@@ -26,7 +26,7 @@ class JobsTest : public ::testing::Test {
         store::NewRun r;
         r.event = RunEvent::push;
         r.sha = "c4295bd74fb0f4fda03689c3df3f2803b658fd85";
-        auto id = store::insert_run(*db, r, "2026-11-29T00:00:00.000Z");
+        auto id = store::insert_run(*db, r, *parse_rfc3339("2026-11-29T00:00:00.000Z"));
         if (run_id) *run_id = id;
         std::vector<std::int64_t> jobs;
         for (std::size_t i = 0; i < tiers.size(); ++i) {

@@ -55,7 +55,7 @@ TEST(Planner, PullRequestFilesOfABurstAreLookedUpConcurrently) {
             r.pr = pr;
             r.ref = "refs/pull/" + std::to_string(pr) + "/head";
             r.delivery_id = "d-" + std::to_string(pr);
-            store::insert_run(db, r, now_rfc3339());
+            store::insert_run(db, r, std::chrono::system_clock::now());
         }
     }));
 

@@ -59,7 +59,7 @@ class BaseFailuresTest : public MigratedDbTest {
                    7, k_base, "main");
     }
     std::string found(std::int64_t job, const std::vector<std::string>& tests,
-                      const std::string& since = "2026-12-01T00:00:00.000Z") {
+                      SystemTime since = *parse_rfc3339("2026-12-01T00:00:00.000Z")) {
         std::string out;
         for (const auto& f : JobsRepo(*db).failed_on_base(job, tests, since)) {
             out += (out.empty() ? "" : " ") + f.test + "@" + std::to_string(f.run_id) + ":" +

@@ -115,7 +115,8 @@ TEST_F(EventsTest, WorkLeftForThePlannerIsAnEventOnce) {
     take();
     // As the dispatcher ends a run: RunsRepo::complete leaves its follow-ups.
     auto finish = [](Db& d) {
-        RunsRepo(d).complete(1, Conclusion::regression, "import: 1 of 1 tests failed", "x");
+        RunsRepo(d).complete(1, Conclusion::regression, "import: 1 of 1 tests failed",
+                             std::chrono::system_clock::now());
     };
     ASSERT_TRUE(writer->run_sync(finish));
     EXPECT_EQ(take(),

@@ -22,7 +22,7 @@ class OutboxRepoTest : public MigratedDbTest {
         NewRun r;
         r.event = RunEvent::push;
         r.sha = k_sha;
-        run = insert_run(*db, r, "2026-11-29T00:00:00.000Z");
+        run = insert_run(*db, r, *parse_rfc3339("2026-11-29T00:00:00.000Z"));
     }
 
     NewStatusRow status(const std::string& context, const std::string& state,

@@ -18,7 +18,7 @@ class RunsRepoTest : public MigratedDbTest {
         NewRun r;
         r.event = RunEvent::push;
         r.sha = "c4295bd74fb0f4fda03689c3df3f2803b658fd85";
-        run = insert_run(*db, r, "2026-12-01T00:00:00.000Z");
+        run = insert_run(*db, r, *parse_rfc3339("2026-12-01T00:00:00.000Z"));
     }
     std::string text(const std::string& sql) {
         auto st = db->prepare(sql);
@@ -41,44 +41,48 @@ class RunsRepoTest : public MigratedDbTest {
 TEST_F(RunsRepoTest, APlanIsStoredOnceWithItsJobs) {
     RunsRepo runs(*db);
     EXPECT_TRUE(runs.store_plan(run, R"({"tiers":2})", two_tiers(), "nothing to run: -",
-                                "2026-12-01T00:00:01.000Z"));
+                                *parse_rfc3339("2026-12-01T00:00:01.000Z")));
     EXPECT_EQ(text("SELECT group_concat(tier || ':' || position || ':' || state || ':' || "
                    "timeout_ms || ':' || labels, ' ') "
                    "FROM jobs"),
               R"(import:0:queued:60000:[] smoke:1:queued:120000:["spyre"])");
     EXPECT_EQ(text("SELECT selection FROM runs"), R"({"tiers":2})");
     // A second plan of the same run changes nothing.
-    EXPECT_FALSE(runs.store_plan(run, R"({"tiers":9})", two_tiers(), "-", "now"));
+    EXPECT_FALSE(
+        runs.store_plan(run, R"({"tiers":9})", two_tiers(), "-", std::chrono::system_clock::now()));
     EXPECT_EQ(text("SELECT count(*) FROM jobs"), "2");
     EXPECT_EQ(text("SELECT selection FROM runs"), R"({"tiers":2})");
 }
 
 TEST_F(RunsRepoTest, APlanWithoutTiersCompletesTheRunPassed) {
     EXPECT_TRUE(RunsRepo(*db).store_plan(run, "{}", {}, "nothing to run: docs only",
-                                         "2026-12-01T00:00:01.000Z"));
+                                         *parse_rfc3339("2026-12-01T00:00:01.000Z")));
     EXPECT_EQ(run_row(), "completed/passed/nothing to run: docs only");
     EXPECT_EQ(text("SELECT count(*) FROM jobs"), "0");
 }
 
 TEST_F(RunsRepoTest, ARunCancelledBeforeItsPlanGetsNoJobs) {
     RunsRepo runs(*db);
-    EXPECT_EQ(runs.cancel(run, "superseded by x", "now"), CancelOutcome::cancelled);
-    EXPECT_FALSE(runs.store_plan(run, "{}", two_tiers(), "-", "now"));
+    EXPECT_EQ(runs.cancel(run, "superseded by x", std::chrono::system_clock::now()),
+              CancelOutcome::cancelled);
+    EXPECT_FALSE(runs.store_plan(run, "{}", two_tiers(), "-", std::chrono::system_clock::now()));
     EXPECT_EQ(text("SELECT count(*) FROM jobs"), "0");
     EXPECT_EQ(run_row(), "cancelled/cancelled/superseded by x");
 }
 
 TEST_F(RunsRepoTest, CancelEndsTheOpenJobsAndTellsFinishedFromMissing) {
     RunsRepo runs(*db);
-    ASSERT_TRUE(runs.store_plan(run, "{}", two_tiers(), "-", "now"));
+    ASSERT_TRUE(runs.store_plan(run, "{}", two_tiers(), "-", std::chrono::system_clock::now()));
     db->exec("UPDATE jobs SET state = 'running' WHERE tier = 'import'");
-    EXPECT_EQ(runs.cancel(run, "cancelled by ops", "2026-12-01T00:00:02.000Z"),
+    EXPECT_EQ(runs.cancel(run, "cancelled by ops", *parse_rfc3339("2026-12-01T00:00:02.000Z")),
               CancelOutcome::cancelled);
     EXPECT_EQ(text("SELECT group_concat(state || '/' || reason, ' ') FROM jobs"),
               "cancelled/cancelled by ops cancelled/cancelled by ops");
-    EXPECT_EQ(runs.cancel(run, "again", "now"), CancelOutcome::already_finished);
+    EXPECT_EQ(runs.cancel(run, "again", std::chrono::system_clock::now()),
+              CancelOutcome::already_finished);
     EXPECT_EQ(run_row(), "cancelled/cancelled/cancelled by ops");  // unchanged
-    EXPECT_EQ(runs.cancel(run + 100, "x", "now"), CancelOutcome::not_found);
+    EXPECT_EQ(runs.cancel(run + 100, "x", std::chrono::system_clock::now()),
+              CancelOutcome::not_found);
 }
 
 TEST_F(RunsRepoTest, ARetryStartsFromTheRunAsItWasQueued) {

@@ -132,12 +132,12 @@ TEST_F(SelectionMissesTest, RecordingIsIdempotentAndTheListPagesAndFilters) {
     const std::string commits = R"([{"sha":"x","rules":[]}])";
     std::vector<NewSelectionMiss> first = {{r1, prev, "affected", "t1", commits},
                                            {r1, prev, "affected", "t2", commits}};
-    EXPECT_EQ(record_selection_misses(*db, first, "2026-12-01T01:00:00.000Z"), 2);
-    EXPECT_EQ(record_selection_misses(*db, first, "2026-12-01T02:00:00.000Z"),
+    EXPECT_EQ(record_selection_misses(*db, first, *parse_rfc3339("2026-12-01T01:00:00.000Z")), 2);
+    EXPECT_EQ(record_selection_misses(*db, first, *parse_rfc3339("2026-12-01T02:00:00.000Z")),
               0);  // a second audit adds nothing
-    EXPECT_EQ(
-        record_selection_misses(*db, {{r2, r1, "full", "t1", commits}}, "2026-12-01T03:00:00.000Z"),
-        1);
+    EXPECT_EQ(record_selection_misses(*db, {{r2, r1, "full", "t1", commits}},
+                                      *parse_rfc3339("2026-12-01T03:00:00.000Z")),
+              1);
 
     auto reads = AdminReads::for_this_thread(db_path());
     ASSERT_TRUE(reads) << reads.error().message;
