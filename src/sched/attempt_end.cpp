@@ -46,7 +46,8 @@ bool apply_end(store::Db& db, std::int64_t job_id, const EndPlan& plan, SystemTi
         (*state != JobState::queued && *state != JobState::leased && *state != JobState::running))
         return false;
     if (plan.flaky_count > 0) jobs.mark_flaky(job_id, plan.flaky, plan.flaky_count);
-    for (const auto& [key, value] : plan.evidence) jobs.add_evidence(job_id, key, value.dump());
+    for (const auto& [key, value] : plan.evidence)
+        jobs.add_evidence(job_id, key, store::JsonText(value));
     const SystemTime now = at;
     switch (plan.next) {
         case EndPlan::Next::retry:

@@ -69,9 +69,10 @@ void release(store::Db& db, const exec::JobToRun& job, bool unhealthy,
              SystemTime now) {
     store::SlotsRepo slots(db);
     const auto record =
-        health ? std::optional<std::string>(health->to_json().dump()) : std::nullopt;
+        health ? std::optional<store::JsonText>(store::JsonText(health->to_json())) : std::nullopt;
     if (unhealthy) {
-        slots.take_offline(job.slot, record.value_or("null"), now + health_interval);
+        slots.take_offline(job.slot, record.value_or(store::JsonText(nullptr)),
+                           now + health_interval);
         return;
     }
     slots.give_back(job.slot, job.job_id, record);
@@ -407,7 +408,8 @@ void Dispatcher::recheck(const std::string& slot) {
     const bool ok = h.ok;
     const auto interval = settings().health_interval;
     auto s = m_writer.run_sync([&](store::Db& db) {
-        store::SlotsRepo(db).record_recheck(slot, ok, h.to_json().dump(), m_clock.now() + interval);
+        store::SlotsRepo(db).record_recheck(slot, ok, store::JsonText(h.to_json()),
+                                            m_clock.now() + interval);
     });
     spdlog::log(ok ? spdlog::level::info : spdlog::level::warn, "slot={} health recheck {}", slot,
                 ok ? "passed: back online" : "failed");
@@ -513,13 +515,12 @@ void Dispatcher::work(exec::JobToRun job, std::shared_ptr<std::atomic<bool>> can
             tests.reserve(raw.results.size());
             for (const auto& t : raw.results)
                 tests.push_back(store::TestRow{t.name, t.outcome, t.duration_s, t.message});
-            jobs.record_results(job.job_id, tests, raw.metadata.dump(), raw.log_path,
-                                json{{"passed", c.passed},
-                                     {"failed", c.failed},
-                                     {"skipped", c.skipped},
-                                     {"flaky", 0}}
-                                    .dump(),
-                                outcome.evidence.dump());
+            jobs.record_results(job.job_id, tests, store::JsonText(raw.metadata), raw.log_path,
+                                store::JsonText(json{{"passed", c.passed},
+                                                     {"failed", c.failed},
+                                                     {"skipped", c.skipped},
+                                                     {"flaky", 0}}),
+                                store::JsonText(outcome.evidence));
             // A rerun's results are its own tests and those carried over from the attempts
             // before. (A base check ran on another SHA: nothing of the PR's attempts is its
             // result.)

@@ -128,7 +128,7 @@ void advance(store::BisectionsRepo& repo, const store::Bisection& b, const std::
                    {"bad_run_id", b.bad_run_id}};
     auto tier_tests = json::parse(repo.tier_tests_json(b.bad_run_id, b.tier), nullptr, false);
     if (tier_tests.is_array()) inputs["tier_tests"] = tier_tests;
-    auto id = repo.queue_run(b, sha, ref, inputs.dump(), now);
+    auto id = repo.queue_run(b, sha, ref, store::JsonText(inputs), now);
     repo.set_reason(b.id, "run " + std::to_string(id) + " tests " + short_sha(sha) +
                               "; the culprit is one of " +
                               plural(range.suspects(), "commit", "commits") + " (" + span + ")");

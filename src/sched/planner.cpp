@@ -245,7 +245,7 @@ void bisect_tests(select::Selection& sel, const json& inputs) {
 
 /// A run's plan, decided from its changed paths, as RunsRepo::store_plan() takes it.
 struct Plan {
-    std::string explained;
+    store::JsonText explained{nullptr};
     std::vector<store::PlannedJob> jobs;
     std::string nothing;
     std::string summary;  // for the log
@@ -266,7 +266,7 @@ Plan decide_plan(const select::RunRef& run, const select::ChangedPaths& changed,
     plan.summary = "sha=" + run.sha + " source=" + std::string(select::to_string(sel.source)) +
                    " changed_paths=" + std::to_string(sel.changed_paths) +
                    " tiers=" + (tiers.empty() ? "-" : tiers);
-    plan.explained = sel.to_json_text();
+    plan.explained = store::JsonText::serialised(sel.to_json_text());
     plan.jobs = plan_jobs(sel, rules);
     plan.nothing = "nothing to run: " + sel.reason;
     return plan;

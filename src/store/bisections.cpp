@@ -199,7 +199,7 @@ std::vector<BisectRun> BisectionsRepo::runs(std::int64_t bisection_id) {
 }
 
 std::int64_t BisectionsRepo::queue_run(const Bisection& b, const std::string& sha,
-                                       const std::string& ref, const std::string& inputs_json,
+                                       const std::string& ref, const JsonText& inputs,
                                        SystemTime now_at) {
     const std::string now = rfc3339(now_at);
     NewRun r;
@@ -207,7 +207,7 @@ std::int64_t BisectionsRepo::queue_run(const Bisection& b, const std::string& sh
     r.sha = sha;
     r.ref = ref;
     r.delivery_id = "bisect:" + std::to_string(b.id) + ":" + sha;
-    r.inputs_json = inputs_json;
+    r.inputs_json = inputs.text();
     auto id = insert_run(m_db, r, now_at);
     Scoped st(m_db, "UPDATE runs SET bisection_id = ? WHERE id = ?");
     st->bind(1, b.id).bind(2, id);

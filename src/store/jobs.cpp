@@ -369,12 +369,11 @@ std::vector<BaseFailure> JobsRepo::failed_on_base(std::int64_t job_id,
     return out;
 }
 
-void JobsRepo::add_evidence(std::int64_t job_id, const std::string& key,
-                            const std::string& value_json) {
+void JobsRepo::add_evidence(std::int64_t job_id, const std::string& key, const JsonText& value) {
     Scoped st(m_db,
               "UPDATE jobs SET evidence = json_set(coalesce(evidence, '{}'), '$.' || ?, json(?)) "
               "WHERE id = ?");
-    st->bind(1, key).bind(2, value_json).bind(3, job_id);
+    st->bind(1, key).bind(2, value.text()).bind(3, job_id);
     st->run();
 }
 
@@ -479,8 +478,8 @@ void JobsRepo::requeue_open(std::int64_t job_id) {
 }
 
 void JobsRepo::record_results(std::int64_t job_id, const std::vector<TestRow>& tests,
-                              const std::string& metadata_json, const std::string& log_path,
-                              const std::string& counts_json, const std::string& evidence_json) {
+                              const JsonText& metadata, const std::string& log_path,
+                              const JsonText& counts, const JsonText& evidence) {
     {
         Scoped ins(m_db,
                    "INSERT INTO test_results (job_id, name, outcome, duration_s, message) VALUES "
@@ -494,10 +493,10 @@ void JobsRepo::record_results(std::int64_t job_id, const std::vector<TestRow>& t
     }
     Scoped upd(m_db,
                "UPDATE jobs SET metadata = ?, log_path = ?, counts = ?, evidence = ? WHERE id = ?");
-    upd->bind(1, metadata_json)
+    upd->bind(1, metadata.text())
         .bind(2, log_path)
-        .bind(3, counts_json)
-        .bind(4, evidence_json)
+        .bind(3, counts.text())
+        .bind(4, evidence.text())
         .bind(5, job_id);
     upd->run();
 }

@@ -77,7 +77,7 @@ std::optional<RetrySource> RunsRepo::retry_source(std::int64_t run_id) {
     return r;
 }
 
-bool RunsRepo::store_plan(std::int64_t run_id, const std::string& selection_json,
+bool RunsRepo::store_plan(std::int64_t run_id, const JsonText& selection,
                           const std::vector<PlannedJob>& jobs, const std::string& nothing_reason,
                           SystemTime now_at) {
     const std::string now = rfc3339(now_at);
@@ -85,7 +85,7 @@ bool RunsRepo::store_plan(std::int64_t run_id, const std::string& selection_json
         Scoped upd(m_db,
                    "UPDATE runs SET selection = ? WHERE id = ? AND state = 'queued' AND selection "
                    "IS NULL");
-        upd->bind(1, selection_json).bind(2, run_id);
+        upd->bind(1, selection.text()).bind(2, run_id);
         upd->run();
     }
     if (m_db.changes() == 0) return false;

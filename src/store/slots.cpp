@@ -49,23 +49,25 @@ bool SlotsRepo::take(const std::string& name, std::int64_t job_id, SystemTime ex
     return m_db.changes() == 1;
 }
 
-void SlotsRepo::take_offline(const std::string& name, const std::string& health_json,
+void SlotsRepo::take_offline(const std::string& name, const JsonText& health,
                              SystemTime next_check_at_at) {
     const std::string next_check_at = rfc3339(next_check_at_at);
     Scoped st(m_db,
               "UPDATE slots SET state = 'offline', job_id = NULL, lease_expires_at = NULL, "
               "last_health = ?, "
               "next_health_at = ? WHERE name = ?");
-    st->bind(1, health_json).bind(2, next_check_at).bind(3, name);
+    st->bind(1, health.text()).bind(2, next_check_at).bind(3, name);
     st->run();
 }
 
 void SlotsRepo::give_back(const std::string& name, std::int64_t job_id,
-                          const std::optional<std::string>& health_json) {
+                          const std::optional<JsonText>& health) {
     Scoped st(m_db,
               "UPDATE slots SET state = 'idle', job_id = NULL, lease_expires_at = NULL, "
               "last_health = coalesce(?, last_health) WHERE name = ? AND job_id = ?");
-    st->bind(1, health_json).bind(2, name).bind(3, job_id);
+    st->bind(1, health ? std::optional<std::string>(health->text()) : std::nullopt)
+        .bind(2, name)
+        .bind(3, job_id);
     st->run();
 }
 
@@ -118,14 +120,14 @@ std::optional<std::string> SlotsRepo::next_recheck_at(SystemTime now_at) {
     return st->opt_text(0);
 }
 
-void SlotsRepo::record_recheck(const std::string& name, bool ok, const std::string& health_json,
+void SlotsRepo::record_recheck(const std::string& name, bool ok, const JsonText& health,
                                SystemTime next_check_at_at) {
     const std::string next_check_at = rfc3339(next_check_at_at);
     Scoped st(m_db,
               "UPDATE slots SET state = CASE WHEN ? THEN 'idle' ELSE 'offline' END, last_health = "
               "?, next_health_at = ? "
               "WHERE name = ? AND state = 'offline'");
-    st->bind(1, std::int64_t{ok}).bind(2, health_json).bind(3, next_check_at).bind(4, name);
+    st->bind(1, std::int64_t{ok}).bind(2, health.text()).bind(3, next_check_at).bind(4, name);
     st->run();
 }
 

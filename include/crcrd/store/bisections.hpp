@@ -11,6 +11,7 @@
 #include "crcrd/core/time.hpp"
 #include "crcrd/core/vocab.hpp"
 #include "crcrd/store/fwd.hpp"
+#include "crcrd/store/json_text.hpp"
 
 namespace crcrd::store {
 
@@ -89,7 +90,7 @@ class BisectionsRepo {
     /// Queues a run of event `bisect` of the bisection's tier on `sha`, with `inputs_json`
     /// (the tier and the failing tests), in no concurrency group: nothing supersedes it.
     std::int64_t queue_run(const Bisection& b, const std::string& sha, const std::string& ref,
-                           const std::string& inputs_json, SystemTime now);
+                           const JsonText& inputs, SystemTime now);
     /// Ends the bisection (found, budget_spent, inconclusive, cancelled, failed); the bad run's
     /// statuses are looked at again (its aggregate names the culprit).
     void finish(std::int64_t id, BisectionState state, const std::string& reason,

@@ -11,6 +11,7 @@
 #include "crcrd/core/time.hpp"
 #include "crcrd/core/vocab.hpp"
 #include "crcrd/store/fwd.hpp"
+#include "crcrd/store/json_text.hpp"
 
 namespace crcrd::store {
 
@@ -139,7 +140,7 @@ class JobsRepo {
     /// earlier attempts that this one did not run are carried into its results and counts.
     std::int64_t carry_earlier_results(std::int64_t job_id);
     /// Sets `key` of the job's evidence to `value_json`.
-    void add_evidence(std::int64_t job_id, const std::string& key, const std::string& value_json);
+    void add_evidence(std::int64_t job_id, const std::string& key, const JsonText& value);
     /// For a rerun of a tier whose previous attempt ended `regression`: the tests that failed
     /// there, by name (JUnit classname::name). Empty for any other job.
     std::vector<std::string> failed_in_rerun_source(std::int64_t job_id);
@@ -161,8 +162,8 @@ class JobsRepo {
     /// Stores an attempt's test results and its metadata, log path, counts and evidence (JSON
     /// texts).
     void record_results(std::int64_t job_id, const std::vector<TestRow>& tests,
-                        const std::string& metadata_json, const std::string& log_path,
-                        const std::string& counts_json, const std::string& evidence_json);
+                        const JsonText& metadata, const std::string& log_path,
+                        const JsonText& counts, const JsonText& evidence);
 
   private:
     Db& m_db;

@@ -14,6 +14,7 @@
 #include "crcrd/core/vocab.hpp"
 #include "crcrd/store/deliveries.hpp"
 #include "crcrd/store/fwd.hpp"
+#include "crcrd/store/json_text.hpp"
 
 namespace crcrd::store {
 
@@ -55,7 +56,7 @@ class RunsRepo {
     /// Stores a queued run's selection and its jobs; with no jobs the run completes `passed`
     /// with `nothing_reason`. False (nothing written) when the run is no longer queued or was
     /// planned already.
-    bool store_plan(std::int64_t run_id, const std::string& selection_json,
+    bool store_plan(std::int64_t run_id, const JsonText& selection,
                     const std::vector<PlannedJob>& jobs, const std::string& nothing_reason,
                     SystemTime now);
     /// A queued run starts running (its first job was leased).

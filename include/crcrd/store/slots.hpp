@@ -10,6 +10,7 @@
 
 #include "crcrd/core/time.hpp"
 #include "crcrd/store/fwd.hpp"
+#include "crcrd/store/json_text.hpp"
 
 namespace crcrd::store {
 
@@ -33,12 +34,11 @@ class SlotsRepo {
     bool take(const std::string& name, std::int64_t job_id, SystemTime expires_at);
     /// The slot failed its health check: offline, free, `health_json` kept, next check at
     /// `next_check_at`.
-    void take_offline(const std::string& name, const std::string& health_json,
-                      SystemTime next_check_at);
+    void take_offline(const std::string& name, const JsonText& health, SystemTime next_check_at);
     /// Gives slot `name` back from `job_id` (idle again); `health_json`, when given, becomes its
     /// last health.
     void give_back(const std::string& name, std::int64_t job_id,
-                   const std::optional<std::string>& health_json);
+                   const std::optional<JsonText>& health);
     /// Frees every busy slot (at start-up, when no job of this daemon runs).
     void free_all_busy();
     /// Moves the lease of the slot that `job_id` holds to `expires_at`.
@@ -53,7 +53,7 @@ class SlotsRepo {
     std::optional<std::string> next_recheck_at(SystemTime now);
     /// Records a recheck of offline slot `name`: idle when `ok`, else offline until
     /// `next_check_at`.
-    void record_recheck(const std::string& name, bool ok, const std::string& health_json,
+    void record_recheck(const std::string& name, bool ok, const JsonText& health,
                         SystemTime next_check_at);
     /// Sets the drain flag of `name`; false when there is no such slot.
     bool set_drained(const std::string& name, bool drained);

@@ -91,7 +91,8 @@ class AuditRunTest : public ::testing::Test {
             for (std::size_t i = 0; i < tiers.size(); ++i) {
                 jobs.push_back({tiers[i].first, static_cast<std::int64_t>(i), "[]", 60000, "[]"});
             }
-            store::RunsRepo(db).store_plan(id, "{}", jobs, "nothing", now);
+            store::RunsRepo(db).store_plan(id, store::JsonText(nlohmann::json::object()), jobs,
+                                           "nothing", now);
             const auto last_job = db.last_insert_rowid();
             bool failed_run = false;
             for (std::size_t i = 0; i < tiers.size(); ++i) {
@@ -103,7 +104,9 @@ class AuditRunTest : public ::testing::Test {
                     failed = failed || outcome == "failed";
                 }
                 store::JobsRepo jobs_repo(db);
-                jobs_repo.record_results(job, rows, "{}", "", "{}", "{}");
+                jobs_repo.record_results(job, rows, store::JsonText(nlohmann::json::object()), "",
+                                         store::JsonText(nlohmann::json::object()),
+                                         store::JsonText(nlohmann::json::object()));
                 jobs_repo.complete(job, failed ? Conclusion::regression : Conclusion::passed, "", 0,
                                    now);
                 failed_run = failed_run || failed;

@@ -146,7 +146,8 @@ class DispatcherTest : public ::testing::Test {
                 jobs.push_back({tiers[i].first, static_cast<std::int64_t>(i), R"(["t"])", 60'000,
                                 json(tiers[i].second).dump()});
             }
-            store::RunsRepo(db).store_plan(id, "{}", jobs, "nothing",
+            store::RunsRepo(db).store_plan(id, store::JsonText(nlohmann::json::object()), jobs,
+                                           "nothing",
                                            clock->now());  // waits from now
         });
         EXPECT_TRUE(s);

@@ -40,7 +40,8 @@ class RunsRepoTest : public MigratedDbTest {
 
 TEST_F(RunsRepoTest, APlanIsStoredOnceWithItsJobs) {
     RunsRepo runs(*db);
-    EXPECT_TRUE(runs.store_plan(run, R"({"tiers":2})", two_tiers(), "nothing to run: -",
+    EXPECT_TRUE(runs.store_plan(run, store::JsonText(nlohmann::json::parse(R"({"tiers":2})")),
+                                two_tiers(), "nothing to run: -",
                                 *parse_rfc3339("2026-12-01T00:00:01.000Z")));
     EXPECT_EQ(text("SELECT group_concat(tier || ':' || position || ':' || state || ':' || "
                    "timeout_ms || ':' || labels, ' ') "
@@ -48,14 +49,15 @@ TEST_F(RunsRepoTest, APlanIsStoredOnceWithItsJobs) {
               R"(import:0:queued:60000:[] smoke:1:queued:120000:["spyre"])");
     EXPECT_EQ(text("SELECT selection FROM runs"), R"({"tiers":2})");
     // A second plan of the same run changes nothing.
-    EXPECT_FALSE(
-        runs.store_plan(run, R"({"tiers":9})", two_tiers(), "-", std::chrono::system_clock::now()));
+    EXPECT_FALSE(runs.store_plan(run, store::JsonText(nlohmann::json::parse(R"({"tiers":9})")),
+                                 two_tiers(), "-", std::chrono::system_clock::now()));
     EXPECT_EQ(text("SELECT count(*) FROM jobs"), "2");
     EXPECT_EQ(text("SELECT selection FROM runs"), R"({"tiers":2})");
 }
 
 TEST_F(RunsRepoTest, APlanWithoutTiersCompletesTheRunPassed) {
-    EXPECT_TRUE(RunsRepo(*db).store_plan(run, "{}", {}, "nothing to run: docs only",
+    EXPECT_TRUE(RunsRepo(*db).store_plan(run, store::JsonText(nlohmann::json::object()), {},
+                                         "nothing to run: docs only",
                                          *parse_rfc3339("2026-12-01T00:00:01.000Z")));
     EXPECT_EQ(run_row(), "completed/passed/nothing to run: docs only");
     EXPECT_EQ(text("SELECT count(*) FROM jobs"), "0");
@@ -65,14 +67,16 @@ TEST_F(RunsRepoTest, ARunCancelledBeforeItsPlanGetsNoJobs) {
     RunsRepo runs(*db);
     EXPECT_EQ(runs.cancel(run, "superseded by x", std::chrono::system_clock::now()),
               CancelOutcome::cancelled);
-    EXPECT_FALSE(runs.store_plan(run, "{}", two_tiers(), "-", std::chrono::system_clock::now()));
+    EXPECT_FALSE(runs.store_plan(run, store::JsonText(nlohmann::json::object()), two_tiers(), "-",
+                                 std::chrono::system_clock::now()));
     EXPECT_EQ(text("SELECT count(*) FROM jobs"), "0");
     EXPECT_EQ(run_row(), "cancelled/cancelled/superseded by x");
 }
 
 TEST_F(RunsRepoTest, CancelEndsTheOpenJobsAndTellsFinishedFromMissing) {
     RunsRepo runs(*db);
-    ASSERT_TRUE(runs.store_plan(run, "{}", two_tiers(), "-", std::chrono::system_clock::now()));
+    ASSERT_TRUE(runs.store_plan(run, store::JsonText(nlohmann::json::object()), two_tiers(), "-",
+                                std::chrono::system_clock::now()));
     db->exec("UPDATE jobs SET state = 'running' WHERE tier = 'import'");
     EXPECT_EQ(runs.cancel(run, "cancelled by ops", *parse_rfc3339("2026-12-01T00:00:02.000Z")),
               CancelOutcome::cancelled);
