@@ -53,6 +53,12 @@ struct Vocab<config::ForkPolicy> {
 
 namespace crcrd::config {
 
+CRCRD_VOCAB_JSON(Isolation)
+CRCRD_VOCAB_JSON(Network)
+CRCRD_VOCAB_JSON(RerunScope)
+CRCRD_VOCAB_JSON(BaseCheck)
+CRCRD_VOCAB_JSON(ForkPolicy)
+
 using Path = std::filesystem::path;
 using Strings = std::vector<std::string>;
 

@@ -100,6 +100,8 @@ struct Vocab<Errc> {
                                                             "bad_size"};
 };
 
+CRCRD_VOCAB_JSON(Errc)
+
 /// A failure that callers can act on: `code` says what failed, `message` is for humans and
 /// never holds a secret.
 struct Error {

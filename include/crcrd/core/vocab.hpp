@@ -8,6 +8,8 @@
 #include <array>
 #include <cstddef>
 #include <optional>
+#include <stdexcept>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -205,6 +207,34 @@ inline std::vector<FollowupKind> followups_after(RunEvent event, RunState ended,
     if (event == RunEvent::schedule) out.push_back(FollowupKind::audit);
     return out;
 }
+
+/// Declares, in the enum's namespace, how nlohmann::json writes and reads enum E: by its name.
+/// Without it, json would silently store the enumerator's number. (A template over the json
+/// type, so that this header needs no json include; found by argument-dependent lookup.)
+#define CRCRD_VOCAB_JSON(E)                                                                 \
+    template <class BasicJsonType>                                                          \
+    void to_json(BasicJsonType& j, E e) {                                                   \
+        j = std::string(::crcrd::to_string(e));                                             \
+    }                                                                                       \
+    template <class BasicJsonType>                                                          \
+    void from_json(const BasicJsonType& j, E& e) {                                          \
+        const auto v = ::crcrd::from_string<E>(j.template get<std::string>());              \
+        if (!v) throw std::invalid_argument("not a name of " #E ": " + j.dump());           \
+        e = *v;                                                                             \
+    }
+
+CRCRD_VOCAB_JSON(RunState)
+CRCRD_VOCAB_JSON(JobState)
+CRCRD_VOCAB_JSON(Conclusion)
+CRCRD_VOCAB_JSON(RunEvent)
+CRCRD_VOCAB_JSON(Verdict)
+CRCRD_VOCAB_JSON(Sink)
+CRCRD_VOCAB_JSON(OutboxDelivery)
+CRCRD_VOCAB_JSON(SlotState)
+CRCRD_VOCAB_JSON(TestOutcome)
+CRCRD_VOCAB_JSON(FollowupKind)
+CRCRD_VOCAB_JSON(BisectionState)
+CRCRD_VOCAB_JSON(GithubState)
 
 /// A slot's state as the admin API and the dashboard show it: "drained" for an idle slot whose
 /// drain flag is set, else the stored state's name.

@@ -3,6 +3,11 @@
 // every name of their column's enum and refuse a bogus one.
 #include "crcrd/core/vocab.hpp"
 
+#include <nlohmann/json.hpp>
+
+#include "crcrd/config/config.hpp"
+#include "crcrd/core/result.hpp"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -45,6 +50,20 @@ TEST(Vocab, EveryNameRoundTripsAndUnknownTextIsRefused) {
     expect_round_trip<FollowupKind>(3);
     expect_round_trip<BisectionState>(8);
     expect_round_trip<GithubState>(4);
+}
+
+// nlohmann::json writes an enum by its name and reads only its names (by default it would write
+// the enumerator's number: a job's metadata once said "isolation": 0).
+TEST(Vocab, JsonWritesAndReadsNamesNotNumbers) {
+    EXPECT_EQ(nlohmann::json(RunEvent::push), "push");
+    EXPECT_EQ(nlohmann::json(Conclusion::pre_existing), "pre_existing");
+    EXPECT_EQ(nlohmann::json(config::Isolation::user), "user");
+    EXPECT_EQ(nlohmann::json(Errc::bad_request), "bad_request");
+    const nlohmann::json status = {{"state", GithubState::failure}};
+    EXPECT_EQ(status.dump(), R"({"state":"failure"})");
+    EXPECT_EQ(nlohmann::json("tier").get<config::RerunScope>(), config::RerunScope::tier);
+    EXPECT_THROW(nlohmann::json(1).get<RunEvent>(), std::exception);
+    EXPECT_THROW(nlohmann::json("Push").get<RunEvent>(), std::invalid_argument);
 }
 
 TEST(Vocab, UsableAtCompileTime) {
