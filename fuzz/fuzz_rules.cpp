@@ -20,7 +20,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         changed.source = select::Source::payload;
         changed.paths = {"aten/src/ATen/native/BinaryOps.cpp", "docs/index.md", "torch/_inductor/ir.py", "README.md",
                          "c10/core/Device.h"};
-        auto s = select::decide(*rules, changed, "pull_request");
+        auto s = select::decide(*rules, changed, crcrd::RunEvent::pull_request);
         (void)select::explain_text(s);
     }
     return 0;
