@@ -40,7 +40,9 @@ Figures measure(store::Db& db,
     std::size_t found = 0;
     for (const auto& [job, tests] : probes) {
         auto t0 = std::chrono::steady_clock::now();
-        found += store::JobsRepo(db).failed_on_base(job, tests, *parse_rfc3339("2026-11-30T00:00:00.000Z")).size();
+        found += store::JobsRepo(db)
+                     .failed_on_base(job, tests, *parse_rfc3339("2026-11-30T00:00:00.000Z"))
+                     .size();
         ms.push_back(
             std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0)
                 .count());

@@ -5,11 +5,14 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <set>
+
 #include "crcrd/core/crypto.hpp"
 #include "crcrd/core/files.hpp"
 #include "support/certs.hpp"
 #include "support/ci_script.hpp"
 #include "support/daemon.hpp"
+#include "support/state.hpp"
 
 namespace crcrd {
 namespace {
@@ -157,35 +160,40 @@ TEST_F(BisectTest, ATrunkRegressionIsBisectedToItsCulpritWithRunsOfOnlyTheFailin
     ASSERT_GE(runs.size(), 1u);
     EXPECT_LE(runs.size(), 5u);
     for (const auto& r : runs) {
-        auto id = std::to_string(r["run_id"].get<std::int64_t>());
-        EXPECT_EQ(daemon->text("SELECT event FROM runs WHERE id=" + id), "bisect");
+        const auto id = r["run_id"].get<std::int64_t>();
+        EXPECT_EQ(run_row(*daemon, id).event, "bisect");
         EXPECT_EQ(r["state"], "completed");
         std::size_t index = 0;
         while (index < k_commits && history->sha(index) != r["sha"].get<std::string>()) ++index;
         ASSERT_LT(index, k_commits) << r.dump();
         EXPECT_EQ(r["verdict"], index >= k_culprit ? "bad" : "good") << r.dump();
         // Only the bisected tier, and in it only the failing test (CRCR_RERUN_FILE).
-        EXPECT_EQ(daemon->text("SELECT group_concat(DISTINCT tier) FROM jobs WHERE run_id=" + id),
-                  "import");
-        EXPECT_EQ(
-            daemon->text("SELECT group_concat(DISTINCT name) FROM test_results WHERE job_id IN "
-                         "(SELECT id FROM jobs WHERE attempt = 1 AND run_id=" +
-                         id + ")"),
-            "ci::present_regressed");
+        std::set<std::string> tiers;
+        for (const auto& j : job_rows(*daemon, {.run = id})) tiers.insert(j.tier);
+        EXPECT_EQ(tiers, std::set<std::string>{"import"});
+        std::set<std::string> tests;
+        for (const auto& t : test_result_rows(*daemon, {.run = id, .attempt = 1}))
+            tests.insert(t.name);
+        EXPECT_EQ(tests, std::set<std::string>{"ci::present_regressed"});
         // No status of its own.
-        EXPECT_EQ(daemon->scalar("SELECT count(*) FROM outbox WHERE run_id=" + id), 0);
+        EXPECT_EQ(count_outbox(*daemon, {.run = id}), 0);
     }
     // The bad run's aggregate status names the culprit.
+    auto aggregate = [&] {
+        return last_outbox_row(*daemon, {.run = bad, .context = "crcr/spyre"});
+    };
+    auto descriptions = [&] {
+        std::string all;
+        for (const auto& row : outbox_rows(*daemon, {.run = bad})) all += row.description + " | ";
+        return all;
+    };
     EXPECT_TRUE(eventually([&] {
-        return daemon
-                   ->text("SELECT description FROM outbox WHERE run_id=" + std::to_string(bad) +
-                          " AND context='crcr/spyre' ORDER BY id DESC LIMIT 1")
-                   .find("culprit " + history->sha(k_culprit).substr(0, 7)) != std::string::npos;
-    })) << daemon->text("SELECT group_concat(description, ' | ') FROM outbox WHERE run_id=" +
-                        std::to_string(bad));
-    EXPECT_EQ(daemon->text("SELECT state FROM outbox WHERE run_id=" + std::to_string(bad) +
-                           " AND context='crcr/spyre' ORDER BY id DESC LIMIT 1"),
-              "failure");
+        const auto row = aggregate();
+        return row && row->description.find("culprit " + history->sha(k_culprit).substr(0, 7)) !=
+                          std::string::npos;
+    })) << descriptions();
+    ASSERT_TRUE(aggregate());
+    EXPECT_EQ(aggregate()->state, "failure");
     // crcrctl runs show prints it.
     auto out = ctl({"runs", "show", std::to_string(bad)});
     EXPECT_NE(out.find("bisection of import"), std::string::npos) << out;
@@ -216,7 +224,7 @@ TEST_F(BisectTest, WithoutABudgetOnlyTheRangeIsReported) {
     EXPECT_EQ(b["state"], "range") << b.dump(2);
     EXPECT_EQ(b["commits"], k_commits - 1);
     EXPECT_TRUE(b["runs"].empty());
-    EXPECT_EQ(daemon->scalar("SELECT count(*) FROM runs WHERE event='bisect'"), 0);
+    EXPECT_EQ(count_runs(*daemon, {.event = "bisect"}), 0);
 }
 
 TEST_F(BisectTest, ARegressionWithNoEarlierPassHasNoRange) {
@@ -238,8 +246,8 @@ TEST_F(BisectTest, ABranchBrokenOverTwoPushesIsBisectedOnceAndCancellingABisectR
     std::string running;
     ASSERT_TRUE(eventually(
         [&] {
-            running = daemon->text(
-                "SELECT coalesce(max(id), '') FROM runs WHERE event='bisect' AND state='running'");
+            const auto bisecting = run_rows(*daemon, {.event = "bisect", .state = "running"});
+            running = bisecting.empty() ? "" : std::to_string(bisecting.back().id);
             return !running.empty();
         },
         std::chrono::seconds(60)))
@@ -260,7 +268,7 @@ TEST_F(BisectTest, ABranchBrokenOverTwoPushesIsBisectedOnceAndCancellingABisectR
     auto b = bisection(bad);
     EXPECT_EQ(b["state"], "cancelled") << b.dump(2);
     EXPECT_EQ(b["runs"].size(), 1u);
-    EXPECT_EQ(daemon->scalar("SELECT count(*) FROM runs WHERE event='bisect'"), 1);
+    EXPECT_EQ(count_runs(*daemon, {.event = "bisect"}), 1);
 }
 
 }  // namespace

@@ -5,6 +5,7 @@
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
+#include <algorithm>
 #include <nlohmann/json.hpp>
 
 #include <set>
@@ -14,6 +15,7 @@
 #include "support/certs.hpp"
 #include "support/ci_script.hpp"
 #include "support/daemon.hpp"
+#include "support/state.hpp"
 
 namespace crcrd {
 namespace {
@@ -222,13 +224,11 @@ class AdminCli : public ::testing::Test {
         auto r = daemon->post_standard(j.dump(), id);
         EXPECT_EQ(r->status, 202) << r->body;
         auto run = json::parse(r->body)["run_id"].get<std::int64_t>();
-        std::string sql = "SELECT state FROM runs WHERE id=" + std::to_string(run);
-        EXPECT_TRUE(
-            eventually([&] { return daemon->text(sql) == "completed"; }, std::chrono::seconds(60)))
+        EXPECT_TRUE(eventually([&] { return run_row(*daemon, run).state == "completed"; },
+                               std::chrono::seconds(60)))
             << daemon->log();
-        EXPECT_TRUE(eventually([&] {
-            return daemon->scalar("SELECT count(*) FROM outbox WHERE delivery='waiting'") == 0;
-        }));
+        EXPECT_TRUE(
+            eventually([&] { return count_outbox(*daemon, {.delivery = "waiting"}) == 0; }));
         return run;
     }
     TempDir dir;
@@ -283,10 +283,10 @@ TEST_F(AdminCli, ManualRunsOfChosenTiersAndRetriesOfFinishedRuns) {
     ASSERT_EQ(ctl({"runs", "trigger", "--sha", sha, "--tier", "import"}, &out), 0) << out;
     auto manual = json::parse(out);
     EXPECT_EQ(manual["tiers"], json::array({"import"}));
-    const auto manual_id = std::to_string(manual["run_id"].get<std::int64_t>());
-    ASSERT_TRUE(eventually(
-        [&] { return daemon->text("SELECT state FROM runs WHERE id=" + manual_id) == "completed"; },
-        std::chrono::seconds(60)));
+    const auto manual_run = manual["run_id"].get<std::int64_t>();
+    const auto manual_id = std::to_string(manual_run);
+    ASSERT_TRUE(eventually([&] { return run_row(*daemon, manual_run).state == "completed"; },
+                           std::chrono::seconds(60)));
     ASSERT_EQ(ctl({"runs", "show", manual_id, "--json"}, &out), 0) << out;
     auto shown = json::parse(out);
     EXPECT_EQ(shown["event"], "manual");
@@ -299,12 +299,11 @@ TEST_F(AdminCli, ManualRunsOfChosenTiersAndRetriesOfFinishedRuns) {
     ASSERT_EQ(ctl({"runs", "retry", std::to_string(first)}, &out), 0) << out;
     auto retry = json::parse(out);
     EXPECT_EQ(retry["retry_of"], first);
-    const auto retry_id = std::to_string(retry["run_id"].get<std::int64_t>());
-    ASSERT_TRUE(eventually(
-        [&] { return daemon->text("SELECT state FROM runs WHERE id=" + retry_id) == "completed"; },
-        std::chrono::seconds(60)));
-    EXPECT_EQ(daemon->text("SELECT conclusion FROM runs WHERE id=" + retry_id), "regression");
-    EXPECT_EQ(daemon->scalar("SELECT count(*) FROM jobs WHERE run_id=" + retry_id), 2);
+    const auto retry_run = retry["run_id"].get<std::int64_t>();
+    ASSERT_TRUE(eventually([&] { return run_row(*daemon, retry_run).state == "completed"; },
+                           std::chrono::seconds(60)));
+    EXPECT_EQ(run_row(*daemon, retry_run).conclusion, "regression");
+    EXPECT_EQ(count_jobs(*daemon, {.run = retry_run}), 2);
 
     // Refusals: an unknown tier and a bad SHA are usage errors (the API answers 400), a read
     // token is forbidden, an unknown run is not found.
@@ -322,24 +321,24 @@ TEST_F(AdminCli, ManualRunsOfChosenTiersAndRetriesOfFinishedRuns) {
 
 TEST_F(AdminCli, RetentionPrunesOldBodiesOutboxRowsAndLogsButKeepsTheHistory) {
     auto run = finished_run({"fail/x.py"}, "cli-old");
-    const auto job = std::to_string(
-        daemon->scalar("SELECT max(id) FROM jobs WHERE run_id=" + std::to_string(run)));
-    const auto log = daemon->text("SELECT log_path FROM jobs WHERE id=" + job);
+    const auto last = last_job(*daemon, {.run = run});
+    const auto job = std::to_string(last.id);
+    const auto log = last.log_path;
     ASSERT_TRUE(std::filesystem::exists(log));
-    ASSERT_GT(daemon->scalar("SELECT count(*) FROM outbox"), 0);
+    ASSERT_GT(count_outbox(*daemon), 0);
     EXPECT_EQ(daemon->stop(), 0);
     daemon->write_config(config(), "", ", retention: 1s, prune_interval: 200ms");
     daemon->start();
     ASSERT_TRUE(eventually([&] { return !std::filesystem::exists(log); }, std::chrono::seconds(30)))
         << daemon->log();
-    ASSERT_TRUE(eventually([&] { return daemon->scalar("SELECT count(*) FROM outbox") == 0; }));
-    EXPECT_EQ(daemon->scalar("SELECT count(*) FROM deliveries WHERE body IS NOT NULL"), 0);
+    ASSERT_TRUE(eventually([&] { return count_outbox(*daemon) == 0; }));
+    EXPECT_EQ(count_deliveries(*daemon, {.has_body = true}), 0);
     // The history stays: the run, its jobs, their test results, the delivery log.
     std::string out;
     ASSERT_EQ(ctl({"runs", "show", std::to_string(run), "--json"}, &out), 0) << out;
     EXPECT_EQ(json::parse(out)["conclusion"], "regression");
-    EXPECT_GT(daemon->scalar("SELECT count(*) FROM test_results"), 0);
-    EXPECT_EQ(daemon->scalar("SELECT count(*) FROM deliveries"), 1);
+    EXPECT_GT(count_test_results(*daemon), 0);
+    EXPECT_EQ(count_deliveries(*daemon), 1);
     EXPECT_EQ(ctl({"jobs", "log", job}, &out), 5);
     EXPECT_NE(out.find("has no log"), std::string::npos) << out;
     EXPECT_NE(daemon->log().find("retention: before"), std::string::npos);
@@ -437,7 +436,9 @@ TEST_F(AdminCli, TheApiRefusesAQueryParameterItDoesNotKnow) {
     EXPECT_EQ(r->status, 400) << r->body;
     r = daemon->request("POST", "/api/v1/runners/sim-0/drain?force=1", admin, "");
     EXPECT_EQ(r->status, 400) << r->body;
-    EXPECT_EQ(daemon->scalar("SELECT count(*) FROM slots WHERE drained=1"), 0);
+    const auto slots = slot_rows(*daemon);
+    EXPECT_EQ(std::count_if(slots.begin(), slots.end(), [](const SlotRow& s) { return s.drained; }),
+              0);
     // The parameters a route takes are still answered.
     r = daemon->request("GET", "/api/v1/runs?state=queued&limit=5", admin, "");
     EXPECT_EQ(r->status, 200) << r->body;

@@ -7,9 +7,9 @@
 #include <nlohmann/json.hpp>
 
 #include "crcrd/core/crypto.hpp"
-#include "crcrd/store/sqlite.hpp"
 #include "support/ci_script.hpp"
 #include "support/daemon.hpp"
+#include "support/state.hpp"
 #include "support/webdriver.hpp"
 
 namespace crcrd {
@@ -95,8 +95,7 @@ TEST_F(DashboardTest, AnOperatorSignsInAndFollowsARegressionFromTheListToItsLog)
     ASSERT_EQ(daemon->finished(failing), "completed/regression");
     ASSERT_EQ(daemon->finished(passing), "completed/passed");
     const auto shots = test_artifacts_dir("dashboard");
-    const std::string sha =
-        daemon->text("SELECT sha FROM runs WHERE id=" + std::to_string(failing));
+    const std::string sha = run_row(*daemon, failing).sha;
 
     Browser b;
     // Without a session every page leads to the sign-in form; a wrong token is refused there.
@@ -142,8 +141,8 @@ TEST_F(DashboardTest, AnOperatorSignsInAndFollowsARegressionFromTheListToItsLog)
         << "an admin sees the retry form";
 
     // Its job: the tests with their outcomes and the log.
-    const std::string job = std::to_string(daemon->scalar(
-        "SELECT id FROM jobs WHERE tier='affected' AND run_id=" + std::to_string(failing)));
+    const std::string job =
+        std::to_string(first_job(*daemon, {.run = failing, .tier = "affected"}).id);
     b.click_to(b.find("a[href='/ui/jobs/" + job + "']"), "/ui/jobs/" + job);
     b.screenshot(shots / "job.png");
     const std::string job_page = b.text("main");
@@ -171,10 +170,10 @@ TEST_F(DashboardTest, AnOperatorSignsInAndFollowsARegressionFromTheListToItsLog)
     EXPECT_TRUE(has(b.text("main"), "sim-0"));
     b.click_to(b.find("form[action='/ui/runners/sim-0/drain'] button"), "done=drain");
     EXPECT_TRUE(has(b.text(".notice"), "Slot sim-0 drained."));
-    EXPECT_EQ(daemon->scalar("SELECT drained FROM slots WHERE name='sim-0'"), 1);
+    EXPECT_TRUE(slot_row(*daemon, "sim-0").drained);
     b.screenshot(shots / "runners.png");
     b.click_to(b.find("form[action='/ui/runners/sim-0/undrain'] button"), "done=undrain");
-    EXPECT_EQ(daemon->scalar("SELECT drained FROM slots WHERE name='sim-0'"), 0);
+    EXPECT_FALSE(slot_row(*daemon, "sim-0").drained);
 
     // Deliveries: both, with their verdicts and runs.
     b.go(daemon->url("/ui/deliveries"));
@@ -189,7 +188,7 @@ TEST_F(DashboardTest, AnOperatorSignsInAndFollowsARegressionFromTheListToItsLog)
     b.click_to(b.find("form[action$='/retry'] button"), "done=retry");
     EXPECT_TRUE(has(b.text(".notice"), "retry of run " + std::to_string(failing)))
         << b.text("main");
-    EXPECT_EQ(daemon->scalar("SELECT count(*) FROM runs WHERE sha='" + sha + "'"), 3);
+    EXPECT_EQ(count_runs(*daemon, {.sha = sha}), 3);
 
     // Signing out ends the session: the old cookie opens nothing.
     const auto before = post_with_cookie(b, "/ui/runners/sim-0/drain", "csrf=x");
@@ -208,14 +207,14 @@ TEST_F(DashboardTest, WriteFormsNeedAnAdminSessionAndItsCsrfToken) {
     EXPECT_EQ(forged.status, 403);
     auto wrong = post_with_cookie(b, "/ui/runners/sim-0/drain", "csrf=guess");
     EXPECT_EQ(wrong.status, 403);
-    EXPECT_EQ(daemon->scalar("SELECT drained FROM slots WHERE name='sim-0'"), 0);
+    EXPECT_FALSE(slot_row(*daemon, "sim-0").drained);
     // A bearer token is for the JSON API, not for the forms.
     auto bearer = daemon->request("POST", "/ui/runners/sim-0/drain",
                                   {{"Authorization", "Bearer ops-token"},
                                    {"Content-Type", "application/x-www-form-urlencoded"}},
                                   "");
     EXPECT_EQ(bearer->status, 403);
-    EXPECT_EQ(daemon->scalar("SELECT drained FROM slots WHERE name='sim-0'"), 0);
+    EXPECT_FALSE(slot_row(*daemon, "sim-0").drained);
 
     // A read token's session sees the pages but no forms, and its CSRF token opens nothing.
     Browser reader;
@@ -228,7 +227,7 @@ TEST_F(DashboardTest, WriteFormsNeedAnAdminSessionAndItsCsrfToken) {
     ASSERT_FALSE(csrf.empty());
     auto as_reader = post_with_cookie(reader, "/ui/runners/sim-0/drain", "csrf=" + csrf);
     EXPECT_EQ(as_reader.status, 403);
-    EXPECT_EQ(daemon->scalar("SELECT drained FROM slots WHERE name='sim-0'"), 0);
+    EXPECT_FALSE(slot_row(*daemon, "sim-0").drained);
 }
 
 TEST_F(DashboardTest, UiPublicShowsPagesWithoutATokenButNoWrites) {
@@ -241,24 +240,14 @@ TEST_F(DashboardTest, UiPublicShowsPagesWithoutATokenButNoWrites) {
     auto write = daemon->request("POST", "/ui/runners/sim-0/drain",
                                  {{"Content-Type", "application/x-www-form-urlencoded"}}, "csrf=");
     EXPECT_EQ(write->status, 403);
-    EXPECT_EQ(daemon->scalar("SELECT drained FROM slots WHERE name='sim-0'"), 0);
+    EXPECT_FALSE(slot_row(*daemon, "sim-0").drained);
     // The JSON API is not opened by ui_public.
     EXPECT_EQ(daemon->request("GET", "/api/v1/runs", {}, "")->status, 401);
 }
 
 TEST_F(DashboardTest, AThousandRunsArePagedFiftyAtATime) {
     start();
-    {
-        auto db = store::Db::open(daemon->db_path(), store::OpenOptions{false, 5000});
-        ASSERT_TRUE(db) << db.error().message;
-        (*db)->exec(
-            "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 1000) "
-            "INSERT INTO runs (event, sha, pr, state, conclusion, reason, created_at, finished_at) "
-            "SELECT 'pull_request', printf('%040x', i), i, 'completed', CASE WHEN i % 7 = 0 THEN "
-            "'regression' ELSE 'passed' END, "
-            "'generated', printf('2026-11-%02dT10:00:00Z', 1 + i % 28), "
-            "printf('2026-11-%02dT10:05:00Z', 1 + i % 28) FROM n");
-    }
+    insert_generated_runs(*daemon, 1000);
     Browser b;
     sign_in(b, "read-token");
     b.go(daemon->url("/ui/"));

@@ -4,12 +4,16 @@
 #include <sys/resource.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
+#include <map>
+#include <set>
 #include <thread>
 
 #include "crcrd/ingest/signature.hpp"
 #include "support/certs.hpp"
 #include "support/daemon.hpp"
 #include "support/load.hpp"
+#include "support/state.hpp"
 
 namespace crcrd {
 namespace {
@@ -58,8 +62,7 @@ TEST(Durability, BurstWithKill9LosesNothingAcknowledged) {
     std::atomic<bool> killed{false};
     std::atomic<bool> mid_burst{false};
     std::thread killer([&] {
-        mid_burst = eventually([&] { return d.scalar("SELECT count(*) FROM runs") >= 100; },
-                               std::chrono::seconds(120));
+        mid_burst = eventually([&] { return count_runs(d) >= 100; }, std::chrono::seconds(120));
         d.kill9();
         killed = true;
     });
@@ -79,13 +82,14 @@ TEST(Durability, BurstWithKill9LosesNothingAcknowledged) {
 
     d.start();
     for (const auto& [i, run] : acked) {
-        ASSERT_EQ(d.scalar("SELECT count(*) FROM runs WHERE id=" + std::to_string(run) +
-                           " AND delivery_id='burst-" + std::to_string(i) + "'"),
-                  1)
+        ASSERT_EQ(count_runs(d, {.id = run, .delivery_id = "burst-" + std::to_string(i)}), 1)
             << "acknowledged delivery " << i << " (run " << run << ") is missing";
     }
-    EXPECT_EQ(d.scalar("SELECT count(*) FROM (SELECT delivery_id FROM runs GROUP BY delivery_id "
-                       "HAVING count(*) > 1)"),
+    // No delivery id stored twice.
+    std::map<std::string, int> runs_per_delivery;
+    for (const auto& r : run_rows(d)) ++runs_per_delivery[r.delivery_id];
+    EXPECT_EQ(std::count_if(runs_per_delivery.begin(), runs_per_delivery.end(),
+                            [](const auto& entry) { return entry.second > 1; }),
               0);
 
     // The relay retries everything (new transport ids): acknowledged ones are duplicates of
@@ -106,9 +110,11 @@ TEST(Durability, BurstWithKill9LosesNothingAcknowledged) {
             EXPECT_EQ(b["run_id"], acked[i]) << i;
         }
     }
-    EXPECT_EQ(d.scalar("SELECT count(*) FROM runs"), static_cast<std::int64_t>(k_n));
-    EXPECT_EQ(d.scalar("SELECT count(DISTINCT delivery_id) FROM runs"),
-              static_cast<std::int64_t>(k_n));
+    EXPECT_EQ(count_runs(d), static_cast<std::int64_t>(k_n));
+    std::set<std::string> delivery_ids;
+    for (const auto& r : run_rows(d))
+        if (!r.delivery_id.empty()) delivery_ids.insert(r.delivery_id);
+    EXPECT_EQ(delivery_ids.size(), k_n);
     EXPECT_EQ(d.stop(), 0);
 }
 

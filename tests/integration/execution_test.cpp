@@ -2,14 +2,15 @@
 // JUnit, tier order, retries, a device that fails its health check, and a kill -9 mid-job.
 #include <gtest/gtest.h>
 #include <unistd.h>
+#include <algorithm>
 #include <fstream>
 #include <nlohmann/json.hpp>
 
 #include "crcrd/core/crypto.hpp"
 #include "crcrd/core/files.hpp"
-#include "crcrd/store/sqlite.hpp"
 #include "support/ci_script.hpp"
 #include "support/daemon.hpp"
+#include "support/state.hpp"
 
 namespace crcrd {
 namespace {
@@ -71,13 +72,7 @@ class ExecutionTest : public ::testing::Test {
         return json::parse(r->body)["run_id"].get<std::int64_t>();
     }
     std::string finished(std::int64_t run) { return daemon->finished(run); }
-    std::string jobs(std::int64_t run) {
-        return daemon->text(
-            "SELECT group_concat(tier || ':' || state || ':' || coalesce(conclusion,'') || ':' || "
-            "attempt, ' ') "
-            "FROM (SELECT * FROM jobs WHERE run_id=" +
-            std::to_string(run) + " ORDER BY position, attempt)");
-    }
+    std::string jobs(std::int64_t run) { return jobs_of(*daemon, run); }
 
     TempDir dir;
     TempDir bin;
@@ -93,21 +88,18 @@ TEST_F(ExecutionTest, APassingRunWalksEveryTierOnALeasedSlot) {
     EXPECT_EQ(finished(run), "completed/passed");
     EXPECT_EQ(jobs(run),
               "import:completed:passed:1 smoke:completed:passed:1 affected:completed:passed:1");
-    auto id = std::to_string(daemon->scalar(
-        "SELECT id FROM jobs WHERE tier='affected' AND run_id=" + std::to_string(run)));
-    EXPECT_EQ(
-        daemon->text("SELECT group_concat(name || '=' || outcome) FROM test_results WHERE job_id=" +
-                     id),
-        "ci::ok_compile=passed");
-    auto meta = json::parse(daemon->text("SELECT metadata FROM jobs WHERE id=" + id));
+    const auto job = first_job(*daemon, {.run = run, .tier = "affected"});
+    const auto id = std::to_string(job.id);
+    EXPECT_EQ(test_outcomes(*daemon, {.id = job.id}), "ci::ok_compile=passed");
+    auto meta = job.metadata;
     EXPECT_EQ(meta["pytorch_sha"], "ec26c3e57ca3a959ca5aad62de7213c562f8c821");
     EXPECT_EQ(meta["device_model"], "Simulated");
     EXPECT_EQ(meta["slot"], "sim-0");
     EXPECT_EQ(meta["tests"], json::array({"ok_compile"}));
     EXPECT_EQ(meta["isolation"], "bwrap");
-    auto log = read_file(daemon->text("SELECT log_path FROM jobs WHERE id=" + id)).value();
+    auto log = read_file(job.log_path).value();
     EXPECT_NE(log.find("slot=sim-0 device=0 tier=affected"), std::string::npos) << log;
-    EXPECT_EQ(daemon->text("SELECT state FROM slots WHERE name='sim-0'"), "idle");
+    EXPECT_EQ(slot_row(*daemon, "sim-0").state, "idle");
     // The workspace is gone after a pass.
     EXPECT_FALSE(std::filesystem::exists(dir.path() / "state" / "work" / "jobs" / id));
 }
@@ -116,8 +108,7 @@ TEST_F(ExecutionTest, JobsLogsTestsAndRunnersThroughTheAdminApi) {
     start();
     auto run = post({"aten/src/ATen/native/BinaryOps.cpp"}, "m-api");
     EXPECT_EQ(finished(run), "completed/regression");
-    auto id = std::to_string(daemon->scalar(
-        "SELECT id FROM jobs WHERE tier='affected' AND run_id=" + std::to_string(run)));
+    auto id = std::to_string(first_job(*daemon, {.run = run, .tier = "affected"}).id);
     auto get = [&](const std::string& path) {
         auto r = daemon->request("GET", path, {{"Authorization", "Bearer ops-token"}}, "");
         EXPECT_TRUE(r);
@@ -181,9 +172,8 @@ TEST_F(ExecutionTest, FiftyMegabytesOfOutputStayCappedAndTheDaemonsSecretsStayIn
     ASSERT_TRUE(read_file(secret));
     auto run = post({"torch/_inductor/ir.py"}, "m-noisy");
     EXPECT_EQ(finished(run), "completed/passed");
-    auto id = std::to_string(daemon->scalar("SELECT id FROM jobs WHERE tier='import' AND run_id=" +
-                                            std::to_string(run)));
-    const auto log_path = daemon->text("SELECT log_path FROM jobs WHERE id=" + id);
+    const auto job = first_job(*daemon, {.run = run, .tier = "import"});
+    const auto log_path = job.log_path;
     EXPECT_LE(std::filesystem::file_size(log_path), (1u << 20) + 4096u);
     auto log = read_file(log_path).value();
     EXPECT_NE(log.find("probe: done"), std::string::npos) << "the tail is kept";
@@ -191,7 +181,7 @@ TEST_F(ExecutionTest, FiftyMegabytesOfOutputStayCappedAndTheDaemonsSecretsStayIn
     EXPECT_EQ(log.find("probe: daemon env"), std::string::npos) << log.substr(log.size() - 2000);
     EXPECT_EQ(log.find("probe: inherited"), std::string::npos) << log.substr(log.size() - 2000);
     EXPECT_EQ(log.find(k_test_secret), std::string::npos);
-    auto meta = json::parse(daemon->text("SELECT metadata FROM jobs WHERE id=" + id));
+    auto meta = job.metadata;
     EXPECT_GE(meta["output_bytes"].get<std::int64_t>(), 50000000);
     EXPECT_EQ(meta["log_truncated"], true);
 }
@@ -214,39 +204,26 @@ TEST_F(ExecutionTest, IsolationUserRunsTheCommandAsAnotherUidThatCannotReadTheDa
         std::filesystem::perms(0600));
     auto run = post({"torch/_inductor/ir.py"}, "m-user");
     EXPECT_EQ(finished(run), "completed/passed") << jobs(run);
-    auto id = std::to_string(daemon->scalar("SELECT id FROM jobs WHERE tier='import' AND run_id=" +
-                                            std::to_string(run)));
-    auto log = read_file(daemon->text("SELECT log_path FROM jobs WHERE id=" + id)).value();
+    const auto job = first_job(*daemon, {.run = run, .tier = "import"});
+    auto log = read_file(job.log_path).value();
     EXPECT_NE(log.find("probe: done"), std::string::npos) << log.substr(log.size() - 2000);
     EXPECT_EQ(log.find("probe: READ"), std::string::npos) << log.substr(log.size() - 2000);
     EXPECT_EQ(log.find("probe: daemon env"), std::string::npos) << log.substr(log.size() - 2000);
     EXPECT_EQ(log.find(k_test_secret), std::string::npos);
-    EXPECT_EQ(json::parse(daemon->text("SELECT metadata FROM jobs WHERE id=" + id))["isolation"],
-              "user");
+    EXPECT_EQ(job.metadata["isolation"], "user");
 }
 
 TEST_F(ExecutionTest, AnOutcomeThatCannotBeStoredIsStoredOnceWritesWorkAgain) {
     start();
-    auto exec_sql = [&](const std::string& sql) {
-        auto db = store::Db::open(daemon->db_path(), store::OpenOptions{false, 5000});
-        ASSERT_TRUE(db);
-        (*db)->exec(sql);
-    };
-    // Every write that ends a job fails (as on a full disk) while the flag row exists.
-    exec_sql(
-        "CREATE TABLE test_block (x); INSERT INTO test_block VALUES (1);"
-        "CREATE TRIGGER test_block_outcomes BEFORE UPDATE OF metadata ON jobs WHEN (SELECT "
-        "count(*) FROM test_block) > 0 "
-        "BEGIN SELECT RAISE(ABORT, 'test: writes fail'); END;");
+    // Every write that ends a job fails (as on a full disk) until told otherwise.
+    fail_job_outcome_writes(*daemon, true);
     auto run = post({"torch/_inductor/ir.py"}, "m-block");
     ASSERT_TRUE(eventually(
         [&] { return daemon->log().find("outcome not stored, again in") != std::string::npos; },
         std::chrono::seconds(60)))
         << daemon->log();
-    EXPECT_EQ(daemon->text("SELECT state FROM jobs WHERE tier='import' AND run_id=" +
-                           std::to_string(run)),
-              "running");
-    exec_sql("DELETE FROM test_block");
+    EXPECT_EQ(first_job(*daemon, {.run = run, .tier = "import"}).state, "running");
+    fail_job_outcome_writes(*daemon, false);
     EXPECT_EQ(finished(run), "completed/passed");
     EXPECT_EQ(jobs(run),
               "import:completed:passed:1 smoke:completed:passed:1 affected:completed:passed:1");
@@ -254,14 +231,8 @@ TEST_F(ExecutionTest, AnOutcomeThatCannotBeStoredIsStoredOnceWritesWorkAgain) {
 
 TEST_F(ExecutionTest, AnExpiredLeaseWhoseJobIsNotRunningFreesItsSlot) {
     start();
-    {
-        // A slot left busy by nothing that runs (as after a lost worker), its lease lapsed.
-        auto db = store::Db::open(daemon->db_path(), store::OpenOptions{false, 5000});
-        ASSERT_TRUE(db);
-        (*db)->exec(
-            "UPDATE slots SET state = 'busy', lease_expires_at = '2000-01-01T00:00:00.000Z' WHERE "
-            "name = 'sim-0'");
-    }
+    // A slot left busy by nothing that runs (as after a lost worker), its lease lapsed.
+    lapse_slot_lease(*daemon, "sim-0");
     auto run = post({"torch/_inductor/ir.py"}, "m-lease");
     EXPECT_EQ(finished(run), "completed/passed");
     EXPECT_NE(daemon->log().find("slot=sim-0 job_id=- lease expired"), std::string::npos);
@@ -275,13 +246,9 @@ TEST_F(ExecutionTest, AFailedTestIsARegressionAndStopsTheLaterTiers) {
     EXPECT_EQ(jobs(run),
               "import:completed:passed:1 smoke:completed:passed:1 affected:completed:regression:1 "
               "affected:completed:regression:2");
-    EXPECT_EQ(
-        daemon->text("SELECT reason FROM jobs WHERE tier='affected' AND attempt=2 AND run_id=" +
-                     std::to_string(run)),
-        "1 of 1 tests failed, again on rerun");
-    auto evidence = json::parse(
-        daemon->text("SELECT evidence FROM jobs WHERE tier='affected' AND attempt=2 AND run_id=" +
-                     std::to_string(run)));
+    const auto rerun = first_job(*daemon, {.run = run, .tier = "affected", .attempt = 2});
+    EXPECT_EQ(rerun.reason, "1 of 1 tests failed, again on rerun");
+    auto evidence = rerun.evidence;
     EXPECT_EQ(evidence["failed_tests"], json::array({"ci::fail_ops"}));
     EXPECT_EQ(evidence["exit_status"], 1);
 }
@@ -290,22 +257,17 @@ TEST_F(ExecutionTest, TheRerunOfAFailedTierGetsOnlyItsFailedTestsAndATestThatThe
     start("ok_import, flaky_dtype, ok_other");
     auto run = post({"torch/_inductor/ir.py"}, "m-rerun");
     EXPECT_EQ(finished(run), "completed/flaky");
-    const auto second = std::to_string(daemon->scalar(
-        "SELECT id FROM jobs WHERE tier='import' AND attempt=2 AND run_id=" + std::to_string(run)));
+    const auto second = first_job(*daemon, {.run = run, .tier = "import", .attempt = 2});
     // The rerun was told what failed (the script runs only that).
-    auto log = read_file(daemon->text("SELECT log_path FROM jobs WHERE id=" + second)).value();
+    auto log = read_file(second.log_path).value();
     EXPECT_NE(log.find("rerun of: ci::flaky_dtype \n"), std::string::npos) << log;
     // Its results are the tier's: the rerun's test, and those that passed the first time.
-    EXPECT_EQ(daemon->text("SELECT group_concat(name || '=' || outcome, ' ') FROM "
-                           "(SELECT * FROM test_results WHERE job_id=" +
-                           second + " ORDER BY name)"),
+    EXPECT_EQ(test_outcomes(*daemon, {.id = second.id}),
               "ci::flaky_dtype=flaky ci::ok_import=passed ci::ok_other=passed");
-    EXPECT_EQ(daemon->text("SELECT reason FROM jobs WHERE id=" + second),
-              "1 test failed, then passed on rerun");
+    EXPECT_EQ(second.reason, "1 test failed, then passed on rerun");
     // The first attempt had no rerun file.
-    const auto first = std::to_string(daemon->scalar(
-        "SELECT id FROM jobs WHERE tier='import' AND attempt=1 AND run_id=" + std::to_string(run)));
-    auto first_log = read_file(daemon->text("SELECT log_path FROM jobs WHERE id=" + first)).value();
+    const auto first = first_job(*daemon, {.run = run, .tier = "import", .attempt = 1});
+    auto first_log = read_file(first.log_path).value();
     EXPECT_EQ(first_log.find("rerun of:"), std::string::npos) << first_log;
 }
 
@@ -313,13 +275,10 @@ TEST_F(ExecutionTest, WithRerunTierTheWholeTierRunsAgain) {
     start("ok_import, flaky_dtype", "[/bin/true]", "  rerun: tier\n");
     auto run = post({"torch/_inductor/ir.py"}, "m-rerun-tier");
     EXPECT_EQ(finished(run), "completed/flaky");
-    const auto second = std::to_string(daemon->scalar(
-        "SELECT id FROM jobs WHERE tier='import' AND attempt=2 AND run_id=" + std::to_string(run)));
-    EXPECT_EQ(daemon->text("SELECT group_concat(name || '=' || outcome, ' ') FROM "
-                           "(SELECT * FROM test_results WHERE job_id=" +
-                           second + " ORDER BY name)"),
+    const auto second = first_job(*daemon, {.run = run, .tier = "import", .attempt = 2});
+    EXPECT_EQ(test_outcomes(*daemon, {.id = second.id}),
               "ci::flaky_dtype=flaky ci::ok_import=passed");
-    auto log = read_file(daemon->text("SELECT log_path FROM jobs WHERE id=" + second)).value();
+    auto log = read_file(second.log_path).value();
     EXPECT_EQ(log.find("rerun of:"), std::string::npos) << log;
 }
 
@@ -332,30 +291,25 @@ TEST_F(ExecutionTest, AfterAStallTheSlotWaitsForItsDevicesAndGoesOfflineWhileAPr
     auto run = post({"torch/_inductor/ir.py"}, "m-card");
     // Once the job runs (its health check passed), a process opens the card and keeps it open
     // past the job's end.
-    ASSERT_TRUE(eventually([&] {
-        return daemon->text("SELECT coalesce(max(state), '') FROM jobs WHERE tier='import'") ==
-               "running";
-    }));
+    ASSERT_TRUE(eventually(
+        [&] { return count_jobs(*daemon, {.tier = "import", .state = "running"}) > 0; }));
     std::ifstream held(card);
     ASSERT_TRUE(held.is_open());
     EXPECT_EQ(finished(run), "completed/timeout");
-    ASSERT_TRUE(eventually([&] {
-        return daemon->text("SELECT state FROM slots WHERE name='sim-0'") == "offline";
-    })) << daemon->log();
-    auto health = json::parse(daemon->text("SELECT last_health FROM slots WHERE name='sim-0'"));
+    ASSERT_TRUE(eventually([&] { return slot_row(*daemon, "sim-0").state == "offline"; }))
+        << daemon->log();
+    auto health = slot_row(*daemon, "sim-0").last_health;
     EXPECT_EQ(health["ok"], false);
     EXPECT_NE(health["output"].get<std::string>().find(
                   "device " + card.string() + " is held by pid " + std::to_string(::getpid())),
               std::string::npos)
         << health.dump();
-    auto evidence = json::parse(daemon->text(
-        "SELECT evidence FROM jobs WHERE tier='import' AND run_id=" + std::to_string(run)));
+    auto evidence = first_job(*daemon, {.run = run, .tier = "import"}).evidence;
     EXPECT_EQ(evidence["health_after"]["ok"], false);
     // Released: the next recheck brings the slot back.
     held.close();
-    EXPECT_TRUE(eventually([&] {
-        return daemon->text("SELECT state FROM slots WHERE name='sim-0'") == "idle";
-    })) << daemon->text("SELECT last_health FROM slots WHERE name='sim-0'");
+    EXPECT_TRUE(eventually([&] { return slot_row(*daemon, "sim-0").state == "idle"; }))
+        << slot_row(*daemon, "sim-0").last_health.dump();
 }
 
 TEST_F(ExecutionTest, ATierThatPassedOnTheSameShaWithinTheReuseWindowIsReusedWithoutRunning) {
@@ -366,23 +320,19 @@ TEST_F(ExecutionTest, ATierThatPassedOnTheSameShaWithinTheReuseWindowIsReusedWit
     // Another PR on the same upstream SHA: the same tiers with the same tests.
     auto second = post({"torch/_inductor/ir.py", "docs/index.rst"}, "m-reuse-2");
     EXPECT_EQ(finished(second), "completed/passed");
-    EXPECT_EQ(daemon->text(
-                  "SELECT group_concat(reason, ' | ') FROM (SELECT reason FROM jobs WHERE run_id=" +
-                  std::to_string(second) + " ORDER BY position)"),
-              "reused from run " + std::to_string(first) + " | reused from run " +
-                  std::to_string(first) + " | reused from run " + std::to_string(first));
+    const auto jobs_of_second = job_rows(*daemon, {.run = second});
+    std::string reasons;
+    for (const auto& j : jobs_of_second) reasons += (reasons.empty() ? "" : " | ") + j.reason;
+    EXPECT_EQ(reasons, "reused from run " + std::to_string(first) + " | reused from run " +
+                           std::to_string(first) + " | reused from run " + std::to_string(first));
     // Nothing ran: no log, no start, no test results.
-    EXPECT_EQ(daemon->scalar("SELECT count(*) FROM jobs WHERE run_id=" + std::to_string(second) +
-                             " AND (started_at IS NOT NULL OR log_path IS NOT NULL)"),
-              0);
-    auto ev = json::parse(daemon->text("SELECT evidence FROM jobs WHERE tier='import' AND run_id=" +
-                                       std::to_string(second)));
-    EXPECT_EQ(ev["reused_from"]["run_id"], first);
     EXPECT_EQ(
-        daemon->scalar(
-            "SELECT count(*) FROM test_results WHERE job_id IN (SELECT id FROM jobs WHERE run_id=" +
-            std::to_string(second) + ")"),
+        std::count_if(jobs_of_second.begin(), jobs_of_second.end(),
+                      [](const JobRow& j) { return !j.started_at.empty() || !j.log_path.empty(); }),
         0);
+    auto ev = first_job(*daemon, {.run = second, .tier = "import"}).evidence;
+    EXPECT_EQ(ev["reused_from"]["run_id"], first);
+    EXPECT_EQ(count_test_results(*daemon, {.run = second}), 0);
 }
 
 TEST_F(ExecutionTest, WithoutAReuseWindowEveryRunRunsItsTiers) {
@@ -391,8 +341,9 @@ TEST_F(ExecutionTest, WithoutAReuseWindowEveryRunRunsItsTiers) {
     EXPECT_EQ(finished(first), "completed/passed");
     auto second = post({"torch/_inductor/ir.py"}, "m-noreuse-2");
     EXPECT_EQ(finished(second), "completed/passed");
-    EXPECT_EQ(daemon->scalar("SELECT count(*) FROM jobs WHERE run_id=" + std::to_string(second) +
-                             " AND started_at IS NOT NULL"),
+    const auto jobs_of_second = job_rows(*daemon, {.run = second});
+    EXPECT_EQ(std::count_if(jobs_of_second.begin(), jobs_of_second.end(),
+                            [](const JobRow& j) { return !j.started_at.empty(); }),
               3);
 }
 
@@ -424,26 +375,21 @@ TEST_F(ExecutionTest,
     auto pr =
         send("m-pr-old", "2222222222222222222222222222222222222222", 5, {"torch/_inductor/ir.py"});
     EXPECT_EQ(finished(pr), "completed/pre_existing");
-    EXPECT_EQ(daemon->text("SELECT reason FROM runs WHERE id=" + std::to_string(pr)),
-              "import: 1 test fails on 1111111 too");
+    EXPECT_EQ(run_row(*daemon, pr).reason, "import: 1 test fails on 1111111 too");
     // The later tiers ran: a pre-existing failure does not stop them.
     EXPECT_EQ(
         jobs(pr),
         "import:completed:regression:1 import:completed:pre_existing:2 smoke:completed:passed:1 "
         "affected:completed:passed:1");
-    auto ev = json::parse(
-        daemon->text("SELECT evidence FROM jobs WHERE tier='import' AND attempt=2 AND run_id=" +
-                     std::to_string(pr)));
+    auto ev = first_job(*daemon, {.run = pr, .tier = "import", .attempt = 2}).evidence;
     EXPECT_EQ(ev["pre_existing"],
               (json::array({{{"test", "ci::fail_known"}, {"run_id", trunk}, {"sha", base}}})));
     // A PR that also breaks a test of its own stays a regression.
     auto broken = send("m-pr-new", "3333333333333333333333333333333333333333", 6,
                        {"aten/src/ATen/native/BinaryOps.cpp"});
     EXPECT_EQ(finished(broken), "completed/regression");
-    EXPECT_EQ(
-        daemon->text("SELECT conclusion FROM jobs WHERE tier='affected' AND attempt=2 AND run_id=" +
-                     std::to_string(broken)),
-        "regression");
+    EXPECT_EQ(first_job(*daemon, {.run = broken, .tier = "affected", .attempt = 2}).conclusion,
+              "regression");
 }
 
 TEST_F(ExecutionTest, WithBaseCheckRunTheFailuresNoRunAnsweredForAreRunOnTheBase) {
@@ -461,10 +407,9 @@ TEST_F(ExecutionTest, WithBaseCheckRunTheFailuresNoRunAnsweredForAreRunOnTheBase
         EXPECT_EQ(r->status, 202) << r->body;
         return json::parse(r->body)["run_id"].get<std::int64_t>();
     };
-    auto sql_of = [&](std::int64_t run, const std::string& what) {
-        return daemon->text(
-            "SELECT " + what +
-            " FROM jobs WHERE tier='import' AND attempt=3 AND run_id=" + std::to_string(run));
+    // The base check: the third attempt of the import tier.
+    auto base_check = [&](std::int64_t run) {
+        return first_job(*daemon, {.run = run, .tier = "import", .attempt = 3});
     };
     // No run of the base is known: fail_known is run on the base, fails there too.
     auto pr = send("bc-1", "2222222222222222222222222222222222222222", 5);
@@ -473,40 +418,34 @@ TEST_F(ExecutionTest, WithBaseCheckRunTheFailuresNoRunAnsweredForAreRunOnTheBase
               "import:completed:regression:1 import:completed:regression:2 "
               "import:completed:pre_existing:3 "
               "smoke:completed:passed:1 affected:completed:passed:1");
-    EXPECT_EQ(daemon->text("SELECT reason FROM jobs WHERE tier='import' AND attempt=2 AND run_id=" +
-                           std::to_string(pr)),
+    EXPECT_EQ(first_job(*daemon, {.run = pr, .tier = "import", .attempt = 2}).reason,
               "1 of 3 tests failed, again on rerun; checking 1 test on base 1111111");
     // The base check ran on the base SHA, only the failing test no run answered for.
-    EXPECT_EQ(sql_of(pr, "sha"), base);
-    EXPECT_EQ(json::parse(sql_of(pr, "metadata"))["pytorch_sha"], base);
-    EXPECT_EQ(daemon->text("SELECT group_concat(name || '=' || outcome) FROM test_results WHERE "
-                           "job_id = (SELECT id FROM jobs "
-                           "WHERE tier='import' AND attempt=3 AND run_id=" +
-                           std::to_string(pr) + ")"),
+    EXPECT_EQ(base_check(pr).sha, base);
+    EXPECT_EQ(base_check(pr).metadata["pytorch_sha"], base);
+    EXPECT_EQ(test_outcomes(*daemon, {.run = pr, .tier = "import", .attempt = 3}),
               "ci::fail_known=failed");
-    EXPECT_EQ(sql_of(pr, "reason"), "1 test fails on 1111111 too");
-    EXPECT_EQ(json::parse(sql_of(pr, "evidence"))["pre_existing"],
+    EXPECT_EQ(base_check(pr).reason, "1 test fails on 1111111 too");
+    EXPECT_EQ(base_check(pr).evidence["pre_existing"],
               (json::array({{{"test", "ci::fail_known"}, {"run_id", pr}, {"sha", base}}})));
     // Its own context, and the tier's says the tier's class.
     auto last = [&](std::int64_t run, const std::string& context) {
-        return daemon->text(
-            "SELECT state || ' ' || description FROM outbox WHERE run_id=" + std::to_string(run) +
-            " AND context='" + context + "' ORDER BY id DESC LIMIT 1");
+        auto row = last_outbox_row(*daemon, {.run = run, .context = context});
+        return row ? row->state + " " + row->description : "(no status of " + context + ")";
     };
     EXPECT_EQ(last(pr, "crcr/import/base"), "success 1 test fails on 1111111 too");
     EXPECT_EQ(last(pr, "crcr/import"), "success 1 test fails on 1111111 too");
-    EXPECT_NE(daemon
-                  ->text("SELECT group_concat(description, ' | ') FROM outbox WHERE run_id=" +
-                         std::to_string(pr) + " AND context='crcr/import'")
-                  .find("checking 1 failing test on base 1111111"),
-              std::string::npos);
+    std::string descriptions;
+    for (const auto& row : outbox_rows(*daemon, {.run = pr, .context = "crcr/import"}))
+        descriptions += row.description + " | ";
+    EXPECT_NE(descriptions.find("checking 1 failing test on base 1111111"), std::string::npos)
+        << descriptions;
 
     // A PR whose second failure passes on the base: the change broke it.
     auto broken = send("bc-2", "3333333333333333333333333333333333333333", 6);
     EXPECT_EQ(finished(broken), "completed/regression");
-    EXPECT_EQ(sql_of(broken, "reason"), "1 failing test passes on 1111111: the change broke it");
-    EXPECT_EQ(json::parse(sql_of(broken, "evidence"))["passes_on_base"],
-              json::array({"ci::failon_3333"}));
+    EXPECT_EQ(base_check(broken).reason, "1 failing test passes on 1111111: the change broke it");
+    EXPECT_EQ(base_check(broken).evidence["passes_on_base"], json::array({"ci::failon_3333"}));
     EXPECT_EQ(last(broken, "crcr/import/base"),
               "failure 1 failing test passes on 1111111: the change broke it");
     EXPECT_EQ(last(broken, "crcr/import"),
@@ -526,8 +465,7 @@ TEST_F(ExecutionTest, ACrashIsRetriedThenInfraErrorAndLaterTiersAreCancelled) {
         "import:completed:infra_error:1 import:completed:infra_error:2 smoke:cancelled:cancelled:1 "
         "affected:cancelled:cancelled:1");
     EXPECT_NE(
-        daemon->text("SELECT reason FROM jobs WHERE tier='smoke' AND run_id=" + std::to_string(run))
-            .find("import ended infra_error"),
+        first_job(*daemon, {.run = run, .tier = "smoke"}).reason.find("import ended infra_error"),
         std::string::npos);
 }
 
@@ -536,22 +474,20 @@ TEST_F(ExecutionTest, AnUnhealthyDeviceGoesOfflineAndTheJobEndsDeviceUnavailable
     auto run = post({"torch/_inductor/ir.py"}, "m-4");
     EXPECT_EQ(finished(run), "completed/device_unavailable");
     EXPECT_NE(
-        daemon
-            ->text("SELECT reason FROM jobs WHERE tier='import' AND run_id=" + std::to_string(run))
-            .find("no healthy runner slot"),
+        first_job(*daemon, {.run = run, .tier = "import"}).reason.find("no healthy runner slot"),
         std::string::npos);
-    EXPECT_EQ(daemon->text("SELECT state FROM slots WHERE name='sim-0'"), "offline");
-    EXPECT_EQ(json::parse(daemon->text("SELECT last_health FROM slots WHERE name='sim-0'"))["ok"],
-              false);
+    EXPECT_EQ(slot_row(*daemon, "sim-0").state, "offline");
+    EXPECT_EQ(slot_row(*daemon, "sim-0").last_health["ok"], false);
 }
 
 TEST_F(ExecutionTest, Kill9MidJobIsReconciledAtRestartWithoutOrphans) {
     start();
     auto run = post({"slow/x"}, "m-5");
-    std::string sql =
-        "SELECT count(*) FROM jobs WHERE tier='affected' AND state='running' AND run_id=" +
-        std::to_string(run);
-    ASSERT_TRUE(eventually([&] { return daemon->scalar(sql) == 1; }, std::chrono::seconds(60)))
+    ASSERT_TRUE(eventually(
+        [&] {
+            return count_jobs(*daemon, {.run = run, .tier = "affected", .state = "running"}) == 1;
+        },
+        std::chrono::seconds(60)))
         << daemon->log();
     std::string out;
     ASSERT_TRUE(eventually([&] {
@@ -566,29 +502,23 @@ TEST_F(ExecutionTest, Kill9MidJobIsReconciledAtRestartWithoutOrphans) {
         std::chrono::seconds(10)))
         << out;
     daemon->start();
-    std::string first =
-        "SELECT conclusion || ':' || reason FROM jobs WHERE tier='affected' AND attempt=1 AND "
-        "run_id=" +
-        std::to_string(run);
-    ASSERT_TRUE(eventually([&] {
-        return daemon->text(first) == "infra_error:daemon restarted (retried)";
-    })) << daemon->text(first);
+    // "conclusion:reason" of the affected tier's attempt.
+    auto outcome = [&](int attempt) {
+        const auto j = first_job(*daemon, {.run = run, .tier = "affected", .attempt = attempt});
+        return j.conclusion + ":" + j.reason;
+    };
+    ASSERT_TRUE(eventually([&] { return outcome(1) == "infra_error:daemon restarted (retried)"; }))
+        << outcome(1);
     // The retry runs again (and would hang again): it exists as attempt 2.
-    EXPECT_TRUE(eventually([&] {
-        return daemon->scalar(
-                   "SELECT count(*) FROM jobs WHERE tier='affected' AND attempt=2 AND run_id=" +
-                   std::to_string(run)) == 1;
-    }));
+    EXPECT_TRUE(eventually(
+        [&] { return count_jobs(*daemon, {.run = run, .tier = "affected", .attempt = 2}) == 1; }));
     // A clean stop ends the retry's process too and records it for the next start.
     EXPECT_TRUE(eventually([&] {
         return run_command({"pgrep", "-f", "sleep 3601.5"}, &out) == 0;
     }));
     EXPECT_EQ(daemon->stop(), 0);
     EXPECT_EQ(run_command({"pgrep", "-f", "sleep 3601.5"}, &out), 1) << out;
-    EXPECT_EQ(daemon->text("SELECT conclusion || ':' || reason FROM jobs WHERE tier='affected' AND "
-                           "attempt=2 AND run_id=" +
-                           std::to_string(run)),
-              "infra_error:daemon stopped while the job ran");
+    EXPECT_EQ(outcome(2), "infra_error:daemon stopped while the job ran");
 }
 
 }  // namespace

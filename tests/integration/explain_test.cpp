@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include "support/daemon.hpp"
+#include "support/state.hpp"
 
 namespace crcrd {
 namespace {
@@ -86,9 +87,7 @@ TEST(Explain, SighupRefusesABrokenRulesFileAndKeepsTheRunningRules) {
     auto r = d.post_standard(j.dump(), "msg-hup");
     ASSERT_EQ(r->status, 202);
     auto run = nlohmann::json::parse(r->body)["run_id"].get<std::int64_t>();
-    ASSERT_TRUE(eventually([&] {
-        return d.scalar("SELECT count(*) FROM jobs WHERE run_id=" + std::to_string(run)) == 2;
-    }));
+    ASSERT_TRUE(eventually([&] { return count_jobs(d, {.run = run}) == 2; }));
 }
 
 }  // namespace

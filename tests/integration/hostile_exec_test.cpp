@@ -8,6 +8,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstddef>
 #include <cstring>
 
@@ -18,6 +19,7 @@
 #include "crcrd/core/files.hpp"
 #include "support/ci_script.hpp"
 #include "support/daemon.hpp"
+#include "support/state.hpp"
 
 namespace crcrd {
 namespace {
@@ -77,22 +79,19 @@ class HostileExecTest : public ::testing::Test {
     }
     /// "state/conclusion" once the run finished.
     std::string finished(std::int64_t run, std::chrono::seconds within = std::chrono::seconds(60)) {
-        std::string sql = "SELECT state || '/' || coalesce(conclusion, '') FROM runs WHERE id=" +
-                          std::to_string(run);
         EXPECT_TRUE(
-            eventually([&] { return daemon->text(sql).rfind("completed/", 0) == 0; }, within))
-            << daemon->text(sql) << "\n"
+            eventually([&] { return run_state(*daemon, run).rfind("completed/", 0) == 0; }, within))
+            << run_state(*daemon, run) << "\n"
             << daemon->log();
-        return daemon->text(sql);
+        return run_state(*daemon, run);
     }
     std::string job_log(std::int64_t run) {
-        auto path = daemon->text("SELECT log_path FROM jobs WHERE run_id=" + std::to_string(run) +
-                                 " ORDER BY id DESC LIMIT 1");
+        auto path = last_job(*daemon, {.run = run}).log_path;
         return read_file(path, 64u << 20).value_or("");
     }
     std::string job_reason(std::int64_t run) {
-        return daemon->text("SELECT conclusion || ': ' || reason FROM jobs WHERE run_id=" +
-                            std::to_string(run) + " ORDER BY id DESC LIMIT 1");
+        const auto job = last_job(*daemon, {.run = run});
+        return job.conclusion + ": " + job.reason;
     }
 
     TempDir dir;
@@ -250,10 +249,9 @@ TEST_F(HostileExecTest, ASecondDaemonOnTheSameDatabaseChangesNothing) {
     start("echo started; sleep 3600\n", "  isolation: none\n");
     auto run = post("lock-1");
     ASSERT_TRUE(eventually([&] {
-        return daemon->scalar("SELECT count(*) FROM jobs WHERE state = 'running' AND run_id=" +
-                              std::to_string(run)) == 1;
+        return count_jobs(*daemon, {.run = run, .state = "running"}) == 1;
     })) << daemon->log();
-    const auto pgid = daemon->scalar("SELECT pgid FROM jobs WHERE run_id=" + std::to_string(run));
+    const auto pgid = first_job(*daemon, {.run = run}).pgid.value_or(0);
     // The same configuration, started again.
     Process second({CRCRD_BIN, "--config", daemon->config_path().string()},
                    dir.path() / "second.log");
@@ -266,9 +264,11 @@ TEST_F(HostileExecTest, ASecondDaemonOnTheSameDatabaseChangesNothing) {
         << out;
     // The first daemon's job still runs, its process alive, and nothing was ended.
     EXPECT_EQ(::kill(static_cast<pid_t>(pgid), 0), 0);
-    EXPECT_EQ(daemon->text("SELECT state FROM jobs WHERE run_id=" + std::to_string(run)),
-              "running");
-    EXPECT_EQ(daemon->scalar("SELECT count(*) FROM jobs WHERE conclusion IS NOT NULL"), 0);
+    EXPECT_EQ(first_job(*daemon, {.run = run}).state, "running");
+    const auto jobs = job_rows(*daemon);
+    EXPECT_EQ(std::count_if(jobs.begin(), jobs.end(),
+                            [](const JobRow& j) { return !j.conclusion.empty(); }),
+              0);
     EXPECT_EQ(daemon->request("GET", "/healthz", {}, "")->status, 200);
 }
 
@@ -308,9 +308,8 @@ TEST_F(HostileExecTest, ADetachedProcessOfAKilledDaemonsJobIsKilledAtTheNextStar
     daemon->start();
     EXPECT_TRUE(eventually([&] { return ::kill(detached, 0) != 0; }, std::chrono::seconds(10)));
     EXPECT_NE(daemon->log().find("stray process"), std::string::npos);
-    EXPECT_EQ(daemon->text("SELECT conclusion || ': ' || reason FROM jobs WHERE run_id=" +
-                           std::to_string(run)),
-              "infra_error: daemon restarted");
+    const auto job = first_job(*daemon, {.run = run});
+    EXPECT_EQ(job.conclusion + ": " + job.reason, "infra_error: daemon restarted");
 }
 
 TEST_F(HostileExecTest, ChildrenInheritNoDescriptorOfTheDaemon) {
@@ -344,8 +343,10 @@ TEST_F(HostileExecTest, AThousandHealthRechecksLeaveTheThreadsWhereTheyWere) {
         return std::stoi(status.substr(at + 8));
     };
     post("hc-1");  // leases the slot, fails the check: offline, rechecked from now on
-    ASSERT_TRUE(eventually([&] { return daemon->text("SELECT state FROM slots") == "offline"; }))
-        << daemon->log();
+    ASSERT_TRUE(eventually([&] {
+        const auto slots = slot_rows(*daemon);
+        return !slots.empty() && slots.front().state == "offline";
+    })) << daemon->log();
     auto rechecks = [&] {
         const auto log = daemon->log();
         std::size_t n = 0;

@@ -14,6 +14,7 @@
 #include "support/daemon.hpp"
 #include "support/process.hpp"
 #include "support/raw_client.hpp"
+#include "support/state.hpp"
 
 namespace crcrd {
 namespace {
@@ -74,9 +75,7 @@ TEST_F(HostileHttpTest, AChunkedTrailerOver64KiBIsAnswered431NotACrash) {
           "\r\n\r\n";
     EXPECT_EQ(exchange(req), 431);
     // The refusals are in the delivery log, bodies not stored.
-    EXPECT_EQ(
-        daemon->scalar("SELECT count(*) FROM deliveries WHERE http_status = 431 AND body IS NULL"),
-        2);
+    EXPECT_EQ(count_deliveries(*daemon, {.http_status = 431, .has_body = false}), 2);
     expect_alive();
 }
 
@@ -276,15 +275,15 @@ TEST_F(HostileHttpTest, AnUnauthenticatedFloodIsOneLogLineAndItsRowsArePruned) {
     EXPECT_TRUE(eventually([&] { return pruned() == 200; }, std::chrono::seconds(20)))
         << pruned() << "\n"
         << daemon->log();
-    EXPECT_EQ(daemon->scalar("SELECT count(*) FROM deliveries WHERE verdict='rejected'"), 0);
-    EXPECT_EQ(daemon->scalar("SELECT count(*) FROM deliveries WHERE delivery_id='kept-1'"), 1);
+    EXPECT_EQ(count_deliveries(*daemon, {.verdict = "rejected"}), 0);
+    EXPECT_EQ(count_deliveries(*daemon, {.delivery_id = "kept-1"}), 1);
 }
 
 TEST_F(HostileHttpTest, ReadyzWritesNothingAndTellsAFullDisk) {
     start();
-    const auto before = daemon->scalar("SELECT count(*) FROM meta");
+    const auto before = count_meta(*daemon);
     for (int i = 0; i < 5; ++i) EXPECT_EQ(daemon->request("GET", "/readyz", {}, "")->status, 200);
-    EXPECT_EQ(daemon->scalar("SELECT count(*) FROM meta"), before);
+    EXPECT_EQ(count_meta(*daemon), before);
     daemon->stop();
 
     if (::geteuid() != 0)

@@ -14,6 +14,7 @@
 #include "crcrd/core/files.hpp"
 #include "support/ci_script.hpp"
 #include "support/daemon.hpp"
+#include "support/state.hpp"
 
 namespace crcrd {
 namespace {
@@ -216,8 +217,7 @@ class LauncherEscapeTest : public ::testing::Test {
         return json::parse(r->body)["run_id"].get<std::int64_t>();
     }
     std::string job_log(std::int64_t run) {
-        auto path = daemon->text("SELECT log_path FROM jobs WHERE run_id=" + std::to_string(run) +
-                                 " ORDER BY id DESC LIMIT 1");
+        auto path = last_job(*daemon, {.run = run}).log_path;
         return read_file(path, 64u << 20).value_or("");
     }
     /// Hooks in the mirror other than the samples `git init` writes.

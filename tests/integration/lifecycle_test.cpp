@@ -16,6 +16,7 @@
 
 #include "support/certs.hpp"
 #include "support/daemon.hpp"
+#include "support/state.hpp"
 
 namespace crcrd {
 namespace {
@@ -45,7 +46,7 @@ TEST(Lifecycle, RedeliveryAfterRestartIsStillADuplicate) {
     EXPECT_EQ(again->status, 200);
     EXPECT_EQ(json::parse(again->body),
               (json{{"status", "duplicate"}, {"run_id", first["run_id"]}}));
-    EXPECT_EQ(d.scalar("SELECT count(*) FROM runs"), 1);
+    EXPECT_EQ(count_runs(d), 1);
 }
 
 TEST(Lifecycle, SighupRotatesSecretsAndRefusesABadConfig) {
@@ -191,7 +192,7 @@ TEST(Lifecycle, CrcrctlSendSignsAndPosts) {
         &out);
     EXPECT_EQ(rc, 3);
     EXPECT_NE(out.find("TLS handshake"), std::string::npos) << out;
-    EXPECT_EQ(d.scalar("SELECT count(*) FROM runs"), 2);
+    EXPECT_EQ(count_runs(d), 2);
 }
 
 /// A raw TCP connection to the plain-HTTP loopback listener.
@@ -312,16 +313,15 @@ TEST(Lifecycle, FullDiskAnswers503AndLosesNothingAccepted) {
     ASSERT_FALSE(accepted.empty());
     EXPECT_TRUE(d.process().running());
     // Every acknowledged delivery is stored once; the refused one left nothing behind.
-    EXPECT_EQ(d.scalar("SELECT count(*) FROM runs"), static_cast<std::int64_t>(accepted.size()));
-    EXPECT_EQ(d.scalar("SELECT count(*) FROM runs WHERE delivery_id='" + refused_id + "'"), 0);
+    EXPECT_EQ(count_runs(d), static_cast<std::int64_t>(accepted.size()));
+    EXPECT_EQ(count_runs(d, {.delivery_id = refused_id}), 0);
 
     // Space comes back: the sender's retry of the refused delivery is accepted.
     std::filesystem::remove(state / "filler");
     auto retry = d.post_github(pr_with_delivery(refused_id, 32 * 1024), refused_id);
     ASSERT_TRUE(retry);
     EXPECT_EQ(retry->status, 202) << retry->body;
-    EXPECT_EQ(d.scalar("SELECT count(*) FROM runs"),
-              static_cast<std::int64_t>(accepted.size() + 1));
+    EXPECT_EQ(count_runs(d), static_cast<std::int64_t>(accepted.size() + 1));
     EXPECT_EQ(d.stop(), 0);
 }
 

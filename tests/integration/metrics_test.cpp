@@ -9,9 +9,9 @@
 
 #include "crcrd/core/crypto.hpp"
 #include "crcrd/core/files.hpp"
-#include "crcrd/store/sqlite.hpp"
 #include "support/ci_script.hpp"
 #include "support/daemon.hpp"
+#include "support/state.hpp"
 
 namespace crcrd {
 namespace {
@@ -97,16 +97,14 @@ TEST_F(MetricsTest, PromtoolAcceptsAScrapeAfterRealRunsAndCountersFollowEvents) 
     ASSERT_EQ(daemon->finished(passed), "completed/passed");
     ASSERT_EQ(daemon->finished(failed), "completed/regression");
     // Every status reached the file sink.
-    ASSERT_TRUE(eventually([&] {
-        return daemon->scalar("SELECT count(*) FROM outbox WHERE delivery = 'waiting'") == 0;
-    }));
+    ASSERT_TRUE(eventually([&] { return count_outbox(*daemon, {.delivery = "waiting"}) == 0; }));
     const auto rejected =
         daemon->post_standard("{}", "mx-bad", 1);  // a timestamp far outside the tolerance
     ASSERT_TRUE(rejected);
     EXPECT_EQ(rejected->status, 401);
 
     // A commit becomes visible to readers a moment before its events are counted: poll.
-    const double sent = daemon->scalar("SELECT count(*) FROM outbox WHERE delivery = 'sent'");
+    const double sent = count_outbox(*daemon, {.delivery = "sent"});
     EXPECT_GT(sent, 0);
     std::string text;
     EXPECT_TRUE(eventually([&] {
@@ -160,17 +158,11 @@ TEST_F(MetricsTest, PromtoolAcceptsAScrapeAfterRealRunsAndCountersFollowEvents) 
 
     // Counters are not counted from the database at scrape time: rows the pruner deletes
     // (rejected deliveries after storage.rejected_retention) stay counted.
-    {
-        auto db = store::Db::open(daemon->db_path());
-        ASSERT_TRUE(db);
-        (*db)->exec("DELETE FROM deliveries WHERE verdict = 'rejected'");
-    }
+    delete_deliveries(*daemon, "rejected");
     EXPECT_EQ(value(scrape(), "crcrd_deliveries_total{verdict=\"rejected\"}"), 1);
 
     // A restart starts the counters from the database: what it still holds.
-    ASSERT_TRUE(eventually([&] {
-        return daemon->scalar("SELECT count(*) FROM outbox WHERE delivery = 'waiting'") == 0;
-    }));
+    ASSERT_TRUE(eventually([&] { return count_outbox(*daemon, {.delivery = "waiting"}) == 0; }));
     ASSERT_EQ(daemon->stop(), 0);
     daemon->start();
     text = scrape();
@@ -186,9 +178,8 @@ TEST_F(MetricsTest, PromtoolAcceptsAScrapeAfterRealRunsAndCountersFollowEvents) 
         << text;
     EXPECT_EQ(value(text, "crcrd_jobs_finished_total{tier=\"import\",conclusion=\"passed\"}"), 3)
         << text;
-    EXPECT_EQ(
-        value(text, "crcrd_statuses_total{sink=\"file\",outcome=\"sent\"}"),
-        daemon->scalar("SELECT count(*) FROM outbox WHERE sink = 'file' AND delivery = 'sent'"))
+    EXPECT_EQ(value(text, "crcrd_statuses_total{sink=\"file\",outcome=\"sent\"}"),
+              count_outbox(*daemon, {.sink = "file", .delivery = "sent"}))
         << text;
     // And they keep moving after it.
     const auto fourth = post({"aten/x.cpp"}, "mx-4");

@@ -13,6 +13,7 @@
 #include "crcrd/core/files.hpp"
 #include "support/ci_script.hpp"
 #include "support/daemon.hpp"
+#include "support/state.hpp"
 
 namespace crcrd {
 namespace {
@@ -225,11 +226,10 @@ TEST_F(OpenApiTest, RealResponsesOfEveryRouteMatchTheirSchemas) {
     const auto passing = post_run({"torch/_inductor/ir.py"}, "oa-2");
     ASSERT_EQ(daemon->finished(regression), "completed/regression");
     ASSERT_EQ(daemon->finished(passing), "completed/passed");
-    const std::string job = std::to_string(daemon->scalar(
-        "SELECT id FROM jobs WHERE tier='affected' AND run_id=" + std::to_string(regression)));
+    const std::string job =
+        std::to_string(first_job(*daemon, {.run = regression, .tier = "affected"}).id);
     const std::string run = std::to_string(regression);
-    ASSERT_TRUE(eventually(
-        [&] { return daemon->scalar("SELECT count(*) FROM outbox WHERE delivery='sent'") > 0; }));
+    ASSERT_TRUE(eventually([&] { return count_outbox(*daemon, {.delivery = "sent"}) > 0; }));
 
     call("GET", "/healthz", "");
     call("GET", "/readyz", "");

@@ -18,6 +18,7 @@
 #include "support/certs.hpp"
 #include "support/daemon.hpp"
 #include "support/fake_github.hpp"
+#include "support/state.hpp"
 
 namespace crcrd {
 namespace {
@@ -190,8 +191,7 @@ TEST(Recovery, AfterOnePassEveryMissedDeliveryHasExactlyOneRun) {
     daemon.start();
     hook.daemon_started();
     ASSERT_TRUE(
-        eventually([&] { return daemon.scalar("SELECT count(*) FROM recovery_passes") == 1; },
-                   std::chrono::seconds(30)))
+        eventually([&] { return count_recovery_passes(daemon) == 1; }, std::chrono::seconds(30)))
         << daemon.log();
     hook.wait_for_redeliveries();
     // Exactly the two guids that never got through were asked for, once each (A's newest try).
@@ -199,16 +199,13 @@ TEST(Recovery, AfterOnePassEveryMissedDeliveryHasExactlyOneRun) {
     std::sort(asked.begin(), asked.end());
     EXPECT_EQ(asked, (std::vector<std::string>{"guid-A", "guid-D"}));
     for (const char* crcr : {"crcr-A", "crcr-B", "crcr-C", "crcr-D"}) {
-        EXPECT_EQ(daemon.scalar(std::string("SELECT count(*) FROM runs r JOIN deliveries d ON "
-                                            "d.run_id = r.id WHERE d.verdict = 'queued' "
-                                            "AND d.crcr_delivery_id = '") +
-                                crcr + "'"),
+        EXPECT_EQ(count_deliveries(
+                      daemon, {.crcr_delivery_id = crcr, .verdict = "queued", .has_run = true}),
                   1)
             << crcr;
     }
-    EXPECT_EQ(daemon.scalar("SELECT count(*) FROM deliveries WHERE crcr_delivery_id = 'crcr-E'"),
-              0);
-    EXPECT_EQ(daemon.scalar("SELECT count(*) FROM runs"), 4);
+    EXPECT_EQ(count_deliveries(daemon, {.crcr_delivery_id = "crcr-E"}), 0);
+    EXPECT_EQ(count_runs(daemon), 4);
     auto passes =
         daemon.request("GET", "/api/v1/recovery", {{"Authorization", "Bearer ops-token"}}, "");
     ASSERT_EQ(passes->status, 200) << passes->body;
@@ -234,8 +231,8 @@ TEST(Recovery, AfterOnePassEveryMissedDeliveryHasExactlyOneRun) {
     EXPECT_NE(out.find("REDELIVERED"), std::string::npos) << out;
     hook.wait_for_redeliveries();
     EXPECT_EQ(hook.redelivery_requests().size(), 2u);
-    EXPECT_EQ(daemon.scalar("SELECT count(*) FROM runs"), 4);
-    EXPECT_EQ(daemon.scalar("SELECT count(*) FROM recovery_passes"), 2);
+    EXPECT_EQ(count_runs(daemon), 4);
+    EXPECT_EQ(count_recovery_passes(daemon), 2);
 }
 
 TEST(Recovery, ConfigNeedsAHookAndGithubCredentials) {

@@ -12,10 +12,12 @@
 
 #include "crcrd/core/crypto.hpp"
 #include "crcrd/core/files.hpp"
+#include "crcrd/core/time.hpp"
 #include "support/certs.hpp"
 #include "support/ci_script.hpp"
 #include "support/daemon.hpp"
 #include "support/fake_relay.hpp"
+#include "support/state.hpp"
 
 namespace crcrd {
 namespace {
@@ -76,10 +78,7 @@ class RelayTest : public ::testing::Test {
     }
     std::string finished(std::int64_t run) { return daemon->finished(run); }
     bool callbacks_settled(std::int64_t run) {
-        return daemon->scalar(
-                   "SELECT count(*) FROM outbox WHERE sink='callback' AND delivery='waiting' AND "
-                   "run_id=" +
-                   std::to_string(run)) == 0;
+        return count_outbox(*daemon, {.run = run, .sink = "callback", .delivery = "waiting"}) == 0;
     }
     /// "tier#attempt:status" of the callbacks the relay accepted for `crcr_id`, in order.
     std::vector<std::string> accepted_sequence(const std::string& crcr_id) {
@@ -162,9 +161,10 @@ TEST_F(RelayTest, ALostAnswerAnExpiredTokenAndARateLimitStillDeliverEachCallback
     EXPECT_EQ(finished(run), "completed/flaky");
     ASSERT_TRUE(eventually([&] { return callbacks_settled(run); }, std::chrono::seconds(120)))
         << daemon->log();
-    EXPECT_EQ(
-        daemon->scalar("SELECT count(*) FROM outbox WHERE sink='callback' AND delivery='dead'"), 0)
-        << daemon->text("SELECT group_concat(last_error, ' | ') FROM outbox WHERE delivery='dead'");
+    std::string dead_errors;
+    for (const auto& row : outbox_rows(*daemon, {.delivery = "dead"}))
+        dead_errors += row.last_error + " | ";
+    EXPECT_EQ(count_outbox(*daemon, {.sink = "callback", .delivery = "dead"}), 0) << dead_errors;
     // Retries reorder callbacks of different attempts, never the two of one attempt: each
     // callback accepted exactly once, every in_progress before its completed.
     auto seq = accepted_sequence("guid-200");
@@ -186,9 +186,13 @@ TEST_F(RelayTest, ALostAnswerAnExpiredTokenAndARateLimitStillDeliverEachCallback
     EXPECT_EQ(answers[500], 1);
     EXPECT_GE(answers[429], 1);
     EXPECT_EQ(answers[400], 1) << "the retry of the lost answer";
-    EXPECT_EQ(daemon->scalar("SELECT count(*) FROM outbox WHERE sink='callback' AND "
-                             "delivery='sent' AND http_status=400 AND "
-                             "last_error LIKE 'already recorded by the relay%'"),
+    const auto answered_400 =
+        outbox_rows(*daemon, {.sink = "callback", .delivery = "sent", .http_status = 400});
+    EXPECT_EQ(std::count_if(answered_400.begin(), answered_400.end(),
+                            [](const OutboxRow& row) {
+                                return row.last_error.rfind("already recorded by the relay", 0) ==
+                                       0;
+                            }),
               1);
 }
 
@@ -199,17 +203,21 @@ TEST_F(RelayTest, A429WithoutRetryAfterPausesTheCallbacksForAMinute) {
     EXPECT_EQ(finished(run), "completed/flaky");
     ASSERT_TRUE(eventually(
         [&] {
-            return daemon->scalar(
-                       "SELECT count(*) FROM outbox WHERE sink='callback' AND http_status=429 AND "
-                       "delivery='waiting'") > 0;
+            return count_outbox(*daemon,
+                                {.sink = "callback", .delivery = "waiting", .http_status = 429}) >
+                   0;
         },
         std::chrono::seconds(30)))
         << daemon->log();
     // The next try of that row is a minute away, not a quick backoff.
-    const auto wait_s = daemon->scalar(
-        "SELECT CAST((julianday(next_attempt_at) - julianday('now')) * 86400 AS INTEGER) FROM "
-        "outbox "
-        "WHERE sink='callback' AND http_status=429 AND delivery='waiting' ORDER BY id LIMIT 1");
+    const auto limited =
+        outbox_rows(*daemon, {.sink = "callback", .delivery = "waiting", .http_status = 429});
+    ASSERT_FALSE(limited.empty());
+    const auto next_attempt = parse_rfc3339(limited.front().next_attempt_at);
+    ASSERT_TRUE(next_attempt) << limited.front().next_attempt_at;
+    const auto wait_s = std::chrono::duration_cast<std::chrono::seconds>(
+                            *next_attempt - std::chrono::system_clock::now())
+                            .count();
     EXPECT_GE(wait_s, 50);
     EXPECT_LE(wait_s, 61);
     // Nothing else was sent meanwhile: one accepted, one refused.
@@ -230,9 +238,13 @@ TEST_F(RelayTest, ARefusedInProgressMakesItsCompletedADeadLetterToo) {
         EXPECT_EQ(ex.status, 400);
         EXPECT_EQ(ex.body["workflow"]["status"], "in_progress");
     }
-    EXPECT_EQ(daemon->scalar("SELECT count(*) FROM outbox WHERE sink='callback' AND "
-                             "state='completed' AND delivery='dead' AND "
-                             "last_error LIKE 'its in_progress callback was not accepted%'"),
+    const auto dead_completed =
+        outbox_rows(*daemon, {.sink = "callback", .state = "completed", .delivery = "dead"});
+    EXPECT_EQ(std::count_if(dead_completed.begin(), dead_completed.end(),
+                            [](const OutboxRow& row) {
+                                return row.last_error.rfind(
+                                           "its in_progress callback was not accepted", 0) == 0;
+                            }),
               3);
     auto dead = daemon->request("GET", "/api/v1/outbox?state=dead&sink=callback",
                                 {{"Authorization", "Bearer ops-token"}}, "");
@@ -256,7 +268,7 @@ TEST_F(RelayTest, RunsTheRelayDidNotDispatchSendNothing) {
     auto manual_run = json::parse(manual->body)["run_id"].get<std::int64_t>();
     EXPECT_EQ(finished(run), "completed/flaky");
     EXPECT_EQ(finished(manual_run), "completed/passed");
-    EXPECT_EQ(daemon->scalar("SELECT count(*) FROM outbox WHERE sink='callback'"), 0);
+    EXPECT_EQ(count_outbox(*daemon, {.sink = "callback"}), 0);
     EXPECT_TRUE(relay.exchanges().empty());
 }
 

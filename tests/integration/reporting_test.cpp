@@ -21,6 +21,7 @@
 #include "support/daemon.hpp"
 #include "support/fake_github.hpp"
 #include "support/reset_server.hpp"
+#include "support/state.hpp"
 
 namespace crcrd {
 namespace {
@@ -156,22 +157,19 @@ class ReportingTest : public ::testing::Test {
         return json::parse(r->body)["run_id"].get<std::int64_t>();
     }
     std::string finished(std::int64_t run) {
-        std::string sql = "SELECT state || '/' || coalesce(conclusion, '') FROM runs WHERE id=" +
-                          std::to_string(run);
         EXPECT_TRUE(eventually(
             [&] {
-                return daemon->text(sql).rfind("completed/", 0) == 0 ||
-                       daemon->text(sql).rfind("cancelled/", 0) == 0;
+                return run_state(*daemon, run).rfind("completed/", 0) == 0 ||
+                       run_state(*daemon, run).rfind("cancelled/", 0) == 0;
             },
             std::chrono::seconds(90)))
-            << daemon->text(sql) << "\n"
+            << run_state(*daemon, run) << "\n"
             << daemon->log();
-        return daemon->text(sql);
+        return run_state(*daemon, run);
     }
     /// Every outbox row of the GitHub sink is sent, dead or coalesced.
     bool outbox_settled() {
-        return daemon->scalar(
-                   "SELECT count(*) FROM outbox WHERE sink='github' AND delivery='waiting'") == 0;
+        return count_outbox(*daemon, {.sink = "github", .delivery = "waiting"}) == 0;
     }
     json get(const std::string& path) {
         auto r = daemon->request("GET", path, {{"Authorization", "Bearer ops-token"}}, "");
@@ -286,10 +284,8 @@ TEST_F(ReportingTest, ASupersededRunEndsEveryContextCancelled) {
     auto old_run = post({"stall/a.py"}, sha_of(100), 7);
     ASSERT_TRUE(eventually(
         [&] {
-            return daemon->scalar(
-                       "SELECT count(*) FROM jobs WHERE tier='affected' AND state='running' AND "
-                       "run_id=" +
-                       std::to_string(old_run)) == 1;
+            return count_jobs(*daemon, {.run = old_run, .tier = "affected", .state = "running"}) ==
+                   1;
         },
         std::chrono::seconds(30)));
     auto new_run = post({"pass/a.py"}, sha_of(101), 7);
@@ -318,12 +314,11 @@ TEST_F(ReportingTest, ServerErrorsResetsAndSlowAnswersAreRetriedUntilEveryStatus
     // Connections reset: nothing is delivered, everything waits with the error.
     ASSERT_TRUE(eventually(
         [&] {
-            return daemon->scalar(
-                       "SELECT count(*) FROM outbox WHERE sink='github' AND delivery='waiting' AND "
-                       "attempts >= 2") >= 3;
+            return count_outbox(*daemon,
+                                {.sink = "github", .delivery = "waiting", .min_attempts = 2}) >= 3;
         },
         std::chrono::seconds(30)));
-    EXPECT_EQ(daemon->scalar("SELECT count(*) FROM outbox WHERE delivery='sent'"), 0);
+    EXPECT_EQ(count_outbox(*daemon, {.delivery = "sent"}), 0);
     auto waiting = get("/api/v1/outbox?state=waiting");
     ASSERT_FALSE(waiting["items"].empty());
     EXPECT_FALSE(waiting["items"][0]["last_error"].get<std::string>().empty());
@@ -355,8 +350,8 @@ TEST_F(ReportingTest, ServerErrorsResetsAndSlowAnswersAreRetriedUntilEveryStatus
         EXPECT_EQ(states.back(), "success") << ctx;
     }
     // Superseded states that waited were coalesced rather than sent late.
-    EXPECT_GT(daemon->scalar("SELECT count(*) FROM outbox WHERE delivery='coalesced'"), 0);
-    EXPECT_EQ(daemon->scalar("SELECT count(*) FROM outbox WHERE delivery='dead'"), 0);
+    EXPECT_GT(count_outbox(*daemon, {.delivery = "coalesced"}), 0);
+    EXPECT_EQ(count_outbox(*daemon, {.delivery = "dead"}), 0);
 }
 
 TEST_F(ReportingTest, RateLimitsWaitForRetryAfterAndForTheReset) {
@@ -424,16 +419,14 @@ TEST_F(ReportingTest, PostsToGithubArePacedAndASecondaryRateLimitPausesForAMinut
     limited = true;
     auto second = post({"pass/b.py"}, sha_of(451), 46);
     EXPECT_EQ(finished(second), "completed/passed");
-    ASSERT_TRUE(eventually(
-        [&] { return daemon->scalar("SELECT count(*) FROM outbox WHERE http_status = 403") == 1; },
-        std::chrono::seconds(30)));
+    ASSERT_TRUE(eventually([&] { return count_outbox(*daemon, {.http_status = 403}) == 1; },
+                           std::chrono::seconds(30)));
     auto waiting = get("/api/v1/outbox?state=waiting&sink=github");
     ASSERT_FALSE(waiting["items"].empty());
-    EXPECT_EQ(daemon->scalar("SELECT count(*) FROM outbox WHERE delivery = 'dead'"), 0);
-    auto limited_row =
-        json::parse(daemon->text("SELECT json_object('next', next_attempt_at, 'created', "
-                                 "created_at) FROM outbox WHERE http_status = 403"));
-    auto next = parse_rfc3339(limited_row["next"].get<std::string>());
+    EXPECT_EQ(count_outbox(*daemon, {.delivery = "dead"}), 0);
+    const auto limited_row = outbox_rows(*daemon, {.http_status = 403});
+    ASSERT_FALSE(limited_row.empty());
+    auto next = parse_rfc3339(limited_row.front().next_attempt_at);
     ASSERT_TRUE(next);
     EXPECT_GE(*next - std::chrono::system_clock::now(), std::chrono::seconds(50));
     // The paused GitHub sink does not hold up the report file: the run's final state is there.
@@ -500,9 +493,8 @@ TEST_F(ReportingTest, ARevokedTokenIsRetriedUntilARotatedOneWorksAndNoStatusIsLe
     EXPECT_EQ(finished(run), "completed/passed");
     ASSERT_TRUE(eventually(
         [&] {
-            return daemon->scalar(
-                       "SELECT count(*) FROM outbox WHERE sink='github' AND http_status=401 AND "
-                       "attempts >= 2") > 0;
+            return count_outbox(*daemon,
+                                {.sink = "github", .http_status = 401, .min_attempts = 2}) > 0;
         },
         std::chrono::seconds(30)))
         << daemon->log();
@@ -512,17 +504,13 @@ TEST_F(ReportingTest, ARevokedTokenIsRetriedUntilARotatedOneWorksAndNoStatusIsLe
         << metrics->body;
     write_file(dir.path() / "secrets" / "gh.token", "gh-token-scopeless\n", 0600);
     ASSERT_TRUE(eventually(
-        [&] {
-            return daemon->scalar(
-                       "SELECT count(*) FROM outbox WHERE sink='github' AND http_status=403") > 0;
-        },
+        [&] { return count_outbox(*daemon, {.sink = "github", .http_status = 403}) > 0; },
         std::chrono::seconds(30)))
         << daemon->log();
     write_file(dir.path() / "secrets" / "gh.token", "gh-token-2\n", 0600);
     ASSERT_TRUE(eventually([&] { return outbox_settled(); }, std::chrono::seconds(60)))
         << daemon->log();
-    EXPECT_EQ(daemon->scalar("SELECT count(*) FROM outbox WHERE sink='github' AND delivery='dead'"),
-              0);
+    EXPECT_EQ(count_outbox(*daemon, {.sink = "github", .delivery = "dead"}), 0);
     // The newest state of every context reached GitHub with the new token: nothing pending.
     std::map<std::string, std::string> last;
     for (const auto& st : gh.statuses()) {
@@ -583,12 +571,8 @@ TEST_F(ReportingTest, A422IsADeadLetterKeepingGithubsMessageAndIsNotRetried) {
     };
     const auto newest = dead["items"][0]["id"].get<std::int64_t>();
     EXPECT_EQ(post_admin("/api/v1/outbox/" + std::to_string(newest) + "/retry"), 200);
-    ASSERT_TRUE(eventually(
-        [&] {
-            return daemon->text("SELECT delivery FROM outbox WHERE id=" + std::to_string(newest)) ==
-                   "sent";
-        },
-        std::chrono::seconds(30)));
+    ASSERT_TRUE(eventually([&] { return outbox_row(*daemon, newest).delivery == "sent"; },
+                           std::chrono::seconds(30)));
     EXPECT_EQ(gh.accepted(sha_of(400))["crcr/spyre/import"].back(), "success");
     // An older dead letter of that context would now overwrite a newer state: refused.
     if (dead["items"].size() > 1) {
@@ -612,13 +596,10 @@ TEST_F(ReportingTest, StatusesStillWaitingAtAStopAllArriveAfterTheRestartInOrder
     start(gh.url());
     auto run = post({"flaky/a.py"}, sha_of(500), 50);
     EXPECT_EQ(finished(run), "completed/flaky");
-    ASSERT_TRUE(eventually([&] {
-        return daemon->scalar(
-                   "SELECT count(*) FROM outbox WHERE sink='github' AND delivery='waiting'") >= 3;
-    }));
+    ASSERT_TRUE(eventually(
+        [&] { return count_outbox(*daemon, {.sink = "github", .delivery = "waiting"}) >= 3; }));
     EXPECT_EQ(daemon->stop(), 0);
-    const auto waiting =
-        daemon->scalar("SELECT count(*) FROM outbox WHERE sink='github' AND delivery='waiting'");
+    const auto waiting = count_outbox(*daemon, {.sink = "github", .delivery = "waiting"});
     EXPECT_GE(waiting, 3);
     down = false;
     daemon->start();
@@ -630,8 +611,7 @@ TEST_F(ReportingTest, StatusesStillWaitingAtAStopAllArriveAfterTheRestartInOrder
         EXPECT_EQ(states.size(), 1u) << ctx;  // only the newest state of each context, once
         EXPECT_EQ(states.back(), "success") << ctx;
     }
-    EXPECT_EQ(daemon->scalar("SELECT count(*) FROM outbox WHERE sink='github' AND delivery='sent'"),
-              3);
+    EXPECT_EQ(count_outbox(*daemon, {.sink = "github", .delivery = "sent"}), 3);
 }
 
 /// Verifies an RS256 JWT with the public key; returns its claims or null.
@@ -724,9 +704,8 @@ TEST_F(ReportingTest, TheReportFileGetsEveryStatus) {
     start(gh.url(), "token_file: secrets/gh.token", "  file: state/statuses.jsonl\n");
     auto run = post({"fail/a.py"}, sha_of(700), 70);
     EXPECT_EQ(finished(run), "completed/regression");
-    ASSERT_TRUE(eventually(
-        [&] { return daemon->scalar("SELECT count(*) FROM outbox WHERE delivery='waiting'") == 0; },
-        std::chrono::seconds(30)))
+    ASSERT_TRUE(eventually([&] { return count_outbox(*daemon, {.delivery = "waiting"}) == 0; },
+                           std::chrono::seconds(30)))
         << daemon->log();
     // The file has a line per status, ending with the final state of each context.
     auto text = read_file(dir.path() / "state" / "statuses.jsonl").value();

@@ -2,7 +2,6 @@
 // `crcrctl misses` and /metrics on recorded misses, and the whole audit: two scheduled runs of
 // the full matrix around a commit that only a push run tested, on a real git upstream.
 #include <gtest/gtest.h>
-#include <sqlite3.h>
 #include <nlohmann/json.hpp>
 
 #include "crcrd/core/crypto.hpp"
@@ -10,6 +9,7 @@
 #include "support/certs.hpp"
 #include "support/ci_script.hpp"
 #include "support/daemon.hpp"
+#include "support/state.hpp"
 
 namespace crcrd {
 namespace {
@@ -23,18 +23,6 @@ constexpr const char* k_sha2 = "3333333333333333333333333333333333333333";
 std::string admin_yaml() {
     return "admin: {tokens: [{name: ops, role: admin, sha256: " + crypto::sha256_hex("ops-token") +
            "}, {name: viewer, role: read, sha256: " + crypto::sha256_hex("read-token") + "}]}\n";
-}
-
-/// Runs `sql` on the stopped daemon's database.
-void exec_sql(const std::filesystem::path& db_path, const std::string& sql) {
-    sqlite3* db = nullptr;
-    ASSERT_EQ(sqlite3_open(db_path.c_str(), &db), SQLITE_OK);
-    char* err = nullptr;
-    const int rc = sqlite3_exec(db, sql.c_str(), nullptr, nullptr, &err);
-    const std::string message = err ? err : "";
-    sqlite3_free(err);
-    sqlite3_close(db);
-    ASSERT_EQ(rc, SQLITE_OK) << message;
 }
 
 TEST(SelectionMisses, RecordedMissesAreListedPagedFilteredPrintedAndCounted) {
@@ -51,26 +39,18 @@ TEST(SelectionMisses, RecordedMissesAreListedPagedFilteredPrintedAndCounted) {
         R"j({"sha":")j" + k_sha2 +
         R"j(","subject":"Docs","pr":null,"paths":["docs/a.md","torch/_inductor/x.py"],)j" +
         R"j("rules":["compile","docs"],"runs":[3]}])j";
-    exec_sql(
-        d.db_path(),
-        std::string("INSERT INTO runs (event, sha, ref, state, conclusion, created_at) VALUES ") +
-            "('schedule', '" + k_sha0 +
-            "', 'refs/heads/main', 'completed', 'passed', '2026-12-01T03:00:00.000Z'),"
-            "('schedule', '" +
-            k_sha2 +
-            "', 'refs/heads/main', 'completed', 'regression', '2026-12-02T03:00:00.000Z'),"
-            "('push', '" +
-            k_sha2 +
-            "', 'refs/heads/main', 'completed', 'passed', '2026-12-01T12:00:00.000Z');"
-            "INSERT INTO selection_misses (run_id, previous_run_id, tier, test, commits, "
-            "created_at) VALUES "
-            "(2, 1, 'full', 'test_nn.py::test_a', '" +
-            commits +
-            "', '2026-12-02T04:00:00.000Z'),"
-            "(2, 1, 'full', 'test_nn.py::test_b', '" +
-            commits +
-            "', '2026-12-02T04:00:00.000Z'),"
-            "(3, 2, 'full', 'test_nn.py::test_a', '[]', '2026-12-02T05:00:00.000Z');");
+    insert_run(d, {"schedule", k_sha0, "refs/heads/main", "completed", "passed",
+                   "2026-12-01T03:00:00.000Z"});
+    insert_run(d, {"schedule", k_sha2, "refs/heads/main", "completed", "regression",
+                   "2026-12-02T03:00:00.000Z"});
+    insert_run(
+        d, {"push", k_sha2, "refs/heads/main", "completed", "passed", "2026-12-01T12:00:00.000Z"});
+    insert_selection_miss(
+        d, {2, 1, "full", "test_nn.py::test_a", commits, "2026-12-02T04:00:00.000Z"});
+    insert_selection_miss(
+        d, {2, 1, "full", "test_nn.py::test_b", commits, "2026-12-02T04:00:00.000Z"});
+    insert_selection_miss(d,
+                          {3, 2, "full", "test_nn.py::test_a", "[]", "2026-12-02T05:00:00.000Z"});
     d.start();
     auto get = [&](const std::string& path, int status = 200) {
         auto r = d.request("GET", path, {{"Authorization", "Bearer read-token"}}, "");
@@ -206,26 +186,23 @@ TEST(SelectionMisses, AScheduledFailureThatNoPrOrPushRunSelectedIsRecorded) {
                      admin_yaml());
     // The full matrix fires at start-up when its next time has passed.
     auto scheduled_run = [&] {
-        const auto before = d.scalar("SELECT count(*) FROM runs WHERE event='schedule'");
+        const auto before = count_runs(d, {.event = "schedule"});
         EXPECT_EQ(d.stop(), 0);
-        exec_sql(d.db_path(), "UPDATE meta SET value='1' WHERE key='full_matrix_next'");
+        set_full_matrix_next(d, 1);
         d.start();
         EXPECT_TRUE(eventually(
             [&] {
-                return d.scalar(
-                           "SELECT count(*) FROM runs WHERE event='schedule' AND "
-                           "state='completed'") == before + 1;
+                return count_runs(d, {.event = "schedule", .state = "completed"}) == before + 1;
             },
             std::chrono::seconds(60)))
             << d.log();
-        return d.scalar("SELECT max(id) FROM runs WHERE event='schedule'");
+        const auto scheduled = run_rows(d, {.event = "schedule"});
+        return scheduled.empty() ? std::int64_t{0} : scheduled.back().id;
     };
     d.start();
-    ASSERT_TRUE(eventually(
-        [&] { return d.scalar("SELECT count(*) FROM meta WHERE key='full_matrix_next'") == 1; }));
+    ASSERT_TRUE(eventually([&] { return full_matrix_next(d).has_value(); }));
     const auto good = scheduled_run();
-    EXPECT_EQ(d.text("SELECT conclusion FROM runs WHERE id=" + std::to_string(good)), "passed")
-        << d.log();
+    EXPECT_EQ(run_row(d, good).conclusion, "passed") << d.log();
 
     upstream.write("tools/setup_helpers/env.py", "BROKEN = True\n");
     const auto c1 = upstream.commit("Change the build env (#31)");
@@ -238,22 +215,16 @@ TEST(SelectionMisses, AScheduledFailureThatNoPrOrPushRunSelectedIsRecorded) {
     auto posted = d.post_standard(j.dump(), "miss-push-1");
     ASSERT_EQ(posted->status, 202) << posted->body;
     const auto push = json::parse(posted->body)["run_id"].get<std::int64_t>();
-    ASSERT_TRUE(eventually(
-        [&] {
-            return d.text("SELECT state FROM runs WHERE id=" + std::to_string(push)) == "completed";
-        },
-        std::chrono::seconds(60)));
-    EXPECT_EQ(
-        d.scalar("SELECT count(*) FROM jobs WHERE tier='full' AND run_id=" + std::to_string(push)),
-        0);
+    ASSERT_TRUE(eventually([&] { return run_row(d, push).state == "completed"; },
+                           std::chrono::seconds(60)));
+    EXPECT_EQ(count_jobs(d, {.run = push, .tier = "full"}), 0);
 
     write_file(broken, "");
     const auto bad = scheduled_run();
     ASSERT_GT(bad, good);
-    EXPECT_EQ(d.text("SELECT conclusion FROM runs WHERE id=" + std::to_string(bad)), "regression")
-        << d.log();
-    ASSERT_TRUE(eventually([&] { return d.scalar("SELECT count(*) FROM selection_misses") == 1; },
-                           std::chrono::seconds(30)))
+    EXPECT_EQ(run_row(d, bad).conclusion, "regression") << d.log();
+    ASSERT_TRUE(
+        eventually([&] { return count_selection_misses(d) == 1; }, std::chrono::seconds(30)))
         << d.log();
     auto r =
         d.request("GET", "/api/v1/selection-misses", {{"Authorization", "Bearer read-token"}}, "");
@@ -269,7 +240,7 @@ TEST(SelectionMisses, AScheduledFailureThatNoPrOrPushRunSelectedIsRecorded) {
     EXPECT_EQ(miss["commits"][0]["paths"], json::array({"tools/setup_helpers/env.py"}));
     EXPECT_EQ(miss["commits"][0]["rules"], json::array());
     EXPECT_EQ(miss["commits"][0]["runs"], json::array({push}));
-    EXPECT_EQ(d.scalar("SELECT count(*) FROM followups WHERE kind='audit'"), 0);
+    EXPECT_EQ(count_followups(d, "audit"), 0);
 }
 
 }  // namespace

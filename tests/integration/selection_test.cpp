@@ -1,9 +1,9 @@
 // Planning runs end to end: a real git repository plays upstream PyTorch, the real daemon
 // receives signed deliveries, and the planner stores the selection and the jobs.
 #include <gtest/gtest.h>
-#include <sqlite3.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <atomic>
 #include <condition_variable>
 #include <mutex>
@@ -14,6 +14,7 @@
 #include "support/daemon.hpp"
 #include "support/fake_github.hpp"
 #include "support/process.hpp"
+#include "support/state.hpp"
 
 namespace crcrd {
 namespace {
@@ -109,12 +110,10 @@ class SelectionTest : public ::testing::Test {
 
     /// The stored selection of a run, once planned.
     json planned(std::int64_t run_id) {
-        std::string sql =
-            "SELECT coalesce(selection, '') FROM runs WHERE id=" + std::to_string(run_id);
-        EXPECT_TRUE(
-            eventually([&] { return !daemon->text(sql).empty(); }, std::chrono::seconds(60)))
+        EXPECT_TRUE(eventually([&] { return !run_row(*daemon, run_id).selection.is_null(); },
+                               std::chrono::seconds(60)))
             << daemon->log();
-        return json::parse(daemon->text(sql));
+        return run_row(*daemon, run_id).selection;
     }
 
     std::int64_t post(const std::string& body, const std::string& id) {
@@ -138,20 +137,15 @@ TEST_F(SelectionTest, MirrorDiffsAgainstTheMergeBaseAndQueuesOneJobPerTier) {
     EXPECT_EQ(sel["rules"][0]["name"], "dispatch");
     EXPECT_EQ(sel["rules"][0]["paths"], json::array({"aten/src/ATen/native/BinaryOps.cpp"}));
     EXPECT_EQ(sel["tiers"].size(), 3u);
-    EXPECT_EQ(daemon->scalar("SELECT count(*) FROM jobs WHERE run_id=" + std::to_string(run) +
-                             " AND state='queued'"),
-              3);
-    EXPECT_EQ(
-        daemon->text("SELECT group_concat(tier, ',') FROM (SELECT tier FROM jobs WHERE run_id=" +
-                     std::to_string(run) + " ORDER BY position)"),
-        "import,smoke,affected");
-    EXPECT_EQ(daemon->text("SELECT tests FROM jobs WHERE tier='affected' AND run_id=" +
-                           std::to_string(run)),
+    EXPECT_EQ(count_jobs(*daemon, {.run = run, .state = "queued"}), 3);
+    std::string tiers;
+    for (const auto& j : job_rows(*daemon, {.run = run}))
+        tiers += (tiers.empty() ? "" : ",") + j.tier;
+    EXPECT_EQ(tiers, "import,smoke,affected");
+    EXPECT_EQ(first_job(*daemon, {.run = run, .tier = "affected"}).tests,
               R"(["${PYTORCH_DIR}/test/test_ops.py"])");
-    EXPECT_EQ(daemon->scalar("SELECT timeout_ms FROM jobs WHERE tier='import' AND run_id=" +
-                             std::to_string(run)),
-              600000);
-    EXPECT_EQ(daemon->text("SELECT state FROM runs WHERE id=" + std::to_string(run)), "queued");
+    EXPECT_EQ(first_job(*daemon, {.run = run, .tier = "import"}).timeout_ms, 600000);
+    EXPECT_EQ(run_row(*daemon, run).state, "queued");
 }
 
 TEST_F(SelectionTest, DocsOnlyChangeWithNothingPolicyCompletesAtOnce) {
@@ -161,13 +155,9 @@ TEST_F(SelectionTest, DocsOnlyChangeWithNothingPolicyCompletesAtOnce) {
     EXPECT_EQ(sel["source"], "git");
     EXPECT_EQ(sel["docs_only"], true);
     EXPECT_TRUE(sel["tiers"].empty());
-    EXPECT_EQ(
-        daemon->text("SELECT state || '/' || conclusion FROM runs WHERE id=" + std::to_string(run)),
-        "completed/passed");
-    EXPECT_NE(daemon->text("SELECT reason FROM runs WHERE id=" + std::to_string(run))
-                  .find("documentation-only"),
-              std::string::npos);
-    EXPECT_EQ(daemon->scalar("SELECT count(*) FROM jobs WHERE run_id=" + std::to_string(run)), 0);
+    EXPECT_EQ(run_state(*daemon, run), "completed/passed");
+    EXPECT_NE(run_row(*daemon, run).reason.find("documentation-only"), std::string::npos);
+    EXPECT_EQ(count_jobs(*daemon, {.run = run}), 0);
 }
 
 TEST_F(SelectionTest, AShaTheMirrorCannotFetchIsRecordedAndEveryRuleRuns) {
@@ -190,14 +180,12 @@ TEST_F(SelectionTest, PayloadChangedFilesWinAndClosedPrCancelsJobs) {
     auto sel = planned(run);
     EXPECT_EQ(sel["source"], "payload");
     EXPECT_EQ(sel["rules"][0]["name"], "compile");
-    EXPECT_EQ(daemon->scalar("SELECT count(*) FROM jobs WHERE run_id=" + std::to_string(run)), 3);
+    EXPECT_EQ(count_jobs(*daemon, {.run = run}), 3);
 
     auto closed =
         daemon->post_github(fixture_text("crcr/pull_request-closed.dispatch.json"), "close-1");
     ASSERT_EQ(closed->status, 200);
-    EXPECT_EQ(daemon->scalar("SELECT count(*) FROM jobs WHERE run_id=" + std::to_string(run) +
-                             " AND state='cancelled' AND reason='PR closed'"),
-              3);
+    EXPECT_EQ(count_jobs(*daemon, {.run = run, .state = "cancelled", .reason = "PR closed"}), 3);
 }
 
 // Issue 16: a run whose changed paths need no look-up (here the payload's) is stored with its
@@ -221,14 +209,12 @@ TEST_F(SelectionTest, ARunWithItsPathsInThePayloadIsAcceptedWithItsJobsAlreadyQu
     j["client_payload"]["changed_files"] = json::array({"torch/_inductor/ir.py"});
     auto r = daemon->post_standard(j.dump(), "msg-with-paths");
     ASSERT_TRUE(r && r->status == 202) << (r ? r->body : r.error().message);
-    const auto run = std::to_string(json::parse(r->body)["run_id"].get<std::int64_t>());
+    const auto run_id = json::parse(r->body)["run_id"].get<std::int64_t>();
+    const auto run = std::to_string(run_id);
     // Read at once, not eventually: the answer came after the commit.
-    EXPECT_EQ(
-        daemon->text(
-            "SELECT coalesce(json_extract(selection, '$.source'), '') FROM runs WHERE id=" + run),
-        "payload");
-    EXPECT_EQ(daemon->scalar("SELECT count(*) FROM jobs WHERE state='queued' AND run_id=" + run),
-              3);
+    auto selection = run_row(*daemon, run_id).selection;
+    EXPECT_EQ(selection["source"], "payload");
+    EXPECT_EQ(count_jobs(*daemon, {.run = run_id, .state = "queued"}), 3);
     EXPECT_NE(planned_line(run).find("(with its run)"), std::string::npos);
 
     const auto mirrored =
@@ -245,19 +231,19 @@ TEST_F(SelectionTest, ANewerShaSupersedesThePrsQueuedWork) {
     ASSERT_EQ(r->status, 202);
     auto body = json::parse(r->body);
     EXPECT_EQ(body["superseded"], json::array({first}));
+    EXPECT_EQ(run_summary(*daemon, first),
+              "cancelled/cancelled: superseded by " + upstream->sha("docs"));
+    const auto cancelled = job_rows(*daemon, {.run = first, .state = "cancelled"});
     EXPECT_EQ(
-        daemon->text("SELECT state || '/' || conclusion || '/' || reason FROM runs WHERE id=" +
-                     std::to_string(first)),
-        "cancelled/cancelled/superseded by " + upstream->sha("docs"));
-    EXPECT_EQ(daemon->scalar("SELECT count(*) FROM jobs WHERE run_id=" + std::to_string(first) +
-                             " AND state='cancelled' AND reason LIKE 'superseded by %'"),
-              3);
+        std::count_if(cancelled.begin(), cancelled.end(),
+                      [](const JobRow& j) { return j.reason.rfind("superseded by ", 0) == 0; }),
+        3);
     // Another PR and the same SHA again are left alone.
     auto other = post(pr_delivery("sup-3", upstream->sha("pr"), upstream->sha("main"), 10), "s-3");
     auto same = daemon->post_github(
         pr_delivery("sup-4", upstream->sha("docs"), upstream->sha("main"), 9), "s-4");
     EXPECT_FALSE(json::parse(same->body).contains("superseded"));
-    EXPECT_EQ(daemon->text("SELECT state FROM runs WHERE id=" + std::to_string(other)), "queued");
+    EXPECT_EQ(run_row(*daemon, other).state, "queued");
 }
 
 TEST(FullMatrix, AMissedSlotRunsOnceAtStartUpOnTheNewestShaOfTheRef) {
@@ -269,38 +255,30 @@ TEST(FullMatrix, AMissedSlotRunsOnceAtStartUpOnTheNewestShaOfTheRef) {
                  "upstream: {mirror: state/pytorch.git, remote: " + upstream.dir().string() +
                      "}\nselection: {rules: selection.yaml}\n");
     d.start();
-    ASSERT_TRUE(eventually(
-        [&] { return d.scalar("SELECT count(*) FROM meta WHERE key='full_matrix_next'") == 1; }));
+    ASSERT_TRUE(eventually([&] { return full_matrix_next(d).has_value(); }));
     EXPECT_EQ(d.stop(), 0);
-    EXPECT_EQ(d.scalar("SELECT count(*) FROM runs"), 0);
+    EXPECT_EQ(count_runs(d), 0);
     // The daemon was down over three slots.
-    sqlite3* db = nullptr;
-    ASSERT_EQ(sqlite3_open(d.db_path().c_str(), &db), SQLITE_OK);
     auto three_days_ago =
         std::chrono::duration_cast<std::chrono::seconds>(
             (std::chrono::system_clock::now() - std::chrono::hours(72)).time_since_epoch())
             .count();
-    std::string sql = "UPDATE meta SET value='" + std::to_string(three_days_ago) +
-                      "' WHERE key='full_matrix_next'";
-    ASSERT_EQ(sqlite3_exec(db, sql.c_str(), nullptr, nullptr, nullptr), SQLITE_OK);
-    sqlite3_close(db);
+    set_full_matrix_next(d, three_days_ago);
     d.start();
-    ASSERT_TRUE(eventually(
-        [&] {
-            return d.scalar(
-                       "SELECT count(*) FROM runs WHERE event='schedule' AND selection IS NOT "
-                       "NULL") == 1;
-        },
-        std::chrono::seconds(30)))
+    ASSERT_TRUE(
+        eventually([&] { return count_runs(d, {.event = "schedule", .planned = true}) == 1; },
+                   std::chrono::seconds(30)))
         << d.log();
-    EXPECT_EQ(d.text("SELECT sha FROM runs WHERE event='schedule'"), upstream.sha("main"));
-    auto sel = json::parse(d.text("SELECT selection FROM runs WHERE event='schedule'"));
+    const auto scheduled = run_rows(d, {.event = "schedule"});
+    ASSERT_FALSE(scheduled.empty());
+    EXPECT_EQ(scheduled.front().sha, upstream.sha("main"));
+    auto sel = scheduled.front().selection;
     EXPECT_EQ(sel["source"], "schedule");
     EXPECT_EQ(sel["tiers"].size(), 4u);  // every tier, the scheduled one included
-    EXPECT_EQ(d.scalar("SELECT count(*) FROM jobs"), 4);
+    EXPECT_EQ(count_jobs(d), 4);
     // One run for the missed slots, not three.
     EXPECT_EQ(d.stop(), 0);
-    EXPECT_EQ(d.scalar("SELECT count(*) FROM runs WHERE event='schedule'"), 1);
+    EXPECT_EQ(count_runs(d, {.event = "schedule"}), 1);
 }
 
 TEST(Concurrency, GroupKeyIsConfigurablePerEvent) {
@@ -324,7 +302,7 @@ TEST(Concurrency, GroupKeyIsConfigurablePerEvent) {
     auto a = pr("pr-1", "3333333333333333333333333333333333333333");
     auto b = pr("pr-2", "4444444444444444444444444444444444444444");
     EXPECT_FALSE(b.contains("superseded"));  // pull_request: none
-    EXPECT_EQ(d.scalar("SELECT count(*) FROM runs WHERE state='queued'"), 3);
+    EXPECT_EQ(count_runs(d, {.state = "queued"}), 3);
     (void)a;
 }
 
@@ -364,10 +342,10 @@ TEST(SelectionGithubApi, PrFilesAreReadFromEveryPage) {
                            "api-d1");
     ASSERT_EQ(r->status, 202);
     auto run = json::parse(r->body)["run_id"].get<std::int64_t>();
-    std::string sql = "SELECT coalesce(selection, '') FROM runs WHERE id=" + std::to_string(run);
-    ASSERT_TRUE(eventually([&] { return !d.text(sql).empty(); }, std::chrono::seconds(60)))
+    ASSERT_TRUE(
+        eventually([&] { return !run_row(d, run).selection.is_null(); }, std::chrono::seconds(60)))
         << d.log();
-    auto sel = json::parse(d.text(sql));
+    auto sel = run_row(d, run).selection;
     EXPECT_EQ(sel["source"], "github_api");
     EXPECT_EQ(sel["changed_paths"], 250);
     EXPECT_EQ(sel["rules"][0]["name"], "dispatch");
@@ -410,10 +388,10 @@ TEST(SelectionGithub, ALinkToAnotherHostIsNotFollowedWithTheToken) {
                            "api-d2");
     ASSERT_EQ(r->status, 202);
     auto run = json::parse(r->body)["run_id"].get<std::int64_t>();
-    std::string sql = "SELECT coalesce(selection, '') FROM runs WHERE id=" + std::to_string(run);
-    ASSERT_TRUE(eventually([&] { return !d.text(sql).empty(); }, std::chrono::seconds(60)))
+    ASSERT_TRUE(
+        eventually([&] { return !run_row(d, run).selection.is_null(); }, std::chrono::seconds(60)))
         << d.log();
-    auto sel = json::parse(d.text(sql));
+    auto sel = run_row(d, run).selection;
     EXPECT_EQ(sel["source"], "unknown") << sel.dump();  // fails safe: every rule's tests
     EXPECT_NE(sel.dump().find("not followed with the token"), std::string::npos) << sel.dump();
     EXPECT_TRUE(elsewhere.requests().empty()) << "the token went to " << other;
@@ -475,11 +453,10 @@ TEST(SelectionGithubApi, RunsOfOnePrHeadStoredTogetherShareOneLookUp) {
     for (const char* id : {"head-2", "head-3", "head-4"}) runs.push_back(post(id));
     gate->release();
     for (auto run : runs) {
-        std::string sql =
-            "SELECT coalesce(selection, '') FROM runs WHERE id=" + std::to_string(run);
-        ASSERT_TRUE(eventually([&] { return !d.text(sql).empty(); }, std::chrono::seconds(60)))
+        ASSERT_TRUE(eventually([&] { return !run_row(d, run).selection.is_null(); },
+                               std::chrono::seconds(60)))
             << d.log();
-        auto sel = json::parse(d.text(sql));
+        auto sel = run_row(d, run).selection;
         EXPECT_EQ(sel["source"], "github_api") << sel.dump();
         EXPECT_EQ(sel["changed_paths"], 2) << sel.dump();
         EXPECT_EQ(sel["rules"][0]["name"], "dispatch") << sel.dump();
@@ -527,12 +504,11 @@ TEST(SelectionGithubApi, AnAppsInstallationTokenServesEveryLookUp) {
                                id);
         ASSERT_EQ(r->status, 202) << r->body;
         auto run = json::parse(r->body)["run_id"].get<std::int64_t>();
-        std::string sql =
-            "SELECT coalesce(json_extract(selection, '$.source'), '') FROM runs WHERE id=" +
-            std::to_string(run);
-        ASSERT_TRUE(eventually([&] { return !d.text(sql).empty(); }, std::chrono::seconds(60)))
+        ASSERT_TRUE(eventually([&] { return !run_row(d, run).selection.is_null(); },
+                               std::chrono::seconds(60)))
             << d.log();
-        EXPECT_EQ(d.text(sql), "github_api") << d.log();
+        auto sel = run_row(d, run).selection;
+        EXPECT_EQ(sel["source"], "github_api") << d.log();
     }
     std::set<std::string> tokens;
     for (const auto& req : gh.requests())

@@ -1,12 +1,13 @@
 // Every row of the answers table (docs/ingest.md, "Answers") against the real crcrd over real
 // TLS and a real SQLite file.
 #include <gtest/gtest.h>
-#include <sqlite3.h>
+#include <algorithm>
 #include <nlohmann/json.hpp>
 
 #include "crcrd/core/compress.hpp"
 #include "crcrd/ingest/signature.hpp"
 #include "support/daemon.hpp"
+#include "support/state.hpp"
 
 namespace crcrd {
 namespace {
@@ -52,21 +53,23 @@ TEST_F(WebhookTest, NewRunIsStoredBeforeThe202) {
     ASSERT_TRUE(b["run_id"].is_number_integer());
     auto id = b["run_id"].get<std::int64_t>();
     // Visible to another connection as soon as the answer arrived: it was committed first.
-    EXPECT_EQ(daemon->text("SELECT sha FROM runs WHERE id=" + std::to_string(id)), k_sha);
-    EXPECT_EQ(daemon->text("SELECT state FROM runs WHERE id=" + std::to_string(id)), "queued");
-    EXPECT_EQ(daemon->scalar("SELECT pr FROM runs WHERE id=" + std::to_string(id)), 2);
-    EXPECT_EQ(daemon->text("SELECT delivery_id FROM runs WHERE id=" + std::to_string(id)),
-              "6d1c2a70-5a1b-11f0-8d4e-2f1c9a1b7e01");
-    EXPECT_EQ(daemon->scalar(
-                  "SELECT count(*) FROM deliveries WHERE delivery_id='d-1' AND verdict='queued' "
-                  "AND http_status=202 AND body IS NOT NULL"),
-              1);
+    const auto run = run_row(*daemon, id);
+    EXPECT_EQ(run.sha, k_sha);
+    EXPECT_EQ(run.state, "queued");
+    EXPECT_EQ(run.pr, 2);
+    EXPECT_EQ(run.delivery_id, "6d1c2a70-5a1b-11f0-8d4e-2f1c9a1b7e01");
+    EXPECT_EQ(
+        count_deliveries(
+            *daemon,
+            {.delivery_id = "d-1", .verdict = "queued", .http_status = 202, .has_body = true}),
+        1);
     // The stored body gives back exactly what was signed, for audit and replay.
-    auto stored = decompress(daemon->text("SELECT body FROM deliveries WHERE delivery_id='d-1'"));
+    const auto delivery = delivery_rows(*daemon, {.delivery_id = "d-1"});
+    ASSERT_FALSE(delivery.empty());
+    auto stored = decompress(delivery.front().body.value_or(""));
     ASSERT_TRUE(stored) << stored.error().message;
     EXPECT_EQ(*stored, pr_sync());
-    EXPECT_EQ(daemon->scalar("SELECT body_size FROM deliveries WHERE delivery_id='d-1'"),
-              static_cast<std::int64_t>(pr_sync().size()));
+    EXPECT_EQ(delivery.front().body_size, static_cast<std::int64_t>(pr_sync().size()));
     EXPECT_FALSE(decompress("not a zstd frame"));
 }
 
@@ -91,10 +94,10 @@ TEST_F(WebhookTest, EveryFormIsAccepted) {
                                   "msg_2")
                   ->status,
               202);
-    EXPECT_EQ(daemon->scalar("SELECT count(*) FROM runs"), 5);
-    EXPECT_EQ(daemon->text(
-                  "SELECT sha FROM runs WHERE delivery_id='6d1c2a70-5a1b-11f0-8d4e-2f1c9a1b7e03'"),
-              "6113728f27ae82c7b1a177c8d03f9e96e0adf246");
+    EXPECT_EQ(count_runs(*daemon), 5);
+    const auto direct = run_rows(*daemon, {.delivery_id = "6d1c2a70-5a1b-11f0-8d4e-2f1c9a1b7e03"});
+    ASSERT_FALSE(direct.empty());
+    EXPECT_EQ(direct.front().sha, "6113728f27ae82c7b1a177c8d03f9e96e0adf246");
 }
 
 TEST_F(WebhookTest, DuplicatesReturnTheFirstRun) {
@@ -112,8 +115,8 @@ TEST_F(WebhookTest, DuplicatesReturnTheFirstRun) {
     auto s2 = daemon->post_standard(direct, "msg_9");
     EXPECT_EQ(s2->status, 200);
     EXPECT_EQ(body_of(s2)["run_id"], s1["run_id"]);
-    EXPECT_EQ(daemon->scalar("SELECT count(*) FROM runs"), 2);
-    EXPECT_EQ(daemon->scalar("SELECT count(*) FROM deliveries WHERE verdict='duplicate'"), 3);
+    EXPECT_EQ(count_runs(*daemon), 2);
+    EXPECT_EQ(count_deliveries(*daemon, {.verdict = "duplicate"}), 3);
 }
 
 TEST_F(WebhookTest, IgnoredCases) {
@@ -149,10 +152,11 @@ TEST_F(WebhookTest, IgnoredCases) {
         EXPECT_NE(b["reason"].get<std::string>().find(c.reason_part), std::string::npos)
             << b.dump();
     }
-    EXPECT_EQ(daemon->scalar("SELECT count(*) FROM runs"), 0);
-    EXPECT_EQ(
-        daemon->scalar("SELECT count(*) FROM deliveries WHERE verdict='ignored' AND reason <> ''"),
-        5);
+    EXPECT_EQ(count_runs(*daemon), 0);
+    const auto ignored = delivery_rows(*daemon, {.verdict = "ignored"});
+    EXPECT_EQ(std::count_if(ignored.begin(), ignored.end(),
+                            [](const DeliveryRow& r) { return !r.reason.empty(); }),
+              5);
 }
 
 TEST_F(WebhookTest, ForkWithTrustedLabelRuns) {
@@ -161,7 +165,9 @@ TEST_F(WebhookTest, ForkWithTrustedLabelRuns) {
             json::array({{{"name", "ciflow/crcr/spyre"}}});
     });
     EXPECT_EQ(daemon->post_github(body, "f-1")->status, 202);
-    EXPECT_EQ(daemon->text("SELECT head_repo FROM runs"), "someone/pytorch");
+    const auto runs = run_rows(*daemon);
+    ASSERT_FALSE(runs.empty());
+    EXPECT_EQ(runs.front().head_repo, "someone/pytorch");
 }
 
 TEST_F(WebhookTest, ClosingThePrCancelsItsRuns) {
@@ -179,10 +185,8 @@ TEST_F(WebhookTest, ClosingThePrCancelsItsRuns) {
     auto r = daemon->post_github(fixture_text("crcr/pull_request-closed.dispatch.json"), "close-1");
     EXPECT_EQ(r->status, 200);
     EXPECT_EQ(body_of(r), (json{{"status", "cancelled"}, {"run_ids", {b["run_id"]}}}));
-    EXPECT_EQ(
-        daemon->scalar("SELECT count(*) FROM runs WHERE state='cancelled' AND reason='PR closed'"),
-        1);
-    EXPECT_EQ(daemon->scalar("SELECT count(*) FROM runs WHERE state='queued'"), 0);
+    EXPECT_EQ(count_runs(*daemon, {.state = "cancelled", .reason = "PR closed"}), 1);
+    EXPECT_EQ(count_runs(*daemon, {.state = "queued"}), 0);
     // Closing again finds nothing left to cancel.
     auto again =
         daemon->post_github(with("crcr/pull_request-closed.dispatch.json",
@@ -206,9 +210,7 @@ TEST_F(WebhookTest, AReplayedOldDeliveryNeverMovesAPrBackwards) {
     ASSERT_EQ(replay->status, 202) << replay->body;  // stored like any delivery...
     EXPECT_FALSE(body_of(replay).contains("superseded"))
         << replay->body;  // ...but it supersedes nothing
-    EXPECT_EQ(daemon->text("SELECT state FROM runs WHERE id=" +
-                           std::to_string(newer["run_id"].get<int>())),
-              "queued");
+    EXPECT_EQ(run_row(*daemon, newer["run_id"].get<int>()).state, "queued");
 
     // The native GitHub form: a replayed `closed` of an older head leaves the newer push's run.
     auto native = [&](const std::string& action, const std::string& sha) {
@@ -229,9 +231,7 @@ TEST_F(WebhookTest, AReplayedOldDeliveryNeverMovesAPrBackwards) {
     ASSERT_EQ(reopened["status"], "queued") << reopened.dump();
     auto replayed_close = body_of(daemon->post_github(closed_at_a, "n-2-replayed", "pull_request"));
     EXPECT_EQ(replayed_close["run_ids"], json::array()) << replayed_close.dump();
-    EXPECT_EQ(daemon->text("SELECT state FROM runs WHERE id=" +
-                           std::to_string(reopened["run_id"].get<int>())),
-              "queued");
+    EXPECT_EQ(run_row(*daemon, reopened["run_id"].get<int>()).state, "queued");
     // A close at the newest head still cancels it.
     auto closed = body_of(daemon->post_github(native("closed", k_newer), "n-4", "pull_request"));
     EXPECT_EQ(closed["run_ids"], json::array({reopened["run_id"]}));
@@ -256,23 +256,22 @@ TEST_F(WebhookTest, AMergedPrQueuesAPostMergeRunOnItsMergeCommitWhenEnabled) {
     EXPECT_EQ(b["status"], "cancelled");
     EXPECT_EQ(b["sha"],
               "c4295bd74fb0f4fda03689c3df3f2803b658fd85");  // payload.pull_request.merge_commit_sha
-    const auto run = std::to_string(b["post_merge_run_id"].get<std::int64_t>());
-    EXPECT_EQ(daemon->text("SELECT event || ' ' || sha || ' ' || ref || ' ' || pr || ' ' || "
-                           "base_sha || ' ' || state FROM runs WHERE id=" +
-                           run),
+    const auto run = run_row(*daemon, b["post_merge_run_id"].get<std::int64_t>());
+    EXPECT_EQ(run.event + " " + run.sha + " " + run.ref + " " +
+                  (run.pr ? std::to_string(*run.pr) : "") + " " + run.base_sha + " " + run.state,
               "push c4295bd74fb0f4fda03689c3df3f2803b658fd85 refs/heads/main 2 "
               "f95f852bd8fca8fcc58a9a2d6c842781e32a215e queued");
     // An unmerged PR's merge_commit_sha is only GitHub's test merge: no run.
     auto unmerged = body_of(daemon->post_github(merged("merge-2", false), "merge-2"));
     EXPECT_FALSE(unmerged.contains("post_merge_run_id")) << unmerged.dump();
-    EXPECT_EQ(daemon->scalar("SELECT count(*) FROM runs"), 1);
+    EXPECT_EQ(count_runs(*daemon), 1);
 }
 
 TEST_F(WebhookTest, Ping) {
     auto r = daemon->post_github(fixture_text("github-webhooks/ping.json"), "ping-1", "ping");
     EXPECT_EQ(r->status, 200);
     EXPECT_EQ(body_of(r), (json{{"status", "pong"}}));
-    EXPECT_EQ(daemon->scalar("SELECT count(*) FROM deliveries WHERE verdict='pong'"), 1);
+    EXPECT_EQ(count_deliveries(*daemon, {.verdict = "pong"}), 1);
 }
 
 TEST_F(WebhookTest, BadRequests) {
@@ -302,10 +301,10 @@ TEST_F(WebhookTest, BadRequests) {
                          {"X-Hub-Signature-256", ingest::sign_github(k_test_secret, pr_sync())}},
                         pr_sync());
     EXPECT_EQ(no_delivery->status, 400);
-    EXPECT_EQ(daemon->scalar("SELECT count(*) FROM runs"), 0);
-    EXPECT_EQ(daemon->scalar("SELECT count(*) FROM deliveries WHERE verdict='rejected' AND "
-                             "http_status=400 AND body IS NULL"),
-              4);
+    EXPECT_EQ(count_runs(*daemon), 0);
+    EXPECT_EQ(
+        count_deliveries(*daemon, {.verdict = "rejected", .http_status = 400, .has_body = false}),
+        4);
 }
 
 TEST_F(WebhookTest, InvalidSha) {
@@ -320,7 +319,7 @@ TEST_F(WebhookTest, InvalidSha) {
         EXPECT_EQ(body_of(r), (json{{"error", "invalid_sha"},
                                     {"detail", "expected a full 40-character commit SHA"}}));
     }
-    EXPECT_EQ(daemon->scalar("SELECT count(*) FROM runs"), 0);
+    EXPECT_EQ(count_runs(*daemon), 0);
 }
 
 TEST_F(WebhookTest, Unauthorized) {
@@ -340,9 +339,7 @@ TEST_F(WebhookTest, Unauthorized) {
     EXPECT_NE(body_of(stale)["detail"].get<std::string>().find("clock skew"), std::string::npos);
     // A rejected id does not burn the real delivery's id.
     EXPECT_EQ(daemon->post_github(body, "u-2")->status, 202);
-    EXPECT_EQ(daemon->scalar(
-                  "SELECT count(*) FROM deliveries WHERE verdict='rejected' AND http_status=401"),
-              3);
+    EXPECT_EQ(count_deliveries(*daemon, {.verdict = "rejected", .http_status = 401}), 3);
 }
 
 TEST_F(WebhookTest, Forbidden) {
@@ -355,7 +352,7 @@ TEST_F(WebhookTest, Forbidden) {
     auto upstream = daemon->post_github(fixture_text("github-webhooks/pull_request-opened.json"),
                                         "x-2", "pull_request");
     EXPECT_EQ(upstream->status, 403);  // Codertocat/Hello-World is not pytorch/pytorch
-    EXPECT_EQ(daemon->scalar("SELECT count(*) FROM runs"), 0);
+    EXPECT_EQ(count_runs(*daemon), 0);
 }
 
 TEST_F(WebhookTest, PathMethodMediaTypeAndSize) {
@@ -378,7 +375,9 @@ TEST_F(WebhookTest, PathMethodMediaTypeAndSize) {
     auto large = daemon->post_github(big, "big-1");
     EXPECT_EQ(large->status, 413);
     EXPECT_EQ(body_of(large), (json{{"error", "payload_too_large"}}));
-    EXPECT_EQ(daemon->scalar("SELECT count(*) FROM deliveries WHERE http_status IN (405,413,415)"),
+    EXPECT_EQ(count_deliveries(*daemon, {.http_status = 405}) +
+                  count_deliveries(*daemon, {.http_status = 413}) +
+                  count_deliveries(*daemon, {.http_status = 415}),
               3);
     // The server is still fine afterwards.
     EXPECT_EQ(daemon->post_github(body, "ok-1")->status, 202);
@@ -398,23 +397,20 @@ TEST_F(WebhookTest, StorageUnavailableAnswers503AndWritesNothing) {
     daemon->start();
 
     // Another process holds the write lock (as a backup or a stuck tool would).
-    sqlite3* other = nullptr;
-    ASSERT_EQ(sqlite3_open(daemon->db_path().c_str(), &other), SQLITE_OK);
-    ASSERT_EQ(sqlite3_exec(other, "BEGIN EXCLUSIVE", nullptr, nullptr, nullptr), SQLITE_OK);
+    DatabaseWriteLock other(*daemon);
     auto r = daemon->post_github(pr_sync(), "busy-1");
     EXPECT_EQ(r->status, 503);
     EXPECT_EQ(body_of(r), (json{{"error", "unavailable"}}));
     EXPECT_EQ(r->header("Retry-After").value_or(""), "7");
     EXPECT_EQ(daemon->request("GET", "/readyz", {}, "")->status, 503);
-    sqlite3_exec(other, "ROLLBACK", nullptr, nullptr, nullptr);
-    sqlite3_close(other);
+    other.release();
 
-    EXPECT_EQ(daemon->scalar("SELECT count(*) FROM runs"), 0);
-    EXPECT_EQ(daemon->scalar("SELECT count(*) FROM deliveries"), 0);
+    EXPECT_EQ(count_runs(*daemon), 0);
+    EXPECT_EQ(count_deliveries(*daemon), 0);
     // The sender's retry of the same delivery is then accepted as new, not as a duplicate.
     auto retry = daemon->post_github(pr_sync(), "busy-1");
     EXPECT_EQ(retry->status, 202);
-    EXPECT_EQ(daemon->scalar("SELECT count(*) FROM runs"), 1);
+    EXPECT_EQ(count_runs(*daemon), 1);
 }
 
 }  // namespace

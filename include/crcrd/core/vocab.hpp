@@ -211,16 +211,16 @@ inline std::vector<FollowupKind> followups_after(RunEvent event, RunState ended,
 /// Declares, in the enum's namespace, how nlohmann::json writes and reads enum E: by its name.
 /// Without it, json would silently store the enumerator's number. (A template over the json
 /// type, so that this header needs no json include; found by argument-dependent lookup.)
-#define CRCRD_VOCAB_JSON(E)                                                                 \
-    template <class BasicJsonType>                                                          \
-    void to_json(BasicJsonType& j, E e) {                                                   \
-        j = std::string(::crcrd::to_string(e));                                             \
-    }                                                                                       \
-    template <class BasicJsonType>                                                          \
-    void from_json(const BasicJsonType& j, E& e) {                                          \
-        const auto v = ::crcrd::from_string<E>(j.template get<std::string>());              \
-        if (!v) throw std::invalid_argument("not a name of " #E ": " + j.dump());           \
-        e = *v;                                                                             \
+#define CRCRD_VOCAB_JSON(E)                                                       \
+    template <class BasicJsonType>                                                \
+    void to_json(BasicJsonType& j, E e) {                                         \
+        j = std::string(::crcrd::to_string(e));                                   \
+    }                                                                             \
+    template <class BasicJsonType>                                                \
+    void from_json(const BasicJsonType& j, E& e) {                                \
+        const auto v = ::crcrd::from_string<E>(j.template get<std::string>());    \
+        if (!v) throw std::invalid_argument("not a name of " #E ": " + j.dump()); \
+        e = *v;                                                                   \
     }
 
 CRCRD_VOCAB_JSON(RunState)

@@ -2,6 +2,7 @@
 // single-node Slurm cluster (support/slurm_cluster.hpp) and Slurm runs `crcrd --slurm-job` on
 // the node, which runs the test command in the same bubblewrap sandbox as locally.
 #include <gtest/gtest.h>
+#include <algorithm>
 #include <nlohmann/json.hpp>
 
 #include "crcrd/core/crypto.hpp"
@@ -10,6 +11,7 @@
 #include "support/ci_script.hpp"
 #include "support/daemon.hpp"
 #include "support/slurm_cluster.hpp"
+#include "support/state.hpp"
 
 namespace crcrd {
 namespace {
@@ -104,38 +106,27 @@ class SlurmExecutorTest : public ::testing::Test {
         return json::parse(r->body)["run_id"].get<std::int64_t>();
     }
     std::string finished(std::int64_t run, std::chrono::seconds within = std::chrono::seconds(90)) {
-        std::string sql = "SELECT state || '/' || coalesce(conclusion, '') FROM runs WHERE id=" +
-                          std::to_string(run);
         EXPECT_TRUE(eventually(
             [&] {
-                auto t = daemon->text(sql);
+                auto t = run_state(*daemon, run);
                 return t.rfind("completed/", 0) == 0 || t.rfind("cancelled/", 0) == 0;
             },
             within))
-            << daemon->text(sql) << "\n"
+            << run_state(*daemon, run) << "\n"
             << daemon->log() << "\n"
             << cluster->log_tail();
-        return daemon->text(sql);
+        return run_state(*daemon, run);
     }
-    std::string jobs(std::int64_t run) {
-        return daemon->text(
-            "SELECT group_concat(tier || ':' || state || ':' || coalesce(conclusion,'') || ':' || "
-            "attempt, ' ') "
-            "FROM (SELECT * FROM jobs WHERE run_id=" +
-            std::to_string(run) + " ORDER BY position, attempt)");
-    }
+    std::string jobs(std::int64_t run) { return jobs_of(*daemon, run); }
     std::int64_t job_of(std::int64_t run, int attempt = 1) {
-        const std::string where = " FROM jobs WHERE run_id=" + std::to_string(run) +
-                                  " AND attempt=" + std::to_string(attempt);
-        EXPECT_TRUE(eventually([&] { return daemon->scalar("SELECT count(*)" + where) == 1; }))
-            << daemon->log();
-        return daemon->scalar("SELECT id FROM jobs WHERE run_id=" + std::to_string(run) +
-                              " AND attempt=" + std::to_string(attempt));
+        EXPECT_TRUE(eventually([&] {
+            return count_jobs(*daemon, {.run = run, .attempt = attempt}) == 1;
+        })) << daemon->log();
+        return first_job(*daemon, {.run = run, .attempt = attempt}).id;
     }
-    json evidence(std::int64_t job) {
-        return json::parse(
-            daemon->text("SELECT evidence FROM jobs WHERE id=" + std::to_string(job)));
-    }
+    json evidence(std::int64_t job) { return job_row(*daemon, job).evidence; }
+    /// The Slurm job id crcrd stored for job `job` ("" before sbatch answered).
+    std::string slurm_id_of(std::int64_t job) { return job_row(*daemon, job).external_id; }
     /// Slurm's own word on job `id`: its JobState.
     std::string slurm_state(const std::string& id) {
         std::string out;
@@ -179,8 +170,7 @@ class SlurmExecutorTest : public ::testing::Test {
         release(job);
         EXPECT_EQ(finished(run), "completed/passed");
         EXPECT_EQ(jobs(run), "unit:completed:passed:1");
-        EXPECT_EQ(daemon->text("SELECT external_id FROM jobs WHERE id=" + std::to_string(job)),
-                  slurm_id);
+        EXPECT_EQ(slurm_id_of(job), slurm_id);
         EXPECT_EQ(slurm_jobs_named("crcrd-" + std::to_string(job)), 1);
     }
 
@@ -212,8 +202,7 @@ TEST_F(SlurmExecutorTest, APassingTierRunsAsASlurmJobWithExactlyTheContractEnvir
     auto run = post("s-pass");
     EXPECT_EQ(finished(run), "completed/passed");
     const auto job = job_of(run);
-    const std::string slurm_id =
-        daemon->text("SELECT external_id FROM jobs WHERE id=" + std::to_string(job));
+    const std::string slurm_id = slurm_id_of(job);
     ASSERT_FALSE(slurm_id.empty());
     auto ev = evidence(job)["executor"];
     EXPECT_EQ(ev["kind"], "slurm");
@@ -221,11 +210,7 @@ TEST_F(SlurmExecutorTest, APassingTierRunsAsASlurmJobWithExactlyTheContractEnvir
     EXPECT_EQ(ev["state"], "COMPLETED");
     EXPECT_EQ(ev["node"], cluster->node());
     EXPECT_EQ(ev["exit_code"], "0:0");
-    EXPECT_EQ(
-        daemon->text(
-            "SELECT group_concat(name || '=' || outcome, ' ') FROM test_results WHERE job_id=" +
-            std::to_string(job)),
-        "ci::ok_a=passed ci::ok_b=passed");
+    EXPECT_EQ(test_outcomes(*daemon, {.id = job}), "ci::ok_a=passed ci::ok_b=passed");
     // Slurm knows it under crcrd's name, and asked for the tier's GRES.
     std::string out;
     cluster->run({"scontrol", "show", "job", "-o", slurm_id}, &out);
@@ -237,8 +222,7 @@ TEST_F(SlurmExecutorTest, APassingTierRunsAsASlurmJobWithExactlyTheContractEnvir
     EXPECT_NE(out.find("gres:aiu:1"), std::string::npos) << out;
     // What the command saw: the documented environment (docs/execution.md) and nothing else (no
     // SLURM_*, no login shell's).
-    auto log = read_file(daemon->text("SELECT log_path FROM jobs WHERE id=" + std::to_string(job)))
-                   .value();
+    auto log = read_file(job_row(*daemon, job).log_path).value();
     std::vector<std::string> names;
     for (std::size_t p = log.find("env: "); p != std::string::npos; p = log.find("env: ", p + 1)) {
         auto line = log.substr(p + 5, log.find('\n', p) - p - 5);
@@ -280,21 +264,15 @@ TEST_F(SlurmExecutorTest, ANodeThatFailsUnderAJobIsAnInfraErrorAndTheRetryRunsOn
     ASSERT_TRUE(held(first)) << daemon->log();
     cluster->set_node_state("down", "crcrd test");
     // The retry waits in Slurm for the node (within device_wait: it is not pending for long).
-    ASSERT_TRUE(eventually(
-        [&] {
-            return daemon->scalar("SELECT count(*) FROM jobs WHERE run_id=" +
-                                  std::to_string(run)) == 2;
-        },
-        std::chrono::seconds(60)))
+    ASSERT_TRUE(eventually([&] { return count_jobs(*daemon, {.run = run}) == 2; },
+                           std::chrono::seconds(60)))
         << daemon->log();
     cluster->set_node_state("resume");
     EXPECT_EQ(finished(run), "completed/passed");
     EXPECT_EQ(jobs(run), "unit:completed:infra_error:1 unit:completed:passed:2");
     auto ev = evidence(first);
     EXPECT_EQ(ev["executor"]["state"], "NODE_FAIL");
-    EXPECT_NE(
-        daemon->text("SELECT reason FROM jobs WHERE id=" + std::to_string(first)).find("NODE_FAIL"),
-        std::string::npos);
+    EXPECT_NE(job_row(*daemon, first).reason.find("NODE_FAIL"), std::string::npos);
 }
 
 TEST_F(SlurmExecutorTest,
@@ -304,11 +282,9 @@ TEST_F(SlurmExecutorTest,
     auto run = post("s-pending");
     EXPECT_EQ(finished(run), "completed/device_unavailable");
     const auto job = job_of(run);
-    auto reason = daemon->text("SELECT reason FROM jobs WHERE id=" + std::to_string(job));
+    auto reason = job_row(*daemon, job).reason;
     EXPECT_NE(reason.find("still pending (Resources) after 3s"), std::string::npos) << reason;
-    EXPECT_EQ(
-        slurm_state(daemon->text("SELECT external_id FROM jobs WHERE id=" + std::to_string(job))),
-        "CANCELLED");
+    EXPECT_EQ(slurm_state(slurm_id_of(job)), "CANCELLED");
 }
 
 TEST_F(SlurmExecutorTest, ANewerShaForThePrScancelsTheRunningSlurmJob) {
@@ -316,8 +292,7 @@ TEST_F(SlurmExecutorTest, ANewerShaForThePrScancelsTheRunningSlurmJob) {
     auto run = post("s-old", 7);
     const auto job = job_of(run);
     ASSERT_TRUE(held(job)) << daemon->log();
-    const std::string slurm_id =
-        daemon->text("SELECT external_id FROM jobs WHERE id=" + std::to_string(job));
+    const std::string slurm_id = slurm_id_of(job);
     auto next = post("s-new", 7, "0123456789abcdef0123456789abcdef01234567");
     EXPECT_EQ(finished(run), "cancelled/cancelled");
     EXPECT_TRUE(eventually([&] { return slurm_state(slurm_id) == "CANCELLED"; }))
@@ -333,8 +308,7 @@ TEST_F(SlurmExecutorTest, AfterKill9TheNextDaemonAdoptsTheSlurmJobInsteadOfRunni
     auto run = post("s-adopt");
     const auto job = job_of(run);
     ASSERT_TRUE(held(job)) << daemon->log();
-    const std::string slurm_id =
-        daemon->text("SELECT external_id FROM jobs WHERE id=" + std::to_string(job));
+    const std::string slurm_id = slurm_id_of(job);
     daemon->kill9();
     EXPECT_EQ(slurm_state(slurm_id), "RUNNING");  // the test goes on without crcrd
     expect_adopted_once(run, job, slurm_id);
@@ -345,16 +319,11 @@ TEST_F(SlurmExecutorTest, ADaemonKilledBeforeItStoredTheSlurmIdFindsTheJobByName
     auto run = post("s-unstored");
     const auto job = job_of(run);
     ASSERT_TRUE(held(job)) << daemon->log();
-    const std::string slurm_id =
-        daemon->text("SELECT external_id FROM jobs WHERE id=" + std::to_string(job));
+    const std::string slurm_id = slurm_id_of(job);
     daemon->kill9();
     // As if sbatch had answered and the daemon died before its write.
-    std::string out;
-    ASSERT_EQ(
-        run_command({"sqlite3", daemon->db_path().string(), "UPDATE jobs SET external_id = NULL"},
-                    &out),
-        0)
-        << out;
+    forget_external_ids(*daemon);
+    ASSERT_EQ(slurm_id_of(job), "");
     expect_adopted_once(run, job, slurm_id);
 }
 
@@ -363,11 +332,10 @@ TEST_F(SlurmExecutorTest, AStoppedDaemonLeavesTheSlurmJobRunningAndTheNextOneCol
     auto run = post("s-stop");
     const auto job = job_of(run);
     ASSERT_TRUE(held(job)) << daemon->log();
-    const std::string slurm_id =
-        daemon->text("SELECT external_id FROM jobs WHERE id=" + std::to_string(job));
+    const std::string slurm_id = slurm_id_of(job);
     EXPECT_EQ(daemon->stop(), 0);
     EXPECT_EQ(slurm_state(slurm_id), "RUNNING");
-    EXPECT_EQ(daemon->text("SELECT state FROM jobs WHERE id=" + std::to_string(job)), "running");
+    EXPECT_EQ(job_row(*daemon, job).state, "running");
     release(job);
     EXPECT_TRUE(eventually([&] { return slurm_state(slurm_id) == "COMPLETED"; }))
         << slurm_state(slurm_id);
@@ -381,22 +349,15 @@ TEST_F(SlurmExecutorTest, WithCancelPendingOnStopAStopScancelsWhatStillWaitsInSl
     start("ok_a", "10m", "    cancel_pending_on_stop: true\n", 0, "10m");
     auto run = post("s-stop-pending");
     const auto job = job_of(run);
-    ASSERT_TRUE(eventually([&] {
-        return !daemon
-                    ->text("SELECT coalesce(external_id, '') FROM jobs WHERE id=" +
-                           std::to_string(job))
-                    .empty();
-    })) << daemon->log();
-    const std::string slurm_id =
-        daemon->text("SELECT external_id FROM jobs WHERE id=" + std::to_string(job));
+    ASSERT_TRUE(eventually([&] { return !slurm_id_of(job).empty(); })) << daemon->log();
+    const std::string slurm_id = slurm_id_of(job);
     ASSERT_TRUE(eventually([&] { return slurm_state(slurm_id) == "PENDING"; }))
         << slurm_state(slurm_id);
     EXPECT_EQ(daemon->stop(), 0);
     EXPECT_EQ(slurm_state(slurm_id), "CANCELLED");
-    EXPECT_EQ(
-        daemon->text("SELECT state || '/' || conclusion || ': ' || reason FROM jobs WHERE id=" +
-                     std::to_string(job)),
-        "completed/infra_error: daemon stopped while the job ran");
+    const auto stopped = job_row(*daemon, job);
+    EXPECT_EQ(stopped.state + "/" + stopped.conclusion + ": " + stopped.reason,
+              "completed/infra_error: daemon stopped while the job ran");
 }
 
 TEST_F(SlurmExecutorTest, RunnersShowThePartitionsNodesAndTheirGresBesideCrcrdsSlots) {
@@ -409,7 +370,10 @@ TEST_F(SlurmExecutorTest, RunnersShowThePartitionsNodesAndTheirGresBesideCrcrdsS
     auto body = json::parse(r->body);
     ASSERT_EQ(body["items"].size(), 4u) << body.dump();
     EXPECT_EQ(body["items"][0]["labels"], json::array({"aiu1", "aiu2"}));
-    EXPECT_EQ(daemon->scalar("SELECT count(*) FROM slots WHERE state='busy'"), 1);
+    const auto slots = slot_rows(*daemon);
+    EXPECT_EQ(std::count_if(slots.begin(), slots.end(),
+                            [](const SlotRow& s) { return s.state == "busy"; }),
+              1);
     auto c = body["cluster"];
     EXPECT_EQ(c["partition"], "spyre");
     EXPECT_EQ(c["title"], "Slurm partition spyre");
