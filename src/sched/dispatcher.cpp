@@ -272,13 +272,97 @@ std::optional<std::chrono::steady_clock::duration> Dispatcher::pass() {
     return wait;
 }
 
-void Dispatcher::dispatch_once() {
-    std::vector<exec::JobToRun> started;
-    std::vector<std::int64_t> cancelled;
-    std::vector<std::string> due;
-    std::optional<system_clock::time_point> next_recheck;
-    std::set<std::int64_t> running;
+namespace {
+
+/// Renews the leases of the jobs running in this process; a lease whose job is not running here
+/// (a worker lost to a bug, a row edited by hand) lapses: its slot is freed and its job ended.
+void end_lapsed_leases(store::Db& db, const std::set<std::int64_t>& running,
+                       const DispatcherSettings& cfg, SystemTime now) {
+    store::SlotsRepo slots(db);
+    for (auto id : running) slots.renew_lease(id, now + cfg.lease_ttl);
+    for (const auto& [slot, job_id] : slots.lapsed(now)) {
+        if (job_id && running.count(*job_id)) continue;
+        slots.free_busy(slot);
+        if (job_id) {
+            auto job = load_job(db, *job_id);
+            end_attempt(db, job, AttemptOrigin::lost,
+                        ended(Conclusion::infra_error, "the lease of slot " + slot + " expired"),
+                        end_policy(cfg, now));
+        }
+        spdlog::warn("slot={} job_id={} lease expired: slot freed, job ended infra_error", slot,
+                     job_id ? std::to_string(*job_id) : std::string("-"));
+    }
+}
+
+/// The tests job `id`'s attempt runs when not all of its tier's: a rerun's failed tests (with
+/// execution.rerun: failed_tests), a bisect run's failing tests, a base check's tests.
+void narrow_tests(store::Db& db, exec::JobToRun& job, const DispatcherSettings& cfg) {
+    store::JobsRepo jobs(db);
+    if (cfg.rerun_failed_tests) job.rerun_tests = jobs.failed_in_rerun_source(job.job_id);
+    // A bisect run runs only the failing tests it bisects (docs/verdicts.md), a base check only
+    // those it checks (docs/verdicts.md), whatever `rerun` says.
+    if (job.rerun_tests.empty())
+        job.rerun_tests = store::BisectionsRepo(db).tests_for_job(job.job_id);
+    if (auto checked = jobs.base_check_tests(job.job_id); !checked.empty())
+        job.rerun_tests = std::move(checked);
+}
+
+/// Each startable job is reused (its tier passed on this SHA with these tests), leased a free
+/// slot whose labels cover its own (appended to `started`), ended device_unavailable once it
+/// waited device_wait, or left waiting. True when a job was reused (its run's next tier may
+/// start at once).
+bool lease_startable(store::Db& db, const std::vector<exec::SlotOffer>& offers,
+                     const DispatcherSettings& cfg, SystemTime now,
+                     std::vector<exec::JobToRun>& started) {
+    store::SlotsRepo slots(db);
+    store::JobsRepo jobs(db);
     bool reused = false;
+    // With every slot busy (a backlog), a job can only be reused or have waited too long:
+    // nothing else of it is read.
+    bool any_free = !slots.free_undrained().empty();
+    auto waited_too_long = [&](std::int64_t id) {
+        return now - parse_rfc3339(jobs.waiting_since(id)).value_or(now) > cfg.device_wait;
+    };
+    for (auto id : startable_jobs(db)) {
+        // A tier that already passed on this SHA with these tests (docs/verdicts.md): no device
+        // time. (Never for the rerun of a failed tier: that is the failure's own check.)
+        if (cfg.reuse_window.count() > 0 && jobs.failed_in_rerun_source(id).empty()) {
+            if (auto from = jobs.reusable(id, now - cfg.reuse_window)) {
+                jobs.mark_reused(id, from->first, from->second);
+                finish_job(db, id, Conclusion::passed,
+                           "reused from run " + std::to_string(from->first), std::nullopt, now);
+                spdlog::info("job_id={} reused job {} of run {}", id, from->second, from->first);
+                reused = true;
+                continue;
+            }
+        }
+        if (!any_free && !waited_too_long(id)) continue;
+        auto job = load_job(db, id);
+        narrow_tests(db, job, cfg);
+        if (auto slot = lease(db, offers, job, cfg.lease_ttl, now)) {
+            job.slot = *slot;
+            jobs.mark_leased(id, *slot);
+            store::RunsRepo(db).mark_running(job.run_id);
+            started.push_back(std::move(job));
+            any_free = !slots.free_undrained().empty();
+        } else if (waited_too_long(id)) {
+            const std::string why =
+                "no healthy runner slot with labels " + json(job.labels).dump() + " within " +
+                std::to_string(
+                    std::chrono::duration_cast<std::chrono::seconds>(cfg.device_wait).count()) +
+                "s";
+            end_attempt(db, job, AttemptOrigin::no_device,
+                        ended(Conclusion::device_unavailable, why), end_policy(cfg, now));
+        }
+    }
+    return reused;
+}
+
+}  // namespace
+
+void Dispatcher::dispatch_once() {
+    Decided d;
+    std::set<std::int64_t> running;
     {
         std::lock_guard lk(m_mu);
         for (const auto& [id, flag] : m_running) running.insert(id);
@@ -287,94 +371,37 @@ void Dispatcher::dispatch_once() {
     const auto offers = m_executor.slots();
     auto s = m_writer.run_sync([&](store::Db& db) {
         const auto now = m_clock.now();
-        store::SlotsRepo slots(db);
-        store::JobsRepo jobs(db);
-        // A lease lives while its job runs in this process; one whose job is not running here
-        // (a worker lost to a bug, a row edited by hand) expires and its job is ended.
-        for (auto id : running) slots.renew_lease(id, now + cfg.lease_ttl);
-        for (const auto& [slot, job_id] : slots.lapsed(now)) {
-            if (job_id && running.count(*job_id)) continue;
-            slots.free_busy(slot);
-            if (job_id) {
-                auto job = load_job(db, *job_id);
-                end_attempt(
-                    db, job, AttemptOrigin::lost,
-                    ended(Conclusion::infra_error, "the lease of slot " + slot + " expired"),
-                    end_policy(cfg, m_clock.now()));
-            }
-            spdlog::warn("slot={} job_id={} lease expired: slot freed, job ended infra_error", slot,
-                         job_id ? std::to_string(*job_id) : std::string("-"));
-        }
-        // With every slot busy (a backlog), a job can only be reused or have waited too long:
-        // nothing else of it is read.
-        bool any_free = !slots.free_undrained().empty();
-        auto waited_too_long = [&](std::int64_t id) {
-            return now - parse_rfc3339(jobs.waiting_since(id)).value_or(now) > cfg.device_wait;
-        };
-        for (auto id : startable_jobs(db)) {
-            // A tier that already passed on this SHA with these tests (docs/verdicts.md): no device
-            // time. (Never for the rerun of a failed tier: that is the failure's own check.)
-            if (cfg.reuse_window.count() > 0 && jobs.failed_in_rerun_source(id).empty()) {
-                if (auto from = jobs.reusable(id, now - cfg.reuse_window)) {
-                    jobs.mark_reused(id, from->first, from->second);
-                    finish_job(db, id, Conclusion::passed,
-                               "reused from run " + std::to_string(from->first), std::nullopt, now);
-                    spdlog::info("job_id={} reused job {} of run {}", id, from->second,
-                                 from->first);
-                    reused = true;  // the run's next tier may start now: look again at once
-                    continue;
-                }
-            }
-            if (!any_free && !waited_too_long(id)) continue;
-            auto job = load_job(db, id);
-            if (cfg.rerun_failed_tests) job.rerun_tests = jobs.failed_in_rerun_source(id);
-            // A bisect run runs only the failing tests it bisects (docs/verdicts.md), a base check
-            // only those it checks (docs/verdicts.md), whatever `rerun` says.
-            if (job.rerun_tests.empty())
-                job.rerun_tests = store::BisectionsRepo(db).tests_for_job(id);
-            if (auto checked = jobs.base_check_tests(id); !checked.empty())
-                job.rerun_tests = std::move(checked);
-            if (auto slot = lease(db, offers, job, cfg.lease_ttl, now)) {
-                job.slot = *slot;
-                jobs.mark_leased(id, *slot);
-                store::RunsRepo(db).mark_running(job.run_id);
-                started.push_back(std::move(job));
-                any_free = !slots.free_undrained().empty();
-            } else if (waited_too_long(id)) {
-                std::string labels = json(job.labels).dump();
-                const std::string why =
-                    "no healthy runner slot with labels " + labels + " within " +
-                    std::to_string(
-                        std::chrono::duration_cast<std::chrono::seconds>(cfg.device_wait).count()) +
-                    "s";
-                end_attempt(db, job, AttemptOrigin::no_device,
-                            ended(Conclusion::device_unavailable, why),
-                            end_policy(cfg, m_clock.now()));
-            }
-        }
+        end_lapsed_leases(db, running, cfg, now);
+        d.reused = lease_startable(db, offers, cfg, now, d.started);
         // Jobs cancelled meanwhile (superseded, PR closed, operator) whose process still runs.
+        store::JobsRepo jobs(db);
         for (auto id : running)
-            if (jobs.state(id) == JobState::cancelled) cancelled.push_back(id);
-        due = slots.due_for_recheck(now);
-        if (auto at = slots.next_recheck_at(now)) next_recheck = parse_rfc3339(*at);
+            if (jobs.state(id) == JobState::cancelled) d.cancelled.push_back(id);
+        store::SlotsRepo slots(db);
+        d.due = slots.due_for_recheck(now);
+        if (auto at = slots.next_recheck_at(now)) d.next_recheck = parse_rfc3339(*at);
     });
     if (!s) {
         spdlog::warn("dispatcher: {}", s.error().message);
         return;
     }
+    act_on(d, cfg.health_interval);
+}
+
+void Dispatcher::act_on(const Decided& d, std::chrono::milliseconds health_interval) {
     std::lock_guard lk(m_mu);
-    if (reused) m_loop.notify();
+    if (d.reused) m_loop.notify();  // the run's next tier may start now: look again at once
     m_next_recheck = std::chrono::steady_clock::time_point::max();
-    if (next_recheck) {
+    if (d.next_recheck) {
         m_next_recheck = std::chrono::steady_clock::now() +
                          std::max(std::chrono::milliseconds(0),
                                   std::chrono::duration_cast<std::chrono::milliseconds>(
-                                      *next_recheck - m_clock.now()));
+                                      *d.next_recheck - m_clock.now()));
     }
-    for (auto id : cancelled)
+    for (auto id : d.cancelled)
         if (auto it = m_running.find(id); it != m_running.end()) it->second->store(true);
     std::vector<exec::JobToRun> not_started;
-    for (auto& job : started) {
+    for (const auto& job : d.started) {
         auto flag = std::make_shared<std::atomic<bool>>(false);
         m_running[job.job_id] = flag;
         spdlog::info("job_id={} run_id={} tier={} attempt={} leased slot={}", job.job_id,
@@ -384,19 +411,18 @@ void Dispatcher::dispatch_once() {
             not_started.push_back(job);
         }
     }
-    for (const auto& slot : due) {
+    for (const auto& slot : d.due) {
         if (m_rechecking[slot]) continue;
         m_rechecking[slot] = true;
         if (!spawn_worker([this, slot] { recheck(slot); })) m_rechecking[slot] = false;
     }
     if (!not_started.empty()) {
         // No thread for them now: back to the queue, their slots free again.
-        const auto interval = cfg.health_interval;
         m_writer.submit(
-            [not_started, interval, now = m_clock.now()](store::Db& db) {
+            [not_started, health_interval, now = m_clock.now()](store::Db& db) {
                 for (const auto& job : not_started) {
                     store::JobsRepo(db).requeue_leased(job.job_id);
-                    release(db, job, false, std::nullopt, interval, now);
+                    release(db, job, false, std::nullopt, health_interval, now);
                 }
             },
             [](Status) {});

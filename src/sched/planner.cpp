@@ -322,6 +322,51 @@ void Planner::committed() {
     if (m_on_planned) m_on_planned();
 }
 
+std::shared_future<select::ChangedPaths> Planner::start_lookup(
+    const select::RunRef& run, const select::SourceSettings& sources, std::int64_t id) {
+    try {
+        return m_lookups
+            ->submit([&run, &sources] { return select::resolve_changed_paths(run, sources); })
+            .share();
+    } catch (const std::system_error& e) {
+        // No thread to spare: this run is looked up in turn, on the planner's thread.
+        spdlog::warn("planner: run_id={} looked up on the planner's thread: {}", id, e.what());
+        return {};
+    }
+}
+
+bool Planner::submit_plan(std::int64_t id, std::function<void(store::Db&)> work,
+                          std::shared_ptr<bool> stored, std::string summary) {
+    {
+        std::lock_guard lk(m_mu);
+        m_in_flight.insert(id);
+    }
+    bool queued = m_writer.submit(std::move(work), [this, id, stored,
+                                                    summary = std::move(summary)](Status status) {
+        // On the writer's thread, after the commit.
+        if (!status) {
+            spdlog::error("planner: run_id={} could not be stored: {}", id, status.error().message);
+        } else {
+            spdlog::info("planned run_id={} {} {}", id, summary,
+                         *stored ? "" : "(cancelled meanwhile)");
+            if (m_on_planned) m_on_planned();
+        }
+        {
+            std::lock_guard lk(m_mu);
+            m_in_flight.erase(id);
+            if (!status) m_failed.insert(id);
+        }
+        m_drained.notify_all();
+    });
+    if (!queued) {
+        spdlog::warn("planner: the writer is overloaded; planning resumes later");
+        std::lock_guard lk(m_mu);
+        m_in_flight.erase(id);
+        m_failed.insert(id);
+    }
+    return queued;
+}
+
 std::size_t Planner::submit_pending() {
     auto cfg = config();
     if (!cfg || !cfg->rules) return 0;
@@ -360,21 +405,10 @@ std::size_t Planner::submit_pending() {
             if (skip.count(ids[ahead]) || !select::needs_github_lookup(runs[ahead], cfg->sources))
                 continue;
             auto [same, first] = asked.try_emplace(lookup_key(runs[ahead]), ahead);
-            if (!first) {
+            if (first)
+                lookups[ahead] = start_lookup(runs[ahead], cfg->sources, ids[ahead]);
+            else
                 lookups[ahead] = lookups[same->second];  // invalid if that run is looked up in turn
-                continue;
-            }
-            try {
-                lookups[ahead] = m_lookups
-                                     ->submit([&run = runs[ahead], &sources = cfg->sources] {
-                                         return select::resolve_changed_paths(run, sources);
-                                     })
-                                     .share();
-            } catch (const std::system_error& e) {
-                // No thread to spare: this run is looked up in turn, below.
-                spdlog::warn("planner: run_id={} looked up on the planner's thread: {}", ids[ahead],
-                             e.what());
-            }
         }
         const std::int64_t id = ids[i];
         if (skip.count(id)) continue;
@@ -400,35 +434,7 @@ std::size_t Planner::submit_pending() {
             m_failed.insert(id);
             continue;
         }
-        {
-            std::lock_guard lk(m_mu);
-            m_in_flight.insert(id);
-        }
-        bool queued = m_writer.submit(
-            std::move(work), [this, id, stored, summary = std::move(summary)](Status status) {
-                // On the writer's thread, after the commit.
-                if (!status) {
-                    spdlog::error("planner: run_id={} could not be stored: {}", id,
-                                  status.error().message);
-                } else {
-                    spdlog::info("planned run_id={} {} {}", id, summary,
-                                 *stored ? "" : "(cancelled meanwhile)");
-                    if (m_on_planned) m_on_planned();
-                }
-                {
-                    std::lock_guard lk(m_mu);
-                    m_in_flight.erase(id);
-                    if (!status) m_failed.insert(id);
-                }
-                m_drained.notify_all();
-            });
-        if (!queued) {
-            spdlog::warn("planner: the writer is overloaded; planning resumes later");
-            std::lock_guard lk(m_mu);
-            m_in_flight.erase(id);
-            m_failed.insert(id);
-            break;
-        }
+        if (!submit_plan(id, std::move(work), stored, std::move(summary))) break;
         ++submitted;
     }
     return submitted;

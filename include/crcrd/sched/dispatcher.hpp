@@ -74,7 +74,18 @@ class Dispatcher {
   private:
     /// One pass of the dispatcher's loop; how long it may wait for the next.
     std::optional<std::chrono::steady_clock::duration> pass();
+    /// What one pass decided in its transaction, for the part that starts threads.
+    struct Decided {
+        std::vector<exec::JobToRun> started;  // leased: a worker each
+        std::vector<std::int64_t> cancelled;  // running here, cancelled meanwhile
+        std::vector<std::string> due;         // offline slots due for their recheck
+        std::optional<SystemTime> next_recheck;
+        bool reused = false;  // a job was reused: its run's next tier may start now
+    };
     void dispatch_once();
+    /// Under m_mu: raises the cancelled jobs' flags, starts a worker per leased job (one that
+    /// gets no thread is requeued) and per recheck due, and sets when the next recheck is.
+    void act_on(const Decided& d, std::chrono::milliseconds health_interval);
     /// Runs `job` (or, with `adopt`, watches the attempt a previous daemon started as that id).
     void work(exec::JobToRun job, std::shared_ptr<std::atomic<bool>> cancel,
               std::optional<std::string> adopt = {});

@@ -10,6 +10,7 @@
 #include <condition_variable>
 #include <filesystem>
 #include <functional>
+#include <future>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -84,6 +85,15 @@ class Planner {
     /// Decides the unplanned runs that are not in flight and submits their plans to the
     /// writer without waiting for the commit; returns how many were submitted.
     std::size_t submit_pending();
+    /// Starts the look-up of `run`'s changed paths on the look-up pool; an invalid future when
+    /// the pool has no thread to spare (the run is then looked up on the planner's thread).
+    std::shared_future<select::ChangedPaths> start_lookup(const select::RunRef& run,
+                                                          const select::SourceSettings& sources,
+                                                          std::int64_t id);
+    /// Submits run `id`'s plan to the writer (in flight until its commit); false, and the run
+    /// is left for the next wake-up, when the writer is overloaded.
+    bool submit_plan(std::int64_t id, std::function<void(store::Db&)> work,
+                     std::shared_ptr<bool> stored, std::string summary);
     /// Until every plan submitted was committed (or failed).
     void wait_in_flight();
 
