@@ -1,11 +1,11 @@
 #pragma once
-// What a finished run leaves for the planner's thread (the `followups` table, filled by a
-// trigger when a run ends; docs/verdicts.md): a trunk regression to place in a range and
-// bisect (docs/verdicts.md), a bisect run whose result moves its bisection on, a full-matrix
-// failure to audit for selection misses (docs/verdicts.md). They need the mirror (git), so they run
-// beside planning, never on the writer's thread; each one's writes are one transaction, and a
-// followup is deleted in the transaction that does its work, so a crash redoes it, never half of
-// it.
+// What a finished run leaves for the planner's thread (the `followups` table, filled in the
+// transaction that ends the run with what followups_after() names; docs/verdicts.md): a trunk
+// regression to place in a range and bisect (docs/verdicts.md), a bisect run whose result moves its
+// bisection on, a full-matrix failure to audit for selection misses (docs/verdicts.md). They need
+// the mirror (git), so they run beside planning, never on the writer's thread. What one reads comes
+// from one writer item; its writes are another, which also deletes the followup, so a crash redoes
+// it, never half of it.
 
 #include <chrono>
 #include <cstdint>
