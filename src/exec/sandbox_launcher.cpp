@@ -346,6 +346,49 @@ PeerPolicy own_policy(std::optional<std::string> cgroup) {
     return p;
 }
 
+namespace {
+
+/// Once the command started: passes the client's signals on to its process group until it
+/// exits (sfd: SIGCHLD), then tells the client its wait status; the group is killed when
+/// either side goes.
+int relay_until_exit(int fd, int sfd, pid_t child) {
+    bool peer_gone = false;
+    std::string msg;
+    for (;;) {
+        pollfd p[2] = {{peer_gone ? -1 : fd, POLLIN, 0}, {sfd, POLLIN, 0}};
+        if (::poll(p, 2, -1) < 0 && errno != EINTR) break;
+        if (p[1].revents & POLLIN) {
+            signalfd_siginfo si{};
+            (void)!::read(sfd, &si, sizeof si);
+            int status = 0;
+            if (::waitpid(child, &status, WNOHANG) == child) {
+                // Whatever the command left in its group goes with it.
+                ::kill(-child, SIGKILL);
+                if (!peer_gone) send_text(fd, "exit " + std::to_string(status));
+                return 0;
+            }
+        }
+        if (!peer_gone && (p[0].revents & (POLLIN | POLLHUP | POLLERR))) {
+            ssize_t got = receive(fd, msg, 64, nullptr);
+            if (got <= 0) {
+                // The client is gone (killed with its job's init): so is the job.
+                peer_gone = true;
+                ::kill(-child, SIGKILL);
+                continue;
+            }
+            if (msg.rfind("signal ", 0) == 0) {
+                const int sig = std::atoi(msg.c_str() + 7);
+                if (sig == SIGTERM || sig == SIGINT || sig == SIGHUP || sig == SIGKILL)
+                    ::kill(-child, sig);
+            }
+        }
+    }
+    ::kill(-child, SIGKILL);
+    return 0;
+}
+
+}  // namespace
+
 int serve(int fd, const std::string& bwrap, const PeerPolicy& policy) {
     auto refuse = [&](const std::string& why) {
         std::fprintf(stderr, "crcrd --sandbox-serve: refused: %s\n", why.c_str());
@@ -408,39 +451,7 @@ int serve(int fd, const std::string& bwrap, const PeerPolicy& policy) {
     fds.clear();
     send_text(fd, "started " + std::to_string(child));
 
-    bool peer_gone = false;
-    std::string msg;
-    for (;;) {
-        pollfd p[2] = {{peer_gone ? -1 : fd, POLLIN, 0}, {sfd, POLLIN, 0}};
-        if (::poll(p, 2, -1) < 0 && errno != EINTR) break;
-        if (p[1].revents & POLLIN) {
-            signalfd_siginfo si{};
-            (void)!::read(sfd, &si, sizeof si);
-            int status = 0;
-            if (::waitpid(child, &status, WNOHANG) == child) {
-                // Whatever the command left in its group goes with it.
-                ::kill(-child, SIGKILL);
-                if (!peer_gone) send_text(fd, "exit " + std::to_string(status));
-                return 0;
-            }
-        }
-        if (!peer_gone && (p[0].revents & (POLLIN | POLLHUP | POLLERR))) {
-            ssize_t got = receive(fd, msg, 64, nullptr);
-            if (got <= 0) {
-                // The client is gone (killed with its job's init): so is the job.
-                peer_gone = true;
-                ::kill(-child, SIGKILL);
-                continue;
-            }
-            if (msg.rfind("signal ", 0) == 0) {
-                const int sig = std::atoi(msg.c_str() + 7);
-                if (sig == SIGTERM || sig == SIGINT || sig == SIGHUP || sig == SIGKILL)
-                    ::kill(-child, sig);
-            }
-        }
-    }
-    ::kill(-child, SIGKILL);
-    return 0;
+    return relay_until_exit(fd, sfd, child);
 }
 
 int client_main(int argc, char** argv, char** envp) {

@@ -110,70 +110,29 @@ class CappedLog {
     std::string m_ring;
 };
 
-}  // namespace
-
-Result<ProcessResult> run_supervised(const ProcessSpec& spec, const std::atomic<bool>* cancel) {
-    if (spec.argv.empty()) return make_error(Errc::exec, "empty command");
-    auto prog = resolve(spec.argv[0], spec.env);
-    if (!prog) return make_error(Errc::exec, "command not found: " + spec.argv[0]);
-    int log_fd = ::open(spec.log_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0640);
-    if (log_fd < 0)
-        return make_error(Errc::exec,
-                          "cannot create " + spec.log_path.string() + ": " + std::strerror(errno));
-    int pipe_fd[2];
-    if (::pipe2(pipe_fd, O_CLOEXEC) != 0) {
-        ::close(log_fd);
-        return make_error(Errc::exec, std::string("pipe: ") + std::strerror(errno));
-    }
-    const auto init = job_init_program();
-    if (!init) {
-        ::close(log_fd);
-        ::close(pipe_fd[0]);
-        ::close(pipe_fd[1]);
-        return make_error(Errc::exec, init.error().message);
-    }
-    // The job's init (src/main/crcrd-job-init.cpp) is a program of its own, spawned without
-    // copying the daemon (posix_spawn: vfork semantics): a forked daemon would share its
-    // memory copy-on-write for as long as the job runs.
+/// The job init's command line (src/main/crcrd-job-init.cpp reads it in this order): the
+/// daemon's pid, the working directory, uid, gid and groups ("-" for none), the program, argv.
+std::vector<std::string> init_arguments(const ProcessSpec& spec, const std::string& init,
+                                        const std::string& prog) {
     auto id_or_none = [](const auto& id) { return id ? std::to_string(*id) : std::string("-"); };
     std::string groups;
     for (gid_t g : spec.groups) groups += (groups.empty() ? "" : ",") + std::to_string(g);
-    std::vector<std::string> init_args = {*init,
+    std::vector<std::string> init_args = {init,
                                           std::to_string(::getpid()),
                                           spec.cwd.string(),
                                           id_or_none(spec.uid),
                                           id_or_none(spec.gid),
                                           groups.empty() ? "-" : groups,
-                                          *prog};
+                                          prog};
     init_args.insert(init_args.end(), spec.argv.begin(), spec.argv.end());
-    std::vector<char*> argv, envp;
-    for (auto& a : init_args) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    for (const auto& e : spec.env) envp.push_back(const_cast<char*>(e.c_str()));
-    envp.push_back(nullptr);
-    const auto started = Clock::now();
+    return init_args;
+}
 
-    // The init starts with every signal blocked and at its default action: the daemon's
-    // handlers are not the job's, and Asio's would hand a SIGTERM meant for the job (a
-    // cancellation that comes right after the lease) to the daemon itself through the
-    // self-pipe the two share. It installs its own handlers and unblocks.
-    pid_t pid = 0;
-    SpawnOptions spawn;
-    spawn.out_fd = spawn.err_fd = pipe_fd[1];
-    spawn.signals_blocked = true;
-    const int rc = spawn_process(pid, init->c_str(), argv.data(), envp.data(), spawn);
-    if (rc != 0) {
-        ::close(log_fd);
-        ::close(pipe_fd[0]);
-        ::close(pipe_fd[1]);
-        return make_error(Errc::exec, "cannot start " + *init + ": " + std::strerror(rc));
-    }
-    ::close(pipe_fd[1]);
-    if (spec.on_start) spec.on_start(pid);
-
-    ProcessResult r;
-    r.pgid = pid;
-    CappedLog log(log_fd, spec.max_log_bytes);
+/// Copies the job's output from out_fd into log until its init exited and the output ended
+/// (or a grace after the exit), ending it at the deadline, on a stall or a cancellation;
+/// returns the init's wait status.
+int supervise(pid_t pid, int out_fd, const ProcessSpec& spec, const std::atomic<bool>* cancel,
+              Clock::time_point started, CappedLog& log, ProcessResult& r) {
     auto last_output = started;
     const auto deadline = started + spec.timeout;
     // After SIGTERM: SIGKILL of the command at `kill_at`, of its init a grace later.
@@ -224,10 +183,10 @@ Result<ProcessResult> run_supervised(const ProcessSpec& spec, const std::atomic<
         if (kill_at) next = std::min(next, *kill_at);
         int wait_ms = static_cast<int>(std::max<long long>(
             0, std::chrono::duration_cast<std::chrono::milliseconds>(next - now).count()));
-        pollfd p{pipe_fd[0], POLLIN, 0};
+        pollfd p{out_fd, POLLIN, 0};
         int rc = ::poll(&p, 1, exited_at ? std::min(wait_ms, 10) : wait_ms);
         if (rc > 0) {
-            ssize_t n = ::read(pipe_fd[0], buf, sizeof buf);
+            ssize_t n = ::read(out_fd, buf, sizeof buf);
             if (n > 0) {
                 log.write(buf, static_cast<std::size_t>(n));
                 last_output = Clock::now();
@@ -236,6 +195,64 @@ Result<ProcessResult> run_supervised(const ProcessSpec& spec, const std::atomic<
             }
         }
     }
+    return status;
+}
+
+}  // namespace
+
+Result<ProcessResult> run_supervised(const ProcessSpec& spec, const std::atomic<bool>* cancel) {
+    if (spec.argv.empty()) return make_error(Errc::exec, "empty command");
+    auto prog = resolve(spec.argv[0], spec.env);
+    if (!prog) return make_error(Errc::exec, "command not found: " + spec.argv[0]);
+    int log_fd = ::open(spec.log_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0640);
+    if (log_fd < 0)
+        return make_error(Errc::exec,
+                          "cannot create " + spec.log_path.string() + ": " + std::strerror(errno));
+    int pipe_fd[2];
+    if (::pipe2(pipe_fd, O_CLOEXEC) != 0) {
+        ::close(log_fd);
+        return make_error(Errc::exec, std::string("pipe: ") + std::strerror(errno));
+    }
+    const auto init = job_init_program();
+    if (!init) {
+        ::close(log_fd);
+        ::close(pipe_fd[0]);
+        ::close(pipe_fd[1]);
+        return make_error(Errc::exec, init.error().message);
+    }
+    // The job's init (src/main/crcrd-job-init.cpp) is a program of its own, spawned without
+    // copying the daemon (posix_spawn: vfork semantics): a forked daemon would share its
+    // memory copy-on-write for as long as the job runs.
+    std::vector<std::string> init_args = init_arguments(spec, *init, *prog);
+    std::vector<char*> argv, envp;
+    for (auto& a : init_args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    for (const auto& e : spec.env) envp.push_back(const_cast<char*>(e.c_str()));
+    envp.push_back(nullptr);
+    const auto started = Clock::now();
+
+    // The init starts with every signal blocked and at its default action: the daemon's
+    // handlers are not the job's, and Asio's would hand a SIGTERM meant for the job (a
+    // cancellation that comes right after the lease) to the daemon itself through the
+    // self-pipe the two share. It installs its own handlers and unblocks.
+    pid_t pid = 0;
+    SpawnOptions spawn;
+    spawn.out_fd = spawn.err_fd = pipe_fd[1];
+    spawn.signals_blocked = true;
+    const int rc = spawn_process(pid, init->c_str(), argv.data(), envp.data(), spawn);
+    if (rc != 0) {
+        ::close(log_fd);
+        ::close(pipe_fd[0]);
+        ::close(pipe_fd[1]);
+        return make_error(Errc::exec, "cannot start " + *init + ": " + std::strerror(rc));
+    }
+    ::close(pipe_fd[1]);
+    if (spec.on_start) spec.on_start(pid);
+
+    ProcessResult r;
+    r.pgid = pid;
+    CappedLog log(log_fd, spec.max_log_bytes);
+    const int status = supervise(pid, pipe_fd[0], spec, cancel, started, log, r);
     ::close(pipe_fd[0]);
     r.log_truncated = log.finish();
     r.output_bytes = log.total();

@@ -76,24 +76,27 @@ http::Response error(int status, const std::string& code, const std::string& det
     return http::Response::error(status, code, detail);
 }
 
-}  // namespace
+/// The signature check of the request's scheme: the matching key's id, or why not.
+Result<std::string> verify_signature(const http::Request& req, bool standard, const Policy& pol,
+                                     std::int64_t now_unix) {
+    return standard
+               ? verify_standard(
+                     req.header("webhook-id").value_or(""),
+                     req.header("webhook-timestamp").value_or(""),
+                     req.header("webhook-signature").value_or(""), req.body, pol.keys.standard,
+                     now_unix,
+                     std::chrono::duration_cast<std::chrono::seconds>(pol.ingest.max_clock_skew))
+               : verify_github(req.header("X-Hub-Signature-256").value_or(""), req.body,
+                               pol.keys.github);
+}
 
-Evaluation evaluate(const http::Request& req, const Policy& policy, std::int64_t now_unix) {
-    const Policy* pol = &policy;
-    Evaluation out;
-    out.delivery = std::make_shared<store::Delivery>();
+/// Runs the checks in order; the first that fails sets out.rejection (status 0: none did) and
+/// the delivery's reason. An event that passes them is out.event.
+void check_request(const http::Request& req, const Policy& pol, bool standard,
+                   std::int64_t now_unix, Evaluation& out) {
     auto& d = out.delivery;
     auto& res = out.rejection;
     auto& event = out.event;
-    d->received_at = now_rfc3339();
-    d->remote = req.remote;
-    d->event = clean_header(req.header("X-GitHub-Event"));
-    const bool standard =
-        req.header("webhook-signature").has_value() || req.header("webhook-id").has_value();
-    d->scheme = standard ? "standard-webhooks" : "github";
-    d->delivery_id =
-        clean_header(standard ? req.header("webhook-id") : req.header("X-GitHub-Delivery"));
-
     // Each check either leaves `res` unset (status 0) or rejects: the answer and the reason
     // the delivery log keeps are set together.
     res.status = 0;
@@ -112,16 +115,7 @@ Evaluation evaluate(const http::Request& req, const Policy& policy, std::int64_t
     } else if (!is_json_content_type(req.header("Content-Type").value_or(""))) {
         reject(415, "unsupported_media_type");
     } else {
-        Result<std::string> verified =
-            standard
-                ? verify_standard(
-                      req.header("webhook-id").value_or(""),
-                      req.header("webhook-timestamp").value_or(""),
-                      req.header("webhook-signature").value_or(""), req.body, pol->keys.standard,
-                      now_unix,
-                      std::chrono::duration_cast<std::chrono::seconds>(pol->ingest.max_clock_skew))
-                : verify_github(req.header("X-Hub-Signature-256").value_or(""), req.body,
-                                pol->keys.github);
+        Result<std::string> verified = verify_signature(req, standard, pol, now_unix);
         if (!verified) {
             reject(401, "unauthorized", verified.error().message);
         } else if (d->delivery_id.empty()) {
@@ -134,7 +128,7 @@ Evaluation evaluate(const http::Request& req, const Policy& policy, std::int64_t
                 event = std::move(*ev);
                 d->crcr_delivery_id = event->crcr_delivery_id;
                 if (d->event.empty()) d->event = event_type(*event);
-                auto trust = decide(*event, pol->trust);
+                auto trust = decide(*event, pol.trust);
                 if (trust.action == TrustDecision::Action::forbid) {
                     reject(403, "forbidden", trust.reason);
                 } else if (trust.action == TrustDecision::Action::ignore) {
@@ -144,51 +138,75 @@ Evaluation evaluate(const http::Request& req, const Policy& policy, std::int64_t
             }
         }
     }
+}
 
-    if (res.status != 0) {
+/// The verdict, answer and run (or cancellation) of a delivery that passed every check.
+void accept_delivery(store::Delivery& d, const Event& event, const Policy& pol,
+                     const std::string& body) {
+    // Compressed here, on a network thread, so the single writer only writes.
+    d.body_size = body.size();
+    d.body = compress(body);
+    switch (event.intent) {
+        case Intent::run:
+            d.intended = Verdict::queued;
+            d.http_status = 202;
+            d.run = to_run(event, d.delivery_id);
+            d.run->concurrency_group = group_of(event, pol.concurrency);
+            break;
+        case Intent::ignore:
+            d.intended = Verdict::ignored;
+            d.http_status = 200;
+            d.reason = event.reason;
+            break;
+        case Intent::cancel_pr:
+            d.intended = Verdict::cancelled;
+            d.http_status = 200;
+            d.cancel_pr = event.pr;
+            // A form without a signed id may be a replay: it cancels nothing pushed after
+            // its head (docs/ingest.md). A CRCR delivery is deduplicated by its signed id
+            // instead.
+            if (!event.crcr_delivery_id && !event.sha.empty()) d.cancel_sha = event.sha;
+            d.reason = "PR closed";
+            if (pol.post_merge && event.merge_commit_sha) {
+                // selection.post_merge: the merge commit is tested on its branch, like a push.
+                Event merged = event;
+                merged.event = RunEvent::push;
+                merged.sha = *event.merge_commit_sha;
+                merged.ref = event.base_ref.empty() ? "" : "refs/heads/" + event.base_ref;
+                d.run = to_run(merged, d.delivery_id);
+                d.run->concurrency_group = group_of(merged, pol.concurrency);
+                d.reason = "PR merged: post-merge run on " + merged.sha;
+            }
+            break;
+        case Intent::ping:
+            d.intended = Verdict::pong;
+            d.http_status = 200;
+            break;
+    }
+}
+
+}  // namespace
+
+Evaluation evaluate(const http::Request& req, const Policy& policy, std::int64_t now_unix) {
+    Evaluation out;
+    out.delivery = std::make_shared<store::Delivery>();
+    auto& d = out.delivery;
+    d->received_at = now_rfc3339();
+    d->remote = req.remote;
+    d->event = clean_header(req.header("X-GitHub-Event"));
+    const bool standard =
+        req.header("webhook-signature").has_value() || req.header("webhook-id").has_value();
+    d->scheme = standard ? "standard-webhooks" : "github";
+    d->delivery_id =
+        clean_header(standard ? req.header("webhook-id") : req.header("X-GitHub-Delivery"));
+
+    check_request(req, policy, standard, now_unix, out);
+
+    if (out.rejection.status != 0) {
         d->intended = Verdict::rejected;
-        d->http_status = res.status;
+        d->http_status = out.rejection.status;
     } else {
-        // Compressed here, on a network thread, so the single writer only writes.
-        d->body_size = req.body.size();
-        d->body = compress(req.body);
-        switch (event->intent) {
-            case Intent::run:
-                d->intended = Verdict::queued;
-                d->http_status = 202;
-                d->run = to_run(*event, d->delivery_id);
-                d->run->concurrency_group = group_of(*event, pol->concurrency);
-                break;
-            case Intent::ignore:
-                d->intended = Verdict::ignored;
-                d->http_status = 200;
-                d->reason = event->reason;
-                break;
-            case Intent::cancel_pr:
-                d->intended = Verdict::cancelled;
-                d->http_status = 200;
-                d->cancel_pr = event->pr;
-                // A form without a signed id may be a replay: it cancels nothing pushed after
-                // its head (docs/ingest.md). A CRCR delivery is deduplicated by its signed id
-                // instead.
-                if (!event->crcr_delivery_id && !event->sha.empty()) d->cancel_sha = event->sha;
-                d->reason = "PR closed";
-                if (pol->post_merge && event->merge_commit_sha) {
-                    // selection.post_merge: the merge commit is tested on its branch, like a push.
-                    Event merged = *event;
-                    merged.event = RunEvent::push;
-                    merged.sha = *event->merge_commit_sha;
-                    merged.ref = event->base_ref.empty() ? "" : "refs/heads/" + event->base_ref;
-                    d->run = to_run(merged, d->delivery_id);
-                    d->run->concurrency_group = group_of(merged, pol->concurrency);
-                    d->reason = "PR merged: post-merge run on " + merged.sha;
-                }
-                break;
-            case Intent::ping:
-                d->intended = Verdict::pong;
-                d->http_status = 200;
-                break;
-        }
+        accept_delivery(*d, *out.event, policy, req.body);
     }
     return out;
 }

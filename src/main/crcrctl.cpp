@@ -80,10 +80,31 @@ std::string command_path(const CLI::App& app) {
     return path;
 }
 
-}  // namespace
+/// The connection options every daemon command shares; the files count only if given.
+struct ConnectionArgs {
+    crcrd::app::AdminCliOptions conn;
+    std::string token_file, cacert;
+    CLI::Option* token_opt = nullptr;
+    CLI::Option* cacert_opt = nullptr;
+};
 
-int main(int argc, char** argv) {
-    CLI::App app("crcrctl: the operator's command line for crcrd (docs/operations.md).", "crcrctl");
+/// `crcrctl send`: its options, and which of the optional ones were given.
+struct SendArgs {
+    crcrd::app::SendOptions opts;
+    std::string secret_file, event_file, event, delivery_id;
+    CLI::App* app = nullptr;
+    CLI::Option* event_opt = nullptr;
+    CLI::Option* delivery_opt = nullptr;
+};
+
+/// `crcrctl explain`: its options.
+struct ExplainArgs {
+    crcrd::app::ExplainOptions opts;
+    std::string rules;
+    CLI::App* app = nullptr;
+};
+
+void setup_app(CLI::App& app) {
     app.set_version_flag("--version", "crcrctl " CRCRD_VERSION);
     app.require_subcommand(1);
     app.fallthrough();  // inherited: the options below may also follow the command
@@ -92,142 +113,172 @@ int main(int argc, char** argv) {
         "400),\n"
         "3 daemon unreachable or TLS failure, 4 unauthorised or forbidden, 5 not found.\n"
         "COMMAND --help shows a command's options.");
+}
 
-    crcrd::app::AdminCliOptions conn;
-    std::string token_file, cacert;
+void add_connection_options(CLI::App& app, ConnectionArgs& c) {
     app.add_option(
-           "--url", conn.url,
+           "--url", c.conn.url,
            "the daemon's base URL, https://HOST:PORT; each command appends its route (/api/v1/..., "
            "/webhook; a URL ending in /webhook means the same daemon)")
         ->capture_default_str();
-    auto* token_opt =
-        app.add_option("--token-file", token_file, "a file holding an admin API bearer token")
+    c.token_opt =
+        app.add_option("--token-file", c.token_file, "a file holding an admin API bearer token")
             ->check(CLI::ExistingFile);
-    auto* cacert_opt =
-        app.add_option("--cacert", cacert, "trust this PEM CA bundle (default: the system's)")
+    c.cacert_opt =
+        app.add_option("--cacert", c.cacert, "trust this PEM CA bundle (default: the system's)")
             ->check(CLI::ExistingFile);
+}
 
-    // send
-    crcrd::app::SendOptions send_opts;
-    std::string secret_file, event_file, send_event, delivery_id;
-    auto* send = app.add_subcommand(
+void add_send(CLI::App& app, SendArgs& s) {
+    s.app = app.add_subcommand(
         "send",
         "sign EVENT.json like GitHub or a Standard Webhooks relay and post it to "
         "<url>/webhook; prints the answer");
-    send->add_option("--scheme", send_opts.scheme, "the signature scheme")
+    s.app->add_option("--scheme", s.opts.scheme, "the signature scheme")
         ->check(CLI::IsMember({"github", "standard-webhooks"}))
         ->capture_default_str();
-    send->add_option("--secret-file", secret_file,
+    s.app
+        ->add_option("--secret-file", s.secret_file,
                      "the webhook secret (a whsec_ secret for standard-webhooks)")
         ->required()
         ->check(CLI::ExistingFile);
-    auto* send_event_opt =
-        send->add_option("--event", send_event, "X-GitHub-Event (default: guessed from the body)");
-    auto* delivery_opt =
-        send->add_option("--delivery-id", delivery_id, "the delivery id (default: a random UUID)");
-    send->add_option("EVENT.json", event_file, "the event body")
+    s.event_opt =
+        s.app->add_option("--event", s.event, "X-GitHub-Event (default: guessed from the body)");
+    s.delivery_opt = s.app->add_option("--delivery-id", s.delivery_id,
+                                       "the delivery id (default: a random UUID)");
+    s.app->add_option("EVENT.json", s.event_file, "the event body")
         ->required()
         ->check(CLI::ExistingFile);
+}
 
-    // explain
-    crcrd::app::ExplainOptions explain_opts;
-    std::string rules;
-    auto* explain =
-        app.add_subcommand("explain",
-                           "print the selection a run would get for these changed paths "
-                           "(offline: no daemon)");
-    explain->add_option("--rules", rules, "the selection rules file")
+void add_explain(CLI::App& app, ExplainArgs& e) {
+    e.app = app.add_subcommand("explain",
+                               "print the selection a run would get for these changed paths "
+                               "(offline: no daemon)");
+    e.app->add_option("--rules", e.rules, "the selection rules file")
         ->required()
         ->check(CLI::ExistingFile);
-    explain
-        ->add_option("--changed-files", explain_opts.changed_files,
+    e.app
+        ->add_option("--changed-files", e.opts.changed_files,
                      "a file with one path per line, or - for stdin")
         ->required();
-    explain
-        ->add_option("--event", explain_opts.event,
-                     "pull_request, push, schedule, manual or bisect")
+    e.app->add_option("--event", e.opts.event, "pull_request, push, schedule, manual or bisect")
         ->capture_default_str();
-    explain->add_flag("--json", explain_opts.json, "print the selection as stored (JSON)");
+    e.app->add_flag("--json", e.opts.json, "print the selection as stored (JSON)");
+}
 
-    // The admin commands.
+/// The `runs`, `jobs`, ... subcommand for spec's group, added the first time a spec names it.
+CLI::App* admin_group(CLI::App& app, std::map<std::string, CLI::App*>& groups,
+                      const AdminSpec& spec) {
+    auto [it, added] = groups.try_emplace(spec.group, nullptr);
+    if (added) {
+        std::string actions;
+        for (const auto& s : k_admin)
+            if (s.group && s.group == std::string(spec.group))
+                actions += (actions.empty() ? "" : ", ") + std::string(s.name);
+        it->second = app.add_subcommand(spec.group, std::string(spec.group) + ": " + actions);
+        it->second->require_subcommand(1);
+    }
+    return it->second;
+}
+
+/// One admin command's positional argument and options; they bind into p.
+void add_admin_options(AdminParsed& p) {
+    const AdminSpec& spec = *p.spec;
+    p.req.command = spec.command;
+    if (spec.target) {
+        auto* t = p.app
+                      ->add_option(spec.target, p.req.target,
+                                   spec.target == std::string("ID") ? "its id" : "its name")
+                      ->required();
+        if (spec.target == std::string("ID")) t->check(k_id);
+    }
+    for (const auto& q : crcrd::app::query_options(spec.command)) {
+        p.query.emplace_back(q.param, p.app->add_option(q.names, q.help)->type_name(q.value));
+    }
+    if (spec.listing)
+        p.app->add_flag("--json", p.req.json, "print the API's JSON instead of a table");
+    if (spec.command == AdminCommand::recover)
+        p.app->add_flag("--list", p.list, "list the last passes instead");
+    if (spec.command == AdminCommand::runs_trigger) {
+        p.app->add_option("--sha", p.req.sha, "the commit (40 hex digits)")->required();
+        p.app->add_option("--tier", p.req.tiers, "a tier to run (repeatable; default: every tier)");
+    }
+}
+
+/// Every k_admin command; a deque so that the options' bindings into its elements stay valid.
+void add_admin_commands(CLI::App& app, std::deque<AdminParsed>& admin) {
     std::map<std::string, CLI::App*> groups;
-    std::deque<AdminParsed> admin;
     for (const auto& spec : k_admin) {
-        CLI::App* parent = &app;
-        if (spec.group) {
-            auto [it, added] = groups.try_emplace(spec.group, nullptr);
-            if (added) {
-                std::string actions;
-                for (const auto& s : k_admin)
-                    if (s.group && s.group == std::string(spec.group))
-                        actions += (actions.empty() ? "" : ", ") + std::string(s.name);
-                it->second =
-                    app.add_subcommand(spec.group, std::string(spec.group) + ": " + actions);
-                it->second->require_subcommand(1);
-            }
-            parent = it->second;
-        }
+        CLI::App* parent = spec.group ? admin_group(app, groups, spec) : &app;
         auto& p = admin.emplace_back(
             AdminParsed{&spec, parent->add_subcommand(spec.name, spec.description), {}, {}});
-        p.req.command = spec.command;
-        if (spec.target) {
-            auto* t = p.app
-                          ->add_option(spec.target, p.req.target,
-                                       spec.target == std::string("ID") ? "its id" : "its name")
-                          ->required();
-            if (spec.target == std::string("ID")) t->check(k_id);
-        }
-        for (const auto& q : crcrd::app::query_options(spec.command)) {
-            p.query.emplace_back(q.param, p.app->add_option(q.names, q.help)->type_name(q.value));
-        }
-        if (spec.listing)
-            p.app->add_flag("--json", p.req.json, "print the API's JSON instead of a table");
-        if (spec.command == AdminCommand::recover)
-            p.app->add_flag("--list", p.list, "list the last passes instead");
-        if (spec.command == AdminCommand::runs_trigger) {
-            p.app->add_option("--sha", p.req.sha, "the commit (40 hex digits)")->required();
-            p.app->add_option("--tier", p.req.tiers,
-                              "a tier to run (repeatable; default: every tier)");
-        }
+        add_admin_options(p);
     }
+}
+
+/// The exit status for a failed parse, after printing why (or the help or version asked for).
+int parse_failure(CLI::App& app, const CLI::ParseError& e) {
+    if (e.get_exit_code() == 0) return app.exit(e);  // --help, --version
+    std::string why = e.what();
+    // "crcrctl frobnicate" is reported as a missing subcommand: name the word instead.
+    if (auto extra = app.remaining(true);
+        !extra.empty() && dynamic_cast<const CLI::RequiredError*>(&e)) {
+        why = "unknown command '" + extra.front() + "'";
+    }
+    std::cerr << command_path(app) << ": " << why << "\n"
+              << "usage: " << command_path(app) << " --help\n";
+    return crcrd::app::k_exit_usage;
+}
+
+int run_send(SendArgs& s, const crcrd::app::AdminCliOptions& conn) {
+    s.opts.url = conn.url;
+    s.opts.cacert = conn.cacert;
+    s.opts.secret_file = s.secret_file;
+    s.opts.event_file = s.event_file;
+    if (*s.event_opt) s.opts.event = s.event;
+    if (*s.delivery_opt) s.opts.delivery_id = s.delivery_id;
+    return crcrd::app::send_event(s.opts, std::cout, std::cerr);
+}
+
+int run_admin(AdminParsed& p, const crcrd::app::AdminCliOptions& conn) {
+    for (const auto& [param, opt] : p.query)
+        if (*opt) p.req.query.emplace_back(param, opt->as<std::string>());
+    if (p.list) p.req.command = AdminCommand::recover_list;
+    return crcrd::app::admin_command(p.req, conn, std::cout, std::cerr);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    CLI::App app("crcrctl: the operator's command line for crcrd (docs/operations.md).", "crcrctl");
+    setup_app(app);
+    ConnectionArgs c;
+    add_connection_options(app, c);
+    SendArgs send;
+    add_send(app, send);
+    ExplainArgs explain;
+    add_explain(app, explain);
+    std::deque<AdminParsed> admin;
+    add_admin_commands(app, admin);
 
     try {
         app.parse(argc, argv);
     } catch (const CLI::ParseError& e) {
-        if (e.get_exit_code() == 0) return app.exit(e);  // --help, --version
-        std::string why = e.what();
-        // "crcrctl frobnicate" is reported as a missing subcommand: name the word instead.
-        if (auto extra = app.remaining(true);
-            !extra.empty() && dynamic_cast<const CLI::RequiredError*>(&e)) {
-            why = "unknown command '" + extra.front() + "'";
-        }
-        std::cerr << command_path(app) << ": " << why << "\n"
-                  << "usage: " << command_path(app) << " --help\n";
-        return crcrd::app::k_exit_usage;
+        return parse_failure(app, e);
     }
-    if (*token_opt) conn.token_file = token_file;
-    if (*cacert_opt) conn.cacert = cacert;
+    if (*c.token_opt) c.conn.token_file = c.token_file;
+    if (*c.cacert_opt) c.conn.cacert = c.cacert;
 
     try {
-        if (*send) {
-            send_opts.url = conn.url;
-            send_opts.cacert = conn.cacert;
-            send_opts.secret_file = secret_file;
-            send_opts.event_file = event_file;
-            if (*send_event_opt) send_opts.event = send_event;
-            if (*delivery_opt) send_opts.delivery_id = delivery_id;
-            return crcrd::app::send_event(send_opts, std::cout, std::cerr);
-        }
-        if (*explain) {
-            explain_opts.rules = rules;
-            return crcrd::app::explain(explain_opts, std::cin, std::cout, std::cerr);
+        if (*send.app) return run_send(send, c.conn);
+        if (*explain.app) {
+            explain.opts.rules = explain.rules;
+            return crcrd::app::explain(explain.opts, std::cin, std::cout, std::cerr);
         }
         for (auto& p : admin) {
             if (!*p.app) continue;
-            for (const auto& [param, opt] : p.query)
-                if (*opt) p.req.query.emplace_back(param, opt->as<std::string>());
-            if (p.list) p.req.command = AdminCommand::recover_list;
-            return crcrd::app::admin_command(p.req, conn, std::cout, std::cerr);
+            return run_admin(p, c.conn);
         }
     } catch (const std::exception& e) {
         std::cerr << "crcrctl: " << e.what() << "\n";

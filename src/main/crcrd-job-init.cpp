@@ -101,6 +101,39 @@ bool parse_groups(const char* s, std::vector<gid_t>& out) {
     }
 }
 
+/// The forked command's side: default signal actions, its own process group, the job's
+/// user, group and folder, then the program. Never returns.
+[[noreturn]] void exec_command(pid_t self, const sigset_t& none, long uid, long gid,
+                               const std::vector<gid_t>& groups, const char* cwd, const char* prog,
+                               char** cmd_argv, char** envp) {
+    struct sigaction dfl {};
+    dfl.sa_handler = SIG_DFL;
+    ::sigaction(SIGTERM, &dfl, nullptr);
+    ::sigaction(SIGUSR1, &dfl, nullptr);
+    ::sigprocmask(SIG_SETMASK, &none, nullptr);
+    ::setpgid(0, 0);
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);  // dies with its init
+    if (::getppid() != self) ::_exit(127);
+    if (gid >= 0 &&
+        (::setgroups(groups.size(), groups.data()) != 0 || ::setgid(static_cast<gid_t>(gid)) != 0))
+        ::_exit(126);
+    if (uid >= 0 && ::setuid(static_cast<uid_t>(uid)) != 0) ::_exit(126);
+    if (::chdir(cwd) != 0) ::_exit(126);
+    ::execve(prog, cmd_argv, envp);
+    ::_exit(127);
+}
+
+/// Ends the init as the command ended: its exit status, or its signal raised again.
+int exit_like(int status, pid_t self) {
+    if (WIFEXITED(status)) return WEXITSTATUS(status);
+    const int sig = WIFSIGNALED(status) ? WTERMSIG(status) : SIGKILL;
+    struct sigaction dfl {};
+    dfl.sa_handler = SIG_DFL;
+    ::sigaction(sig, &dfl, nullptr);
+    ::kill(self, sig);
+    return 128 + sig;
+}
+
 }  // namespace
 
 int main(int argc, char** argv, char** envp) {
@@ -137,23 +170,7 @@ int main(int argc, char** argv, char** envp) {
     const pid_t self = ::getpid();
     const pid_t command = ::fork();
     if (command < 0) return 125;
-    if (command == 0) {
-        struct sigaction dfl {};
-        dfl.sa_handler = SIG_DFL;
-        ::sigaction(SIGTERM, &dfl, nullptr);
-        ::sigaction(SIGUSR1, &dfl, nullptr);
-        ::sigprocmask(SIG_SETMASK, &none, nullptr);
-        ::setpgid(0, 0);
-        ::prctl(PR_SET_PDEATHSIG, SIGKILL);  // dies with its init
-        if (::getppid() != self) ::_exit(127);
-        if (gid >= 0 && (::setgroups(groups.size(), groups.data()) != 0 ||
-                         ::setgid(static_cast<gid_t>(gid)) != 0))
-            ::_exit(126);
-        if (uid >= 0 && ::setuid(static_cast<uid_t>(uid)) != 0) ::_exit(126);
-        if (::chdir(cwd) != 0) ::_exit(126);
-        ::execve(prog, cmd_argv, envp);
-        ::_exit(127);
-    }
+    if (command == 0) exec_command(self, none, uid, gid, groups, cwd, prog, cmd_argv, envp);
     ::setpgid(command, command);  // both sides set it: no window where a signal to the group misses
     g_main = command;
     ::sigprocmask(SIG_SETMASK, &none, nullptr);
@@ -177,11 +194,5 @@ int main(int argc, char** argv, char** envp) {
         pid_t p = ::waitpid(-1, &st, 0);
         if (p < 0 && errno == ECHILD) break;
     }
-    if (WIFEXITED(status)) return WEXITSTATUS(status);
-    const int sig = WIFSIGNALED(status) ? WTERMSIG(status) : SIGKILL;
-    struct sigaction dfl {};
-    dfl.sa_handler = SIG_DFL;
-    ::sigaction(sig, &dfl, nullptr);
-    ::kill(self, sig);
-    return 128 + sig;
+    return exit_like(status, self);
 }

@@ -149,17 +149,8 @@ std::vector<CallbackJob> started_jobs(store::OutboxRepo& repo, std::int64_t run_
     return out;
 }
 
-void sync_run(store::OutboxRepo& repo, const OutboxSettings& s, std::int64_t run_id) {
-    const auto found = repo.status_run(run_id);
-    if (!found) return;
-    const store::StatusRun& run = *found;
-    const std::vector<store::StatusJob> jobs = repo.latest_attempts(run_id);
-    if (jobs.empty() && run.state == RunState::queued) return;  // not planned yet
-    if (run.event == RunEvent::bisect)
-        return;  // a bisection's runs report nothing of their own (docs/verdicts.md)
-
-    std::vector<Wanted> wanted;
-    const std::string& prefix = s.context_prefix;
+/// The run's own context: its verdict, or what it waits for.
+StatusText run_status_text(const store::StatusRun& run, const std::vector<store::StatusJob>& jobs) {
     StatusText run_status;
     if (run.state == RunState::completed && run.conclusion) {
         // The culprit a bisection found comes first: a long reason is cut at its end.
@@ -181,70 +172,74 @@ void sync_run(store::OutboxRepo& repo, const OutboxSettings& s, std::int64_t run
             }
         }
     }
-    std::vector<std::pair<std::string, StatusText>> contexts = {{prefix, run_status}};
-    for (const auto& j : jobs) {
-        StatusText t;
-        if (j.base_check) {
-            // docs/verdicts.md: the base check has its own context; the tier's says what it waits
-            // for, then the tier's class.
-            StatusText base;
-            const std::string base7 = j.sha.substr(0, 7);
-            if (j.state == JobState::completed && j.conclusion) {
-                t = final_status(*j.conclusion, j.reason);
-                base = {*j.conclusion == Conclusion::pre_existing ? GithubState::success
-                                                                  : GithubState::failure,
-                        shorten(j.reason)};
-            } else if (j.state == JobState::cancelled || j.state == JobState::completed) {
-                t = base = {GithubState::error, shorten("cancelled: " + j.reason)};
-            } else {
-                t = {GithubState::pending,
-                     shorten("checking " + std::to_string(j.checked) +
-                             (j.checked == 1 ? " failing test" : " failing tests") + " on base " +
-                             base7)};
-                base = {GithubState::pending, shorten(status_for_open_tier(j) + " on " + base7)};
-            }
-            contexts.emplace_back(prefix + "/" + j.tier, t);
-            contexts.emplace_back(prefix + "/" + j.tier + "/base", base);
-            continue;
-        }
+    return run_status;
+}
+
+/// The contexts of one tier's latest attempt: the tier's, and its base check's if it has one.
+void add_tier_contexts(std::vector<std::pair<std::string, StatusText>>& contexts,
+                       const std::string& prefix, const store::StatusJob& j) {
+    StatusText t;
+    if (j.base_check) {
+        // docs/verdicts.md: the base check has its own context; the tier's says what it waits
+        // for, then the tier's class.
+        StatusText base;
+        const std::string base7 = j.sha.substr(0, 7);
         if (j.state == JobState::completed && j.conclusion) {
             t = final_status(*j.conclusion, j.reason);
+            base = {*j.conclusion == Conclusion::pre_existing ? GithubState::success
+                                                              : GithubState::failure,
+                    shorten(j.reason)};
         } else if (j.state == JobState::cancelled || j.state == JobState::completed) {
-            t = {GithubState::error, shorten("cancelled: " + j.reason)};
+            t = base = {GithubState::error, shorten("cancelled: " + j.reason)};
         } else {
-            t = {GithubState::pending, shorten(status_for_open_tier(j))};
+            t = {GithubState::pending,
+                 shorten("checking " + std::to_string(j.checked) +
+                         (j.checked == 1 ? " failing test" : " failing tests") + " on base " +
+                         base7)};
+            base = {GithubState::pending, shorten(status_for_open_tier(j) + " on " + base7)};
         }
         contexts.emplace_back(prefix + "/" + j.tier, t);
+        contexts.emplace_back(prefix + "/" + j.tier + "/base", base);
+        return;
     }
-    for (Sink sink : {Sink::github, Sink::file}) {
-        if ((sink == Sink::github && !s.github) || (sink == Sink::file && !s.file)) continue;
-        for (const auto& [ctx, t] : contexts)
-            wanted.push_back({sink, ctx, std::string(to_string(t.state)), t.description, ""});
+    if (j.state == JobState::completed && j.conclusion) {
+        t = final_status(*j.conclusion, j.reason);
+    } else if (j.state == JobState::cancelled || j.state == JobState::completed) {
+        t = {GithubState::error, shorten("cancelled: " + j.reason)};
+    } else {
+        t = {GithubState::pending, shorten(status_for_open_tier(j))};
     }
-    if (s.callback) {
-        // One `in_progress` and one `completed` per tier attempt that started, each its own
-        // row (context "job/<id>/<status>"), so that nothing is ever coalesced; a scheduled run
-        // self-reports `completed` only (docs/reporting.md).
-        // The dispatch record (the delivery's body, decompressed and parsed) only when an
-        // attempt started: most syncs of a run (planned, superseded, cancelled) have none.
-        const auto started = started_jobs(repo, run_id);
-        auto cr = started.empty() ? std::nullopt : callback_run(repo, run, s);
-        if (cr) {
-            for (const auto& j : started) {
-                const bool ended = !is_open(j.state);
-                if (run.event != RunEvent::schedule) {
-                    wanted.push_back({Sink::callback,
-                                      "job/" + std::to_string(j.id) + "/in_progress", "in_progress",
-                                      "", callback_body(*cr, j, false, s).dump()});
-                }
-                if (ended) {
-                    wanted.push_back({Sink::callback, "job/" + std::to_string(j.id) + "/completed",
-                                      "completed", "", callback_body(*cr, j, true, s).dump()});
-                }
+    contexts.emplace_back(prefix + "/" + j.tier, t);
+}
+
+/// The callback rows the run's started attempts want.
+void add_callbacks(std::vector<Wanted>& wanted, store::OutboxRepo& repo,
+                   const store::StatusRun& run, const OutboxSettings& s, std::int64_t run_id) {
+    // One `in_progress` and one `completed` per tier attempt that started, each its own
+    // row (context "job/<id>/<status>"), so that nothing is ever coalesced; a scheduled run
+    // self-reports `completed` only (docs/reporting.md).
+    // The dispatch record (the delivery's body, decompressed and parsed) only when an
+    // attempt started: most syncs of a run (planned, superseded, cancelled) have none.
+    const auto started = started_jobs(repo, run_id);
+    auto cr = started.empty() ? std::nullopt : callback_run(repo, run, s);
+    if (cr) {
+        for (const auto& j : started) {
+            const bool ended = !is_open(j.state);
+            if (run.event != RunEvent::schedule) {
+                wanted.push_back({Sink::callback, "job/" + std::to_string(j.id) + "/in_progress",
+                                  "in_progress", "", callback_body(*cr, j, false, s).dump()});
+            }
+            if (ended) {
+                wanted.push_back({Sink::callback, "job/" + std::to_string(j.id) + "/completed",
+                                  "completed", "", callback_body(*cr, j, true, s).dump()});
             }
         }
     }
+}
 
+/// Appends a row for each wanted status that differs from the last one of its sink and context.
+void append_changed(store::OutboxRepo& repo, const store::StatusRun& run, const OutboxSettings& s,
+                    std::int64_t run_id, const std::vector<Wanted>& wanted) {
     const std::string now = now_rfc3339();
     for (const auto& w : wanted) {
         const auto last = repo.last_status(run_id, w.sink, w.context);
@@ -272,6 +267,30 @@ void sync_run(store::OutboxRepo& repo, const OutboxSettings& s, std::int64_t run
         row.created_at = now;
         repo.append(row);
     }
+}
+
+void sync_run(store::OutboxRepo& repo, const OutboxSettings& s, std::int64_t run_id) {
+    const auto found = repo.status_run(run_id);
+    if (!found) return;
+    const store::StatusRun& run = *found;
+    const std::vector<store::StatusJob> jobs = repo.latest_attempts(run_id);
+    if (jobs.empty() && run.state == RunState::queued) return;  // not planned yet
+    if (run.event == RunEvent::bisect)
+        return;  // a bisection's runs report nothing of their own (docs/verdicts.md)
+
+    std::vector<Wanted> wanted;
+    const std::string& prefix = s.context_prefix;
+    const StatusText run_status = run_status_text(run, jobs);
+    std::vector<std::pair<std::string, StatusText>> contexts = {{prefix, run_status}};
+    for (const auto& j : jobs) add_tier_contexts(contexts, prefix, j);
+    for (Sink sink : {Sink::github, Sink::file}) {
+        if ((sink == Sink::github && !s.github) || (sink == Sink::file && !s.file)) continue;
+        for (const auto& [ctx, t] : contexts)
+            wanted.push_back({sink, ctx, std::string(to_string(t.state)), t.description, ""});
+    }
+    if (s.callback) add_callbacks(wanted, repo, run, s, run_id);
+
+    append_changed(repo, run, s, run_id, wanted);
 }
 
 }  // namespace

@@ -99,6 +99,13 @@ std::string single_stars(std::string_view seg) {
     return out;
 }
 
+/// The trie's edges as compile collects them, grouped by the key they are looked up by.
+struct TrieEdges {
+    std::map<std::pair<int, std::string>, int> children;  // a literal has no `*` or `?`
+    std::map<std::tuple<int, Kind, std::string>, std::vector<std::pair<std::string, int>>> keyed;
+    std::map<int, std::vector<std::pair<std::string, int>>> loose;
+};
+
 }  // namespace
 
 struct GlobSet::Compiled {
@@ -181,49 +188,42 @@ struct GlobSet::Compiled {
         }
         try_edges(node.loose_begin, node.loose_end);
     }
-};
 
-GlobSet GlobSet::compile(const std::vector<std::string>& globs) {
-    auto c = std::make_shared<Compiled>();
-    c->globs = globs.size();
-    c->nodes.emplace_back();
-    // The trie, and its edges grouped by the key they are looked up by.
-    std::map<std::pair<int, std::string>, int> children;  // a literal has no `*` or `?`
-    std::map<std::tuple<int, Kind, std::string>, std::vector<std::pair<std::string, int>>> keyed;
-    std::map<int, std::vector<std::pair<std::string, int>>> loose;
-    for (std::size_t id = 0; id < globs.size(); ++id) {
-        const std::string_view glob = globs[id];
+    int new_node() {
+        nodes.emplace_back();
+        return static_cast<int>(nodes.size() - 1);
+    }
+
+    /// Walks (and grows) the trie along the segments of glob `id`; the node it ends at gets
+    /// the id.
+    void add_glob(std::string_view glob, std::size_t id, TrieEdges& trie) {
         int n = 0;
         for (std::size_t start = 0;;) {
             const std::size_t slash = std::min(glob.find('/', start), glob.size());
             const std::string_view seg = glob.substr(start, slash - start);
-            const auto new_node = [&] {
-                c->nodes.emplace_back();
-                return static_cast<int>(c->nodes.size() - 1);
-            };
             if (seg == "**") {
-                if (!c->nodes[static_cast<std::size_t>(n)].loops) {  // `**/**` is `**`
-                    if (c->nodes[static_cast<std::size_t>(n)].globstar < 0) {
+                if (!nodes[static_cast<std::size_t>(n)].loops) {  // `**/**` is `**`
+                    if (nodes[static_cast<std::size_t>(n)].globstar < 0) {
                         const int g = new_node();
-                        c->nodes[static_cast<std::size_t>(g)].loops = true;
-                        c->nodes[static_cast<std::size_t>(n)].globstar = g;
+                        nodes[static_cast<std::size_t>(g)].loops = true;
+                        nodes[static_cast<std::size_t>(n)].globstar = g;
                     }
-                    n = c->nodes[static_cast<std::size_t>(n)].globstar;
+                    n = nodes[static_cast<std::size_t>(n)].globstar;
                 }
             } else {
                 const bool wild = seg.find_first_of("*?") != std::string_view::npos;
                 std::string text = wild ? single_stars(seg) : std::string(seg);
-                auto [it, added] = children.try_emplace({n, text}, 0);
+                auto [it, added] = trie.children.try_emplace({n, text}, 0);
                 if (added) {
                     it->second = new_node();
                     if (!wild) {
-                        keyed[{n, k_literal, text}].emplace_back("", it->second);
+                        trie.keyed[{n, k_literal, text}].emplace_back("", it->second);
                     } else if (const std::size_t p = text.find_first_of("*?"); p > 0) {
-                        keyed[{n, k_prefix, text.substr(0, p)}].emplace_back(text, it->second);
+                        trie.keyed[{n, k_prefix, text.substr(0, p)}].emplace_back(text, it->second);
                     } else if (const std::size_t s = text.find_last_of("*?") + 1; s < text.size()) {
-                        keyed[{n, k_suffix, text.substr(s)}].emplace_back(text, it->second);
+                        trie.keyed[{n, k_suffix, text.substr(s)}].emplace_back(text, it->second);
                     } else {
-                        loose[n].emplace_back(text, it->second);
+                        trie.loose[n].emplace_back(text, it->second);
                     }
                 }
                 n = it->second;
@@ -231,58 +231,82 @@ GlobSet GlobSet::compile(const std::vector<std::string>& globs) {
             if (slash == glob.size()) break;
             start = slash + 1;
         }
-        c->nodes[static_cast<std::size_t>(n)].ids.push_back(static_cast<int>(id));
+        nodes[static_cast<std::size_t>(n)].ids.push_back(static_cast<int>(id));
     }
 
-    const auto add_edges = [&](const std::vector<std::pair<std::string, int>>& list) {
+    void add_edges(const std::vector<std::pair<std::string, int>>& list) {
         for (const auto& [pattern, to] : list) {
-            Compiled::Edge e;
+            Edge e;
             e.to = to;
             e.wild = !pattern.empty();
-            e.pattern_at = static_cast<std::uint32_t>(c->bytes.size());
+            e.pattern_at = static_cast<std::uint32_t>(bytes.size());
             e.pattern_size = static_cast<std::uint32_t>(pattern.size());
-            c->bytes += pattern;
-            c->edges.push_back(e);
+            bytes += pattern;
+            edges.push_back(e);
         }
-    };
-    std::vector<Compiled::Entry> entries;
-    for (const auto& [key, list] : keyed) {
-        const auto& [n, kind, text] = key;
-        Compiled::Node& node = c->nodes[static_cast<std::size_t>(n)];
-        Compiled::Entry e;
-        e.node = static_cast<std::uint32_t>(n);
-        e.kind = kind;
-        e.hash = entry_hash(hash_bytes(text), e.node, kind);
-        e.key_at = static_cast<std::uint32_t>(c->bytes.size());
-        e.key_size = static_cast<std::uint32_t>(text.size());
-        c->bytes += text;
-        e.first = static_cast<std::uint32_t>(c->edges.size());
-        add_edges(list);
-        e.last = static_cast<std::uint32_t>(c->edges.size());
-        entries.push_back(e);
-        auto& sizes = kind == k_prefix ? node.prefix_sizes : node.suffix_sizes;
-        if (kind == k_literal) {
-            node.literals = true;
-        } else if (std::find(sizes.begin(), sizes.end(), e.key_size) == sizes.end()) {
-            sizes.push_back(e.key_size);
+    }
+
+    /// Lays out the keyed edges, each key with its run of edges, and notes on each node what
+    /// its keys look like; returns the hash table's entries.
+    std::vector<Entry> add_keyed(const decltype(TrieEdges::keyed)& keyed) {
+        std::vector<Entry> entries;
+        for (const auto& [key, list] : keyed) {
+            const auto& [n, kind, text] = key;
+            Node& node = nodes[static_cast<std::size_t>(n)];
+            Entry e;
+            e.node = static_cast<std::uint32_t>(n);
+            e.kind = kind;
+            e.hash = entry_hash(hash_bytes(text), e.node, kind);
+            e.key_at = static_cast<std::uint32_t>(bytes.size());
+            e.key_size = static_cast<std::uint32_t>(text.size());
+            bytes += text;
+            e.first = static_cast<std::uint32_t>(edges.size());
+            add_edges(list);
+            e.last = static_cast<std::uint32_t>(edges.size());
+            entries.push_back(e);
+            auto& sizes = kind == k_prefix ? node.prefix_sizes : node.suffix_sizes;
+            if (kind == k_literal) {
+                node.literals = true;
+            } else if (std::find(sizes.begin(), sizes.end(), e.key_size) == sizes.end()) {
+                sizes.push_back(e.key_size);
+            }
+            if (kind == k_prefix) node.prefix_first.set(static_cast<unsigned char>(text.front()));
+            if (kind == k_suffix) node.suffix_last.set(static_cast<unsigned char>(text.back()));
         }
-        if (kind == k_prefix) node.prefix_first.set(static_cast<unsigned char>(text.front()));
-        if (kind == k_suffix) node.suffix_last.set(static_cast<unsigned char>(text.back()));
+        return entries;
     }
-    for (const auto& [n, list] : loose) {
-        Compiled::Node& node = c->nodes[static_cast<std::size_t>(n)];
-        node.loose_begin = static_cast<std::uint32_t>(c->edges.size());
-        add_edges(list);
-        node.loose_end = static_cast<std::uint32_t>(c->edges.size());
+
+    void add_loose(const decltype(TrieEdges::loose)& loose) {
+        for (const auto& [n, list] : loose) {
+            Node& node = nodes[static_cast<std::size_t>(n)];
+            node.loose_begin = static_cast<std::uint32_t>(edges.size());
+            add_edges(list);
+            node.loose_end = static_cast<std::uint32_t>(edges.size());
+        }
     }
-    std::size_t slots = 16;
-    while (slots < 2 * entries.size()) slots *= 2;
-    c->table.resize(slots);
-    for (const auto& e : entries) {
-        std::size_t i = e.hash & (slots - 1);
-        while (c->table[i].node != UINT32_MAX) i = (i + 1) & (slots - 1);
-        c->table[i] = e;
+
+    void fill_table(const std::vector<Entry>& entries) {
+        std::size_t slots = 16;
+        while (slots < 2 * entries.size()) slots *= 2;
+        table.resize(slots);
+        for (const auto& e : entries) {
+            std::size_t i = e.hash & (slots - 1);
+            while (table[i].node != UINT32_MAX) i = (i + 1) & (slots - 1);
+            table[i] = e;
+        }
     }
+};
+
+GlobSet GlobSet::compile(const std::vector<std::string>& globs) {
+    auto c = std::make_shared<Compiled>();
+    c->globs = globs.size();
+    c->nodes.emplace_back();
+    // The trie, and its edges grouped by the key they are looked up by.
+    TrieEdges trie;
+    for (std::size_t id = 0; id < globs.size(); ++id) c->add_glob(globs[id], id, trie);
+    const std::vector<Compiled::Entry> entries = c->add_keyed(trie.keyed);
+    c->add_loose(trie.loose);
+    c->fill_table(entries);
     GlobSet s;
     s.m_compiled = std::move(c);
     return s;

@@ -97,6 +97,12 @@ int run_command(const std::vector<std::string>& argv, std::string* output,
     ::close(out_pipe[1]);
     ::close(in_pipe[0]);
     std::thread writer([&] {
+        // A command that exits without reading its input (a usage error) makes the write fail
+        // with EPIPE; the signal, blocked on this thread, would otherwise kill the test.
+        sigset_t pipe_signal;
+        ::sigemptyset(&pipe_signal);
+        ::sigaddset(&pipe_signal, SIGPIPE);
+        ::pthread_sigmask(SIG_BLOCK, &pipe_signal, nullptr);
         std::size_t off = 0;
         while (off < stdin_text.size()) {
             ssize_t n = ::write(in_pipe[1], stdin_text.data() + off, stdin_text.size() - off);
