@@ -135,6 +135,19 @@ TEST_F(OutboxTest, WithoutASinkTheMarksAreDrainedAndNothingIsWritten) {
     EXPECT_EQ(st.int64(0), 0);
 }
 
+/// A sender of GitHub statuses to `gh` (token in `dir`/gh.token), with no pause between POSTs.
+SenderSettings github_sender(const FakeGithub& gh, const TempDir& dir) {
+    config::GithubReportConfig g;
+    g.api_url = gh.url();
+    g.repo = "pytorch/pytorch";
+    g.token_file = dir.path() / "gh.token";
+    g.ca_file = test_certs().ca;
+    SenderSettings s;
+    s.github = g;
+    s.min_interval = std::chrono::milliseconds(0);
+    return s;
+}
+
 TEST(Sender, NeverPostsMoreThanGithubsThousandStatusesPerShaAndContext) {
     TempDir dir;
     write_file(dir.path() / "gh.token", "t\n", 0600);
@@ -174,15 +187,8 @@ TEST(Sender, NeverPostsMoreThanGithubsThousandStatusesPerShaAndContext) {
             k_sha + "', 'crcr/other', 'pending', 'running', 'x')");
     }
     store::Writer writer(std::move(*opened));
-    config::GithubReportConfig g;
-    g.api_url = gh.url();
-    g.repo = "pytorch/pytorch";
-    g.token_file = dir.path() / "gh.token";
-    g.ca_file = test_certs().ca;
-    SenderSettings s;
-    s.github = g;
+    SenderSettings s = github_sender(gh, dir);
     s.retry_initial = std::chrono::milliseconds(50);
-    s.min_interval = std::chrono::milliseconds(0);
     Sender sender(writer, dir.path() / "a.db", s);
     sender.start();
     auto state_of = [&](int id) {
@@ -249,15 +255,8 @@ TEST(Sender, AFailedPostIsTriedAgainOnlyOnceTheClockPassedItsBackOff) {
             k_sha + "', 'crcr', 'success', 'done', '2026-12-01T08:00:00.000Z')");
     }
     store::Writer writer(std::move(*opened));
-    config::GithubReportConfig g;
-    g.api_url = gh.url();
-    g.repo = "pytorch/pytorch";
-    g.token_file = dir.path() / "gh.token";
-    g.ca_file = test_certs().ca;
-    SenderSettings s;
-    s.github = g;
+    SenderSettings s = github_sender(gh, dir);
     s.retry_initial = std::chrono::minutes(4);  // the first retry between 2 and 4 minutes later
-    s.min_interval = std::chrono::milliseconds(0);
     FakeClock clock(*parse_rfc3339("2026-12-01T08:00:00.000Z"));
     Sender sender(writer, dir.path() / "a.db", s, clock);
     sender.start();
