@@ -22,9 +22,7 @@ namespace {
 /// "one of a, b, c" from a vocabulary of core/vocab.hpp.
 template <class E>
 std::string one_of() {
-    std::string s;
-    for (std::string_view n : names<E>()) s += (s.empty() ? "one of " : ", ") + std::string(n);
-    return s;
+    return "one of " + joined_names<E>(", ");
 }
 
 std::string url_encode(const std::string& s) {

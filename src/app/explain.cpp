@@ -37,8 +37,8 @@ int explain(const ExplainOptions& opts, std::istream& in, std::ostream& out, std
     }
     const auto event = from_string<RunEvent>(opts.event);
     if (!event) {
-        err << "crcrctl explain: --event '" << opts.event
-            << "' is not one of pull_request, push, schedule, manual, bisect\n";
+        err << "crcrctl explain: --event '" << opts.event << "' is not one of "
+            << joined_names<RunEvent>(", ") << "\n";
         return 2;
     }
     auto sel = select::decide(*rules, changed, *event);

@@ -36,9 +36,7 @@ void get_enum(YamlMap& m, const std::string& key, E& out) {
         out = *e;
         return;
     }
-    std::string allowed;
-    for (auto name : names<E>()) allowed += (allowed.empty() ? "" : " | ") + std::string(name);
-    m.error(key, "'" + text + "' is not one of " + allowed);
+    m.error(key, "'" + text + "' is not one of " + joined_names<E>(" | "));
 }
 
 bool is_loopback(const std::string& host) {

@@ -39,8 +39,8 @@ std::vector<std::string> SlotsRepo::free_undrained() {
     return names;
 }
 
-bool SlotsRepo::take(const std::string& name, std::int64_t job_id, SystemTime expires_at_at) {
-    const std::string expires_at = rfc3339(expires_at_at);
+bool SlotsRepo::take(const std::string& name, std::int64_t job_id, SystemTime expires) {
+    const std::string expires_at = rfc3339(expires);
     Scoped st(m_db,
               "UPDATE slots SET state = 'busy', job_id = ?, lease_expires_at = ? WHERE name = ? "
               "AND state = 'idle'");
@@ -50,8 +50,8 @@ bool SlotsRepo::take(const std::string& name, std::int64_t job_id, SystemTime ex
 }
 
 void SlotsRepo::take_offline(const std::string& name, const JsonText& health,
-                             SystemTime next_check_at_at) {
-    const std::string next_check_at = rfc3339(next_check_at_at);
+                             SystemTime next_check) {
+    const std::string next_check_at = rfc3339(next_check);
     Scoped st(m_db,
               "UPDATE slots SET state = 'offline', job_id = NULL, lease_expires_at = NULL, "
               "last_health = ?, "
@@ -77,8 +77,8 @@ void SlotsRepo::free_all_busy() {
         "'busy'");
 }
 
-void SlotsRepo::renew_lease(std::int64_t job_id, SystemTime expires_at_at) {
-    const std::string expires_at = rfc3339(expires_at_at);
+void SlotsRepo::renew_lease(std::int64_t job_id, SystemTime expires) {
+    const std::string expires_at = rfc3339(expires);
     Scoped st(m_db, "UPDATE slots SET lease_expires_at = ? WHERE state = 'busy' AND job_id = ?");
     st->bind(1, expires_at).bind(2, job_id);
     st->run();
@@ -121,8 +121,8 @@ std::optional<std::string> SlotsRepo::next_recheck_at(SystemTime now_at) {
 }
 
 void SlotsRepo::record_recheck(const std::string& name, bool ok, const JsonText& health,
-                               SystemTime next_check_at_at) {
-    const std::string next_check_at = rfc3339(next_check_at_at);
+                               SystemTime next_check) {
+    const std::string next_check_at = rfc3339(next_check);
     Scoped st(m_db,
               "UPDATE slots SET state = CASE WHEN ? THEN 'idle' ELSE 'offline' END, last_health = "
               "?, next_health_at = ? "

@@ -208,6 +208,18 @@ inline std::vector<FollowupKind> followups_after(RunEvent event, RunState ended,
     return out;
 }
 
+/// E's names joined with `sep`, in enumerator order ("a | b | c"): what an error message or a
+/// usage line lists.
+template <class E>
+std::string joined_names(std::string_view sep) {
+    std::string out;
+    for (std::string_view n : names<E>()) {
+        if (!out.empty()) out += sep;
+        out += n;
+    }
+    return out;
+}
+
 /// Declares, in the enum's namespace, how nlohmann::json writes and reads enum E: by its name.
 /// Without it, json would silently store the enumerator's number. (A template over the json
 /// type, so that this header needs no json include; found by argument-dependent lookup.)

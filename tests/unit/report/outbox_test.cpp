@@ -135,6 +135,18 @@ TEST_F(OutboxTest, WithoutASinkTheMarksAreDrainedAndNothingIsWritten) {
     EXPECT_EQ(st.int64(0), 0);
 }
 
+/// A migrated database at `dir`/a.db holding one push run (id 1) of k_sha, created at `at`;
+/// null when it cannot be made.
+std::unique_ptr<store::Db> db_with_push_run(const TempDir& dir, SystemTime at) {
+    auto opened = store::Db::open(dir.path() / "a.db");
+    if (!opened || !store::migrate(**opened)) return nullptr;
+    store::NewRun r;
+    r.event = RunEvent::push;
+    r.sha = k_sha;
+    store::insert_run(**opened, r, at);
+    return std::move(*opened);
+}
+
 /// A sender of GitHub statuses to `gh` (token in `dir`/gh.token), with no pause between POSTs.
 SenderSettings github_sender(const FakeGithub& gh, const TempDir& dir) {
     config::GithubReportConfig g;
@@ -156,15 +168,10 @@ TEST(Sender, NeverPostsMoreThanGithubsThousandStatusesPerShaAndContext) {
         ++posted;
         return http::Response::json(201, {{"id", 1}});
     });
-    auto opened = store::Db::open(dir.path() / "a.db");
+    auto opened = db_with_push_run(dir, *parse_rfc3339("2026-11-29T00:00:00.000Z"));
     ASSERT_TRUE(opened);
-    ASSERT_TRUE(store::migrate(**opened));
     {
-        auto& db = **opened;
-        store::NewRun r;
-        r.event = RunEvent::push;
-        r.sha = k_sha;
-        store::insert_run(db, r, *parse_rfc3339("2026-11-29T00:00:00.000Z"));
+        auto& db = *opened;
         store::Transaction tx(db);
         auto ins = db.prepare(
             "INSERT INTO outbox (sink, run_id, sha, context, state, description, delivery, "
@@ -186,7 +193,7 @@ TEST(Sender, NeverPostsMoreThanGithubsThousandStatusesPerShaAndContext) {
             "('github', 1, '" +
             k_sha + "', 'crcr/other', 'pending', 'running', 'x')");
     }
-    store::Writer writer(std::move(*opened));
+    store::Writer writer(std::move(opened));
     SenderSettings s = github_sender(gh, dir);
     s.retry_initial = std::chrono::milliseconds(50);
     Sender sender(writer, dir.path() / "a.db", s);
@@ -240,21 +247,16 @@ TEST(Sender, AFailedPostIsTriedAgainOnlyOnceTheClockPassedItsBackOff) {
         if (posted++ == 0) return http::Response::json(502, {{"message", "Bad Gateway"}});
         return http::Response::json(201, {{"id", 1}});
     });
-    auto opened = store::Db::open(dir.path() / "a.db");
+    auto opened = db_with_push_run(dir, *parse_rfc3339("2026-12-01T08:00:00.000Z"));
     ASSERT_TRUE(opened);
-    ASSERT_TRUE(store::migrate(**opened));
     {
-        auto& db = **opened;
-        store::NewRun r;
-        r.event = RunEvent::push;
-        r.sha = k_sha;
-        store::insert_run(db, r, *parse_rfc3339("2026-12-01T08:00:00.000Z"));
+        auto& db = *opened;
         db.exec(
             "INSERT INTO outbox (sink, run_id, sha, context, state, description, created_at) "
             "VALUES ('github', 1, '" +
             k_sha + "', 'crcr', 'success', 'done', '2026-12-01T08:00:00.000Z')");
     }
-    store::Writer writer(std::move(*opened));
+    store::Writer writer(std::move(opened));
     SenderSettings s = github_sender(gh, dir);
     s.retry_initial = std::chrono::minutes(4);  // the first retry between 2 and 4 minutes later
     FakeClock clock(*parse_rfc3339("2026-12-01T08:00:00.000Z"));
