@@ -24,8 +24,11 @@ std::vector<LabelledCount> counts(Db& db, int labels, const std::string& sql) {
 }  // namespace
 
 Result<ScrapeGauges> read_gauges(Db& db) {
-    // Every read searches an index by an open state, so the work is the open rows whatever the
-    // history holds. INDEXED BY pins the plan: with statistics saying a state column has few
+    // No read grows with the backlog or the history. The outbox's gauges are counts its
+    // triggers keep (outbox_counts, schema 15: at most a row per sink and delivery state); the
+    // oldest waiting row is the first of the waiting ones in outbox_by_delivery, one search.
+    // Runs, jobs and slots are counted through an index of their open states, as many steps
+    // as open rows. INDEXED BY pins the plans: with statistics saying a state column has few
     // distinct values, SQLite would otherwise prefer scanning the table (tested with ANALYZE
     // in tests/unit/store/events_test.cpp).
     return guarded([&] {
@@ -40,18 +43,18 @@ Result<ScrapeGauges> read_gauges(Db& db) {
                                   "SELECT CASE WHEN drained AND state = 'idle' THEN 'drained' ELSE "
                                   "state END, count(*) FROM slots GROUP BY 1");
         g.outbox_waiting = counts(db, 1,
-                                  "SELECT sink, count(*) FROM outbox INDEXED BY outbox_by_delivery "
-                                  "WHERE delivery = 'waiting' GROUP BY sink");
+                                  "SELECT sink, n FROM outbox_counts WHERE delivery = 'waiting' "
+                                  "AND n > 0 ORDER BY sink");
         g.outbox_dead = counts(db, 1,
-                               "SELECT sink, count(*) FROM outbox INDEXED BY outbox_by_delivery "
-                               "WHERE delivery = 'dead' GROUP BY sink");
-        g.outbox_credentials_rejected =
-            counts(db, 1,
-                   "SELECT sink, count(*) FROM outbox INDEXED BY outbox_by_delivery WHERE delivery "
-                   "= 'waiting' AND http_status IN (401, 403) GROUP BY sink");
+                               "SELECT sink, n FROM outbox_counts WHERE delivery = 'dead' AND n > "
+                               "0 ORDER BY sink");
+        g.outbox_credentials_rejected = counts(db, 1,
+                                               "SELECT sink, rejected FROM outbox_counts WHERE "
+                                               "delivery = 'waiting' AND rejected > 0 ORDER BY "
+                                               "sink");
         Scoped st(db,
-                  "SELECT min(created_at) FROM outbox INDEXED BY outbox_by_delivery WHERE delivery "
-                  "= 'waiting'");
+                  "SELECT created_at FROM outbox INDEXED BY outbox_by_delivery WHERE delivery = "
+                  "'waiting' ORDER BY id LIMIT 1");
         if (st->step()) g.oldest_waiting_created_at = st->opt_text(0);
         return g;
     });

@@ -1,5 +1,6 @@
 #include "crcrd/store/schema.hpp"
 
+#include <algorithm>
 #include <array>
 #include <string>
 #include <string_view>
@@ -13,7 +14,7 @@ namespace crcrd::store {
 namespace {
 
 // Each entry takes the schema from version i to i+1. Never edit a released entry; append.
-constexpr std::array<const char*, 14> k_migrations = {
+constexpr std::array<const char*, 15> k_migrations = {
     R"sql(
 CREATE TABLE meta (
   key   TEXT PRIMARY KEY,
@@ -348,6 +349,47 @@ DROP TRIGGER runs_followups_bisect;
 DROP TRIGGER runs_followups_audit;
 DROP TRIGGER runs_followups_bisect_step;
 )sql",
+    // 15: the outbox's gauges as counts kept with the rows (issue 32): a scrape counted the
+    // waiting and dead rows of each sink through outbox_by_delivery, work that grew with the
+    // backlog and, for dead letters, with the history. Each (sink, delivery) pair has its rows
+    // counted, and of them those whose last attempt was answered 401 or 403, whatever the
+    // values (a new delivery state needs no new trigger). The triggers decide nothing; every
+    // statement in them inserts VALUES or updates by primary key, so none fills a temporary
+    // table (migration 13).
+    R"sql(
+CREATE TABLE outbox_counts (
+  sink     TEXT NOT NULL,
+  delivery TEXT NOT NULL,
+  n        INTEGER NOT NULL DEFAULT 0,  -- the outbox rows with this sink and delivery
+  rejected INTEGER NOT NULL DEFAULT 0,  -- of them, last answered 401 or 403
+  PRIMARY KEY (sink, delivery)
+) WITHOUT ROWID;
+INSERT INTO outbox_counts (sink, delivery, n, rejected)
+  SELECT sink, delivery, count(*), sum(http_status IS 401 OR http_status IS 403)
+    FROM outbox GROUP BY sink, delivery;
+
+CREATE TRIGGER outbox_counts_insert AFTER INSERT ON outbox
+BEGIN
+  INSERT INTO outbox_counts (sink, delivery, n, rejected)
+  VALUES (NEW.sink, NEW.delivery, 1, NEW.http_status IS 401 OR NEW.http_status IS 403)
+  ON CONFLICT (sink, delivery) DO UPDATE SET n = n + 1, rejected = rejected + excluded.rejected;
+END;
+CREATE TRIGGER outbox_counts_update AFTER UPDATE OF sink, delivery, http_status ON outbox
+WHEN NEW.sink IS NOT OLD.sink OR NEW.delivery IS NOT OLD.delivery
+  OR (NEW.http_status IS 401 OR NEW.http_status IS 403) <> (OLD.http_status IS 401 OR OLD.http_status IS 403)
+BEGIN
+  UPDATE outbox_counts SET n = n - 1, rejected = rejected - (OLD.http_status IS 401 OR OLD.http_status IS 403)
+   WHERE sink = OLD.sink AND delivery = OLD.delivery;
+  INSERT INTO outbox_counts (sink, delivery, n, rejected)
+  VALUES (NEW.sink, NEW.delivery, 1, NEW.http_status IS 401 OR NEW.http_status IS 403)
+  ON CONFLICT (sink, delivery) DO UPDATE SET n = n + 1, rejected = rejected + excluded.rejected;
+END;
+CREATE TRIGGER outbox_counts_delete AFTER DELETE ON outbox
+BEGIN
+  UPDATE outbox_counts SET n = n - 1, rejected = rejected - (OLD.http_status IS 401 OR OLD.http_status IS 403)
+   WHERE sink = OLD.sink AND delivery = OLD.delivery;
+END;
+)sql",
 };
 
 int current_version(Db& db) {
@@ -365,6 +407,10 @@ int schema_version() {
 }
 
 Status migrate(Db& db) {
+    return migrate(db, schema_version());
+}
+
+Status migrate(Db& db, int to) {
     try {
         int v = current_version(db);
         if (v > schema_version()) {
@@ -373,7 +419,7 @@ Status migrate(Db& db) {
                                                          " is newer than this crcrd (" +
                                                          std::to_string(schema_version()) + ")");
         }
-        for (; v < schema_version(); ++v) {
+        for (; v < std::min(to, schema_version()); ++v) {
             Transaction tx(db);
             const std::string_view sql = k_migrations[static_cast<std::size_t>(v)];
             db.exec(sql);

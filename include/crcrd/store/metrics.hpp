@@ -1,9 +1,10 @@
 #pragma once
 // The gauges behind GET /metrics that are read at scrape time: what is open now (queued and
-// running work, slots, statuses not delivered yet, dead letters). Each read is an indexed
-// search of the open rows, never a scan of the history (the finished runs, jobs, deliveries
-// and sent statuses): those are counters kept as events happen (store/events.hpp).
-// Blocking: call from a worker.
+// running work, slots, statuses not delivered yet, dead letters). The outbox's are counts the
+// schema's triggers keep with the rows (a few rows read whatever the backlog); runs, jobs and
+// slots are indexed searches of the open rows. None is a scan of the history (the finished
+// runs, jobs, deliveries and sent statuses): those are counters kept as events happen
+// (store/events.hpp). Blocking: call from a worker.
 
 #include <cstdint>
 #include <filesystem>
@@ -26,7 +27,9 @@ struct ScrapeGauges {
     std::vector<LabelledCount> outbox_dead;     // sink
     std::vector<LabelledCount>
         outbox_credentials_rejected;  // sink: waiting rows last answered 401 or 403
-    std::optional<std::string> oldest_waiting_created_at;  // of the outbox rows still waiting
+    // created_at of the first appended (lowest id) outbox row still waiting; rows are appended
+    // in time order, so it is the oldest unless the clock stepped back.
+    std::optional<std::string> oldest_waiting_created_at;
 };
 
 /// Reads the gauges on `db`. Never writes. A storage code when a read fails.

@@ -1,7 +1,7 @@
 // The writer's events (store/events.hpp) and the scrape's gauges (store/metrics.hpp) on a real,
 // migrated SQLite file: an event is passed only once its commit is durable, never for a
 // rolled-back item; the start-up totals match what the events count; and a scrape's reads
-// cost the open rows, not the history.
+// cost the open rows, not the history, and the same at any outbox backlog.
 #include <gtest/gtest.h>
 #include <sqlite3.h>
 
@@ -213,6 +213,61 @@ TEST_F(ScrapeTest, AScrapeCostsTheOpenRowsNotTheHistory) {
     EXPECT_GT(scan, k_history);
     EXPECT_LT(scrape, 2000) << "a scrape ran " << scrape << " instructions over a history of "
                             << k_history << " rows";
+}
+
+// Issue 32: the outbox's gauges are counts kept with the rows (schema 15) and the oldest
+// waiting row is one search, so a scrape runs as many instructions over 20,000 waiting and
+// 20,000 dead rows as over a few; counting them at the scrape, as before, ran a step per row.
+TEST_F(ScrapeTest, AScrapeCostsTheSameAtAnyOutboxBacklog) {
+    insert_run(*db, 1, "running", "");
+    auto row = db->prepare(
+        "INSERT INTO outbox (sink, run_id, sha, context, state, delivery, http_status, "
+        "created_at) VALUES (?, 1, ?, 'crcr', 'pending', ?, ?, ?)");
+    auto add = [&](const char* sink, const char* delivery, std::optional<std::int64_t> status,
+                   const std::string& created_at) {
+        row.reset();
+        row.bind(1, sink).bind(2, k_sha).bind(3, delivery).bind(4, status).bind(5, created_at);
+        row.run();
+    };
+    // The (sink, state) pairs of the backlog below, a row each.
+    add("github", "waiting", 401, "2026-11-29T00:00:00.000Z");
+    add("callback", "waiting", 403, "2026-11-29T00:00:00.000Z");
+    add("github", "dead", 422, "2026-11-28T00:00:00.000Z");
+    auto scrape = [&] {
+        Result<ScrapeGauges> g = make_error(Errc::internal, "");
+        const long long n = instructions(*db, [&] { g = read_gauges(*db); });
+        EXPECT_TRUE(g) << g.error().message;
+        return std::pair{n, g ? *g : ScrapeGauges{}};
+    };
+    const auto [one, at_one] = scrape();
+    ASSERT_EQ(at_one.outbox_waiting.size(), 2u);
+    ASSERT_EQ(at_one.outbox_credentials_rejected.size(), 2u);
+
+    constexpr int k_backlog = 20000;
+    db->exec("BEGIN");
+    for (int i = 0; i < k_backlog; ++i) {
+        add(i % 2 ? "github" : "callback", "waiting", i % 3 ? 500 : 403,
+            "2026-11-29T00:00:01.000Z");
+        add("github", "dead", 422, "2026-11-28T00:00:00.000Z");
+    }
+    db->exec("COMMIT");
+    db->exec("ANALYZE");
+    const auto [many, at_many] = scrape();
+    ASSERT_EQ(at_many.outbox_waiting.size(), 2u);
+    EXPECT_EQ(at_many.outbox_waiting[0].value + at_many.outbox_waiting[1].value, k_backlog + 2);
+    ASSERT_EQ(at_many.outbox_dead.size(), 1u);
+    EXPECT_EQ(at_many.outbox_dead[0].value, k_backlog + 1);
+    EXPECT_EQ(at_many.oldest_waiting_created_at, "2026-11-29T00:00:00.000Z");
+    EXPECT_LE(many, one + 10) << "a scrape ran " << one << " instructions over two waiting rows, "
+                              << many << " over " << k_backlog;
+    const long long counting = instructions(*db, [&] {
+        auto st = db->prepare(
+            "SELECT sink, count(*) FROM outbox INDEXED BY outbox_by_delivery WHERE delivery = "
+            "'waiting' GROUP BY sink");
+        while (st.step()) {
+        }
+    });
+    EXPECT_GT(counting, k_backlog);
 }
 
 }  // namespace

@@ -68,44 +68,18 @@ TEST(Store, MigrationSetsVersionAndRefusesNewerDatabase) {
 TEST(Store, VocabularyChecksNeedNoTemporaryTableAndStillRefuseUnknownValues) {
     TempDir dir;
     auto fresh = open_db(dir.path() / "fresh.db");
-    auto upgraded = open_db(dir.path() / "upgraded.db");
-    // Back to version 12's text, as a database created by an older crcrd has it.
-    upgraded->exec("PRAGMA writable_schema = ON");
-    upgraded->exec(
-        "UPDATE sqlite_schema SET sql = replace(sql, 'state = ''queued'' OR state = ''running'' OR "
-        "state = "
-        "''completed'' OR state = ''cancelled''', 'state IN "
-        "(''queued'',''running'',''completed'',''cancelled'')') "
-        "WHERE name = 'runs'");
-    upgraded->exec(
-        "UPDATE sqlite_schema SET sql = replace(sql, 'verdict = ''queued'' OR verdict = "
-        "''duplicate'' OR verdict = "
-        "''ignored'' OR verdict = ''cancelled'' OR verdict = ''pong'' OR verdict = ''rejected''', "
-        "'verdict IN (''queued'',''duplicate'',''ignored'',''cancelled'',''pong'',''rejected'')') "
-        "WHERE name = 'deliveries'");
-    upgraded->exec("PRAGMA writable_schema = RESET");
-    upgraded->exec(
-        "DROP TRIGGER IF EXISTS runs_followups_bisect; DROP TRIGGER IF EXISTS "
-        "runs_followups_audit; "
-        "DROP TRIGGER IF EXISTS runs_followups_bisect_step;"
-        "CREATE TRIGGER runs_followups AFTER UPDATE OF state ON runs "
-        "WHEN NEW.state IN ('completed','cancelled') AND OLD.state IN ('queued','running') BEGIN "
-        "INSERT OR IGNORE INTO followups (run_id, kind) SELECT NEW.id, 'bisect' WHERE NEW.state = "
-        "'completed' "
-        "AND NEW.conclusion = 'regression' AND NEW.event IN ('push','schedule'); "
-        "INSERT OR IGNORE INTO followups (run_id, kind) SELECT NEW.id, 'audit' WHERE NEW.state = "
-        "'completed' "
-        "AND NEW.conclusion = 'regression' AND NEW.event = 'schedule'; "
-        "INSERT OR IGNORE INTO followups (run_id, kind) SELECT NEW.id, 'bisect_step' WHERE "
-        "NEW.event = 'bisect'; END");
-    upgraded->exec("PRAGMA user_version = 12");
+    // A database as a crcrd of schema 12 left it.
+    auto older = Db::open(dir.path() / "upgraded.db");
+    ASSERT_TRUE(older) << older.error().message;
+    auto upgraded = std::move(*older);
+    ASSERT_TRUE(migrate(*upgraded, 12));
     // The writer's connection has the events' temporary triggers (one on followups).
     install_event_triggers(*fresh);
     install_event_triggers(*upgraded);
     ASSERT_EQ(count(*upgraded,
                     "SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND sql LIKE '%state "
                     "IN (''queued'',%'"),
-              1);
+              2);  // the runs' and the jobs
     auto ephemeral = [](Db& db, const std::string& sql) {
         auto st = db.prepare("EXPLAIN " + sql);
         int n = 0;
@@ -120,8 +94,9 @@ TEST(Store, VocabularyChecksNeedNoTemporaryTableAndStillRefuseUnknownValues) {
     auto other = Db::open(dir.path() / "upgraded.db");
     ASSERT_TRUE(other);
     ASSERT_EQ(ephemeral(**other, insert_delivery), 1);
-    // Version 12's: the state's CHECK, and the three follow-ups' INSERT ... SELECT.
-    ASSERT_EQ(ephemeral(*upgraded, "UPDATE runs SET state = ?, conclusion = ? WHERE id = ?"), 4);
+    // Version 12's: the state's CHECK, and the three follow-ups' INSERT ... SELECT, each also
+    // checking the follow-up's kind.
+    ASSERT_EQ(ephemeral(*upgraded, "UPDATE runs SET state = ?, conclusion = ? WHERE id = ?"), 7);
     ASSERT_TRUE(migrate(*upgraded));
     EXPECT_EQ(count(**other, "SELECT count(*) FROM deliveries"), 0);  // its next statement
     EXPECT_EQ(ephemeral(**other, insert_delivery), 0);
