@@ -17,6 +17,7 @@
 #include <memory>
 #include <mutex>
 #include <regex>
+#include <utility>
 
 namespace crcrd::http {
 
@@ -109,6 +110,53 @@ void put_idle(const std::string& origin, std::unique_ptr<Conn> c) {
     if (v.size() < k_idle_per_origin) v.push_back(std::move(c));
 }
 
+/// The newest resumable TLS session by origin (the pool's key: the CA file is part of it), so
+/// that a new connection resumes it instead of a full handshake. Each entry holds one
+/// reference. Never destroyed: OpenSSL's own clean-up at exit may run before static destructors.
+std::mutex g_sessions_mu;
+std::map<std::string, SSL_SESSION*>& sessions() {
+    static auto* by_origin = new std::map<std::string, SSL_SESSION*>;
+    return *by_origin;
+}
+
+/// Offers `origin`'s last session, if any, for the handshake `ssl` is about to make.
+void offer_session(SSL* ssl, const std::string& origin) {
+    std::lock_guard lk(g_sessions_mu);
+    auto it = sessions().find(origin);
+    if (it != sessions().end()) SSL_set_session(ssl, it->second);  // takes its own reference
+}
+
+/// Keeps `ssl`'s session for `origin` in place of the one before, if it can be resumed. Called
+/// after an exchange, not after the handshake: TLS 1.3 tickets come after the handshake and
+/// are read with the answer.
+void remember_session(SSL* ssl, const std::string& origin) {
+    SSL_SESSION* s = SSL_get1_session(ssl);
+    if (!s) return;
+    if (SSL_SESSION_is_resumable(s) != 1) {
+        SSL_SESSION_free(s);
+        return;
+    }
+    SSL_SESSION* old = nullptr;
+    {
+        std::lock_guard lk(g_sessions_mu);
+        old = std::exchange(sessions()[origin], s);
+    }
+    if (old) SSL_SESSION_free(old);
+}
+
+/// Drops `origin`'s session: a handshake failed, and the session offered may be the cause.
+void forget_session(const std::string& origin) {
+    SSL_SESSION* old = nullptr;
+    {
+        std::lock_guard lk(g_sessions_mu);
+        auto it = sessions().find(origin);
+        if (it == sessions().end()) return;
+        old = it->second;
+        sessions().erase(it);
+    }
+    SSL_SESSION_free(old);
+}
+
 struct Exchanged {
     Result<ClientResponse> result;
     bool reusable = false;  // the answer was whole and the server keeps the connection open
@@ -136,8 +184,9 @@ asio::awaitable<Exchanged> exchange(Stream& stream, bhttp::request<bhttp::string
 }
 
 /// A new connection to `u` on `c`: resolved, connected, and for https verified (the CA file
-/// or the system store, the host name, SNI).
-asio::awaitable<Status> connect(Conn& c, const Url& u, const ClientOptions& opts) {
+/// or the system store, the host name, SNI), offering `origin`'s last TLS session.
+asio::awaitable<Status> connect(Conn& c, const Url& u, const ClientOptions& opts,
+                                const std::string& origin) {
     tcp::resolver resolver(c.ioc);
     auto [rec, results] = co_await resolver.async_resolve(u.host, std::to_string(u.port), k_tuple);
     if (rec) co_return make_error(Errc::network, "cannot resolve " + u.host + ": " + rec.message());
@@ -158,6 +207,7 @@ asio::awaitable<Status> connect(Conn& c, const Url& u, const ClientOptions& opts
         if (!is_ip(u.host) && !SSL_set_tlsext_host_name(c.tls->native_handle(), u.host.c_str())) {
             co_return make_error(Errc::network, "cannot set SNI for " + u.host);
         }
+        offer_session(c.tls->native_handle(), origin);
     }
     auto& lowest = c.lowest();
     lowest.expires_after(opts.timeout);
@@ -169,9 +219,11 @@ asio::awaitable<Status> connect(Conn& c, const Url& u, const ClientOptions& opts
     lowest.socket().set_option(tcp::no_delay(true), nodelay_ec);
     if (c.tls) {
         auto [hec] = co_await c.tls->async_handshake(ssl::stream_base::client, k_tuple);
-        if (hec)
+        if (hec) {
+            forget_session(origin);
             co_return make_error(Errc::network,
                                  "TLS handshake with " + u.host + " failed: " + hec.message());
+        }
     }
     co_return Ok{};
 }
@@ -230,13 +282,14 @@ Result<ClientResponse> send(const std::string& method, const std::string& url,
                                (opts.ca_file ? opts.ca_file->string() : std::string());
     // A kept connection the server has closed meanwhile fails before any answer: the request
     // goes again once, on a new connection (the calls made with this client, GitHub statuses,
-    // its reads and the relay's callbacks, may be repeated).
+    // its reads and the relay's callbacks, may be repeated). The same failure may be an answer
+    // lost after the server acted on the first copy: the answer to the second says `resent`.
     for (int attempt = 0; attempt < 2; ++attempt) {
         auto conn = attempt == 0 ? take_idle(origin) : nullptr;
         const bool reused = conn != nullptr;
         if (!conn) {
             conn = std::make_unique<Conn>();
-            Status s = run_on<Status>(*conn, connect(*conn, *u, opts),
+            Status s = run_on<Status>(*conn, connect(*conn, *u, opts, origin),
                                       make_error(Errc::network, "connect did not complete"));
             if (!s) return s.error();
         }
@@ -249,6 +302,13 @@ Result<ClientResponse> send(const std::string& method, const std::string& url,
                                 *conn, exchange(*conn->plain, req, opts),
                                 Exchanged{make_error(Errc::network, "request did not complete")});
         if (!x.result && reused) continue;
+        if (x.result) {
+            x.result->resent = attempt > 0;
+            if (conn->tls) {
+                x.result->resumed = SSL_session_reused(conn->tls->native_handle()) == 1;
+                remember_session(conn->tls->native_handle(), origin);
+            }
+        }
         if (x.result && x.reusable) {
             conn->lowest().expires_never();
             put_idle(origin, std::move(conn));

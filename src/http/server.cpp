@@ -202,6 +202,11 @@ awaitable<void> serve_requests(Server::Impl& self, Stream& stream, beast::tcp_st
             spdlog::error("handler failed path={} error=\"{}\"", req.path.substr(0, 200), e.what());
             res = error_response(500, "internal");
         }
+        if (res.drop) {
+            // Nothing written, not even TLS's close_notify: the client sees the connection end.
+            lowest.close();
+            co_return;
+        }
         bool keep = client_keep_alive && !res.close && !self.draining;
         if (!co_await write_response(self, stream, lowest, res, version, keep)) co_return;
         if (req.refused_status == 413 && length && *length <= k_max_drain) {
@@ -267,6 +272,7 @@ awaitable<void> session(std::shared_ptr<Server::Impl> self, tcp::socket socket,
             co_return;
         }
         co_await serve_requests(*self, stream, lowest, *conn, remote);
+        if (!lowest.socket().is_open()) co_return;  // an answer dropped (Response::drop)
         lowest.expires_after(std::chrono::seconds(2));
         co_await stream.async_shutdown(k_tuple);
     } else {

@@ -52,6 +52,11 @@ void FakeRelay::fail_after_storing(int n) {
     m_fail_after_storing = n;
 }
 
+void FakeRelay::lose_answers(int n) {
+    std::lock_guard lk(m_mu);
+    m_lose_answers = n;
+}
+
 std::vector<FakeRelay::Exchange> FakeRelay::exchanges() const {
     std::lock_guard lk(m_mu);
     return m_exchanges;
@@ -189,6 +194,14 @@ http::Response FakeRelay::handle(const http::Request& req) {
     }
     if (auto bad = hud_fail()) return done(*bad);
     m_accepted.push_back(body);
+    if (m_lose_answers > 0) {
+        --m_lose_answers;
+        ex.detail = "no answer: connection closed";
+        m_exchanges.push_back(ex);
+        http::Response lost;
+        lost.drop = true;
+        return lost;
+    }
     if (m_fail_after_storing > 0) {
         --m_fail_after_storing;
         return done(

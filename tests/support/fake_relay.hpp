@@ -41,11 +41,15 @@ class FakeRelay {
     /// The next `n` callbacks that the relay accepts are stored and then answered 500, as
     /// the real relay does when HUD fails after the state was written.
     void fail_after_storing(int n);
+    /// The next `n` callbacks that the relay accepts are stored and then not answered at all:
+    /// the connection is closed, as when the answer is lost on its way back. Before
+    /// fail_after_storing's failures when both are set.
+    void lose_answers(int n);
 
     struct Exchange {
         nlohmann::json body;  // as received (null when not JSON)
         std::string authorization;
-        int status = 0;      // the answer
+        int status = 0;      // the answer; 0 for none (lose_answers)
         std::string detail;  // the answer's detail, or its status for a 200
     };
     std::vector<Exchange> exchanges() const;
@@ -66,6 +70,7 @@ class FakeRelay {
     std::chrono::seconds m_window_length{60};
     std::optional<int> m_retry_after;
     int m_fail_after_storing = 0;
+    int m_lose_answers = 0;
     std::vector<Exchange> m_exchanges;
     std::vector<nlohmann::json> m_accepted;
     std::unique_ptr<FakeGithub> m_server;  // last: it calls handle() until destroyed

@@ -41,15 +41,26 @@ struct ClientResponse {
     int status = 0;
     Headers headers;
     std::string body;
+    /// The request went twice: its first copy, on a kept connection, got no answer (the
+    /// server may have acted on it), and this is the answer to the second, on a new one.
+    bool resent = false;
+    /// The connection this answer came on began by resuming an earlier TLS session with the
+    /// origin (no certificate exchanged); false for plain http.
+    bool resumed = false;
     std::optional<std::string_view> header(std::string_view name) const {
         return find_header(headers, name);
     }
 };
 
 /// Sends one request, on a connection kept from an earlier request to the same origin (and CA
-/// file) when the server kept it open, else on a new one; a kept one that fails is replaced
-/// once, so a request may be sent twice. Errors: "network" (resolve, connect, TLS, peer
-/// verification, timeout) with the reason; any HTTP status is a success here.
+/// file) when the server kept it open, else on a new one that resumes the origin's last TLS
+/// session when it can (the server still decides; a full handshake verifies as usual). A kept
+/// connection that fails before an answer is replaced once and the request sent again, so a
+/// request may reach the server twice: the answer then says `resent`, and a refusal may be
+/// the server's reply to a repeat of what it already did. Errors: "network" (resolve,
+/// connect, TLS, peer verification, timeout, a connection closed without an answer) with the
+/// reason, and then the request may or may not have reached the server; any HTTP status is
+/// a success here.
 Result<ClientResponse> send(const std::string& method, const std::string& url,
                             const Headers& headers, const std::string& body,
                             const ClientOptions& opts = {});

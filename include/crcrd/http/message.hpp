@@ -44,6 +44,9 @@ struct Response {
     Headers headers;
     std::string body;
     bool close = false;  // ask the server to close the connection after this answer
+    /// Close the connection without answering, nothing written (the tests' stand-ins play an
+    /// answer lost after the server acted on the request).
+    bool drop = false;
 
     /// A JSON answer with `status`.
     static Response json(int status, const nlohmann::json& body);
