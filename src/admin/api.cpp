@@ -138,7 +138,8 @@ bool Api::owns(const std::string& path) {
 }
 
 Context Api::context() {
-    Context ctx{m_db_path, m_workers, m_writer, nullptr, nullptr, m_on_recovery_run, m_cluster};
+    Context ctx{m_db_path, m_workers,         m_writer,  nullptr,
+                nullptr,   m_on_recovery_run, m_cluster, m_outbox_lanes};
     std::lock_guard lk(m_mu);
     ctx.tiers = m_tiers;
     ctx.runners = m_runners;

@@ -42,7 +42,16 @@ asio::awaitable<Reply> list_outbox_route(Context& ctx, Call& call) {
     auto page = page_of(req);
     if (!page) co_return page.error();
     f.page = *page;
-    auto query = on_workers(ctx.workers, [db = ctx.db_path, f] { return list_outbox(db, f); });
+    json lanes = ctx.outbox_lanes ? ctx.outbox_lanes() : json::array();
+    auto query =
+        on_workers(ctx.workers, [db = ctx.db_path, f, lanes = std::move(lanes)]() -> Result<json> {
+            auto page = list_outbox(db, f);
+            if (!page) return page;
+            auto with = with_backlog(db, lanes);
+            if (!with) return with.error();
+            (*page)["lanes"] = std::move(*with);
+            return page;
+        });
     co_return json_reply(co_await std::move(query));
 }
 

@@ -227,6 +227,21 @@ Result<json> list_outbox(const std::filesystem::path& path, const OutboxFilter& 
     return paged(db->outbox(q), f.page.limit, outbox_json);
 }
 
+Result<json> with_backlog(const std::filesystem::path& path, json lanes) {
+    auto db = store::AdminReads::for_this_thread(path);
+    if (!db) return db.error();
+    for (auto& lane : lanes) {
+        const auto sink = from_string<Sink>(lane.value("sink", ""));
+        if (!sink) continue;
+        auto b = db->outbox_backlog(*sink);
+        if (!b) return b.error();
+        lane["waiting"] = b->waiting;
+        lane["dead"] = b->dead;
+        lane["oldest_final_waiting_at"] = b->oldest_final.empty() ? json() : json(b->oldest_final);
+    }
+    return lanes;
+}
+
 Result<json> get_job(const std::filesystem::path& path, std::int64_t id) {
     auto db = store::AdminReads::for_this_thread(path);
     if (!db) return db.error();

@@ -38,6 +38,8 @@ struct Context {
     std::function<void()> on_recovery_run;
     /// The executor's cluster view (Slurm's nodes), blocking; unset without a cluster.
     std::function<nlohmann::json()> cluster;
+    /// The reporting lanes' states (an array), from the sender; unset in tests without one.
+    std::function<nlohmann::json()> outbox_lanes;
 };
 
 /// One request that matched a route: the caller and the path's captured parts.

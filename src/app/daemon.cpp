@@ -154,6 +154,7 @@ class Daemon {
                                       m_sender.notify();
                                       m_planner.committed();
                                   });
+        m_api.on_outbox_lanes([this] { return report::lanes_json(m_sender.lanes()); });
         m_sender.start();
         m_pruner.start();
         if (int rc = create_execution(); rc != 0) return rc;

@@ -255,6 +255,25 @@ void parse_patterns(YamlMap& m, const std::string& key, Strings& out) {
     }
 }
 
+/// A request budget: a list of windows `{requests, per}`; given, it replaces the defaults (an
+/// empty list: no budget).
+void parse_budget(YamlMap& m, std::vector<BudgetWindowConfig>& out) {
+    if (!m.has("budget")) return;
+    out.clear();
+    m.each("budget", [&](YamlMap& w) {
+        BudgetWindowConfig b;
+        std::optional<std::int64_t> requests;
+        w.get("requests", requests);
+        w.get("per", b.per);
+        if (!requests || *requests < 1)
+            w.error("requests", "a window needs requests: a whole number of at least 1");
+        else
+            b.requests = *requests;
+        if (b.per < std::chrono::seconds(1)) w.error("per", "a window needs per: at least 1s");
+        out.push_back(b);
+    });
+}
+
 void parse_report(YamlMap m, ReportConfig& c) {
     if (m.has("github")) {
         YamlMap g = m.child("github");
@@ -271,6 +290,7 @@ void parse_report(YamlMap m, ReportConfig& c) {
         g.get("context_prefix", gh.context_prefix);
         g.get("mode", gh.mode);
         check_enum(g, "mode", gh.mode, {"advisory"});
+        parse_budget(g, gh.budget);
         bool app = gh.app_id || gh.private_key_file || gh.installation_id;
         if (gh.token_file && app) {
             g.error("token_file",
@@ -300,6 +320,7 @@ void parse_report(YamlMap m, ReportConfig& c) {
         cb.get("workflow_name", cc.workflow_name);
         cb.get("scheduled_event_type", cc.scheduled_event_type);
         cb.get_path("ca_file", cc.ca_file);
+        parse_budget(cb, cc.budget);
         check_enum(cb, "scheduled_event_type", cc.scheduled_event_type, {"nightly", "periodic"});
         if (cc.url.empty() == !cc.file.has_value())
             cb.error("url", "give either url (the relay) or file, one of them");

@@ -6,6 +6,7 @@
 
 #include "crcrd/core/compress.hpp"
 #include "crcrd/core/time.hpp"
+#include "crcrd/report/budget.hpp"
 #include "crcrd/store/outbox.hpp"
 
 namespace crcrd::report {
@@ -265,6 +266,10 @@ void append_changed(store::OutboxRepo& repo, const store::StatusRun& run, const 
         row.body =
             w.body.empty() ? std::optional<std::string>() : std::optional<std::string>(w.body);
         row.created_at = now;
+        if (w.sink == Sink::github) {
+            row.priority = static_cast<std::int64_t>(status_priority(
+                w.context == s.context_prefix, w.state != "pending", had && last->shown));
+        }
         repo.append(row);
     }
 }

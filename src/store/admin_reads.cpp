@@ -224,6 +224,29 @@ Result<std::vector<OutboxRow>> AdminReads::outbox(const OutboxQuery& f) {
     });
 }
 
+Result<LaneBacklog> AdminReads::outbox_backlog(Sink sink) {
+    return guarded([&] {
+        LaneBacklog b;
+        {
+            Scoped n(*m_db,
+                     "SELECT delivery, n FROM outbox_counts WHERE sink = ? AND delivery IN "
+                     "('waiting','dead')");
+            n->bind(1, to_string(sink));
+            while (n->step()) {
+                (n->text(0) == "waiting" ? b.waiting : b.dead) = n->int64(1);
+            }
+        }
+        // A final state: any state but `pending` (a status) or `in_progress` (a callback).
+        Scoped oldest(*m_db,
+                      "SELECT created_at FROM outbox INDEXED BY outbox_fifo WHERE sink = ? AND "
+                      "delivery = 'waiting' AND state NOT IN ('pending','in_progress') ORDER BY "
+                      "id LIMIT 1");
+        oldest->bind(1, to_string(sink));
+        if (oldest->step()) b.oldest_final = oldest->text(0);
+        return b;
+    });
+}
+
 Result<std::optional<JobRow>> AdminReads::job(std::int64_t id) {
     return guarded([&]() -> std::optional<JobRow> {
         Scoped st(*m_db, std::string("SELECT ") + k_job_columns + " FROM jobs WHERE id = ?");

@@ -20,15 +20,6 @@ const char* bound(AttemptRecord::Kind k) {
     return "again";
 }
 
-/// The names of `paused` padded (or cut) to the three placeholders of `sink NOT IN (?, ?, ?)`;
-/// "" matches none.
-std::vector<std::string> three_sinks(const std::vector<Sink>& paused) {
-    std::vector<std::string> out;
-    for (auto s : paused) out.emplace_back(to_string(s));
-    out.resize(3);
-    return out;
-}
-
 }  // namespace
 
 std::vector<std::int64_t> OutboxRepo::take_dirty() {
@@ -120,11 +111,13 @@ std::vector<StartedAttempt> OutboxRepo::started_attempts(std::int64_t run_id) {
 std::optional<LastStatus> OutboxRepo::last_status(std::int64_t run_id, Sink sink,
                                                   const std::string& context) {
     Scoped last(m_db,
-                "SELECT state, description FROM outbox WHERE run_id = ? AND sink = ? AND context = "
-                "? ORDER BY id DESC LIMIT 1");
+                "SELECT state, description, EXISTS (SELECT 1 FROM outbox s WHERE s.run_id = "
+                "o.run_id AND s.context = o.context AND s.sink = o.sink AND s.delivery = 'sent') "
+                "FROM outbox o WHERE run_id = ? AND sink = ? AND context = ? ORDER BY id DESC "
+                "LIMIT 1");
     last->bind(1, run_id).bind(2, to_string(sink)).bind(3, context);
     if (!last->step()) return std::nullopt;
-    return LastStatus{last->text(0), last->text(1)};
+    return LastStatus{last->text(0), last->text(1), last->int64(2) != 0};
 }
 
 std::int64_t OutboxRepo::append(const NewStatusRow& row) {
@@ -132,8 +125,8 @@ std::int64_t OutboxRepo::append(const NewStatusRow& row) {
     {
         Scoped ins(m_db,
                    "INSERT INTO outbox (sink, run_id, sha, context, state, description, "
-                   "target_url, body, created_at) "
-                   "VALUES (?,?,?,?,?,?,?,?,?)");
+                   "target_url, body, created_at, priority) "
+                   "VALUES (?,?,?,?,?,?,?,?,?,?)");
         ins->bind(1, to_string(row.sink))
             .bind(2, row.run_id)
             .bind(3, row.sha)
@@ -142,7 +135,8 @@ std::int64_t OutboxRepo::append(const NewStatusRow& row) {
         ins->bind(6, row.description)
             .bind(7, row.target_url)
             .bind(8, row.body)
-            .bind(9, row.created_at);
+            .bind(9, row.created_at)
+            .bind(10, row.priority);
         ins->run();
         id = m_db.last_insert_rowid();
     }
@@ -227,6 +221,22 @@ void OutboxRepo::record_attempts(const std::vector<AttemptRecord>& done, SystemT
     }
 }
 
+void OutboxRepo::note_request(Sink sink, std::int64_t id, SystemTime at) {
+    {
+        Scoped log(m_db, "INSERT INTO report_requests (sink, at) VALUES (?, ?)");
+        log->bind(1, to_string(sink)).bind(2, rfc3339(at));
+        log->run();
+    }
+    {
+        Scoped old(m_db, "DELETE FROM report_requests WHERE sink = ? AND at < ?");
+        old->bind(1, to_string(sink)).bind(2, rfc3339(at - std::chrono::hours(24)));
+        old->run();
+    }
+    Scoped tried(m_db, "UPDATE outbox SET tried = tried + 1 WHERE id = ?");
+    tried->bind(1, id);
+    tried->run();
+}
+
 OutboxQueue::OutboxQueue(std::unique_ptr<Db> db) : m_db(std::move(db)) {}
 OutboxQueue::OutboxQueue(OutboxQueue&&) noexcept = default;
 OutboxQueue& OutboxQueue::operator=(OutboxQueue&&) noexcept = default;
@@ -238,23 +248,30 @@ Result<OutboxQueue> OutboxQueue::open(const std::filesystem::path& db) {
     return OutboxQueue(std::move(*opened));
 }
 
-Result<std::vector<OutboxItem>> OutboxQueue::due(SystemTime now_at,
-                                                 const std::vector<Sink>& paused_sinks) {
+Result<std::vector<OutboxItem>> OutboxQueue::due(Sink sink, SystemTime now_at, LaneOrder order,
+                                                 std::int64_t limit) {
     const std::string now = rfc3339(now_at);
     return guarded([&] {
-        const auto paused = three_sinks(paused_sinks);
+        // Each order has its index: a lane's read passes over its own waiting rows only, in the
+        // order it sends them, whatever the other lanes have waiting.
         Scoped due(*m_db,
-                   "SELECT id, sink, sha, context, state, description, target_url, body, attempts, "
-                   "run_id FROM outbox "
-                   "WHERE delivery = 'waiting' AND (next_attempt_at IS NULL OR next_attempt_at <= "
-                   "?) AND sink NOT IN (?, ?, ?) "
-                   "ORDER BY id LIMIT 100");
-        due->bind(1, now).bind(2, paused[0]).bind(3, paused[1]).bind(4, paused[2]);
+                   order == LaneOrder::fifo
+                       ? "SELECT id, sink, sha, context, state, description, target_url, body, "
+                         "attempts, run_id, tried, priority FROM outbox INDEXED BY outbox_fifo "
+                         "WHERE sink = ?1 AND delivery = 'waiting' AND (next_attempt_at IS NULL "
+                         "OR next_attempt_at <= ?2) ORDER BY id LIMIT ?3"
+                       : "SELECT id, sink, sha, context, state, description, target_url, body, "
+                         "attempts, run_id, tried, priority FROM outbox INDEXED BY "
+                         "outbox_by_priority WHERE sink = 'github' AND sink = ?1 AND delivery = "
+                         "'waiting' AND (next_attempt_at IS NULL OR next_attempt_at <= ?2) ORDER "
+                         "BY priority, run_id DESC, id LIMIT ?3");
+        due->bind(1, to_string(sink)).bind(2, now).bind(3, limit);
         std::vector<OutboxItem> rows;
         while (due->step()) {
             rows.push_back({due->int64(0), vocab_column<Sink>(*due, 1, "outbox.sink"), due->text(2),
                             due->text(3), due->text(4), due->text(5), due->opt_text(6),
-                            due->opt_text(7), due->int64(8), due->int64(9)});
+                            due->opt_text(7), due->int64(8), due->int64(9), due->int64(10),
+                            due->int64(11)});
         }
         return rows;
     });
@@ -269,16 +286,27 @@ Result<std::optional<OutboxDelivery>> OutboxQueue::delivery_of(std::int64_t id) 
     });
 }
 
-Result<std::optional<std::string>> OutboxQueue::earliest_retry(
-    const std::vector<Sink>& paused_sinks) {
-    return guarded([&]() -> std::optional<std::string> {
-        const auto paused = three_sinks(paused_sinks);
+Result<std::optional<SystemTime>> OutboxQueue::earliest_retry(Sink sink) {
+    return guarded([&]() -> std::optional<SystemTime> {
         Scoped soon(*m_db,
-                    "SELECT min(next_attempt_at) FROM outbox WHERE delivery = 'waiting' AND sink "
-                    "NOT IN (?, ?, ?)");
-        soon->bind(1, paused[0]).bind(2, paused[1]).bind(3, paused[2]);
+                    "SELECT next_attempt_at FROM outbox INDEXED BY outbox_retry WHERE sink = ? "
+                    "AND delivery = 'waiting' AND next_attempt_at IS NOT NULL ORDER BY "
+                    "next_attempt_at LIMIT 1");
+        soon->bind(1, to_string(sink));
         if (!soon->step()) return std::nullopt;
-        return soon->opt_text(0);
+        return parse_rfc3339(soon->text(0));
+    });
+}
+
+Result<std::vector<SystemTime>> OutboxQueue::request_times(Sink sink, SystemTime since) {
+    return guarded([&] {
+        Scoped st(*m_db, "SELECT at FROM report_requests WHERE sink = ? AND at >= ? ORDER BY at");
+        st->bind(1, to_string(sink)).bind(2, rfc3339(since));
+        std::vector<SystemTime> out;
+        while (st->step()) {
+            if (auto t = parse_rfc3339(st->text(0))) out.push_back(*t);
+        }
+        return out;
     });
 }
 

@@ -14,7 +14,7 @@ namespace crcrd::store {
 namespace {
 
 // Each entry takes the schema from version i to i+1. Never edit a released entry; append.
-constexpr std::array<const char*, 15> k_migrations = {
+constexpr std::array<const char*, 16> k_migrations = {
     R"sql(
 CREATE TABLE meta (
   key   TEXT PRIMARY KEY,
@@ -389,6 +389,28 @@ BEGIN
   UPDATE outbox_counts SET n = n - 1, rejected = rejected - (OLD.http_status IS 401 OR OLD.http_status IS 403)
    WHERE sink = OLD.sink AND delivery = OLD.delivery;
 END;
+)sql",
+    // 16: one lane per sink (docs/reporting.md, "Lanes and budget"). `priority` is the GitHub
+    // lane's order (report::status_priority; 0 for the other sinks); `tried` counts the requests
+    // made for a row, written before each one; report_requests holds the requests of the last
+    // day, for each lane's budget across restarts. The lanes read their waiting rows through
+    // partial indexes that hold only waiting rows, so a lane's read costs what it has waiting,
+    // not the outbox's history or the other lanes' backlog.
+    R"sql(
+ALTER TABLE outbox ADD COLUMN priority INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE outbox ADD COLUMN tried INTEGER NOT NULL DEFAULT 0;
+UPDATE outbox SET tried = attempts;
+CREATE INDEX outbox_fifo ON outbox (sink, id) WHERE delivery = 'waiting';
+CREATE INDEX outbox_by_priority ON outbox (priority, run_id DESC, id)
+  WHERE sink = 'github' AND delivery = 'waiting';
+CREATE INDEX outbox_retry ON outbox (sink, next_attempt_at)
+  WHERE delivery = 'waiting' AND next_attempt_at IS NOT NULL;
+CREATE TABLE report_requests (
+  id   INTEGER PRIMARY KEY,
+  sink TEXT NOT NULL,
+  at   TEXT NOT NULL            -- when the request was made (RFC 3339)
+);
+CREATE INDEX report_requests_by_sink ON report_requests (sink, at);
 )sql",
 };
 

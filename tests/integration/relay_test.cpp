@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <atomic>
 #include <map>
 
 #include "crcrd/core/crypto.hpp"
@@ -194,6 +195,42 @@ TEST_F(RelayTest, ALostAnswerAnExpiredTokenAndARateLimitStillDeliverEachCallback
                                        0;
                             }),
               1);
+}
+
+// The attack on the old sender: it counted an attempt only once its answer was stored, so a crash
+// between the relay storing a callback and crcrd storing the answer made the resend look like a
+// first try, the relay's "invalid state transition" a refusal, and the pair two dead letters.
+TEST_F(RelayTest, ACrashBetweenACallbackAndItsAnswerStillDeliversThePairAfterTheRestart) {
+    std::atomic<bool> killed = false;
+    relay.lose_answers(1);
+    relay.on_accepted([&] {
+        daemon->kill9();
+        killed = true;
+    });
+    start(mint());
+    const auto run = dispatch("guid-300", 300);
+    ASSERT_TRUE(eventually([&] { return killed.load(); }, std::chrono::seconds(30)))
+        << daemon->log();
+    daemon->start();
+    EXPECT_EQ(finished(run).rfind("completed/", 0), 0u);
+    ASSERT_TRUE(eventually([&] { return callbacks_settled(run); }, std::chrono::seconds(60)))
+        << daemon->log();
+    EXPECT_EQ(count_outbox(*daemon, {.sink = "callback", .delivery = "dead"}), 0) << daemon->log();
+    // The first in_progress was stored once, before the crash; its resend was answered 400 and
+    // counted as delivered; its completed followed.
+    const auto seq = accepted_sequence("guid-300");
+    EXPECT_EQ(std::count(seq.begin(), seq.end(), "import#1:in_progress"), 1)
+        << testing::PrintToString(seq);
+    EXPECT_EQ(
+        std::count_if(seq.begin(), seq.end(),
+                      [](const std::string& s) { return s.rfind("import#1:completed", 0) == 0; }),
+        1)
+        << testing::PrintToString(seq);
+    const auto recorded =
+        outbox_rows(*daemon, {.sink = "callback", .delivery = "sent", .http_status = 400});
+    ASSERT_EQ(recorded.size(), 1u);
+    EXPECT_EQ(recorded[0].last_error.rfind("already recorded by the relay", 0), 0u)
+        << recorded[0].last_error;
 }
 
 TEST_F(RelayTest, A429WithoutRetryAfterPausesTheCallbacksForAMinute) {

@@ -19,7 +19,7 @@
 #include "support/certs.hpp"
 #include "support/ci_script.hpp"
 #include "support/daemon.hpp"
-#include "support/fake_github.hpp"
+#include "support/recording_github.hpp"
 #include "support/reset_server.hpp"
 #include "support/state.hpp"
 
@@ -41,63 +41,6 @@ const char* k_rules =
     "  - {name: crash, paths: [\"crash/**\"], tests: [crash]}\n"
     "  - {name: stall, paths: [\"stall/**\"], tests: [stall]}\n"
     "unmatched: nothing\n";
-
-/// What the fake GitHub saw: each request, when, and what it answered.
-struct Seen {
-    Clock::time_point at;
-    http::Request req;
-    int answered = 0;
-    json body() const { return json::parse(req.body, nullptr, false); }
-};
-
-class Github {
-  public:
-    using Answer = std::function<http::Response(const http::Request&)>;
-    Github()
-        : server([this](const http::Request& req) {
-              Answer a;
-              {
-                  std::lock_guard lk(mu);
-                  a = answer;
-              }
-              auto r = a ? a(req) : http::Response::json(201, {{"id", 1}});
-              std::lock_guard lk(mu);
-              seen.push_back({Clock::now(), req, r.status});
-              return r;
-          }) {}
-    void set(Answer a) {
-        std::lock_guard lk(mu);
-        answer = std::move(a);
-    }
-    std::vector<Seen> statuses() {
-        std::lock_guard lk(mu);
-        std::vector<Seen> out;
-        for (const auto& s : seen)
-            if (s.req.path.find("/statuses/") != std::string::npos) out.push_back(s);
-        return out;
-    }
-    std::vector<Seen> all() {
-        std::lock_guard lk(mu);
-        return seen;
-    }
-    /// Per context, the states GitHub accepted (answered 201), in order.
-    std::map<std::string, std::vector<std::string>> accepted(const std::string& sha) {
-        std::map<std::string, std::vector<std::string>> out;
-        for (const auto& s : statuses()) {
-            if (s.answered != 201 || s.req.path.find(sha) == std::string::npos) continue;
-            auto b = s.body();
-            out[b["context"]].push_back(b["state"]);
-        }
-        return out;
-    }
-    std::string url() const { return server.url(); }
-
-  private:
-    std::mutex mu;
-    Answer answer;
-    std::vector<Seen> seen;
-    FakeGithub server;
-};
 
 std::string sha_of(int n) {
     auto h = crypto::sha256_hex("sha-" + std::to_string(n));
@@ -183,7 +126,7 @@ class ReportingTest : public ::testing::Test {
 };
 
 TEST_F(ReportingTest, EveryClassReachesGithubAsExactlyTheContractsRequests) {
-    Github gh;
+    RecordingGithub gh;
     start(gh.url());
     struct Case {
         std::string path, run_class, run_state, tier_state, description_part, run_description;
@@ -279,7 +222,7 @@ TEST_F(ReportingTest, EveryClassReachesGithubAsExactlyTheContractsRequests) {
 }
 
 TEST_F(ReportingTest, ASupersededRunEndsEveryContextCancelled) {
-    Github gh;
+    RecordingGithub gh;
     start(gh.url());
     auto old_run = post({"stall/a.py"}, sha_of(100), 7);
     ASSERT_TRUE(eventually(
@@ -325,7 +268,7 @@ TEST_F(ReportingTest, ServerErrorsResetsAndSlowAnswersAreRetriedUntilEveryStatus
     EXPECT_GE(reset.accepted(), 3);
 
     // GitHub comes back, but answers 500 twice and once too slowly first.
-    Github gh;
+    RecordingGithub gh;
     std::atomic<int> calls{0};
     gh.set([&](const http::Request&) {
         int n = ++calls;
@@ -355,7 +298,7 @@ TEST_F(ReportingTest, ServerErrorsResetsAndSlowAnswersAreRetriedUntilEveryStatus
 }
 
 TEST_F(ReportingTest, RateLimitsWaitForRetryAfterAndForTheReset) {
-    Github gh;
+    RecordingGithub gh;
     std::atomic<int> calls{0};
     std::atomic<std::int64_t> reset_at{0};
     gh.set([&](const http::Request&) {
@@ -395,7 +338,7 @@ TEST_F(ReportingTest, RateLimitsWaitForRetryAfterAndForTheReset) {
 }
 
 TEST_F(ReportingTest, PostsToGithubArePacedAndASecondaryRateLimitPausesForAMinute) {
-    Github gh;
+    RecordingGithub gh;
     std::atomic<bool> limited{false};
     gh.set([&](const http::Request&) {
         if (limited)
@@ -448,7 +391,7 @@ TEST_F(ReportingTest, PostsToGithubArePacedAndASecondaryRateLimitPausesForAMinut
 }
 
 TEST_F(ReportingTest, ATokenFileRotatedInPlaceIsUsedForTheNextStatuses) {
-    Github gh;
+    RecordingGithub gh;
     start(gh.url());
     auto first = post({"pass/a.py"}, sha_of(460), 47);
     EXPECT_EQ(finished(first), "completed/passed");
@@ -477,7 +420,7 @@ TEST_F(ReportingTest, ARevokedTokenIsRetriedUntilARotatedOneWorksAndNoStatusIsLe
     // GitHub answers 401 to the revoked token and 403 (not a rate limit) to a token without the
     // scope: neither makes a dead letter (docs/reporting.md); the statuses wait, counted in
     // /metrics, and arrive once the operator rotates the token file.
-    Github gh;
+    RecordingGithub gh;
     gh.set([](const http::Request& req) {
         const auto auth = req.header("Authorization").value_or("");
         if (auth == "Bearer gh-token-1")
@@ -522,7 +465,7 @@ TEST_F(ReportingTest, ARevokedTokenIsRetriedUntilARotatedOneWorksAndNoStatusIsLe
 }
 
 TEST_F(ReportingTest, A422IsADeadLetterKeepingGithubsMessageAndIsNotRetried) {
-    Github gh;
+    RecordingGithub gh;
     gh.set([](const http::Request& req) {
         auto b = json::parse(req.body, nullptr, false);
         if (b.value("context", "") == "crcr/spyre/import") {
@@ -587,7 +530,7 @@ TEST_F(ReportingTest, A422IsADeadLetterKeepingGithubsMessageAndIsNotRetried) {
 }
 
 TEST_F(ReportingTest, StatusesStillWaitingAtAStopAllArriveAfterTheRestartInOrder) {
-    Github gh;
+    RecordingGithub gh;
     std::atomic<bool> down{true};
     gh.set([&](const http::Request&) {
         return down ? http::Response::json(503, {{"message", "Service Unavailable"}})
@@ -657,7 +600,7 @@ TEST_F(ReportingTest, AGithubAppJwtIsExchangedForAnInstallationTokenThatIsCached
               0)
         << out;
     const std::string public_pem = read_file(dir.path() / "app.pub").value();
-    Github gh;
+    RecordingGithub gh;
     std::atomic<int> exchanges{0};
     std::atomic<int> bad_jwts{0};
     gh.set([&](const http::Request& req) {
@@ -700,7 +643,7 @@ TEST_F(ReportingTest, AGithubAppJwtIsExchangedForAnInstallationTokenThatIsCached
 
 TEST_F(ReportingTest, TheReportFileGetsEveryStatus) {
     // (The relay callback has its own stand-in and tests: relay_test.cpp.)
-    Github gh;
+    RecordingGithub gh;
     start(gh.url(), "token_file: secrets/gh.token", "  file: state/statuses.jsonl\n");
     auto run = post({"fail/a.py"}, sha_of(700), 70);
     EXPECT_EQ(finished(run), "completed/regression");

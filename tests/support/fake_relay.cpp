@@ -57,6 +57,11 @@ void FakeRelay::lose_answers(int n) {
     m_lose_answers = n;
 }
 
+void FakeRelay::on_accepted(std::function<void()> fn) {
+    std::lock_guard lk(m_mu);
+    m_on_accepted = std::move(fn);
+}
+
 std::vector<FakeRelay::Exchange> FakeRelay::exchanges() const {
     std::lock_guard lk(m_mu);
     return m_exchanges;
@@ -194,6 +199,7 @@ http::Response FakeRelay::handle(const http::Request& req) {
     }
     if (auto bad = hud_fail()) return done(*bad);
     m_accepted.push_back(body);
+    if (auto fn = std::exchange(m_on_accepted, nullptr)) fn();
     if (m_lose_answers > 0) {
         --m_lose_answers;
         ex.detail = "no answer: connection closed";

@@ -9,6 +9,7 @@
 // per 60 s that counts refused requests too and answers 429 without Retry-After.
 
 #include <chrono>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -45,6 +46,9 @@ class FakeRelay {
     /// the connection is closed, as when the answer is lost on its way back. Before
     /// fail_after_storing's failures when both are set.
     void lose_answers(int n);
+    /// `fn` runs once, on the relay's thread, right after the next callback is stored and before
+    /// it is answered (a test kills crcrd there: a crash between a request and its answer).
+    void on_accepted(std::function<void()> fn);
 
     struct Exchange {
         nlohmann::json body;  // as received (null when not JSON)
@@ -71,6 +75,7 @@ class FakeRelay {
     std::optional<int> m_retry_after;
     int m_fail_after_storing = 0;
     int m_lose_answers = 0;
+    std::function<void()> m_on_accepted;
     std::vector<Exchange> m_exchanges;
     std::vector<nlohmann::json> m_accepted;
     std::unique_ptr<FakeGithub> m_server;  // last: it calls handle() until destroyed

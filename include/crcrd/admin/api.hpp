@@ -48,6 +48,9 @@ class Api {
     /// GET /api/v1/runners adds what this returns as "cluster" (the Slurm executor's nodes).
     /// It blocks; it runs on the workers. Set before serving.
     void on_cluster(std::function<nlohmann::json()> fn) { m_cluster = std::move(fn); }
+    /// GET /api/v1/outbox and /metrics add what this returns (an array of the reporting lanes'
+    /// states, each with "sink"). Quick, never blocking. Set before serving.
+    void on_outbox_lanes(std::function<nlohmann::json()> fn) { m_outbox_lanes = std::move(fn); }
 
     /// The dashboard (/ui/): `ui_public` makes its pages readable without a token; commits and
     /// PRs link to github.com/`upstream_repo` (no links when empty).
@@ -97,6 +100,7 @@ class Api {
         std::make_shared<const std::vector<std::string>>();
     std::function<void()> m_on_recovery_run;
     std::function<nlohmann::json()> m_cluster;
+    std::function<nlohmann::json()> m_outbox_lanes;
     std::unique_ptr<Dashboard> m_ui;
     http::RejectLog m_refused{std::chrono::seconds(60), 10'000, "failed admin authentications"};
     Metrics m_metrics;

@@ -40,6 +40,9 @@ Result<nlohmann::json> list_deliveries(const std::filesystem::path& db, const De
 
 /// Outbox rows (statuses, file lines, callbacks), newest first.
 Result<nlohmann::json> list_outbox(const std::filesystem::path& db, const OutboxFilter& f);
+/// `lanes` (each lane's state as the sender reports it, with "sink") completed with what the
+/// database says of each: "waiting", "dead", "oldest_final_waiting_at".
+Result<nlohmann::json> with_backlog(const std::filesystem::path& db, nlohmann::json lanes);
 /// A job as in a run's `jobs`; "not_found" when there is none.
 Result<nlohmann::json> get_job(const std::filesystem::path& db, std::int64_t id);
 /// Where a job's log is; "not_found" without a job or a log.

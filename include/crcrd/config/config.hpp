@@ -204,6 +204,12 @@ struct BisectConfig {
     Strings refs = {"main"};     // branch names ("main" or "refs/heads/main")
 };
 
+/// One window of a request budget: at most `requests` requests in any span of `per`.
+struct BudgetWindowConfig {
+    std::int64_t requests = 0;
+    Duration per{};
+};
+
 struct GithubReportConfig {
     std::string api_url = "https://api.github.com";
     std::string repo;
@@ -214,6 +220,9 @@ struct GithubReportConfig {
     std::optional<std::int64_t> installation_id;
     std::string context_prefix = "crcr";
     std::string mode = "advisory";
+    /// GitHub's published secondary limits for content-creating requests (docs/reporting.md).
+    std::vector<BudgetWindowConfig> budget = {{80, std::chrono::minutes(1)},
+                                              {500, std::chrono::hours(1)}};
 };
 
 /// report.crcr_callback (docs/reporting.md): the relay's callback endpoint, or a file that
@@ -227,6 +236,8 @@ struct CrcrCallbackConfig {
     std::string workflow_name = "crcrd";
     std::string scheduled_event_type = "nightly";  // nightly | periodic
     std::optional<Path> ca_file;
+    /// The relay's limit per repository (its RATE_LIMIT_PER_MIN default).
+    std::vector<BudgetWindowConfig> budget = {{100, std::chrono::minutes(1)}};
 };
 
 struct ReportConfig {

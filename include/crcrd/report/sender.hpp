@@ -1,29 +1,27 @@
 #pragma once
-// Delivers the outbox (docs/reporting.md): one thread, rows in id order, one request at a time.
-// GitHub statuses and relay callbacks are retried with exponential backoff and jitter on 5xx
-// and network errors; a rate limit (403/429) pauses the GitHub sink until `Retry-After` or
-// `x-ratelimit-reset`; other 4xx are dead letters keeping GitHub's message. The file sink
-// appends a JSON line and fsyncs it.
+// Delivers the outbox (docs/reporting.md, "Lanes and budget"): one lane per sink (GitHub
+// statuses, relay callbacks, the report file), each a thread with its own order, pacing,
+// request budget, back-off, pause and dead letters, so that a wait of one never delays another.
 
 #include <chrono>
-#include <condition_variable>
 #include <filesystem>
-#include <map>
 #include <memory>
-#include <mutex>
 #include <optional>
-#include <thread>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include "crcrd/config/config.hpp"
 #include "crcrd/core/clock.hpp"
 #include "crcrd/core/time.hpp"
 #include "crcrd/core/vocab.hpp"
-#include "crcrd/core/worker_loop.hpp"
-#include "crcrd/github/auth.hpp"
-#include "crcrd/http/client.hpp"
-#include "crcrd/report/relay_token.hpp"
-#include "crcrd/store/outbox.hpp"
-#include "crcrd/store/writer.hpp"
+#include "crcrd/report/budget.hpp"
+#include "crcrd/store/fwd.hpp"
+
+namespace crcrd::store {
+class Writer;
+}
 
 namespace crcrd::report {
 
@@ -35,51 +33,50 @@ struct SenderSettings {
     std::chrono::milliseconds retry_max{std::chrono::minutes(10)};
     std::chrono::milliseconds timeout{std::chrono::seconds(30)};
     std::chrono::milliseconds min_interval{std::chrono::seconds(1)};  // between POSTs to GitHub
+    std::vector<BudgetWindow> github_budget;                          // report.github.budget
+    std::vector<BudgetWindow> callback_budget;                        // report.crcr_callback.budget
 };
 SenderSettings sender_settings(const config::ReportConfig& r);
 
+/// What one lane is doing, as GET /api/v1/outbox and /metrics show it.
+struct LaneState {
+    Sink sink = Sink::github;
+    bool configured = false;
+    std::optional<SystemTime> paused_until;  // a rate-limit answer's pause
+    std::optional<SystemTime> next_send_at;  // the lane's next look, when it has rows waiting
+    bool budget_spent = false;               // the next request waits for the budget
+    std::vector<RequestBudget::Left> budget;
+    /// Progress updates the budget's reserve held back at the last look (they stay waiting and
+    /// are replaced by their context's next state).
+    std::int64_t progress_held = 0;
+    std::int64_t requests = 0;  // requests made since the start
+    std::string last_error;     // of the last attempt that failed; "" after a success
+};
+
+/// The lanes' states as GET /api/v1/outbox shows them ("lanes", docs/reporting.md).
+nlohmann::json lanes_json(const std::vector<LaneState>& lanes);
+
+class Lane;
+
 class Sender {
   public:
-    /// `clock`: the time its decisions read (rows due, back-off, pauses).
+    /// `clock`: the time the lanes' decisions read (rows due, back-off, pauses, budgets).
     Sender(store::Writer& writer, std::filesystem::path db_path, SenderSettings settings,
            const core::Clock& clock = core::system_clock());
     ~Sender();
+    /// Starts every lane's thread.
     void start();
     /// Something new may be waiting.
     void notify();
+    /// Stops every lane (a request in flight ends first, within report.timeout).
     void stop();
-    /// SIGHUP: new endpoints and credentials for the rows still waiting.
+    /// SIGHUP: new endpoints, credentials and budgets for the rows still waiting.
     void set_settings(SenderSettings settings);
+    /// Each lane's state, GitHub's first, then the callbacks', then the file's.
+    std::vector<LaneState> lanes() const;
 
   private:
-    using Row = store::OutboxItem;
-    struct Outcome;
-    /// One pass of the sender's loop: what is due; how long it may wait for the next.
-    std::optional<std::chrono::steady_clock::duration> pass();
-    /// Sends what is due; returns when to look again.
-    SystemTime send_due(store::OutboxQueue& queue);
-    Outcome deliver(store::OutboxQueue& queue, const Row& row, const SenderSettings& s);
-    /// A relay callback (docs/reporting.md): a `completed` waits for its `in_progress`.
-    Outcome deliver_callback(store::OutboxQueue& queue, const Row& row, const SenderSettings& s,
-                             http::ClientOptions opts);
-    /// Writes the report-file lines gathered in this pass (one fsync), then stores every
-    /// outcome in one transaction.
-    void flush(std::vector<std::pair<Row, Outcome>>& done, const SenderSettings& s);
-    std::string m_file_lines;      // report-file lines of this pass, not yet written
-    std::string m_callback_lines;  // report.crcr_callback.file lines of this pass
-
-    store::Writer& m_writer;
-    std::filesystem::path m_db_path;
-    const core::Clock& m_clock;
-    std::mutex m_mu;
-    std::shared_ptr<const SenderSettings> m_settings;
-    std::shared_ptr<github::Auth> m_auth;
-    std::shared_ptr<RelayToken> m_relay_token;
-    std::map<Sink, SystemTime> m_paused;  // sink → rate-limited until
-    std::optional<SystemTime> m_last_github_post;
-    std::optional<store::OutboxQueue> m_queue;  // the loop's read connection
-    core::WorkerLoop m_loop{"report sender", [this] { return pass(); },
-                            core::WorkerLoop::Options{std::chrono::seconds(5), false}};
+    std::vector<std::unique_ptr<Lane>> m_lanes;
 };
 
 }  // namespace crcrd::report

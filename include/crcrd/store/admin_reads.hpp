@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "crcrd/core/result.hpp"
+#include "crcrd/core/vocab.hpp"
 #include "crcrd/store/bisections.hpp"
 #include "crcrd/store/fwd.hpp"
 
@@ -147,6 +148,15 @@ struct JobLog {
 
 /// The admin API's read-only queries on this worker thread's connection. A storage failure is
 /// an error value (code "storage", "storage_busy", ...), never an exception; no call writes.
+/// What a lane has waiting (docs/reporting.md, "Observation").
+struct LaneBacklog {
+    std::int64_t waiting = 0;
+    std::int64_t dead = 0;
+    /// The creation time of the oldest waiting final state (a GitHub state other than pending, a
+    /// `completed` callback, any report-file line), or "".
+    std::string oldest_final;
+};
+
 class AdminReads {
   public:
     /// This thread's read-only connection to `db`: opened on first use, reopened when `db`
@@ -165,6 +175,8 @@ class AdminReads {
                                                 const Page& p);
     /// Outbox rows matching `q`, newest first.
     Result<std::vector<OutboxRow>> outbox(const OutboxQuery& q);
+    /// What `sink`'s lane has waiting: counts of open work, and its oldest waiting final state.
+    Result<LaneBacklog> outbox_backlog(Sink sink);
     /// Job (attempt) `id`; empty when there is none.
     Result<std::optional<JobRow>> job(std::int64_t id);
     /// Where job `id`'s log is (see JobLog).

@@ -61,9 +61,10 @@ struct DispatchRecord {
     std::string body_zstd;
 };
 
-/// The newest row of one (run, sink, context).
+/// The newest row of one (run, sink, context); `shown`: a row of it was sent.
 struct LastStatus {
     std::string state, description;
+    bool shown = false;
 };
 
 /// A status or callback to append.
@@ -73,6 +74,8 @@ struct NewStatusRow {
     std::string sha, context, state, description;
     std::optional<std::string> target_url, body;
     std::string created_at;
+    /// The GitHub lane's order (report::StatusPriority); 0 for the other sinks.
+    std::int64_t priority = 0;
 };
 
 /// What POST /api/v1/outbox/{id}/retry found.
@@ -101,7 +104,15 @@ struct OutboxItem {
     std::optional<std::string> target_url, body;
     std::int64_t attempts = 0;
     std::int64_t run_id = 0;
+    /// Requests made for it so far (written before each request, so a request whose answer a
+    /// crash lost is counted).
+    std::int64_t tried = 0;
+    std::int64_t priority = 0;
 };
+
+/// The order in which a lane takes its due rows: id order, or (priority, newest run, id), the
+/// GitHub lane's (its rows only).
+enum class LaneOrder { fifo, priority };
 
 /// The outbox on the writer's connection. Every call runs inside the caller's writer item,
 /// hook or transaction and throws SqlError on a storage failure (the Writer rolls the item
@@ -132,6 +143,9 @@ class OutboxRepo {
     /// Stores each outcome in order: sent and dead end the row, again keeps it waiting; the
     /// attempts count grows by one, `now` is the sent time of a sent row.
     void record_attempts(const std::vector<AttemptRecord>& done, SystemTime now);
+    /// Before a request of `sink`'s lane: counts it in the lane's request log (for its budget
+    /// across restarts; entries older than a day go) and in row `id`'s `tried`.
+    void note_request(Sink sink, std::int64_t id, SystemTime at);
 
   private:
     Db& m_db;
@@ -149,13 +163,15 @@ class OutboxQueue {
     OutboxQueue& operator=(OutboxQueue&&) noexcept;
     ~OutboxQueue();
 
-    /// The first 100 waiting rows due at `now` (RFC 3339) whose sink is not in `paused_sinks`
-    /// (at most three), in id order.
-    Result<std::vector<OutboxItem>> due(SystemTime now, const std::vector<Sink>& paused_sinks);
+    /// The first `limit` waiting rows of `sink` due at `now`, in `order`.
+    Result<std::vector<OutboxItem>> due(Sink sink, SystemTime now, LaneOrder order,
+                                        std::int64_t limit = 100);
     /// The delivery state of row `id`, or nullopt when it is gone.
     Result<std::optional<OutboxDelivery>> delivery_of(std::int64_t id);
-    /// The earliest retry time of a waiting row whose sink is not paused, or nullopt.
-    Result<std::optional<std::string>> earliest_retry(const std::vector<Sink>& paused_sinks);
+    /// The earliest retry time of a waiting row of `sink` that has one, or nullopt.
+    Result<std::optional<SystemTime>> earliest_retry(Sink sink);
+    /// The times of the requests `sink`'s lane made at or after `since`.
+    Result<std::vector<SystemTime>> request_times(Sink sink, SystemTime since);
     /// The delivery state of the run's first callback row with `context`, or nullopt.
     Result<std::optional<OutboxDelivery>> first_callback_delivery(std::int64_t run_id,
                                                                   const std::string& context);

@@ -10,6 +10,7 @@
 #include "crcrd/store/deliveries.hpp"
 #include "crcrd/store/schema.hpp"
 #include "crcrd/store/sqlite.hpp"
+#include "crcrd/store/writer.hpp"
 #include "support/certs.hpp"
 #include "support/fake_clock.hpp"
 #include "support/fake_github.hpp"

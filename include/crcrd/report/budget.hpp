@@ -1,0 +1,75 @@
+#pragma once
+// What a reporting lane may send and in which order (docs/reporting.md, "Lanes and budget"):
+// a request budget over sliding windows (GitHub's 80 a minute and 500 an hour, the relay's 100 a
+// minute per repository), and the priority of a GitHub status. Pure: the lanes feed them times
+// and rows; nothing here reads a clock or the database.
+
+#include <chrono>
+#include <cstdint>
+#include <deque>
+#include <vector>
+
+#include "crcrd/core/time.hpp"
+#include "crcrd/core/vocab.hpp"
+
+namespace crcrd::report {
+
+/// At most `requests` requests in any span of `per`.
+struct BudgetWindow {
+    std::int64_t requests = 0;
+    std::chrono::milliseconds per{0};
+    bool operator==(const BudgetWindow&) const = default;
+};
+
+/// The requests a lane made, counted against its windows. Made from the requests of the
+/// longest window that the database remembers, so that a restart does not start afresh.
+class RequestBudget {
+  public:
+    RequestBudget() = default;
+    /// `past`: the times of earlier requests, in any order. No window: no limit.
+    RequestBudget(std::vector<BudgetWindow> windows, std::vector<SystemTime> past);
+
+    /// The earliest time, `now` or later, at which one more request keeps every window within
+    /// its count.
+    SystemTime next_free(SystemTime now) const;
+    /// Records a request made at `at` (not earlier than the last one recorded).
+    void spend(SystemTime at);
+    /// What is left of each window at `now`, in the order of the windows.
+    struct Left {
+        BudgetWindow window;
+        std::int64_t left = 0;
+        std::int64_t used = 0;
+    };
+    std::vector<Left> left(SystemTime now) const;
+    /// Whether every window still has more than `reserve` (a fraction, rounded up to whole
+    /// requests) of its requests left at `now`.
+    bool above_reserve(SystemTime now, double reserve) const;
+    const std::vector<BudgetWindow>& windows() const { return m_windows; }
+
+  private:
+    std::int64_t used_in(const BudgetWindow& w, SystemTime now) const;
+    std::vector<BudgetWindow> m_windows;
+    std::deque<SystemTime> m_times;  // oldest first; only those within the longest window
+};
+
+/// The order in which the GitHub lane sends waiting statuses: lower first, then newer runs
+/// before older ones. A final state is never skipped; a progress update may wait for the
+/// budget and be replaced (coalesced) by its context's next state.
+enum class StatusPriority : std::int64_t {
+    aggregate_final = 0,  // the run's own context (`<prefix>`) got its verdict
+    tier_final = 1,       // a tier's (or base check's) context got its verdict
+    first_state = 2,      // the first state GitHub will show for this context
+    progress = 3,         // a later `pending`: "running smoke (2 of 3)"
+};
+
+/// The priority of a status row: `aggregate` when its context is the run's own, `final` when its
+/// state is not `pending`, `shown` when an earlier state of the same context was sent to GitHub.
+StatusPriority status_priority(bool aggregate, bool final, bool shown);
+
+/// Whether a status of priority `p` may take one of the budget's requests at `now`: a final
+/// state whenever one is left; a context's first state while every window keeps more than a
+/// tenth of its requests; a progress update while every window keeps more than a quarter. The
+/// reserves keep the last requests of a busy hour for verdicts.
+bool may_take(StatusPriority p, const RequestBudget& b, SystemTime now);
+
+}  // namespace crcrd::report
