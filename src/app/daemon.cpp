@@ -151,7 +151,9 @@ class Daemon {
         m_writer.set_commit_hooks({[this](store::Db& db) { m_planner.plan_with_commit(db); },
                                    [this](store::Db& db) { m_outbox(db); }},
                                   [this] {
-                                      m_sender.notify();
+                                      // Only a commit that appended outbox rows wakes the
+                                      // lanes; each lane's own outcomes and waits are its own.
+                                      if (m_outbox.take_appended()) m_sender.notify();
                                       m_planner.committed();
                                   });
         m_api.on_outbox_lanes([this] { return report::lanes_json(m_sender.lanes()); });

@@ -238,10 +238,13 @@ void add_callbacks(std::vector<Wanted>& wanted, store::OutboxRepo& repo,
     }
 }
 
-/// Appends a row for each wanted status that differs from the last one of its sink and context.
-void append_changed(store::OutboxRepo& repo, const store::StatusRun& run, const OutboxSettings& s,
-                    std::int64_t run_id, const std::vector<Wanted>& wanted) {
+/// Appends a row for each wanted status that differs from the last one of its sink and context;
+/// how many.
+std::size_t append_changed(store::OutboxRepo& repo, const store::StatusRun& run,
+                           const OutboxSettings& s, std::int64_t run_id,
+                           const std::vector<Wanted>& wanted) {
     const std::string now = now_rfc3339();
+    std::size_t appended = 0;
     for (const auto& w : wanted) {
         const auto last = repo.last_status(run_id, w.sink, w.context);
         bool had = last.has_value();
@@ -271,17 +274,20 @@ void append_changed(store::OutboxRepo& repo, const store::StatusRun& run, const 
                 w.context == s.context_prefix, w.state != "pending", had && last->shown));
         }
         repo.append(row);
+        ++appended;
     }
+    return appended;
 }
 
-void sync_run(store::OutboxRepo& repo, const OutboxSettings& s, std::int64_t run_id) {
+/// Appends the rows run `run_id` needs; how many.
+std::size_t sync_run(store::OutboxRepo& repo, const OutboxSettings& s, std::int64_t run_id) {
     const auto found = repo.status_run(run_id);
-    if (!found) return;
+    if (!found) return 0;
     const store::StatusRun& run = *found;
     const std::vector<store::StatusJob> jobs = repo.latest_attempts(run_id);
-    if (jobs.empty() && run.state == RunState::queued) return;  // not planned yet
+    if (jobs.empty() && run.state == RunState::queued) return 0;  // not planned yet
     if (run.event == RunEvent::bisect)
-        return;  // a bisection's runs report nothing of their own (docs/verdicts.md)
+        return 0;  // a bisection's runs report nothing of their own (docs/verdicts.md)
 
     std::vector<Wanted> wanted;
     const std::string& prefix = s.context_prefix;
@@ -295,21 +301,23 @@ void sync_run(store::OutboxRepo& repo, const OutboxSettings& s, std::int64_t run
     }
     if (s.callback) add_callbacks(wanted, repo, run, s, run_id);
 
-    append_changed(repo, run, s, run_id, wanted);
+    return append_changed(repo, run, s, run_id, wanted);
 }
 
 }  // namespace
 
-void sync_dirty(store::Db& db, const OutboxSettings& s) {
+std::size_t sync_dirty(store::Db& db, const OutboxSettings& s) {
     store::OutboxRepo repo(db);
     const std::vector<std::int64_t> ids = repo.take_dirty();
-    if (!s.github && !s.file && !s.callback) return;
+    if (!s.github && !s.file && !s.callback) return 0;
+    std::size_t appended = 0;
     for (auto id : ids) {
         OutboxSettings per_run = s;
         auto pos = per_run.target_url.find("{run_id}");
         if (pos != std::string::npos) per_run.target_url.replace(pos, 8, std::to_string(id));
-        sync_run(repo, per_run, id);
+        appended += sync_run(repo, per_run, id);
     }
+    return appended;
 }
 
 }  // namespace crcrd::report

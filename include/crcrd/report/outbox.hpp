@@ -5,6 +5,7 @@
 // commit, turns each dirty run into the statuses it should show and appends a row for every
 // context whose state or description changed.
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -72,8 +73,9 @@ StatusText final_status(Conclusion conclusion, const std::string& reason);
 /// Cuts `text` to at most `max` bytes on a UTF-8 boundary, ending with "…" when cut.
 std::string shorten(const std::string& text, std::size_t max = 140);
 
-/// Drains `status_dirty` into new outbox rows. Runs inside the writer's transaction.
-void sync_dirty(store::Db& db, const OutboxSettings& settings);
+/// Drains `status_dirty` into new outbox rows; how many it appended. Runs inside the writer's
+/// transaction.
+std::size_t sync_dirty(store::Db& db, const OutboxSettings& settings);
 
 /// Holds the settings the writer's hook reads; replaced on SIGHUP.
 class OutboxHook {
@@ -90,10 +92,15 @@ class OutboxHook {
             std::lock_guard lk(m_mu);
             s = m_settings;
         }
-        sync_dirty(db, *s);
+        if (sync_dirty(db, *s) > 0) m_appended = true;
     }
+    /// Whether a commit since the last call appended rows (the lanes have something new). Called
+    /// after the commit, on the writer thread; a batch rolled back may leave it set, which only
+    /// wakes the lanes once for nothing.
+    bool take_appended() { return m_appended.exchange(false); }
 
   private:
+    std::atomic<bool> m_appended = false;
     std::mutex m_mu;
     std::shared_ptr<const OutboxSettings> m_settings;
 };

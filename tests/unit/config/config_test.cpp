@@ -153,6 +153,13 @@ TEST(Config, ErrorsNameTheKeyPath) {
         {"bisect: {refs: [\"main~1\"]}\n", "bisect.refs: 'main~1' is not a branch name"},
         {"bisect: {max_runs: -1}\n", "bisect.max_runs"},
         {"bisect: {budget: 3}\n", "bisect.budget: unknown key"},
+        {"report: {github: {repo: a/b, token_file: t, budget: [{requests: 0, per: 1m}]}}\n",
+         "report.github.budget[0].requests: a window needs requests: a whole number of at least 1"},
+        {"report: {github: {repo: a/b, token_file: t, budget: [{requests: 5}]}}\n",
+         "report.github.budget[0].per: a window needs per: at least 1s"},
+        {"report: {crcr_callback: {file: cb.jsonl, budget: [{requests: 5, per: 1m, "
+         "burst: 2}]}}\n",
+         "report.crcr_callback.budget[0].burst: unknown key"},
         {"execution: {executor: k8s}\n", "execution.executor: 'k8s' is not one of local | slurm"},
         {"execution: {executor: slurm}\n", "execution.slurm: required when executor is slurm"},
         {"execution: {slurm: {partition: p, shared_root: /s, sbatch_args: [\"-p\", x, "
@@ -189,6 +196,32 @@ TEST(Config, BisectAndALocalRemote) {
     ASSERT_TRUE(defaults.config);
     EXPECT_EQ(defaults.config->bisect.max_runs, 0u);
     EXPECT_EQ(defaults.config->bisect.refs, (std::vector<std::string>{"main"}));
+}
+
+TEST(Config, ReportBudgetsDefaultToGithubsAndTheRelaysLimitsAndMayBeReplacedOrEmptied) {
+    using std::chrono::hours;
+    using std::chrono::minutes;
+    auto defaults = parse(std::string(k_minimal) +
+                              "report: {github: {repo: a/b, token_file: t}, crcr_callback: "
+                              "{file: cb.jsonl}}\n",
+                          "/etc");
+    ASSERT_TRUE(defaults.config) << all(defaults);
+    const auto& gh = defaults.config->report.github->budget;
+    ASSERT_EQ(gh.size(), 2u);
+    EXPECT_EQ(gh[0].requests, 80);
+    EXPECT_EQ(gh[0].per, minutes(1));
+    EXPECT_EQ(gh[1].requests, 500);
+    EXPECT_EQ(gh[1].per, hours(1));
+    ASSERT_EQ(defaults.config->report.crcr_callback->budget.size(), 1u);
+    EXPECT_EQ(defaults.config->report.crcr_callback->budget[0].requests, 100);
+    auto set = parse(std::string(k_minimal) +
+                         "report: {github: {repo: a/b, token_file: t, budget: [{requests: 4000, "
+                         "per: 1h}]}, crcr_callback: {file: cb.jsonl, budget: []}}\n",
+                     "/etc");
+    ASSERT_TRUE(set.config) << all(set);
+    ASSERT_EQ(set.config->report.github->budget.size(), 1u);
+    EXPECT_EQ(set.config->report.github->budget[0].requests, 4000);
+    EXPECT_TRUE(set.config->report.crcr_callback->budget.empty());
 }
 
 TEST(Config, ServerLimits) {
