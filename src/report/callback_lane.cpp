@@ -42,6 +42,8 @@ class CallbackLane final : public Lane {
 
   private:
     Outcome post(const Row& row, const SenderSettings& s);
+    /// What the relay's answer `r` to `row` means.
+    Outcome answer(const Row& row, const http::ClientResponse& r, RelayToken& relay_token);
 
     std::string m_lines;  // report.crcr_callback.file lines not yet written
     std::mutex m_token_mu;
@@ -92,14 +94,19 @@ Lane::Outcome CallbackLane::post(const Row& row, const SenderSettings& s) {
                    row.body.value_or("{}"), opts);
     end_request();
     if (!r) return {Outcome::retry, std::nullopt, r.error().message, std::nullopt};
-    const int code = r->status;
-    std::string detail = r->body.substr(0, 300);
-    if (auto j = json::parse(r->body, nullptr, false);
+    return answer(row, *r, *relay_token);
+}
+
+Lane::Outcome CallbackLane::answer(const Row& row, const http::ClientResponse& r,
+                                   RelayToken& relay_token) {
+    const int code = r.status;
+    std::string detail = r.body.substr(0, 300);
+    if (auto j = json::parse(r.body, nullptr, false);
         j.is_object() && j.contains("detail") && j["detail"].is_string()) {
         detail = j["detail"].get<std::string>().substr(0, 300);
     }
     if (code >= 200 && code < 300) {
-        if (auto j = json::parse(r->body, nullptr, false);
+        if (auto j = json::parse(r.body, nullptr, false);
             j.is_object() && j.value("status", "") == "ignored") {
             spdlog::warn(
                 "run_id={} relay callback {} accepted but ignored: this repository is below level "
@@ -112,7 +119,7 @@ Lane::Outcome CallbackLane::post(const Row& row, const SenderSettings& s) {
     // The relay answers a callback it already recorded with this 400. When an earlier request
     // for this row was made (its answer lost, or a crash before it was stored: `tried` counts
     // requests before they are made), or this one went twice, it means delivered.
-    if (code == 400 && (row.tried > 0 || r->resent) &&
+    if (code == 400 && (row.tried > 0 || r.resent) &&
         detail.find("invalid state transition") != std::string::npos) {
         return {Outcome::sent, code,
                 "already recorded by the relay (an earlier answer was lost): " + detail,
@@ -125,7 +132,7 @@ Lane::Outcome CallbackLane::post(const Row& row, const SenderSettings& s) {
         return {Outcome::retry, code, msg, std::nullopt};
     }
     if (code == 401) {
-        relay_token->invalidate();  // an OIDC token expires in minutes: mint a new one
+        relay_token.invalidate();  // an OIDC token expires in minutes: mint a new one
         return {Outcome::retry, code, msg + " (a new token is taken for the next attempt)",
                 std::nullopt};
     }
@@ -133,7 +140,7 @@ Lane::Outcome CallbackLane::post(const Row& row, const SenderSettings& s) {
         // The relay's limit is per repository per 60 s, counts refused requests too, and sends
         // no Retry-After: the lane pauses a minute unless it says otherwise.
         std::int64_t after = 60;
-        if (auto v = r->header("retry-after")) {
+        if (auto v = r.header("retry-after")) {
             try {
                 after = std::stoll(std::string(*v));
             } catch (...) {

@@ -151,8 +151,10 @@ TEST_F(RelayTest, EachTierAttemptIsOneInProgressThenOneCompletedAsTheRelayAndHud
 TEST_F(RelayTest, ALostAnswerAnExpiredTokenAndARateLimitStillDeliverEachCallbackOnce) {
     // The first token the command mints has expired at the relay: 401, and a new one is taken.
     relay.accept_tokens({"relay-oidc-token-2", "relay-oidc-token-3", "relay-oidc-token-4"});
-    // The first accepted callback's answer is lost (stored, then 500): the retry gets the
-    // relay's "invalid state transition", which means delivered.
+    // The first accepted callback's answer is lost on its way back (stored, connection closed),
+    // the second's is a 500 after it was stored: each retry gets the relay's "invalid state
+    // transition", which means delivered.
+    relay.lose_answers(1);
     relay.fail_after_storing(1);
     // Three requests in 2 s (refused ones count, as at the real relay); this one says when to
     // come back, and crcrd honours it.
@@ -186,7 +188,8 @@ TEST_F(RelayTest, ALostAnswerAnExpiredTokenAndARateLimitStillDeliverEachCallback
     EXPECT_GE(answers[401], 1);
     EXPECT_EQ(answers[500], 1);
     EXPECT_GE(answers[429], 1);
-    EXPECT_EQ(answers[400], 1) << "the retry of the lost answer";
+    EXPECT_EQ(answers[0], 1) << "the answer lost on its way back";
+    EXPECT_EQ(answers[400], 2) << "the retries of the two lost answers";
     const auto answered_400 =
         outbox_rows(*daemon, {.sink = "callback", .delivery = "sent", .http_status = 400});
     EXPECT_EQ(std::count_if(answered_400.begin(), answered_400.end(),
@@ -194,7 +197,7 @@ TEST_F(RelayTest, ALostAnswerAnExpiredTokenAndARateLimitStillDeliverEachCallback
                                 return row.last_error.rfind("already recorded by the relay", 0) ==
                                        0;
                             }),
-              1);
+              2);
 }
 
 // The attack on the old sender: it counted an attempt only once its answer was stored, so a crash
@@ -231,6 +234,19 @@ TEST_F(RelayTest, ACrashBetweenACallbackAndItsAnswerStillDeliversThePairAfterThe
     ASSERT_EQ(recorded.size(), 1u);
     EXPECT_EQ(recorded[0].last_error.rfind("already recorded by the relay", 0), 0u)
         << recorded[0].last_error;
+}
+
+TEST_F(RelayTest, TheCallbackBudgetKeepsUnderTheRelaysLimitSoItNeverAnswers429) {
+    // The relay allows 3 requests in any 2 s (its default is 100 a minute); the lane's budget
+    // says the same, and six callbacks go out without one refusal.
+    relay.rate_limit(3, std::nullopt, std::chrono::seconds(2));
+    start(mint() + ", budget: [{requests: 3, per: 2s}]");
+    const auto run = dispatch("guid-400", 400);
+    EXPECT_EQ(finished(run), "completed/flaky");
+    ASSERT_TRUE(eventually([&] { return callbacks_settled(run); }, std::chrono::seconds(60)))
+        << daemon->log();
+    EXPECT_EQ(accepted_sequence("guid-400").size(), 6u);
+    for (const auto& ex : relay.exchanges()) EXPECT_EQ(ex.status, 200) << ex.detail;
 }
 
 TEST_F(RelayTest, A429WithoutRetryAfterPausesTheCallbacksForAMinute) {
