@@ -269,7 +269,8 @@ void parse_budget(YamlMap& m, std::vector<BudgetWindowConfig>& out) {
             w.error("requests", "a window needs requests: a whole number of at least 1");
         else
             b.requests = *requests;
-        if (b.per < std::chrono::seconds(1)) w.error("per", "a window needs per: at least 1s");
+        if (b.per < std::chrono::seconds(1) || b.per > std::chrono::hours(24))
+            w.error("per", "a window needs per: from 1s to 24h (the request log keeps a day)");
         out.push_back(b);
     });
 }

@@ -32,14 +32,16 @@ SystemTime RequestBudget::next_free(SystemTime now) const {
 }
 
 void RequestBudget::spend(SystemTime at) {
-    m_times.push_back(at);
+    // In order even when the wall clock stepped back.
+    m_times.insert(std::upper_bound(m_times.begin(), m_times.end(), at), at);
     if (m_windows.empty()) {
         m_times.pop_front();
         return;
     }
     std::chrono::milliseconds longest{0};
     for (const auto& w : m_windows) longest = std::max(longest, w.per);
-    while (!m_times.empty() && m_times.front() <= at - longest) m_times.pop_front();
+    const SystemTime newest = m_times.back();
+    while (!m_times.empty() && m_times.front() <= newest - longest) m_times.pop_front();
 }
 
 std::vector<RequestBudget::Left> RequestBudget::left(SystemTime now) const {

@@ -31,6 +31,7 @@ class CallbackLane final : public Lane {
         return s.callback && !s.callback->file ? s.callback_budget : std::vector<BudgetWindow>{};
     }
     Outcome deliver(store::OutboxQueue& queue, const Row& row, const SenderSettings& s) override;
+    void discard_gathered() override { m_lines.clear(); }
     Status write_gathered(const SenderSettings& s) override {
         if (m_lines.empty()) return Ok{};
         auto st = s.callback && s.callback->file
@@ -92,7 +93,7 @@ Lane::Outcome CallbackLane::post(const Row& row, const SenderSettings& s) {
         http::send("POST", s.callback->url,
                    {{"Content-Type", "application/json"}, {"Authorization", "Bearer " + *token}},
                    row.body.value_or("{}"), opts);
-    end_request();
+    end_request(row, r && r->resent);
     if (!r) return {Outcome::retry, std::nullopt, r.error().message, std::nullopt};
     return answer(row, *r, *relay_token);
 }
@@ -117,9 +118,10 @@ Lane::Outcome CallbackLane::answer(const Row& row, const http::ClientResponse& r
     }
     const std::string msg = "HTTP " + std::to_string(code) + ": " + detail;
     // The relay answers a callback it already recorded with this 400. When an earlier request
-    // for this row was made (its answer lost, or a crash before it was stored: `tried` counts
-    // requests before they are made), or this one went twice, it means delivered.
-    if (code == 400 && (row.tried > 0 || r.resent) &&
+    // for this row may have been acted on (its answer lost, a 5xx, or a crash before it was
+    // stored: `tried` counts requests before they are made, `refused` those answered 4xx, which
+    // the relay did not store), or this one went twice, it means delivered.
+    if (code == 400 && (row.tried > row.refused || r.resent) &&
         detail.find("invalid state transition") != std::string::npos) {
         return {Outcome::sent, code,
                 "already recorded by the relay (an earlier answer was lost): " + detail,

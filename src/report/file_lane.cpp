@@ -31,6 +31,7 @@ class FileLane final : public Lane {
         m_lines += line.dump() + "\n";  // written and synced by write_gathered()
         return {Outcome::sent, std::nullopt, "", std::nullopt};
     }
+    void discard_gathered() override { m_lines.clear(); }
     Status write_gathered(const SenderSettings& s) override {
         if (m_lines.empty()) return Ok{};
         auto st = s.file ? append_lines(*s.file, m_lines)

@@ -95,7 +95,7 @@ Lane::Outcome GithubLane::deliver(store::OutboxQueue& queue, const Row& row,
                  {"description", row.description},
                  {"target_url", row.target_url ? json(*row.target_url) : json(nullptr)}};
     auto r = client.post("/repos/" + s.github->repo + "/statuses/" + row.sha, body.dump());
-    end_request();
+    end_request(row, r && r->resent);
     if (!r) return {Outcome::retry, std::nullopt, r.error().message, std::nullopt};
     return answer(row, *r, s, *auth);
 }

@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <spdlog/spdlog.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstring>
@@ -26,26 +27,29 @@ Status append_lines(const std::filesystem::path& path, const std::string& data) 
     if (fd < 0)
         return make_error(Errc::report_file,
                           "cannot open " + path.string() + ": " + std::strerror(errno));
+    // A failed write or sync is undone to the size before it, so that the lines written again
+    // later are not there twice.
+    struct stat before {};
+    const bool sized = ::fstat(fd, &before) == 0;
+    auto fail = [&](const char* what) {
+        const int e = errno;
+        if (sized) (void)::ftruncate(fd, before.st_size);
+        ::close(fd);
+        return make_error(Errc::report_file, std::string("cannot ") + what + " " + path.string() +
+                                                 ": " + std::strerror(e));
+    };
     const char* p = data.data();
     std::size_t left = data.size();
     while (left > 0) {
         ssize_t n = ::write(fd, p, left);
         if (n < 0) {
             if (errno == EINTR) continue;
-            int e = errno;
-            ::close(fd);
-            return make_error(Errc::report_file,
-                              "cannot write " + path.string() + ": " + std::strerror(e));
+            return fail("write");
         }
         p += n;
         left -= static_cast<std::size_t>(n);
     }
-    if (::fsync(fd) != 0) {
-        int e = errno;
-        ::close(fd);
-        return make_error(Errc::report_file,
-                          "cannot sync " + path.string() + ": " + std::strerror(e));
-    }
+    if (::fsync(fd) != 0) return fail("sync");
     ::close(fd);
     return Ok{};
 }
@@ -71,6 +75,10 @@ void Lane::start() {
 
 void Lane::notify() {
     m_loop.notify();
+}
+
+void Lane::request_stop() {
+    m_loop.request_stop();
 }
 
 void Lane::stop() {
@@ -140,6 +148,7 @@ SystemTime Lane::send_due(store::OutboxQueue& queue, const SenderSettings& s) {
         m_state.paused_until.reset();
     }
     m_budget_spent = false;
+    discard_gathered();  // a pass that threw may have left lines of rows it reads again
     RequestBudget& b = budget(queue, s);
     const std::vector<Row> rows = or_throw(queue.due(m_sink, now, m_order, k_rows_per_pass));
     std::vector<std::pair<Row, Outcome>> done;
@@ -167,7 +176,7 @@ SystemTime Lane::send_due(store::OutboxQueue& queue, const SenderSettings& s) {
         // Outcomes are stored in batches: a crash before a batch is stored sends its rows again
         // after the restart (a duplicate, which GitHub tolerates and the relay answers as
         // described in docs/reporting.md), never none.
-        if (done.size() >= m_batch || paused) store_outcomes(done, s);
+        if (done.size() >= m_batch || paused) paused = store_outcomes(done, s) || paused;
         if (paused) break;
     }
     store_outcomes(done, s);
@@ -212,11 +221,22 @@ bool Lane::begin_request(const Row& row, const SenderSettings& s) {
     if (m_budget) m_budget->spend(now);
     std::lock_guard lk(m_mu);
     ++m_state.requests;
+    if (m_budget) m_state.budget = m_budget->left(now);  // seen at once, not at the pass's end
     return true;
 }
 
-void Lane::end_request() {
-    m_last_request_end = clock().now();
+void Lane::end_request(const Row& row, bool resent) {
+    const SystemTime now = clock().now();
+    m_last_request_end = now;
+    if (!resent) return;
+    auto st = m_deps.writer.run_sync(
+        [&](store::Db& db) { store::OutboxRepo(db).note_request(m_sink, row.id, now); });
+    if (!st)
+        spdlog::warn("run_id={} a repeated request was not counted: {}", row.run_id,
+                     st.error().message);
+    if (m_budget) m_budget->spend(now);
+    std::lock_guard lk(m_mu);
+    ++m_state.requests;
 }
 
 std::optional<SystemTime> Lane::retry_time(const Row& row, const Outcome& out,
@@ -232,15 +252,21 @@ std::optional<SystemTime> Lane::retry_time(const Row& row, const Outcome& out,
     return now + std::chrono::milliseconds(pick(rng));
 }
 
-void Lane::store_outcomes(std::vector<std::pair<Row, Outcome>>& done, const SenderSettings& s) {
-    if (done.empty()) return;
+bool Lane::store_outcomes(std::vector<std::pair<Row, Outcome>>& done, const SenderSettings& s) {
+    if (done.empty()) return false;
+    bool write_failed = false;
+    const auto now = clock().now();
     if (auto st = write_gathered(s); !st) {
+        // The batch waits as one, so that its lines keep their order: the lane pauses.
+        const SystemTime until = now + s.retry_initial;
         for (auto& [row, out] : done) {
             if (out.kind == Outcome::sent)
-                out = {Outcome::retry, std::nullopt, st.error().message, std::nullopt};
+                out = {Outcome::wait, std::nullopt, st.error().message, until};
         }
+        std::lock_guard lk(m_mu);
+        m_state.paused_until = until;
+        write_failed = true;
     }
-    const auto now = clock().now();
     std::vector<std::optional<SystemTime>> next(done.size());
     std::vector<store::AttemptRecord> attempts;
     for (std::size_t i = 0; i < done.size(); ++i) {
@@ -272,6 +298,7 @@ void Lane::store_outcomes(std::vector<std::pair<Row, Outcome>>& done, const Send
         m_state.last_error = last.kind == Outcome::sent ? std::string() : last.error;
     }
     done.clear();
+    return write_failed;
 }
 
 void Lane::log_outcome(const Row& row, const Outcome& out, const std::optional<SystemTime>& next) {

@@ -51,6 +51,8 @@ class Lane {
 
     void start();
     void notify();
+    /// Asks the thread to stop (a request in flight ends first); stop() also waits for it.
+    void request_stop();
     void stop();
     /// New settings for the rows still waiting; a pause ends, the budget takes the new windows.
     void set_settings(std::shared_ptr<const SenderSettings> s);
@@ -72,8 +74,11 @@ class Lane {
     /// when the budget is down to its reserve).
     virtual bool hold_back(const Row&, const RequestBudget&, SystemTime) { return false; }
     /// Writes what deliver() gathered for a file and syncs it, before outcomes are stored; on
-    /// an error this batch's sent rows are tried again.
+    /// an error the lane pauses for `report.retry_initial` and the batch's rows wait, in order.
     virtual Status write_gathered(const SenderSettings&) { return Ok{}; }
+    /// Forgets what deliver() gathered and write_gathered() did not write (a pass that failed
+    /// reads the same rows again).
+    virtual void discard_gathered() {}
 
     /// Before a request for `row`: waits for the floor since the previous request, checks the
     /// budget, and counts the request in the database before it is made (so a crash after the
@@ -81,8 +86,9 @@ class Lane {
     /// request must not be made now (the budget is spent, or the lane stops): deliver() then
     /// returns `later`, and the pass ends.
     bool begin_request(const Row& row, const SenderSettings& s);
-    /// After a request, whatever its answer.
-    void end_request();
+    /// After a request, whatever its answer. `resent`: the HTTPS client sent it twice (a kept
+    /// connection failed), so the server saw two requests and the budget counts the second.
+    void end_request(const Row& row, bool resent = false);
 
     const core::Clock& clock() const { return m_deps.clock; }
     core::WorkerLoop& loop() { return m_loop; }
@@ -91,8 +97,9 @@ class Lane {
     std::optional<std::chrono::steady_clock::duration> pass();
     /// Sends what is due; returns when to look again.
     SystemTime send_due(store::OutboxQueue& queue, const SenderSettings& s);
-    /// Stores the outcomes of `done` in one transaction, after write_gathered().
-    void store_outcomes(std::vector<std::pair<Row, Outcome>>& done, const SenderSettings& s);
+    /// Stores the outcomes of `done` in one transaction, after write_gathered(); true when the
+    /// write failed and the lane paused.
+    bool store_outcomes(std::vector<std::pair<Row, Outcome>>& done, const SenderSettings& s);
     void log_outcome(const Row& row, const Outcome& out, const std::optional<SystemTime>& next);
     std::optional<SystemTime> retry_time(const Row& row, const Outcome& out,
                                          const SenderSettings& s, SystemTime now);

@@ -72,6 +72,8 @@ void Sender::notify() {
 }
 
 void Sender::stop() {
+    // All at once: a lane's request in flight does not hold up the others' stop.
+    for (auto& lane : m_lanes) lane->request_stop();
     for (auto& lane : m_lanes) lane->stop();
 }
 

@@ -192,8 +192,8 @@ RequeueOutcome OutboxRepo::requeue_dead(std::int64_t id) {
         }
     }
     Scoped again(m_db,
-                 "UPDATE outbox SET delivery = 'waiting', attempts = 0, next_attempt_at = NULL "
-                 "WHERE id = ?");
+                 "UPDATE outbox SET delivery = 'waiting', attempts = 0, tried = 0, refused = 0, "
+                 "next_attempt_at = NULL WHERE id = ?");
     again->bind(1, id);
     again->run();
     out.kind = RequeueOutcome::Kind::requeued;
@@ -203,10 +203,11 @@ RequeueOutcome OutboxRepo::requeue_dead(std::int64_t id) {
 void OutboxRepo::record_attempts(const std::vector<AttemptRecord>& done, SystemTime now_at) {
     const std::string now = rfc3339(now_at);
     Scoped upd(m_db,
-               "UPDATE outbox SET delivery = CASE ? WHEN 'sent' THEN 'sent' WHEN 'dead' THEN "
+               "UPDATE outbox SET delivery = CASE ?1 WHEN 'sent' THEN 'sent' WHEN 'dead' THEN "
                "'dead' ELSE delivery END, "
-               "attempts = attempts + 1, http_status = ?, last_error = ?, next_attempt_at = ?, "
-               "sent_at = CASE ? WHEN 'sent' THEN ? ELSE sent_at END WHERE id = ?");
+               "attempts = attempts + 1, http_status = ?2, last_error = ?3, next_attempt_at = ?4, "
+               "refused = refused + coalesce(?2 BETWEEN 400 AND 499, 0), "
+               "sent_at = CASE ?5 WHEN 'sent' THEN ?6 ELSE sent_at END WHERE id = ?7");
     for (const auto& a : done) {
         const char* kind = bound(a.kind);
         upd->reset();
@@ -254,24 +255,25 @@ Result<std::vector<OutboxItem>> OutboxQueue::due(Sink sink, SystemTime now_at, L
     return guarded([&] {
         // Each order has its index: a lane's read passes over its own waiting rows only, in the
         // order it sends them, whatever the other lanes have waiting.
-        Scoped due(*m_db,
-                   order == LaneOrder::fifo
-                       ? "SELECT id, sink, sha, context, state, description, target_url, body, "
-                         "attempts, run_id, tried, priority FROM outbox INDEXED BY outbox_fifo "
-                         "WHERE sink = ?1 AND delivery = 'waiting' AND (next_attempt_at IS NULL "
-                         "OR next_attempt_at <= ?2) ORDER BY id LIMIT ?3"
-                       : "SELECT id, sink, sha, context, state, description, target_url, body, "
-                         "attempts, run_id, tried, priority FROM outbox INDEXED BY "
-                         "outbox_by_priority WHERE sink = 'github' AND sink = ?1 AND delivery = "
-                         "'waiting' AND (next_attempt_at IS NULL OR next_attempt_at <= ?2) ORDER "
-                         "BY priority, run_id DESC, id LIMIT ?3");
+        Scoped due(
+            *m_db,
+            order == LaneOrder::fifo
+                ? "SELECT id, sink, sha, context, state, description, target_url, body, "
+                  "attempts, run_id, tried, refused, priority FROM outbox INDEXED BY outbox_fifo "
+                  "WHERE sink = ?1 AND delivery = 'waiting' AND (next_attempt_at IS NULL "
+                  "OR next_attempt_at <= ?2) ORDER BY id LIMIT ?3"
+                : "SELECT id, sink, sha, context, state, description, target_url, body, "
+                  "attempts, run_id, tried, refused, priority FROM outbox INDEXED BY "
+                  "outbox_by_priority WHERE sink = 'github' AND sink = ?1 AND delivery = "
+                  "'waiting' AND (next_attempt_at IS NULL OR next_attempt_at <= ?2) ORDER "
+                  "BY priority, run_id DESC, id LIMIT ?3");
         due->bind(1, to_string(sink)).bind(2, now).bind(3, limit);
         std::vector<OutboxItem> rows;
         while (due->step()) {
             rows.push_back({due->int64(0), vocab_column<Sink>(*due, 1, "outbox.sink"), due->text(2),
                             due->text(3), due->text(4), due->text(5), due->opt_text(6),
                             due->opt_text(7), due->int64(8), due->int64(9), due->int64(10),
-                            due->int64(11)});
+                            due->int64(11), due->int64(12)});
         }
         return rows;
     });

@@ -391,15 +391,20 @@ BEGIN
 END;
 )sql",
     // 16: one lane per sink (docs/reporting.md, "Lanes and budget"). `priority` is the GitHub
-    // lane's order (report::status_priority; 0 for the other sinks); `tried` counts the requests
-    // made for a row, written before each one; report_requests holds the requests of the last
+    // lane's order (report::status_priority; 0 for the other sinks; a waiting row from before
+    // is a tier's final state or a first state, its context unknown here); `tried` counts the
+    // requests made for a row, written before each one, and `refused` the answers among them
+    // that say the request was not acted on (4xx); report_requests holds the requests of the last
     // day, for each lane's budget across restarts. The lanes read their waiting rows through
     // partial indexes that hold only waiting rows, so a lane's read costs what it has waiting,
     // not the outbox's history or the other lanes' backlog.
     R"sql(
 ALTER TABLE outbox ADD COLUMN priority INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE outbox ADD COLUMN tried INTEGER NOT NULL DEFAULT 0;
-UPDATE outbox SET tried = attempts;
+ALTER TABLE outbox ADD COLUMN refused INTEGER NOT NULL DEFAULT 0;
+UPDATE outbox SET tried = attempts WHERE delivery IN ('waiting','dead');
+UPDATE outbox SET priority = CASE WHEN state = 'pending' THEN 2 ELSE 1 END
+ WHERE sink = 'github' AND delivery = 'waiting';
 CREATE INDEX outbox_fifo ON outbox (sink, id) WHERE delivery = 'waiting';
 CREATE INDEX outbox_by_priority ON outbox (priority, run_id DESC, id)
   WHERE sink = 'github' AND delivery = 'waiting';

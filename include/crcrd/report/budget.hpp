@@ -32,7 +32,7 @@ class RequestBudget {
     /// The earliest time, `now` or later, at which one more request keeps every window within
     /// its count.
     SystemTime next_free(SystemTime now) const;
-    /// Records a request made at `at` (not earlier than the last one recorded).
+    /// Records a request made at `at`.
     void spend(SystemTime at);
     /// What is left of each window at `now`, in the order of the windows.
     struct Left {

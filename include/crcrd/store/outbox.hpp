@@ -105,8 +105,9 @@ struct OutboxItem {
     std::int64_t attempts = 0;
     std::int64_t run_id = 0;
     /// Requests made for it so far (written before each request, so a request whose answer a
-    /// crash lost is counted).
+    /// crash lost is counted), and how many of them were answered 4xx (not acted on).
     std::int64_t tried = 0;
+    std::int64_t refused = 0;
     std::int64_t priority = 0;
 };
 
@@ -137,8 +138,9 @@ class OutboxRepo {
     /// Appends `row` (waiting), then marks the older rows of the same (sink, sha, context) that
     /// still wait as coalesced. Returns the new row's id.
     std::int64_t append(const NewStatusRow& row);
-    /// Puts a dead row back to waiting with no attempts, unless it is not dead or a newer row of
-    /// its (sink, sha, context) is waiting or was sent. Changes nothing otherwise.
+    /// Puts a dead row back to waiting with no attempts (and no requests tried), unless it is not
+    /// dead or a newer row of its (sink, sha, context) is waiting or was sent. Changes nothing
+    /// otherwise.
     RequeueOutcome requeue_dead(std::int64_t id);
     /// Stores each outcome in order: sent and dead end the row, again keeps it waiting; the
     /// attempts count grows by one, `now` is the sent time of a sent row.

@@ -156,7 +156,10 @@ TEST(Config, ErrorsNameTheKeyPath) {
         {"report: {github: {repo: a/b, token_file: t, budget: [{requests: 0, per: 1m}]}}\n",
          "report.github.budget[0].requests: a window needs requests: a whole number of at least 1"},
         {"report: {github: {repo: a/b, token_file: t, budget: [{requests: 5}]}}\n",
-         "report.github.budget[0].per: a window needs per: at least 1s"},
+         "report.github.budget[0].per: a window needs per: from 1s to 24h (the request log keeps a "
+         "day)"},
+        {"report: {github: {repo: a/b, token_file: t, budget: [{requests: 5, per: 48h}]}}\n",
+         "report.github.budget[0].per: a window needs per: from 1s to 24h"},
         {"report: {crcr_callback: {file: cb.jsonl, budget: [{requests: 5, per: 1m, "
          "burst: 2}]}}\n",
          "report.crcr_callback.budget[0].burst: unknown key"},

@@ -65,6 +65,14 @@ TEST(RequestBudget, SpendingFillsTheWindowsAndLeftSaysWhatRemains) {
     EXPECT_EQ(b.left(t0 + hours(2))[1].left, 3);
 }
 
+TEST(RequestBudget, ARequestRecordedAfterTheClockSteppedBackStillCounts) {
+    RequestBudget b({{2, minutes(1)}}, {});
+    b.spend(t0 + seconds(10));
+    b.spend(t0 + seconds(5));  // the wall clock went back five seconds
+    EXPECT_EQ(b.left(t0 + seconds(11))[0].left, 0);
+    EXPECT_EQ(b.next_free(t0 + seconds(11)), t0 + seconds(65));
+}
+
 TEST(RequestBudget, ReservesKeepTheLastRequestsForVerdicts) {
     struct Case {
         int used;

@@ -136,3 +136,91 @@ TEST_F(OutboxRepoTest, RequeueDeadPutsADeadRowBackToWaitingWithNoAttempts) {
 
 }  // namespace
 }  // namespace crcrd::store
+
+namespace crcrd::store {
+namespace {
+
+// What the lanes read and count (docs/reporting.md, "Lanes and budget").
+class OutboxLaneReadsTest : public OutboxRepoTest {
+  protected:
+    OutboxQueue queue() {
+        auto q = OutboxQueue::open(db_path());
+        EXPECT_TRUE(q) << q.error().message;
+        return std::move(*q);
+    }
+    std::vector<std::int64_t> ids(const std::vector<OutboxItem>& rows) {
+        std::vector<std::int64_t> out;
+        for (const auto& r : rows) out.push_back(r.id);
+        return out;
+    }
+    const SystemTime now = *parse_rfc3339("2026-11-29T00:00:02.000Z");
+};
+
+TEST_F(OutboxLaneReadsTest, EachLaneReadsItsOwnRowsInItsOwnOrder) {
+    OutboxRepo repo(*db);
+    auto at = [&](const std::string& ctx, const std::string& state, std::int64_t prio,
+                  const std::string& sha) {
+        auto row = status(ctx, state, Sink::github, sha);
+        row.priority = prio;
+        return repo.append(row);
+    };
+    const auto progress = at("crcr/a", "pending", 3, k_sha);
+    const auto tier_final = at("crcr/b", "success", 1, k_sha);
+    const auto first = at("crcr/c", "pending", 2, k_sha);
+    const auto verdict = at("crcr", "success", 0, k_sha);
+    const auto file1 = repo.append(status("crcr", "success", Sink::file));
+    const auto file2 = repo.append(status("crcr/b", "success", Sink::file));
+    auto q = queue();
+    EXPECT_EQ(ids(q.due(Sink::github, now, LaneOrder::priority).value()),
+              (std::vector<std::int64_t>{verdict, tier_final, first, progress}));
+    EXPECT_EQ(ids(q.due(Sink::file, now, LaneOrder::fifo).value()),
+              (std::vector<std::int64_t>{file1, file2}));
+    EXPECT_TRUE(q.due(Sink::callback, now, LaneOrder::fifo).value().empty());
+    // A row whose retry time has not come is not due; the lane's next look is that time.
+    auto later = db->prepare("UPDATE outbox SET next_attempt_at = ? WHERE id = ?");
+    later.bind(1, std::string("2026-11-29T00:05:00.000Z")).bind(2, verdict);
+    later.run();
+    EXPECT_EQ(ids(q.due(Sink::github, now, LaneOrder::priority).value()),
+              (std::vector<std::int64_t>{tier_final, first, progress}));
+    EXPECT_EQ(q.earliest_retry(Sink::github).value(), parse_rfc3339("2026-11-29T00:05:00.000Z"));
+    EXPECT_EQ(q.earliest_retry(Sink::file).value(), std::nullopt);
+}
+
+TEST_F(OutboxLaneReadsTest, RequestsAreCountedBeforeTheyAreMadeAndARequeueForgetsThem) {
+    OutboxRepo repo(*db);
+    const auto id = repo.append(status("job/1/in_progress", "in_progress", Sink::callback));
+    repo.note_request(Sink::callback, id, now);
+    repo.note_request(Sink::callback, id, now + std::chrono::seconds(1));
+    // The first was refused (a 429: nothing stored), the second got no answer.
+    repo.record_attempts({{id, AttemptRecord::Kind::again, 429, "HTTP 429", std::nullopt}}, now);
+    auto q = queue();
+    auto rows = q.due(Sink::callback, now + std::chrono::seconds(2), LaneOrder::fifo).value();
+    ASSERT_EQ(rows.size(), 1u);
+    EXPECT_EQ(rows[0].tried, 2);
+    EXPECT_EQ(rows[0].refused, 1);
+    // The lane's budget reads the requests back, newest window only.
+    EXPECT_EQ(q.request_times(Sink::callback, now).value().size(), 2u);
+    EXPECT_EQ(q.request_times(Sink::callback, now + std::chrono::milliseconds(500)).value().size(),
+              1u);
+    EXPECT_TRUE(q.request_times(Sink::github, now).value().empty());
+    // Dead, then put back by an operator: it starts afresh.
+    repo.record_attempts({{id, AttemptRecord::Kind::dead, 400, "HTTP 400", std::nullopt}}, now);
+    ASSERT_EQ(repo.requeue_dead(id).kind, RequeueOutcome::Kind::requeued);
+    rows = q.due(Sink::callback, now, LaneOrder::fifo).value();
+    ASSERT_EQ(rows.size(), 1u);
+    EXPECT_EQ(rows[0].tried, 0);
+    EXPECT_EQ(rows[0].refused, 0);
+}
+
+TEST_F(OutboxLaneReadsTest, TheRequestLogKeepsADay) {
+    OutboxRepo repo(*db);
+    const auto id = repo.append(status("crcr", "pending"));
+    repo.note_request(Sink::github, id, now);
+    repo.note_request(Sink::github, id, now + std::chrono::hours(25));
+    auto q = queue();
+    EXPECT_EQ(q.request_times(Sink::github, now - std::chrono::hours(1)).value(),
+              (std::vector<SystemTime>{now + std::chrono::hours(25)}));
+}
+
+}  // namespace
+}  // namespace crcrd::store
