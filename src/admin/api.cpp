@@ -219,10 +219,12 @@ asio::awaitable<http::Response> Api::metrics(bool authenticated, const std::stri
     if (method != "GET" && method != "HEAD")
         co_return error_response(make_error(Errc::method_not_allowed, ""));
     const std::size_t pending = m_writer.pending();
+    // The lanes' states from the sender's memory (quick), never a count per scrape.
+    json lanes = m_outbox_lanes ? m_outbox_lanes() : json::array();
     // A named awaitable, as everywhere here: g++ 12 destroys a lambda temporary inside a
     // co_await expression twice.
-    auto query = on_workers(m_workers, [this, pending]() -> Result<json> {
-        auto t = m_metrics.text(m_db_path, pending);
+    auto query = on_workers(m_workers, [this, pending, lanes = std::move(lanes)]() -> Result<json> {
+        auto t = m_metrics.text(m_db_path, pending, lanes);
         if (!t) return t.error();
         return json(*t);
     });

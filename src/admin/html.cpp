@@ -141,7 +141,7 @@ code{font-size:12px}
 .b-regression,.b-failure,.b-dead,.b-rejected,.b-offline{background:#ffebe9;color:#a40e26}
 .b-infra_error,.b-error{background:#fbefff;color:#6e40c9}
 .b-device_unavailable,.b-drained{background:#ddf4ff;color:#0a3069}
-.b-timeout,.b-budget_spent{background:#fff1e5;color:#953800}
+.b-timeout,.b-budget_spent,.b-paused{background:#fff1e5;color:#953800}
 .b-flaky,.b-pending,.b-waiting{background:#fff8c5;color:#7d4e00}
 .b-pre_existing{background:#d8f3f0;color:#0b5f56}
 .b-running,.b-leased,.b-busy,.b-queued{background:#ddf4ff;color:#0969da}

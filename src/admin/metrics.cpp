@@ -3,6 +3,7 @@
 #include <array>
 #include <chrono>
 #include <map>
+#include <optional>
 
 #include "crcrd/core/time.hpp"
 #include "crcrd/core/vocab.hpp"
@@ -31,6 +32,25 @@ void gauge(std::string& out, const char* name, const char* help, const char* lab
 void scalar(std::string& out, const char* name, const char* type, const char* help, double v) {
     write_metric_header(out, name, type, help);
     write_metric_sample(out, name, {}, {}, v);
+}
+
+/// A lane's time field ("paused_until", "next_send_at"); none when null, missing or unreadable.
+std::optional<SystemTime> lane_time(const nlohmann::json& lane, const char* key) {
+    auto it = lane.find(key);
+    if (it == lane.end() || !it->is_string()) return std::nullopt;
+    return parse_rfc3339(it->get<std::string>());
+}
+
+/// A lane's number field; 0 when null, missing or not a number.
+double lane_number(const nlohmann::json& j, const char* key) {
+    auto it = j.find(key);
+    return it != j.end() && it->is_number() ? it->get<double>() : 0.0;
+}
+
+/// A budget window's length as a label: "60s", "3600s" ("1500ms" for a part of a second).
+std::string window_label(double per_seconds) {
+    const auto ms = static_cast<std::int64_t>(per_seconds * 1000 + 0.5);
+    return ms % 1000 == 0 ? std::to_string(ms / 1000) + "s" : std::to_string(ms) + "ms";
 }
 
 }  // namespace
@@ -139,8 +159,8 @@ double Metrics::counter(std::string_view family, const std::vector<std::string>&
     return 0;
 }
 
-Result<std::string> Metrics::text(const std::filesystem::path& db,
-                                  std::size_t writer_pending) const {
+Result<std::string> Metrics::text(const std::filesystem::path& db, std::size_t writer_pending,
+                                  const nlohmann::json& lanes) const {
     auto read = store::read_gauges(db);
     if (!read) return read.error();
     const auto& g = *read;
@@ -178,9 +198,67 @@ Result<std::string> Metrics::text(const std::filesystem::path& db,
     }
     scalar(out, "crcrd_outbox_oldest_waiting_seconds", "gauge",
            "Age of the oldest status not delivered yet (0: none).", oldest < 0 ? 0 : oldest);
+    out += lane_gauges(lanes, g.outbox_waiting, std::chrono::system_clock::now());
     scalar(out, "crcrd_writer_pending", "gauge", "Writes queued for the database.",
            static_cast<double>(writer_pending));
     write_process_metrics(out);
+    return out;
+}
+
+std::string lane_gauges(const nlohmann::json& lanes,
+                        const std::vector<store::LabelledCount>& waiting, SystemTime now) {
+    std::map<std::string, std::int64_t> waits;
+    for (const auto& r : waiting) waits[r.labels.at(0)] += r.value;
+    struct Sample {
+        std::vector<std::string> labels;
+        double value;
+    };
+    std::vector<Sample> left, paused, held, next;
+    for (const auto& lane : lanes) {
+        if (!lane.is_object() || !lane.contains("sink") || !lane["sink"].is_string()) continue;
+        const std::string sink = lane["sink"].get<std::string>();
+        const auto budget = lane.find("budget");
+        if (lane.contains("configured") && lane["configured"] == true && budget != lane.end() &&
+            budget->is_array()) {
+            for (const auto& w : *budget) {
+                if (!w.is_object()) continue;
+                left.push_back(
+                    {{sink, window_label(lane_number(w, "per_seconds"))}, lane_number(w, "left")});
+            }
+        }
+        const auto until = lane_time(lane, "paused_until");
+        paused.push_back({{sink}, until && *until > now ? 1.0 : 0.0});
+        held.push_back({{sink}, lane_number(lane, "progress_held")});
+        double wait = 0;
+        if (const auto at = lane_time(lane, "next_send_at"); at && *at > now && waits[sink] > 0)
+            wait = std::chrono::duration<double>(*at - now).count();
+        next.push_back({{sink}, wait});
+    }
+    std::string out;
+    // A family without samples (no lane has a budget) is left out, header and all.
+    auto family = [&](const char* name, const char* help, std::vector<std::string> label_names,
+                      const std::vector<Sample>& samples) {
+        if (samples.empty()) return;
+        write_metric_header(out, name, "gauge", help);
+        for (const auto& s : samples)
+            write_metric_sample(out, name, label_names, s.labels, s.value);
+    };
+    family("crcrd_outbox_budget_left",
+           "Requests a configured reporting lane may still make in each window of its budget "
+           "(report.<sink>.budget), by sink and window length, as of the lane's last look.",
+           {"sink", "window"}, left);
+    family("crcrd_outbox_lane_paused",
+           "1 while a reporting lane pauses after a rate-limit answer (paused_until in the "
+           "future), else 0.",
+           {"sink"}, paused);
+    family("crcrd_outbox_progress_held",
+           "Progress updates the budget's reserve held back at the lane's last look (they wait and "
+           "are replaced by their context's next state).",
+           {"sink"}, held);
+    family("crcrd_outbox_next_send_seconds",
+           "Seconds until a reporting lane's next send while rows wait (a pause, the budget, a "
+           "retry time); 0 when one is due or nothing waits.",
+           {"sink"}, next);
     return out;
 }
 

@@ -345,14 +345,19 @@ asio::awaitable<http::Response> Dashboard::handle(Context& ctx, http::Request& r
     if (req.path == "/ui/deliveries") {
         ui::FormValues form;
         std::string q = filters(req, {"verdict", "limit", "cursor"}, form);
+        // The reporting lanes as GET /api/v1/outbox shows them (one row of the outbox read).
+        auto outbox_op = ask(ctx, list_outbox_route, who->caller, {}, "limit=1");
+        auto outbox = co_await std::move(outbox_op);
+        if (!outbox) co_return error_html(outbox.error(), v);
+        const json lanes = outbox->value("lanes", json::array());
         auto list_op = ask(ctx, list_deliveries_route, who->caller, {}, q);
         auto list = co_await std::move(list_op);
         if (!list) {
             if (list.error().code != Errc::bad_request) co_return error_html(list.error(), v);
             co_return html_response(
-                400, ui::deliveries_page(json::object(), form, list.error().message, v));
+                400, ui::deliveries_page(lanes, json::object(), form, list.error().message, v));
         }
-        co_return html_response(200, ui::deliveries_page(*list, form, "", v));
+        co_return html_response(200, ui::deliveries_page(lanes, *list, form, "", v));
     }
     co_return html_response(404, ui::error_page(404, "no page " + req.path.substr(0, 200), v));
 }

@@ -79,6 +79,51 @@ std::string notice_box(const std::string& notice) {
     return notice.empty() ? "" : "<p class=\"notice\">" + esc(notice) + "</p>";
 }
 
+/// A lane's budget: per window "used / requests per length", then "left"; "spent" when the next
+/// request waits for it, and the progress updates its reserve held back.
+std::string lane_budget(const json& lane) {
+    std::string out;
+    for (const auto& w : lane.value("budget", json::array())) {
+        const auto ms = static_cast<std::int64_t>(w.value("per_seconds", 0.0) * 1000 + 0.5);
+        out += "<div>" + html::text(w.value("used", json(nullptr))) + " used, " +
+               html::text(w.value("left", json(nullptr))) + " left of " +
+               html::text(w.value("requests", json(nullptr))) + " per " +
+               (ms % 1000 == 0 ? std::to_string(ms / 1000) + " s" : std::to_string(ms) + " ms") +
+               "</div>";
+    }
+    if (out.empty()) out = "—";
+    if (lane.value("budget_spent", false) == true) out += html::badge("budget_spent");
+    if (const json& held = lane.value("progress_held", json(0)); held.is_number() && held != 0)
+        out += "<div class=\"muted\">" + html::text(held) + " progress updates held</div>";
+    return out;
+}
+
+/// The reporting lanes (GET /api/v1/outbox's "lanes"), one row per sink.
+std::string lanes_table(const json& lanes) {
+    std::string out = "<h2>Reporting lanes</h2>";
+    if (!lanes.is_array() || lanes.empty()) return out + "<p class=\"muted\">No lanes.</p>";
+    out +=
+        "<table class=\"lanes\"><tr><th>sink</th><th>waiting</th><th>dead</th><th>budget</th>"
+        "<th>paused until</th><th>next send</th><th>oldest waiting final</th><th>last "
+        "error</th></tr>";
+    for (const auto& l : lanes) {
+        const bool configured = l.value("configured", false) == true;
+        const json& waiting = l.value("waiting", json(nullptr));
+        const bool waits = waiting.is_number() && waiting != 0;
+        const json& paused = l.value("paused_until", json(nullptr));
+        out += "<tr><td>" + html::text(l.value("sink", json(nullptr))) +
+               (configured ? "" : " <span class=\"muted\">(not configured)</span>") + "</td><td>" +
+               html::text(waiting) + "</td><td>" + html::text(l.value("dead", json(nullptr))) +
+               "</td><td>" + (configured ? lane_budget(l) : "—") + "</td><td>" +
+               (paused.is_string() ? html::badge("paused") + " " + html::when(paused) : "—") +
+               "</td><td>" + (waits ? html::when(l.value("next_send_at", json(nullptr))) : "—") +
+               "</td><td>" + html::when(l.value("oldest_final_waiting_at", json(nullptr))) +
+               "</td><td class=\"reason\">" + html::text(l.value("last_error", json(nullptr))) +
+               "</td></tr>";
+    }
+    return out + "</table>";
+}
+
 /// Any JSON value readably: objects as definition lists, arrays of objects as tables, run ids
 /// and SHAs as links. `depth` bounds the nesting.
 std::string value_html(const std::string& key, const json& v, const Links& links, int depth = 0) {
@@ -430,10 +475,12 @@ std::string runners_page(const json& runners, const std::string& notice, const h
     return html::page("Runners", "Runners", body, v);
 }
 
-std::string deliveries_page(const json& list, const FormValues& form, const std::string& problem,
-                            const html::Viewer& v) {
+std::string deliveries_page(const json& lanes, const json& list, const FormValues& form,
+                            const std::string& problem, const html::Viewer& v) {
     std::string body =
-        "<h1>Deliveries</h1><form class=\"filters\" method=\"get\" action=\"/ui/deliveries\">" +
+        "<h1>Deliveries</h1>" + lanes_table(lanes) +
+        "<h2>Webhook deliveries</h2>"
+        "<form class=\"filters\" method=\"get\" action=\"/ui/deliveries\">" +
         select("verdict", "verdict", names<Verdict>(), form) +
         "<button type=\"submit\">Filter</button> <a href=\"/ui/deliveries\">clear</a></form>" +
         problem_box(problem);

@@ -48,9 +48,12 @@ std::string job_page(const nlohmann::json& job, const nlohmann::json& tests, con
 std::string runners_page(const nlohmann::json& runners, const std::string& notice,
                          const html::Viewer& v);
 
-/// The webhook deliveries, newest first, with the verdict filter.
-std::string deliveries_page(const nlohmann::json& list, const FormValues& form,
-                            const std::string& problem, const html::Viewer& v);
+/// The reporting lanes of `lanes` (GET /api/v1/outbox's "lanes": each sink's waiting and dead
+/// rows, budget used and left per window, pause, next send, oldest waiting final state and last
+/// error), then the webhook deliveries of `list`, newest first, with the verdict filter.
+std::string deliveries_page(const nlohmann::json& lanes, const nlohmann::json& list,
+                            const FormValues& form, const std::string& problem,
+                            const html::Viewer& v);
 
 /// The sign-in form; `next` is where to go afterwards, `problem` why the last try failed.
 std::string login_page(const std::string& next, const std::string& problem, bool ui_public);

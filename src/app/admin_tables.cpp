@@ -2,6 +2,7 @@
 #include "app/admin_tables.hpp"
 
 #include <algorithm>
+#include <cstdint>
 #include <ostream>
 #include <set>
 
@@ -195,8 +196,48 @@ void print_deliveries(std::ostream& o, const json& page) {
     print_cursor(o, page);
 }
 
-/// Outbox rows: each status or callback and where it went.
+namespace {
+
+/// A lane's budget as "WINDOW:USED/LEFT" per window ("60s:3/77 3600s:3/497"), "spent" when the
+/// next request waits for it, and the progress updates its reserve held back; "-" without one.
+std::string lane_budget(const json& lane) {
+    std::string out;
+    for (const auto& w : lane.value("budget", json::array())) {
+        const double per = w.value("per_seconds", 0.0);
+        const auto ms = static_cast<std::int64_t>(per * 1000 + 0.5);
+        out += (out.empty() ? "" : " ") +
+               (ms % 1000 == 0 ? std::to_string(ms / 1000) + "s" : std::to_string(ms) + "ms") +
+               ":" + text(w, "used") + "/" + text(w, "left");
+    }
+    if (out.empty()) out = "-";
+    if (lane.value("budget_spent", false)) out += " spent";
+    if (const auto held = lane.value("progress_held", std::int64_t{0}); held > 0)
+        out += " (" + std::to_string(held) + " progress held)";
+    return out;
+}
+
+}  // namespace
+
+/// Outbox rows: first each sink's lane (its backlog, budget, pause and next send), then each
+/// status or callback and where it went.
 void print_outbox(std::ostream& o, const json& page) {
+    if (page.contains("lanes") && page["lanes"].is_array()) {
+        std::vector<std::vector<std::string>> lanes;
+        for (const auto& l : page["lanes"]) {
+            const bool configured = l.value("configured", false);
+            // The next send matters only while something waits.
+            const bool waits = l.value("waiting", std::int64_t{0}) > 0;
+            lanes.push_back({text(l, "sink"), text(l, "waiting"), text(l, "dead"),
+                             configured ? lane_budget(l) : "not configured",
+                             text(l, "paused_until"), waits ? text(l, "next_send_at") : "-",
+                             text(l, "oldest_final_waiting_at"), text(l, "last_error")});
+        }
+        table(o,
+              {"LANE", "WAITING", "DEAD", "BUDGET WINDOW:USED/LEFT", "PAUSED UNTIL", "NEXT SEND",
+               "OLDEST WAITING FINAL", "LAST ERROR"},
+              lanes);
+        o << "\n";
+    }
     std::vector<std::vector<std::string>> rows;
     for (const auto& r : page["items"]) {
         std::string note = text(r, "last_error");

@@ -25,7 +25,9 @@ void print_misses(std::ostream& out, const nlohmann::json& page);
 void print_runners(std::ostream& out, const nlohmann::json& page);
 /// GET /api/v1/deliveries: each delivery and its verdict.
 void print_deliveries(std::ostream& out, const nlohmann::json& page);
-/// GET /api/v1/outbox: each status or callback and where it went.
+/// GET /api/v1/outbox: each sink's lane (LANE, WAITING, DEAD, BUDGET WINDOW:USED/LEFT, PAUSED
+/// UNTIL, NEXT SEND, OLDEST WAITING FINAL, LAST ERROR), then each status or callback and where
+/// it went.
 void print_outbox(std::ostream& out, const nlohmann::json& page);
 
 }  // namespace crcrd::app

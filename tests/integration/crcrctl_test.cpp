@@ -8,13 +8,16 @@
 #include <algorithm>
 #include <nlohmann/json.hpp>
 
+#include <map>
 #include <set>
+#include <sstream>
 
 #include "crcrd/core/crypto.hpp"
 #include "crcrd/core/files.hpp"
 #include "support/certs.hpp"
 #include "support/ci_script.hpp"
 #include "support/daemon.hpp"
+#include "support/pausing_github.hpp"
 #include "support/state.hpp"
 
 namespace crcrd {
@@ -179,12 +182,15 @@ class AdminCli : public ::testing::Test {
         daemon = std::make_unique<TestDaemon>(dir.path(), config());
         daemon->start();
     }
-    std::string config() {
+    /// `github`: report.github's mapping (none: the report file alone).
+    std::string config(const std::string& github = "") {
         return "selection: {rules: selection.yaml}\n"
                "runners: [{name: sim-0, labels: [sim], health_check: [/bin/true]}]\n"
                "execution: {command: [ci/ci.sh], work_root: state/work, isolation: none, "
                "min_free_bytes: 1MiB, flaky_reruns: 0}\n"
-               "report: {context_prefix: crcr/spyre, file: state/statuses.jsonl}\n"
+               "report: {context_prefix: crcr/spyre, file: state/statuses.jsonl" +
+               (github.empty() ? "" : ", min_interval: 0s, github: " + github) +
+               "}\n"
                "admin: {tokens: [{name: ops, role: admin, sha256: " +
                crypto::sha256_hex("ops-token") +
                "}, {name: viewer, role: read, sha256: " + crypto::sha256_hex("read-token") +
@@ -274,6 +280,74 @@ TEST_F(AdminCli, ListsShowsAndActsOnRunsJobsRunnersDeliveriesAndTheOutbox) {
     ASSERT_EQ(ctl({"runners", "undrain", "sim-0"}, &out), 0) << out;
     ASSERT_EQ(ctl({"runners", "list"}, &out), 0) << out;
     EXPECT_NE(out.find("sim-0  idle"), std::string::npos) << out;
+}
+
+TEST_F(AdminCli, OutboxListShowsEachLaneBeforeTheRows) {
+    // GitHub answers the first status 403 with Retry-After: its lane pauses, its rows waiting.
+    PausingGithub gh;
+    ASSERT_EQ(daemon->stop(), 0);
+    daemon->write_config(config(gh.report_yaml(dir.path())));
+    daemon->start();
+    json j = json::parse(fixture_text("crcr/direct-pytorch-crcr.json"));
+    j["client_payload"]["changed_files"] = {"fail/x.py"};
+    auto r = daemon->post_standard(j.dump(), "cli-lanes");
+    ASSERT_EQ(r->status, 202) << r->body;
+    const auto run = json::parse(r->body)["run_id"].get<std::int64_t>();
+    ASSERT_EQ(daemon->finished(run), "completed/regression");
+    json github = json::object();
+    Ctl listed;
+    ASSERT_TRUE(eventually(
+        [&] {
+            listed = ctl2({"outbox", "list", "--json"});
+            if (listed.code != 0) return false;
+            const json page = json::parse(listed.out);
+            for (const auto& l : page["lanes"])
+                if (l["sink"] == "github") github = l;
+            // Paused, and the lane's look after the pause recorded its next send.
+            return github.value("paused_until", json(nullptr)).is_string() &&
+                   github["next_send_at"] == github["paused_until"] &&
+                   count_outbox(*daemon, {.sink = "file", .delivery = "waiting"}) == 0;
+        },
+        std::chrono::seconds(30)))
+        << github.dump() << "\n"
+        << listed.code << " " << listed.err << "\n"
+        << daemon->log();
+    EXPECT_EQ(gh.posts(), 1u);
+
+    auto c = ctl2({"outbox", "list"});
+    ASSERT_EQ(c.code, 0) << c.out << c.err;
+    std::map<std::string, std::string> lanes;  // sink → its line
+    std::istringstream in(c.out);
+    std::string header;
+    std::getline(in, header);
+    EXPECT_EQ(header.rfind("LANE", 0), 0u) << c.out;
+    for (const char* column : {"WAITING", "DEAD", "BUDGET WINDOW:USED/LEFT", "PAUSED UNTIL",
+                               "NEXT SEND", "OLDEST WAITING FINAL", "LAST ERROR"})
+        EXPECT_NE(header.find(column), std::string::npos) << column << "\n" << c.out;
+    for (std::string line; std::getline(in, line) && !line.empty();)
+        lanes[line.substr(0, line.find(' '))] = line;
+    ASSERT_EQ(lanes.size(), 3u) << c.out;
+    // GitHub's lane: its waiting rows, one request of each window spent, the pause, the next
+    // send at its end, the oldest waiting verdict and GitHub's message.
+    const std::string& g = lanes["github"];
+    EXPECT_NE(g.find("60s:1/79 3600s:1/499"), std::string::npos) << c.out;
+    EXPECT_NE(g.find(github["paused_until"].get<std::string>()), std::string::npos) << c.out;
+    EXPECT_NE(g.find(github["next_send_at"].get<std::string>()), std::string::npos) << c.out;
+    ASSERT_TRUE(github["oldest_final_waiting_at"].is_string()) << github.dump();
+    EXPECT_NE(g.find(github["oldest_final_waiting_at"].get<std::string>()), std::string::npos)
+        << c.out;
+    EXPECT_NE(g.find("HTTP 403: API rate limit exceeded"), std::string::npos) << c.out;
+    std::istringstream cells(g);
+    std::string sink, waiting, dead;
+    cells >> sink >> waiting >> dead;
+    EXPECT_EQ(waiting, std::to_string(github["waiting"].get<int>())) << c.out;
+    EXPECT_NE(waiting, "0") << c.out;
+    EXPECT_EQ(dead, "0") << c.out;
+    EXPECT_NE(lanes["callback"].find("not configured"), std::string::npos) << c.out;
+    EXPECT_EQ(lanes["file"].find("not configured"), std::string::npos) << c.out;
+    // Then the rows, as before.
+    EXPECT_NE(c.out.find("\n\nID "), std::string::npos) << c.out;
+    EXPECT_NE(c.out.find("crcr/spyre/affected"), std::string::npos) << c.out;
 }
 
 TEST_F(AdminCli, ManualRunsOfChosenTiersAndRetriesOfFinishedRuns) {

@@ -1,7 +1,8 @@
 // The dashboard (/ui/, docs/dashboard.md) in a real headless Chromium with JavaScript off, driven
 // through chromedriver: sign-in, the runs list and its filters, a run with a regression, its
-// job, the runners with drain, the deliveries, the write forms' CSRF and roles, ui_public,
-// and a list at 1,000 runs. Screenshots go to <build>/test-artifacts/dashboard/.
+// job, the runners with drain, the deliveries and the reporting lanes (a paused GitHub lane), the
+// write forms' CSRF and roles, ui_public, and a list at 1,000 runs. Screenshots go to
+// <build>/test-artifacts/dashboard/.
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
@@ -9,6 +10,7 @@
 #include "crcrd/core/crypto.hpp"
 #include "support/ci_script.hpp"
 #include "support/daemon.hpp"
+#include "support/pausing_github.hpp"
 #include "support/state.hpp"
 #include "support/webdriver.hpp"
 
@@ -23,7 +25,8 @@ bool has(const std::string& haystack, const std::string& needle) {
 
 class DashboardTest : public ::testing::Test {
   protected:
-    void start(const std::string& admin_extra = "") {
+    /// `admin_extra` and `report_extra` are appended to the admin and report mappings.
+    void start(const std::string& admin_extra = "", const std::string& report_extra = "") {
         if (auto why = bwrap_unavailable(); !why.empty()) GTEST_SKIP() << why;
         install_ci_script(bin.path());
         write_file(dir.path() / "selection.yaml",
@@ -44,7 +47,9 @@ class DashboardTest : public ::testing::Test {
                 "]\n"
                 "  work_root: state/work\n"
                 "  min_free_bytes: 1MiB\n"
-                "report: {file: state/statuses.jsonl, context_prefix: crcr/spyre}\n"
+                "report: {file: state/statuses.jsonl, context_prefix: crcr/spyre" +
+                report_extra +
+                "}\n"
                 "admin: {tokens: [{name: ops, role: admin, sha256: " +
                 crypto::sha256_hex("ops-token") + "}, {name: viewer, role: read, sha256: " +
                 crypto::sha256_hex("read-token") + "}]" + admin_extra + "}\n");
@@ -182,6 +187,9 @@ TEST_F(DashboardTest, AnOperatorSignsInAndFollowsARegressionFromTheListToItsLog)
     EXPECT_TRUE(has(deliveries, "d-fail")) << deliveries;
     EXPECT_TRUE(has(deliveries, "d-pass")) << deliveries;
     EXPECT_TRUE(has(deliveries, "queued")) << deliveries;
+    // Above them the reporting lanes, one row per sink: only the report file is configured.
+    EXPECT_EQ(b.find_all("table.lanes tr").size(), 4u);
+    EXPECT_TRUE(has(b.text("table.lanes"), "github (not configured)")) << b.text("table.lanes");
 
     // Retry from the run page: a new run of the same SHA, and the page of it.
     b.go(daemon->url("/ui/runs/" + std::to_string(failing)));
@@ -196,6 +204,46 @@ TEST_F(DashboardTest, AnOperatorSignsInAndFollowsARegressionFromTheListToItsLog)
     b.click_to(b.find("form[action='/ui/logout'] button"), "/ui/login");
     b.go(daemon->url("/ui/"));
     EXPECT_TRUE(has(b.url(), "/ui/login")) << b.url();
+}
+
+TEST_F(DashboardTest, TheDeliveriesPageShowsAPausedGithubLane) {
+    // GitHub answers the first status 403 with Retry-After: its lane pauses, its rows waiting.
+    PausingGithub gh;
+    start("", ", min_interval: 0s, github: " + gh.report_yaml(dir.path()));
+    if (IsSkipped()) return;
+    const auto run = post({"docs/index.md"}, "d-lanes", 73);
+    ASSERT_EQ(daemon->finished(run), "completed/passed");
+    Browser b;
+    sign_in(b, "read-token");
+    std::string github;
+    ASSERT_TRUE(eventually(
+        [&] {
+            b.go(daemon->url("/ui/deliveries"));
+            github = b.text("table.lanes tr:nth-child(2)");
+            return has(github, "paused") && has(github, "HTTP 403");
+        },
+        std::chrono::seconds(30)))
+        << b.text("main");
+    b.screenshot(test_artifacts_dir("dashboard") / "lanes.png");
+    EXPECT_EQ(gh.posts(), 1u);
+    // Its row: the budget used and left per window, the pause, GitHub's message; the relay's
+    // lane is not configured, the report file's has nothing waiting.
+    EXPECT_TRUE(has(github, "1 used, 79 left of 80 per 60 s")) << github;
+    EXPECT_TRUE(has(github, "1 used, 499 left of 500 per 3600 s")) << github;
+    EXPECT_TRUE(has(github, "API rate limit exceeded")) << github;
+    EXPECT_EQ(b.find_all("table.lanes tr:nth-child(2) time").size(), 3u)
+        << "paused until, next send, oldest waiting final: " << github;
+    EXPECT_TRUE(has(b.text("table.lanes tr:nth-child(3)"), "callback (not configured)"));
+    EXPECT_TRUE(has(b.text("table.lanes tr:nth-child(4)"), "file"));
+    // Server-rendered under the same policy as every page: no script anywhere.
+    auto page =
+        daemon->request("GET", "/ui/deliveries", {{"Authorization", "Bearer read-token"}}, "");
+    ASSERT_TRUE(page);
+    EXPECT_EQ(page->status, 200);
+    EXPECT_FALSE(has(page->body, "<script"));
+    EXPECT_TRUE(has(std::string(page->header("Content-Security-Policy").value_or("")),
+                    "default-src 'none'"));
+    EXPECT_TRUE(has(page->body, "<table class=\"lanes\">"));
 }
 
 TEST_F(DashboardTest, WriteFormsNeedAnAdminSessionAndItsCsrfToken) {

@@ -1,6 +1,7 @@
 // GET /metrics from the real daemon after real runs: promtool accepts the scrape; counters move
 // with each committed event (a 202 is already counted), survive a restart (seeded from the
-// database), and are not counted from the database at scrape time.
+// database), and are not counted from the database at scrape time; the reporting lanes' gauges
+// show a rate-limited GitHub lane's pause, budget left and next send.
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
@@ -11,6 +12,7 @@
 #include "crcrd/core/files.hpp"
 #include "support/ci_script.hpp"
 #include "support/daemon.hpp"
+#include "support/pausing_github.hpp"
 #include "support/state.hpp"
 
 namespace crcrd {
@@ -20,7 +22,8 @@ using nlohmann::json;
 
 class MetricsTest : public ::testing::Test {
   protected:
-    void start() {
+    /// `github`: report.github's mapping (none: the report file alone).
+    void start(const std::string& github = "") {
         if (auto why = bwrap_unavailable(); !why.empty()) GTEST_SKIP() << why;
         install_ci_script(bin.path());
         write_file(dir.path() / "selection.yaml",
@@ -42,7 +45,9 @@ class MetricsTest : public ::testing::Test {
                 "]\n"
                 "  work_root: state/work\n"
                 "  min_free_bytes: 1MiB\n"
-                "report: {file: state/statuses.jsonl}\n"
+                "report: {file: state/statuses.jsonl" +
+                (github.empty() ? "" : ", min_interval: 0s, github: " + github) +
+                "}\n"
                 "admin: {tokens: [{name: ops, role: read, sha256: " +
                 crypto::sha256_hex("ops-token") + "}]}\n");
         daemon->start();
@@ -190,6 +195,44 @@ TEST_F(MetricsTest, PromtoolAcceptsAScrapeAfterRealRunsAndCountersFollowEvents) 
                    "crcrd_runs_finished_total{event=\"pull_request\",conclusion=\"regression\"}") ==
                2;
     }));
+}
+
+TEST_F(MetricsTest, LaneGaugesShowAPausedGithubLaneItsBudgetLeftAndItsNextSend) {
+    PausingGithub gh;
+    start(gh.report_yaml(dir.path()));
+    if (IsSkipped()) return;
+    const auto run = post({"torch/_inductor/ir.py"}, "mx-lane-1");
+    ASSERT_EQ(daemon->finished(run), "completed/passed");
+    // GitHub's first answer (403, Retry-After: 3600) pauses its lane for an hour, its statuses
+    // waiting; the report file's lane goes on.
+    std::string text;
+    ASSERT_TRUE(eventually(
+        [&] {
+            text = scrape();
+            return value(text, "crcrd_outbox_lane_paused{sink=\"github\"}") == 1 &&
+                   value(text, "crcrd_outbox_backlog{sink=\"file\"}") == 0;
+        },
+        std::chrono::seconds(30)))
+        << text << daemon->log();
+    EXPECT_EQ(gh.posts(), 1u);
+    EXPECT_GT(value(text, "crcrd_outbox_backlog{sink=\"github\"}"), 0) << text;
+    EXPECT_EQ(value(text, "crcrd_outbox_budget_left{sink=\"github\",window=\"60s\"}"), 79) << text;
+    EXPECT_EQ(value(text, "crcrd_outbox_budget_left{sink=\"github\",window=\"3600s\"}"), 499)
+        << text;
+    const double next = value(text, "crcrd_outbox_next_send_seconds{sink=\"github\"}");
+    EXPECT_GT(next, 3000) << text;
+    EXPECT_LE(next, 3600) << text;
+    EXPECT_EQ(value(text, "crcrd_outbox_progress_held{sink=\"github\"}"), 0) << text;
+    // The file lane: not paused, nothing to send, no budget; the relay's lane is not configured.
+    EXPECT_EQ(value(text, "crcrd_outbox_lane_paused{sink=\"file\"}"), 0) << text;
+    EXPECT_EQ(value(text, "crcrd_outbox_next_send_seconds{sink=\"file\"}"), 0) << text;
+    EXPECT_EQ(text.find("crcrd_outbox_budget_left{sink=\"file\""), std::string::npos) << text;
+    EXPECT_EQ(text.find("crcrd_outbox_budget_left{sink=\"callback\""), std::string::npos) << text;
+    EXPECT_EQ(value(text, "crcrd_outbox_lane_paused{sink=\"callback\"}"), 0) << text;
+    if (std::filesystem::exists("/usr/bin/promtool")) {
+        std::string out;
+        EXPECT_EQ(promtool(text, &out), 0) << out << "\n" << text;
+    }
 }
 
 }  // namespace

@@ -2,8 +2,8 @@
 // GET /metrics (docs/operations.md "Metrics"): Prometheus' text format (0.0.4).
 // Counters and histograms live in memory and move as events happen: the writer's committed
 // events (store/events.hpp) and each HTTP request. They start from one read of the database
-// at start-up. A scrape adds gauges of what is open now (indexed reads, never the history)
-// and the process_* families.
+// at start-up. A scrape adds gauges of what is open now (indexed reads, never the history),
+// the reporting lanes' gauges (from the sender's memory) and the process_* families.
 
 #include <cstddef>
 #include <filesystem>
@@ -11,9 +11,13 @@
 #include <string_view>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "crcrd/core/metrics.hpp"
 #include "crcrd/core/result.hpp"
+#include "crcrd/core/time.hpp"
 #include "crcrd/store/events.hpp"
+#include "crcrd/store/metrics.hpp"
 
 namespace crcrd::admin {
 
@@ -34,8 +38,10 @@ class Metrics {
 
     /// The whole exposition: the counters and histograms, the gauges of what is open now read
     /// on `db` (a read-only connection per call; blocking: call from a worker), `writer_pending`,
-    /// the build and the process. A storage code when the gauges cannot be read.
-    Result<std::string> text(const std::filesystem::path& db, std::size_t writer_pending) const;
+    /// the reporting lanes' gauges of `lanes` (lane_gauges()), the build and the process. A
+    /// storage code when the gauges cannot be read.
+    Result<std::string> text(const std::filesystem::path& db, std::size_t writer_pending,
+                             const nlohmann::json& lanes = nlohmann::json::array()) const;
 
     /// The counters and histograms only (no database, no process): what text() starts with.
     std::string counters_text() const;
@@ -54,5 +60,16 @@ class Metrics {
     HistogramFamily m_queue_wait;
     HistogramFamily m_requests;
 };
+
+/// The reporting lanes' gauges (docs/operations.md, "Metrics"): crcrd_outbox_budget_left{sink,
+/// window} (the requests left in each window of a configured lane's budget, `window` its length
+/// as "60s"), crcrd_outbox_lane_paused{sink} (1 while the lane's paused_until is after `now`),
+/// crcrd_outbox_progress_held{sink} and crcrd_outbox_next_send_seconds{sink} (until next_send_at,
+/// 0 when it is due or nothing waits). `lanes` is the array Api::on_outbox_lanes returns (each
+/// lane's "sink", "configured", "budget", "paused_until", "next_send_at", "progress_held");
+/// `waiting` the waiting rows per sink (the scrape's crcrd_outbox_backlog counts). Reads
+/// nothing else; a field missing from a lane reads as none.
+std::string lane_gauges(const nlohmann::json& lanes,
+                        const std::vector<store::LabelledCount>& waiting, SystemTime now);
 
 }  // namespace crcrd::admin

@@ -1,5 +1,6 @@
-// admin::Metrics: events and start-up totals move the counters a scrape shows, and a request's
-// latency is labelled by its route pattern, never by its raw path.
+// admin::Metrics: events and start-up totals move the counters a scrape shows, a request's
+// latency is labelled by its route pattern, never by its raw path, and the reporting lanes'
+// gauges come from the lanes' states alone.
 #include "crcrd/admin/metrics.hpp"
 
 #include <gtest/gtest.h>
@@ -79,6 +80,45 @@ TEST(AdminMetrics, RequestLatencyIsLabelledByRoutePattern) {
                         "{id}\",method=\"other\"} 1\n"),
               std::string::npos)
         << text;
+}
+
+TEST(AdminMetrics, LaneGaugesFollowTheLanesStates) {
+    const SystemTime now = *parse_rfc3339("2026-12-03T10:00:00.000Z");
+    const nlohmann::json lanes = nlohmann::json::parse(R"([
+        {"sink": "github", "configured": true,
+         "budget": [{"requests": 80, "per_seconds": 60.0, "used": 3, "left": 77},
+                    {"requests": 500, "per_seconds": 3600.0, "used": 3, "left": 497}],
+         "paused_until": "2026-12-03T10:59:30.000Z", "next_send_at": "2026-12-03T10:59:30.000Z",
+         "progress_held": 4},
+        {"sink": "callback", "configured": true,
+         "budget": [{"requests": 10, "per_seconds": 0.5, "used": 10, "left": 0}],
+         "paused_until": "2026-12-03T09:59:00.000Z", "next_send_at": "2026-12-03T10:00:02.500Z",
+         "progress_held": 0},
+        {"sink": "file", "configured": false,
+         "budget": [{"requests": 1, "per_seconds": 60.0, "used": 0, "left": 1}],
+         "paused_until": null, "next_send_at": "2026-12-03T10:00:04.000Z", "progress_held": 0}
+    ])");
+    // The file lane's next look is 4 s away, but nothing of it waits.
+    const std::string text =
+        lane_gauges(lanes, {{{"github"}, 5}, {{"callback"}, 1}, {{"file"}, 0}}, now);
+    const std::vector<std::pair<std::string, bool>> cases = {
+        {"crcrd_outbox_budget_left{sink=\"github\",window=\"60s\"} 77\n", true},
+        {"crcrd_outbox_budget_left{sink=\"github\",window=\"3600s\"} 497\n", true},
+        {"crcrd_outbox_budget_left{sink=\"callback\",window=\"500ms\"} 0\n", true},
+        {"crcrd_outbox_budget_left{sink=\"file\"", false},  // not configured: no budget
+        {"crcrd_outbox_lane_paused{sink=\"github\"} 1\n", true},
+        {"crcrd_outbox_lane_paused{sink=\"callback\"} 0\n", true},  // its pause ended
+        {"crcrd_outbox_lane_paused{sink=\"file\"} 0\n", true},
+        {"crcrd_outbox_progress_held{sink=\"github\"} 4\n", true},
+        {"crcrd_outbox_next_send_seconds{sink=\"github\"} 3570\n", true},
+        {"crcrd_outbox_next_send_seconds{sink=\"callback\"} 2.5\n", true},
+        {"crcrd_outbox_next_send_seconds{sink=\"file\"} 0\n", true},
+        {"# TYPE crcrd_outbox_budget_left gauge\n", true},
+    };
+    for (const auto& [line, present] : cases)
+        EXPECT_EQ(text.find(line) != std::string::npos, present) << line << " in:\n" << text;
+    // Without lanes (a daemon without a sender): no lane families at all.
+    EXPECT_EQ(lane_gauges(nlohmann::json::array(), {}, now), "");
 }
 
 }  // namespace
