@@ -43,7 +43,7 @@ struct LaneState {
     Sink sink = Sink::github;
     bool configured = false;
     std::optional<SystemTime> paused_until;  // a rate-limit answer's pause
-    std::optional<SystemTime> next_send_at;  // the lane's next look, when it has rows waiting
+    std::optional<SystemTime> next_send_at;  // when the lane looks next (rows waiting or not)
     bool budget_spent = false;               // the next request waits for the budget
     std::vector<RequestBudget::Left> budget;
     /// Progress updates the budget's reserve held back at the last look (they stay waiting and
