@@ -6,6 +6,7 @@
 #include <optional>
 
 #include "crcrd/core/time.hpp"
+#include "crcrd/core/units.hpp"
 #include "crcrd/core/vocab.hpp"
 #include "crcrd/store/metrics.hpp"
 
@@ -49,8 +50,7 @@ double lane_number(const nlohmann::json& j, const char* key) {
 
 /// A budget window's length as a label: "60s", "3600s" ("1500ms" for a part of a second).
 std::string window_label(double per_seconds) {
-    const auto ms = static_cast<std::int64_t>(per_seconds * 1000 + 0.5);
-    return ms % 1000 == 0 ? std::to_string(ms / 1000) + "s" : std::to_string(ms) + "ms";
+    return format_seconds(std::chrono::round<Duration>(std::chrono::duration<double>(per_seconds)));
 }
 
 }  // namespace

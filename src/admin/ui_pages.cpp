@@ -4,6 +4,7 @@
 #include <span>
 #include <string_view>
 
+#include "crcrd/core/units.hpp"
 #include "crcrd/core/vocab.hpp"
 
 namespace crcrd::admin::ui {
@@ -84,11 +85,11 @@ std::string notice_box(const std::string& notice) {
 std::string lane_budget(const json& lane) {
     std::string out;
     for (const auto& w : lane.value("budget", json::array())) {
-        const auto ms = static_cast<std::int64_t>(w.value("per_seconds", 0.0) * 1000 + 0.5);
+        const auto per = std::chrono::round<Duration>(
+            std::chrono::duration<double>(w.value("per_seconds", 0.0)));
         out += "<div>" + html::text(w.value("used", json(nullptr))) + " used, " +
                html::text(w.value("left", json(nullptr))) + " left of " +
-               html::text(w.value("requests", json(nullptr))) + " per " +
-               (ms % 1000 == 0 ? std::to_string(ms / 1000) + " s" : std::to_string(ms) + " ms") +
+               html::text(w.value("requests", json(nullptr))) + " per " + format_seconds(per, " ") +
                "</div>";
     }
     if (out.empty()) out = "—";

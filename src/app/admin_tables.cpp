@@ -6,6 +6,8 @@
 #include <ostream>
 #include <set>
 
+#include "crcrd/core/units.hpp"
+
 namespace crcrd::app {
 
 using nlohmann::json;
@@ -203,11 +205,10 @@ namespace {
 std::string lane_budget(const json& lane) {
     std::string out;
     for (const auto& w : lane.value("budget", json::array())) {
-        const double per = w.value("per_seconds", 0.0);
-        const auto ms = static_cast<std::int64_t>(per * 1000 + 0.5);
-        out += (out.empty() ? "" : " ") +
-               (ms % 1000 == 0 ? std::to_string(ms / 1000) + "s" : std::to_string(ms) + "ms") +
-               ":" + text(w, "used") + "/" + text(w, "left");
+        const auto per = std::chrono::round<Duration>(
+            std::chrono::duration<double>(w.value("per_seconds", 0.0)));
+        out += (out.empty() ? "" : " ") + format_seconds(per) + ":" + text(w, "used") + "/" +
+               text(w, "left");
     }
     if (out.empty()) out = "-";
     if (lane.value("budget_spent", false)) out += " spent";

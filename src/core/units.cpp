@@ -54,6 +54,12 @@ std::string format_duration(Duration d) {
     return std::to_string(ms) + "ms";
 }
 
+std::string format_seconds(Duration d, std::string_view gap) {
+    const auto ms = d.count();
+    return ms % 1000 == 0 ? std::to_string(ms / 1000) + std::string(gap) + "s"
+                          : std::to_string(ms) + std::string(gap) + "ms";
+}
+
 Result<std::uint64_t> parse_size(std::string_view text) {
     std::string_view unit;
     auto n = leading_number(text, unit);

@@ -3,6 +3,9 @@
 // `report.crcr_callback.file`, the same bodies as lines of a file.
 #include <spdlog/spdlog.h>
 
+#include <atomic>
+#include <memory>
+
 #include <nlohmann/json.hpp>
 
 #include "crcrd/http/client.hpp"
@@ -24,21 +27,14 @@ class CallbackLane final : public Lane {
   protected:
     bool configured(const SenderSettings& s) const override { return s.callback.has_value(); }
     void settings_changed(const SenderSettings& s) override {
-        std::lock_guard lk(m_token_mu);
-        m_token = s.callback ? std::make_shared<RelayToken>(*s.callback) : nullptr;
+        m_token.store(s.callback ? std::make_shared<RelayToken>(*s.callback) : nullptr);
     }
     std::vector<BudgetWindow> budget_of(const SenderSettings& s) const override {
         return s.callback && !s.callback->file ? s.callback_budget : std::vector<BudgetWindow>{};
     }
     Outcome deliver(store::OutboxQueue& queue, const Row& row, const SenderSettings& s) override;
-    void discard_gathered() override { m_lines.clear(); }
-    Status write_gathered(const SenderSettings& s) override {
-        if (m_lines.empty()) return Ok{};
-        auto st = s.callback && s.callback->file
-                      ? append_lines(*s.callback->file, m_lines)
-                      : Status(make_error(Errc::report_file, "report.crcr_callback.file is gone"));
-        m_lines.clear();
-        return st;
+    LinesFile lines_file(const SenderSettings& s) const override {
+        return {s.callback ? s.callback->file : std::nullopt, "report.crcr_callback.file"};
     }
 
   private:
@@ -46,9 +42,7 @@ class CallbackLane final : public Lane {
     /// What the relay's answer `r` to `row` means.
     Outcome answer(const Row& row, const http::ClientResponse& r, RelayToken& relay_token);
 
-    std::string m_lines;  // report.crcr_callback.file lines not yet written
-    std::mutex m_token_mu;
-    std::shared_ptr<RelayToken> m_token;
+    std::atomic<std::shared_ptr<RelayToken>> m_token;  // replaced on SIGHUP
 };
 
 Lane::Outcome CallbackLane::deliver(store::OutboxQueue& queue, const Row& row,
@@ -70,18 +64,14 @@ Lane::Outcome CallbackLane::deliver(store::OutboxQueue& queue, const Row& row,
         }
     }
     if (s.callback->file) {
-        m_lines += row.body.value_or("{}") + "\n";  // written and synced by write_gathered()
+        gather(row.body.value_or("{}"));
         return {Outcome::sent, std::nullopt, "", std::nullopt};
     }
     return post(row, s);
 }
 
 Lane::Outcome CallbackLane::post(const Row& row, const SenderSettings& s) {
-    std::shared_ptr<RelayToken> relay_token;
-    {
-        std::lock_guard lk(m_token_mu);
-        relay_token = m_token;
-    }
+    const std::shared_ptr<RelayToken> relay_token = m_token.load();
     if (!relay_token) return {Outcome::retry, std::nullopt, "no token yet", std::nullopt};
     auto token = relay_token->token();
     if (!token) return {Outcome::retry, std::nullopt, token.error().message, std::nullopt};
@@ -141,13 +131,7 @@ Lane::Outcome CallbackLane::answer(const Row& row, const http::ClientResponse& r
     if (code == 429) {
         // The relay's limit is per repository per 60 s, counts refused requests too, and sends
         // no Retry-After: the lane pauses a minute unless it says otherwise.
-        std::int64_t after = 60;
-        if (auto v = r.header("retry-after")) {
-            try {
-                after = std::stoll(std::string(*v));
-            } catch (...) {
-            }
-        }
+        const auto after = header_int(r, "retry-after").value_or(60);
         return {Outcome::wait, code, msg,
                 clock().now() + std::chrono::seconds(std::max<std::int64_t>(after, 1))};
     }

@@ -28,20 +28,10 @@ class FileLane final : public Lane {
                      {"state", row.state},
                      {"description", row.description},
                      {"target_url", row.target_url ? json(*row.target_url) : json(nullptr)}};
-        m_lines += line.dump() + "\n";  // written and synced by write_gathered()
+        gather(line.dump());
         return {Outcome::sent, std::nullopt, "", std::nullopt};
     }
-    void discard_gathered() override { m_lines.clear(); }
-    Status write_gathered(const SenderSettings& s) override {
-        if (m_lines.empty()) return Ok{};
-        auto st = s.file ? append_lines(*s.file, m_lines)
-                         : Status(make_error(Errc::report_file, "report.file is gone"));
-        m_lines.clear();
-        return st;
-    }
-
-  private:
-    std::string m_lines;  // lines not yet written
+    LinesFile lines_file(const SenderSettings& s) const override { return {s.file, "report.file"}; }
 };
 
 }  // namespace

@@ -2,6 +2,9 @@
 // within the request budget, at least `report.min_interval` apart.
 #include <spdlog/spdlog.h>
 
+#include <atomic>
+#include <memory>
+
 #include <nlohmann/json.hpp>
 
 #include "crcrd/github/auth.hpp"
@@ -27,16 +30,6 @@ std::string github_message(const std::string& body) {
     return body.substr(0, 300);
 }
 
-std::optional<std::int64_t> header_int(const http::ClientResponse& r, std::string_view name) {
-    auto v = r.header(name);
-    if (!v) return std::nullopt;
-    try {
-        return std::stoll(std::string(*v));
-    } catch (...) {
-        return std::nullopt;
-    }
-}
-
 class GithubLane final : public Lane {
   public:
     explicit GithubLane(LaneDeps deps) : Lane(Sink::github, store::LaneOrder::priority, 1, deps) {}
@@ -45,8 +38,7 @@ class GithubLane final : public Lane {
   protected:
     bool configured(const SenderSettings& s) const override { return s.github.has_value(); }
     void settings_changed(const SenderSettings& s) override {
-        std::lock_guard lk(m_auth_mu);
-        m_auth = s.github ? std::make_shared<github::Auth>(*s.github, s.timeout) : nullptr;
+        m_auth.store(s.github ? std::make_shared<github::Auth>(*s.github, s.timeout) : nullptr);
     }
     std::vector<BudgetWindow> budget_of(const SenderSettings& s) const override {
         return s.github_budget;
@@ -64,8 +56,7 @@ class GithubLane final : public Lane {
     Outcome answer(const Row& row, const http::ClientResponse& r, const SenderSettings& s,
                    github::Auth& auth);
 
-    std::mutex m_auth_mu;
-    std::shared_ptr<github::Auth> m_auth;
+    std::atomic<std::shared_ptr<github::Auth>> m_auth;  // replaced on SIGHUP
 };
 
 Lane::Outcome GithubLane::deliver(store::OutboxQueue& queue, const Row& row,
@@ -80,11 +71,7 @@ Lane::Outcome GithubLane::deliver(store::OutboxQueue& queue, const Row& row,
                     " were sent (the last one is kept for a final state)",
                 std::nullopt};
     }
-    std::shared_ptr<github::Auth> auth;
-    {
-        std::lock_guard lk(m_auth_mu);
-        auth = m_auth;
-    }
+    const std::shared_ptr<github::Auth> auth = m_auth.load();
     if (!auth) return {Outcome::retry, std::nullopt, "no credentials yet", std::nullopt};
     auto token = auth->token();
     if (!token) return {Outcome::retry, std::nullopt, token.error().message, std::nullopt};

@@ -22,6 +22,16 @@ std::string lane_name(Sink sink) {
 
 }  // namespace
 
+std::optional<std::int64_t> header_int(const http::ClientResponse& r, std::string_view name) {
+    auto v = r.header(name);
+    if (!v) return std::nullopt;
+    try {
+        return std::stoll(std::string(*v));
+    } catch (...) {
+        return std::nullopt;
+    }
+}
+
 Status append_lines(const std::filesystem::path& path, const std::string& data) {
     int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0640);
     if (fd < 0)
@@ -148,7 +158,7 @@ SystemTime Lane::send_due(store::OutboxQueue& queue, const SenderSettings& s) {
         m_state.paused_until.reset();
     }
     m_budget_spent = false;
-    discard_gathered();  // a pass that threw may have left lines of rows it reads again
+    m_lines.clear();  // a pass that threw may have left lines of rows it reads again
     RequestBudget& b = budget(queue, s);
     const std::vector<Row> rows = or_throw(queue.due(m_sink, now, m_order, k_rows_per_pass));
     std::vector<std::pair<Row, Outcome>> done;
@@ -215,28 +225,29 @@ bool Lane::begin_request(const Row& row, const SenderSettings& s) {
         m_budget_spent = true;
         return false;
     }
+    if (auto st = count_request(row, now); !st)
+        throw std::runtime_error("the request was not counted: " + st.error().message);
+    return true;
+}
+
+Status Lane::count_request(const Row& row, SystemTime now) {
     auto st = m_deps.writer.run_sync(
         [&](store::Db& db) { store::OutboxRepo(db).note_request(m_sink, row.id, now); });
-    if (!st) throw std::runtime_error("the request was not counted: " + st.error().message);
+    if (!st) return st;
     if (m_budget) m_budget->spend(now);
     std::lock_guard lk(m_mu);
     ++m_state.requests;
     if (m_budget) m_state.budget = m_budget->left(now);  // seen at once, not at the pass's end
-    return true;
+    return Ok{};
 }
 
 void Lane::end_request(const Row& row, bool resent) {
     const SystemTime now = clock().now();
     m_last_request_end = now;
     if (!resent) return;
-    auto st = m_deps.writer.run_sync(
-        [&](store::Db& db) { store::OutboxRepo(db).note_request(m_sink, row.id, now); });
-    if (!st)
+    if (auto st = count_request(row, now); !st)
         spdlog::warn("run_id={} a repeated request was not counted: {}", row.run_id,
                      st.error().message);
-    if (m_budget) m_budget->spend(now);
-    std::lock_guard lk(m_mu);
-    ++m_state.requests;
 }
 
 std::optional<SystemTime> Lane::retry_time(const Row& row, const Outcome& out,
@@ -250,6 +261,15 @@ std::optional<SystemTime> Lane::retry_time(const Row& row, const Outcome& out,
     std::uniform_int_distribution<std::int64_t> pick(d.count() / 2,
                                                      std::max<std::int64_t>(d.count(), 1));
     return now + std::chrono::milliseconds(pick(rng));
+}
+
+Status Lane::write_gathered(const SenderSettings& s) {
+    if (m_lines.empty()) return Ok{};
+    const LinesFile f = lines_file(s);
+    auto st = f.path ? append_lines(*f.path, m_lines)
+                     : Status(make_error(Errc::report_file, std::string(f.key) + " is gone"));
+    m_lines.clear();
+    return st;
 }
 
 bool Lane::store_outcomes(std::vector<std::pair<Row, Outcome>>& done, const SenderSettings& s) {

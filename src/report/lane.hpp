@@ -15,6 +15,7 @@
 #include "crcrd/core/clock.hpp"
 #include "crcrd/core/result.hpp"
 #include "crcrd/core/worker_loop.hpp"
+#include "crcrd/http/client.hpp"
 #include "crcrd/report/budget.hpp"
 #include "crcrd/report/sender.hpp"
 #include "crcrd/store/outbox.hpp"
@@ -73,12 +74,16 @@ class Lane {
     /// Whether `row` waits this pass although it is due (the GitHub lane's progress updates
     /// when the budget is down to its reserve).
     virtual bool hold_back(const Row&, const RequestBudget&, SystemTime) { return false; }
-    /// Writes what deliver() gathered for a file and syncs it, before outcomes are stored; on
-    /// an error the lane pauses for `report.retry_initial` and the batch's rows wait, in order.
-    virtual Status write_gathered(const SenderSettings&) { return Ok{}; }
-    /// Forgets what deliver() gathered and write_gathered() did not write (a pass that failed
-    /// reads the same rows again).
-    virtual void discard_gathered() {}
+    /// The file a lane that writes lines appends them to (`path` unset: no longer configured),
+    /// and the configuration key that names it. None by default.
+    struct LinesFile {
+        std::optional<std::filesystem::path> path;
+        const char* key = "";
+    };
+    virtual LinesFile lines_file(const SenderSettings&) const { return {}; }
+    /// Keeps `line` for lines_file(), written and synced with the batch's outcomes (on an
+    /// error the lane pauses for `report.retry_initial` and the batch's rows wait, in order).
+    void gather(const std::string& line) { m_lines += line + "\n"; }
 
     /// Before a request for `row`: waits for the floor since the previous request, checks the
     /// budget, and counts the request in the database before it is made (so a crash after the
@@ -94,9 +99,14 @@ class Lane {
     core::WorkerLoop& loop() { return m_loop; }
 
   private:
+    /// Counts a request of `row` made at `now`: in the request log and the row's `tried`, in
+    /// the budget and in the lane's state.
+    Status count_request(const Row& row, SystemTime now);
     std::optional<std::chrono::steady_clock::duration> pass();
     /// Sends what is due; returns when to look again.
     SystemTime send_due(store::OutboxQueue& queue, const SenderSettings& s);
+    /// Writes the gathered lines to lines_file() and syncs them.
+    Status write_gathered(const SenderSettings& s);
     /// Stores the outcomes of `done` in one transaction, after write_gathered(); true when the
     /// write failed and the lane paused.
     bool store_outcomes(std::vector<std::pair<Row, Outcome>>& done, const SenderSettings& s);
@@ -118,6 +128,7 @@ class Lane {
     std::optional<SystemTime> m_last_request_end;
     bool m_budget_spent = false;  // a begin_request() of this pass found the budget spent
     std::optional<store::OutboxQueue> m_queue;  // the lane's read connection
+    std::string m_lines;                        // gathered lines not written yet
     core::WorkerLoop m_loop;
 };
 
@@ -126,6 +137,8 @@ std::unique_ptr<Lane> make_github_lane(LaneDeps deps);
 std::unique_ptr<Lane> make_callback_lane(LaneDeps deps);
 std::unique_ptr<Lane> make_file_lane(LaneDeps deps);
 
+/// The integer value of header `name` of `r`, if it has one.
+std::optional<std::int64_t> header_int(const http::ClientResponse& r, std::string_view name);
 /// Appends `data` to `path` (created 0640) and fsyncs it.
 Status append_lines(const std::filesystem::path& path, const std::string& data);
 /// The value of a read on a lane's connection. A failed read ends the pass with the storage

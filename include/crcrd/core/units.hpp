@@ -19,6 +19,10 @@ Result<Duration> parse_duration(std::string_view text);
 /// Formats a duration back in the largest unit that divides it ("90s", "10m").
 std::string format_duration(Duration d);
 
+/// Formats a duration in whole seconds when it is whole, else in milliseconds ("60s", "3600s",
+/// "1500ms"); `gap` goes between the number and the unit ("60 s").
+std::string format_seconds(Duration d, std::string_view gap = "");
+
 /// Parses "1048576", "512KiB", "64MiB", "1GiB" (also KB/MB/GB as powers of 1000) into bytes.
 Result<std::uint64_t> parse_size(std::string_view text);
 

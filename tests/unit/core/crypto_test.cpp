@@ -62,6 +62,8 @@ TEST(Units, Durations) {
     }
     EXPECT_EQ(format_duration(std::chrono::seconds(90)), "90s");
     EXPECT_EQ(format_duration(std::chrono::minutes(10)), "10m");
+    EXPECT_EQ(format_seconds(std::chrono::hours(1)), "3600s");
+    EXPECT_EQ(format_seconds(std::chrono::milliseconds(1500), " "), "1500 ms");
 }
 
 TEST(Units, Sizes) {
