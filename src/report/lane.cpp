@@ -143,8 +143,11 @@ RequestBudget& Lane::budget(store::OutboxQueue& queue, const SenderSettings& s) 
     if (!m_budget || m_budget->windows() != windows) {
         std::chrono::milliseconds longest{0};
         for (const auto& w : windows) longest = std::max(longest, w.per);
-        std::vector<SystemTime> past;
-        if (!windows.empty()) past = or_throw(queue.request_times(m_sink, clock().now() - longest));
+        std::vector<SpentRequest> past;
+        if (!windows.empty()) {
+            for (const auto& r : or_throw(queue.requests_made(m_sink, clock().now() - longest)))
+                past.push_back({r.at, r.priority});
+        }
         m_budget.emplace(std::move(windows), std::move(past));
     }
     return *m_budget;
@@ -234,7 +237,7 @@ Status Lane::count_request(const Row& row, SystemTime now) {
     auto st = m_deps.writer.run_sync(
         [&](store::Db& db) { store::OutboxRepo(db).note_request(m_sink, row.id, now); });
     if (!st) return st;
-    if (m_budget) m_budget->spend(now);
+    if (m_budget) m_budget->spend(now, row.priority);
     std::lock_guard lk(m_mu);
     ++m_state.requests;
     if (m_budget) m_state.budget = m_budget->left(now);  // seen at once, not at the pass's end

@@ -224,8 +224,10 @@ void OutboxRepo::record_attempts(const std::vector<AttemptRecord>& done, SystemT
 
 void OutboxRepo::note_request(Sink sink, std::int64_t id, SystemTime at) {
     {
-        Scoped log(m_db, "INSERT INTO report_requests (sink, at) VALUES (?, ?)");
-        log->bind(1, to_string(sink)).bind(2, rfc3339(at));
+        Scoped log(m_db,
+                   "INSERT INTO report_requests (sink, at, priority) VALUES "
+                   "(?, ?, COALESCE((SELECT priority FROM outbox WHERE id = ?), 0))");
+        log->bind(1, to_string(sink)).bind(2, rfc3339(at)).bind(3, id);
         log->run();
     }
     {
@@ -300,13 +302,14 @@ Result<std::optional<SystemTime>> OutboxQueue::earliest_retry(Sink sink) {
     });
 }
 
-Result<std::vector<SystemTime>> OutboxQueue::request_times(Sink sink, SystemTime since) {
+Result<std::vector<MadeRequest>> OutboxQueue::requests_made(Sink sink, SystemTime since) {
     return guarded([&] {
-        Scoped st(*m_db, "SELECT at FROM report_requests WHERE sink = ? AND at >= ? ORDER BY at");
+        Scoped st(*m_db,
+                  "SELECT at, priority FROM report_requests WHERE sink = ? AND at >= ? ORDER BY at");
         st->bind(1, to_string(sink)).bind(2, rfc3339(since));
-        std::vector<SystemTime> out;
+        std::vector<MadeRequest> out;
         while (st->step()) {
-            if (auto t = parse_rfc3339(st->text(0))) out.push_back(*t);
+            if (auto t = parse_rfc3339(st->text(0))) out.push_back({*t, st->int64(1)});
         }
         return out;
     });

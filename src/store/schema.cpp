@@ -14,7 +14,7 @@ namespace crcrd::store {
 namespace {
 
 // Each entry takes the schema from version i to i+1. Never edit a released entry; append.
-constexpr std::array<const char*, 16> k_migrations = {
+constexpr std::array<const char*, 17> k_migrations = {
     R"sql(
 CREATE TABLE meta (
   key   TEXT PRIMARY KEY,
@@ -416,6 +416,12 @@ CREATE TABLE report_requests (
   at   TEXT NOT NULL            -- when the request was made (RFC 3339)
 );
 CREATE INDEX report_requests_by_sink ON report_requests (sink, at);
+)sql",
+    // 17: each request remembers the priority of the row it carried, so that the GitHub lane's
+    // shares (report::status_share) count across restarts. Earlier requests count as verdicts:
+    // they use the whole budget but none of a lower priority's share.
+    R"sql(
+ALTER TABLE report_requests ADD COLUMN priority INTEGER NOT NULL DEFAULT 0;
 )sql",
 };
 

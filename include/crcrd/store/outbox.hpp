@@ -111,6 +111,13 @@ struct OutboxItem {
     std::int64_t priority = 0;
 };
 
+/// A request a lane made: when, and the priority of the row it carried.
+struct MadeRequest {
+    SystemTime at;
+    std::int64_t priority = 0;
+    bool operator==(const MadeRequest&) const = default;
+};
+
 /// The order in which a lane takes its due rows: id order, or (priority, newest run, id), the
 /// GitHub lane's (its rows only).
 enum class LaneOrder { fifo, priority };
@@ -146,7 +153,8 @@ class OutboxRepo {
     /// attempts count grows by one, `now` is the sent time of a sent row.
     void record_attempts(const std::vector<AttemptRecord>& done, SystemTime now);
     /// Before a request of `sink`'s lane: counts it in the lane's request log (for its budget
-    /// across restarts; entries older than a day go) and in row `id`'s `tried`.
+    /// across restarts, with the row's priority; entries older than a day go) and in row `id`'s
+    /// `tried`.
     void note_request(Sink sink, std::int64_t id, SystemTime at);
 
   private:
@@ -172,8 +180,8 @@ class OutboxQueue {
     Result<std::optional<OutboxDelivery>> delivery_of(std::int64_t id);
     /// The earliest retry time of a waiting row of `sink` that has one, or nullopt.
     Result<std::optional<SystemTime>> earliest_retry(Sink sink);
-    /// The times of the requests `sink`'s lane made at or after `since`.
-    Result<std::vector<SystemTime>> request_times(Sink sink, SystemTime since);
+    /// The requests `sink`'s lane made at or after `since`, oldest first.
+    Result<std::vector<MadeRequest>> requests_made(Sink sink, SystemTime since);
     /// The delivery state of the run's first callback row with `context`, or nullopt.
     Result<std::optional<OutboxDelivery>> first_callback_delivery(std::int64_t run_id,
                                                                   const std::string& context);

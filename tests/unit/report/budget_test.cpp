@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <deque>
+
 namespace crcrd::report {
 namespace {
 
@@ -14,9 +16,9 @@ using std::chrono::seconds;
 
 const SystemTime t0 = SystemTime(std::chrono::hours(24 * 365 * 56));  // some day in 2026
 
-std::vector<SystemTime> at_seconds(std::initializer_list<int> s) {
-    std::vector<SystemTime> out;
-    for (int x : s) out.push_back(t0 + seconds(x));
+std::vector<SpentRequest> at_seconds(std::initializer_list<int> s) {
+    std::vector<SpentRequest> out;
+    for (int x : s) out.push_back({t0 + seconds(x)});
     return out;
 }
 
@@ -25,7 +27,7 @@ TEST(RequestBudget, NextFreeIsWhenEveryWindowHasRoomAgain) {
     struct Case {
         const char* name;
         std::vector<BudgetWindow> windows;
-        std::vector<SystemTime> past;
+        std::vector<SpentRequest> past;
         SystemTime now;
         SystemTime want;
     };
@@ -73,32 +75,91 @@ TEST(RequestBudget, ARequestRecordedAfterTheClockSteppedBackStillCounts) {
     EXPECT_EQ(b.next_free(t0 + seconds(11)), t0 + seconds(65));
 }
 
-TEST(RequestBudget, ReservesKeepTheLastRequestsForVerdicts) {
+TEST(RequestBudget, EachPriorityAndThoseBelowItKeepToTheirShareOfEveryWindow) {
     struct Case {
-        int used;
-        bool progress, first_state, final_state;
+        const char* name;
+        int verdicts, tier_finals, first_states, progress;  // requests made, by priority
+        bool want_progress, want_first_state, want_tier_final;
     };
-    // 20 requests a minute: progress updates stop with 5 or fewer left, a context's first state
-    // with 2 or fewer; a final state takes the last one.
+    // 20 requests a minute: tier finals and below may use 12, first states and progress 7,
+    // progress alone 3. A verdict is never held back by a share.
     const Case cases[] = {
-        {0, true, true, true},   {14, true, true, true},   {15, false, true, true},
-        {17, false, true, true}, {18, false, false, true}, {19, false, false, true},
+        {"nothing used", 0, 0, 0, 0, true, true, true},
+        {"progress used its 3", 0, 0, 0, 3, false, true, true},
+        {"progress 2 and first states 5: the first states' 7 are used, so progress waits too", 0,
+         0, 5, 2, false, false, true},
+        {"tier finals do not count against the first states' share", 0, 10, 1, 0, true, true,
+         true},
+        {"tier finals used the 12: the lower ones, inside that share, wait too", 0, 12, 0, 0,
+         false, false, false},
+        {"first states count against the tier finals' share", 0, 6, 6, 0, false, false, false},
+        {"the tier finals' share is used: first states and progress wait too", 0, 11, 0, 1, false,
+         false, false},
+        {"verdicts count against no one's share", 8, 11, 0, 0, true, true, true},
     };
     for (const auto& c : cases) {
-        RequestBudget b({{20, minutes(1)}, {1000, hours(1)}}, {});
-        for (int i = 0; i < c.used; ++i) b.spend(t0 + milliseconds(i));
+        std::vector<SpentRequest> past;
+        int ms = 0;
+        auto add = [&](int n, StatusPriority p) {
+            for (int i = 0; i < n; ++i)
+                past.push_back({t0 + milliseconds(ms++), static_cast<std::int64_t>(p)});
+        };
+        add(c.verdicts, StatusPriority::aggregate_final);
+        add(c.tier_finals, StatusPriority::tier_final);
+        add(c.first_states, StatusPriority::first_state);
+        add(c.progress, StatusPriority::progress);
+        RequestBudget b({{20, minutes(1)}, {1000, hours(1)}}, past);
         const auto now = t0 + seconds(1);
-        EXPECT_EQ(may_take(StatusPriority::progress, b, now), c.progress) << c.used << " used";
-        EXPECT_EQ(may_take(StatusPriority::first_state, b, now), c.first_state) << c.used;
-        EXPECT_EQ(may_take(StatusPriority::tier_final, b, now), c.final_state) << c.used;
-        EXPECT_EQ(may_take(StatusPriority::aggregate_final, b, now), c.final_state) << c.used;
+        EXPECT_EQ(may_take(StatusPriority::progress, b, now), c.want_progress) << c.name;
+        EXPECT_EQ(may_take(StatusPriority::first_state, b, now), c.want_first_state) << c.name;
+        EXPECT_EQ(may_take(StatusPriority::tier_final, b, now), c.want_tier_final) << c.name;
+        EXPECT_TRUE(may_take(StatusPriority::aggregate_final, b, now)) << c.name;
+        // A minute later the minute window is empty again; the hour has room.
+        EXPECT_TRUE(may_take(StatusPriority::tier_final, b, now + minutes(1))) << c.name;
     }
-    // A reserve rounds up: of 6 requests a tenth keeps 1.
-    RequestBudget six({{6, hours(1)}}, at_seconds({0, 1, 2, 3, 4}));
-    EXPECT_FALSE(may_take(StatusPriority::first_state, six, t0 + seconds(5)));
-    EXPECT_TRUE(may_take(StatusPriority::aggregate_final, six, t0 + seconds(5)));
+    // Shares round down: of 6 an hour, tier finals and below may use 3, progress none.
+    RequestBudget six({{6, hours(1)}}, {{t0, 1}, {t0, 1}});
+    EXPECT_TRUE(may_take(StatusPriority::tier_final, six, t0 + seconds(1)));
+    EXPECT_FALSE(may_take(StatusPriority::progress, six, t0 + seconds(1)));
+    six.spend(t0 + seconds(1), static_cast<std::int64_t>(StatusPriority::tier_final));
+    EXPECT_FALSE(may_take(StatusPriority::tier_final, six, t0 + seconds(2)));
     // No budget: nothing is held.
     EXPECT_TRUE(may_take(StatusPriority::progress, RequestBudget({}, {}), t0));
+}
+
+// The property the shares exist for, over three busy hours at GitHub's limits: a run's verdict
+// every 20 s (180 an hour) while tier finals, first states and progress updates always wait.
+// The lane sends at most one request a second, highest priority first, each only when the
+// budget has room and may_take allows it. Every verdict goes out within a second of its run's
+// end; the rest use what the verdicts leave.
+TEST(RequestBudget, AVerdictNeverWaitsForTheBudgetWhenLowerPrioritiesAlwaysWait) {
+    RequestBudget b({{80, minutes(1)}, {500, hours(1)}}, {});
+    std::deque<SystemTime> verdicts;  // waiting since
+    std::int64_t lower_sent = 0;
+    std::chrono::seconds worst{0};
+    for (int s = 0; s < 3 * 3600; ++s) {
+        const SystemTime now = t0 + seconds(s);
+        if (s % 20 == 0) verdicts.push_back(now);
+        if (b.next_free(now) > now) continue;
+        if (!verdicts.empty()) {
+            worst = std::max(worst,
+                             std::chrono::duration_cast<seconds>(now - verdicts.front()));
+            verdicts.pop_front();
+            b.spend(now, static_cast<std::int64_t>(StatusPriority::aggregate_final));
+            continue;
+        }
+        for (auto p : {StatusPriority::tier_final, StatusPriority::first_state,
+                       StatusPriority::progress}) {
+            if (!may_take(p, b, now)) continue;
+            b.spend(now, static_cast<std::int64_t>(p));
+            ++lower_sent;
+            break;
+        }
+    }
+    EXPECT_EQ(worst, seconds(0));
+    EXPECT_TRUE(verdicts.empty());
+    // The lower priorities got their 60 %: 300 an hour.
+    EXPECT_EQ(lower_sent, 3 * 300);
 }
 
 TEST(StatusPriority, FinalStatesFirstThenAContextsFirstStateThenProgress) {

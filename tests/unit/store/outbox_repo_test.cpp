@@ -199,10 +199,10 @@ TEST_F(OutboxLaneReadsTest, RequestsAreCountedBeforeTheyAreMadeAndARequeueForget
     EXPECT_EQ(rows[0].tried, 2);
     EXPECT_EQ(rows[0].refused, 1);
     // The lane's budget reads the requests back, newest window only.
-    EXPECT_EQ(q.request_times(Sink::callback, now).value().size(), 2u);
-    EXPECT_EQ(q.request_times(Sink::callback, now + std::chrono::milliseconds(500)).value().size(),
+    EXPECT_EQ(q.requests_made(Sink::callback, now).value().size(), 2u);
+    EXPECT_EQ(q.requests_made(Sink::callback, now + std::chrono::milliseconds(500)).value().size(),
               1u);
-    EXPECT_TRUE(q.request_times(Sink::github, now).value().empty());
+    EXPECT_TRUE(q.requests_made(Sink::github, now).value().empty());
     // Dead, then put back by an operator: it starts afresh.
     repo.record_attempts({{id, AttemptRecord::Kind::dead, 400, "HTTP 400", std::nullopt}}, now);
     ASSERT_EQ(repo.requeue_dead(id).kind, RequeueOutcome::Kind::requeued);
@@ -212,14 +212,19 @@ TEST_F(OutboxLaneReadsTest, RequestsAreCountedBeforeTheyAreMadeAndARequeueForget
     EXPECT_EQ(rows[0].refused, 0);
 }
 
-TEST_F(OutboxLaneReadsTest, TheRequestLogKeepsADay) {
+TEST_F(OutboxLaneReadsTest, TheRequestLogKeepsADayAndThePriorityOfEachRequest) {
     OutboxRepo repo(*db);
-    const auto id = repo.append(status("crcr", "pending"));
-    repo.note_request(Sink::github, id, now);
-    repo.note_request(Sink::github, id, now + std::chrono::hours(25));
+    auto row = status("crcr/smoke", "pending");
+    row.priority = 3;  // a progress update: it counts against the lower priorities' shares
+    const auto progress = repo.append(row);
+    const auto verdict = repo.append(status("crcr", "success"));
+    repo.note_request(Sink::github, progress, now);
+    repo.note_request(Sink::github, progress, now + std::chrono::hours(25));
+    repo.note_request(Sink::github, verdict, now + std::chrono::hours(26));
     auto q = queue();
-    EXPECT_EQ(q.request_times(Sink::github, now - std::chrono::hours(1)).value(),
-              (std::vector<SystemTime>{now + std::chrono::hours(25)}));
+    EXPECT_EQ(q.requests_made(Sink::github, now - std::chrono::hours(1)).value(),
+              (std::vector<MadeRequest>{{now + std::chrono::hours(25), 3},
+                                        {now + std::chrono::hours(26), 0}}));
 }
 
 }  // namespace
