@@ -228,7 +228,7 @@ std::string lane_gauges(const nlohmann::json& lanes,
         }
         const auto until = lane_time(lane, "paused_until");
         paused.push_back({{sink}, until && *until > now ? 1.0 : 0.0});
-        held.push_back({{sink}, lane_number(lane, "progress_held")});
+        held.push_back({{sink}, lane_number(lane, "held_back")});
         double wait = 0;
         if (const auto at = lane_time(lane, "next_send_at"); at && *at > now && waits[sink] > 0)
             wait = std::chrono::duration<double>(*at - now).count();
@@ -251,9 +251,9 @@ std::string lane_gauges(const nlohmann::json& lanes,
            "1 while a reporting lane pauses after a rate-limit answer (paused_until in the "
            "future), else 0.",
            {"sink"}, paused);
-    family("crcrd_outbox_progress_held",
-           "Progress updates the budget's reserve held back at the lane's last look (they wait and "
-           "are replaced by their context's next state).",
+    family("crcrd_outbox_held_back",
+           "Rows the budget's shares held back at the lane's last look (they wait; a pending one "
+           "is replaced by its context's next state).",
            {"sink"}, held);
     family("crcrd_outbox_next_send_seconds",
            "Seconds until a reporting lane's next send while rows wait (a pause, the budget, a "

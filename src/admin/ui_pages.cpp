@@ -94,8 +94,8 @@ std::string lane_budget(const json& lane) {
     }
     if (out.empty()) out = "—";
     if (lane.value("budget_spent", false) == true) out += html::badge("budget_spent");
-    if (const json& held = lane.value("progress_held", json(0)); held.is_number() && held != 0)
-        out += "<div class=\"muted\">" + html::text(held) + " progress updates held</div>";
+    if (const json& held = lane.value("held_back", json(0)); held.is_number() && held != 0)
+        out += "<div class=\"muted\">" + html::text(held) + " held back by their share</div>";
     return out;
 }
 

@@ -212,8 +212,8 @@ std::string lane_budget(const json& lane) {
     }
     if (out.empty()) out = "-";
     if (lane.value("budget_spent", false)) out += " spent";
-    if (const auto held = lane.value("progress_held", std::int64_t{0}); held > 0)
-        out += " (" + std::to_string(held) + " progress held)";
+    if (const auto held = lane.value("held_back", std::int64_t{0}); held > 0)
+        out += " (" + std::to_string(held) + " held back)";
     return out;
 }
 

@@ -195,7 +195,7 @@ SystemTime Lane::send_due(store::OutboxQueue& queue, const SenderSettings& s) {
     store_outcomes(done, s);
     {
         std::lock_guard lk(m_mu);
-        m_state.progress_held = held;
+        m_state.held_back = held;
     }
     // When to look again: at once after a full pass that sent something; else at the earliest
     // retry, when the budget frees a request, when a pause ends, or in 5 s (or when woken).

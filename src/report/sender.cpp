@@ -43,7 +43,7 @@ nlohmann::json lanes_json(const std::vector<LaneState>& lanes) {
                        {"next_send_at", time(l.next_send_at)},
                        {"budget", std::move(budget)},
                        {"budget_spent", l.budget_spent},
-                       {"progress_held", l.progress_held},
+                       {"held_back", l.held_back},
                        {"requests", l.requests},
                        {"last_error", l.last_error.empty() ? json() : json(l.last_error)}});
     }

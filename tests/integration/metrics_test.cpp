@@ -222,7 +222,7 @@ TEST_F(MetricsTest, LaneGaugesShowAPausedGithubLaneItsBudgetLeftAndItsNextSend) 
     const double next = value(text, "crcrd_outbox_next_send_seconds{sink=\"github\"}");
     EXPECT_GT(next, 3000) << text;
     EXPECT_LE(next, 3600) << text;
-    EXPECT_EQ(value(text, "crcrd_outbox_progress_held{sink=\"github\"}"), 0) << text;
+    EXPECT_EQ(value(text, "crcrd_outbox_held_back{sink=\"github\"}"), 0) << text;
     // The file lane: not paused, nothing to send, no budget; the relay's lane is not configured.
     EXPECT_EQ(value(text, "crcrd_outbox_lane_paused{sink=\"file\"}"), 0) << text;
     EXPECT_EQ(value(text, "crcrd_outbox_next_send_seconds{sink=\"file\"}"), 0) << text;

@@ -64,9 +64,9 @@ class Metrics {
 /// The reporting lanes' gauges (docs/operations.md, "Metrics"): crcrd_outbox_budget_left{sink,
 /// window} (the requests left in each window of a configured lane's budget, `window` its length
 /// as "60s"), crcrd_outbox_lane_paused{sink} (1 while the lane's paused_until is after `now`),
-/// crcrd_outbox_progress_held{sink} and crcrd_outbox_next_send_seconds{sink} (until next_send_at,
+/// crcrd_outbox_held_back{sink} and crcrd_outbox_next_send_seconds{sink} (until next_send_at,
 /// 0 when it is due or nothing waits). `lanes` is the array Api::on_outbox_lanes returns (each
-/// lane's "sink", "configured", "budget", "paused_until", "next_send_at", "progress_held");
+/// lane's "sink", "configured", "budget", "paused_until", "next_send_at", "held_back");
 /// `waiting` the waiting rows per sink (the scrape's crcrd_outbox_backlog counts). Reads
 /// nothing else; a field missing from a lane reads as none.
 std::string lane_gauges(const nlohmann::json& lanes,

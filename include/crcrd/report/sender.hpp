@@ -46,9 +46,9 @@ struct LaneState {
     std::optional<SystemTime> next_send_at;  // when the lane looks next (rows waiting or not)
     bool budget_spent = false;               // the next request waits for the budget
     std::vector<RequestBudget::Left> budget;
-    /// Progress updates the budget's reserve held back at the last look (they stay waiting and
-    /// are replaced by their context's next state).
-    std::int64_t progress_held = 0;
+    /// Rows the budget's shares held back at the last look (report::may_take; they stay waiting,
+    /// and a pending one is replaced by its context's next state).
+    std::int64_t held_back = 0;
     std::int64_t requests = 0;  // requests made since the start
     std::string last_error;     // of the last attempt that failed; "" after a success
 };

@@ -89,14 +89,14 @@ TEST(AdminMetrics, LaneGaugesFollowTheLanesStates) {
          "budget": [{"requests": 80, "per_seconds": 60.0, "used": 3, "left": 77},
                     {"requests": 500, "per_seconds": 3600.0, "used": 3, "left": 497}],
          "paused_until": "2026-12-03T10:59:30.000Z", "next_send_at": "2026-12-03T10:59:30.000Z",
-         "progress_held": 4},
+         "held_back": 4},
         {"sink": "callback", "configured": true,
          "budget": [{"requests": 10, "per_seconds": 0.5, "used": 10, "left": 0}],
          "paused_until": "2026-12-03T09:59:00.000Z", "next_send_at": "2026-12-03T10:00:02.500Z",
-         "progress_held": 0},
+         "held_back": 0},
         {"sink": "file", "configured": false,
          "budget": [{"requests": 1, "per_seconds": 60.0, "used": 0, "left": 1}],
-         "paused_until": null, "next_send_at": "2026-12-03T10:00:04.000Z", "progress_held": 0}
+         "paused_until": null, "next_send_at": "2026-12-03T10:00:04.000Z", "held_back": 0}
     ])");
     // The file lane's next look is 4 s away, but nothing of it waits.
     const std::string text =
@@ -109,7 +109,7 @@ TEST(AdminMetrics, LaneGaugesFollowTheLanesStates) {
         {"crcrd_outbox_lane_paused{sink=\"github\"} 1\n", true},
         {"crcrd_outbox_lane_paused{sink=\"callback\"} 0\n", true},  // its pause ended
         {"crcrd_outbox_lane_paused{sink=\"file\"} 0\n", true},
-        {"crcrd_outbox_progress_held{sink=\"github\"} 4\n", true},
+        {"crcrd_outbox_held_back{sink=\"github\"} 4\n", true},
         {"crcrd_outbox_next_send_seconds{sink=\"github\"} 3570\n", true},
         {"crcrd_outbox_next_send_seconds{sink=\"callback\"} 2.5\n", true},
         {"crcrd_outbox_next_send_seconds{sink=\"file\"} 0\n", true},
