@@ -30,6 +30,8 @@ std::vector<std::filesystem::path> hidden_dirs(const config::Config& c) {
         for (auto& d : kind->hidden_dirs(c)) dirs.push_back(std::move(d));
     }
     if (c.execution.sandbox_socket) dirs.push_back(c.execution.sandbox_socket->parent_path());
+    // Every build in the cache; a job gets its own (docs/build.md) bound back in.
+    if (c.build) dirs.push_back(c.build->cache_dir);
     for (const char* d : {"/run/crcrd", "/run/dbus"}) {
         if (std::find(dirs.begin(), dirs.end(), d) == dirs.end()) dirs.emplace_back(d);
     }
@@ -40,17 +42,22 @@ namespace {
 
 /// A command inside a folder the sandbox hides would need that folder unhidden (docs/execution.md).
 void check_command_visible(const config::Config& c, std::vector<std::string>& errors) {
-    if (c.execution.isolation != config::Isolation::bwrap || c.execution.command.empty()) return;
-    const std::filesystem::path prog = c.execution.command.front();
-    if (!prog.is_absolute()) return;  // looked up in the job's PATH
-    for (const auto& d : hidden_dirs(c)) {
-        if (exec::is_within(prog.parent_path(), d)) {
-            errors.push_back("execution.command: " + prog.string() + " lies inside " + d.string() +
-                             ", which the sandbox hides (the configuration, database or work "
-                             "folder); install the "
-                             "test command elsewhere");
+    if (c.execution.isolation != config::Isolation::bwrap) return;
+    auto check = [&](const char* key, const config::Strings& command) {
+        if (command.empty()) return;
+        const std::filesystem::path prog = command.front();
+        if (!prog.is_absolute()) return;  // looked up in the job's PATH
+        for (const auto& d : hidden_dirs(c)) {
+            if (exec::is_within(prog.parent_path(), d)) {
+                errors.push_back(std::string(key) + ": " + prog.string() + " lies inside " +
+                                 d.string() +
+                                 ", which the sandbox hides (the configuration, database, work or "
+                                 "build cache folder); install the command elsewhere");
+            }
         }
-    }
+    };
+    check("execution.command", c.execution.command);
+    if (c.build) check("build.command", c.build->command);
 }
 
 }  // namespace
@@ -131,6 +138,15 @@ sched::DispatcherSettings dispatcher_settings(const config::Config& c) {
                         : std::nullopt;
     d.patterns = std::make_shared<const classify::Patterns>(
         classify::compile_patterns(c.classify.device_patterns, c.classify.infra_patterns));
+    if (c.build) {
+        sched::BuildStageSettings b;
+        b.build = *c.build;
+        b.env = c.execution.env;
+        b.backend_dir = c.execution.backend_dir;
+        b.min_free_bytes = c.execution.min_free_bytes;
+        b.upstream = c.upstream;
+        d.build = std::move(b);
+    }
     return d;
 }
 
@@ -139,6 +155,7 @@ std::shared_ptr<const exec::ExecutorSettings> executor_settings(const config::Co
     s->runners = c.runners;
     s->execution = c.execution;
     s->upstream = c.upstream;
+    s->build = c.build;
     s->hidden_dirs = hidden_dirs(c);
     s->hidden_files = {c.source};
     for (const auto& r : c.ingest.secrets) s->hidden_files.push_back(r.file);
@@ -256,6 +273,9 @@ Checked load_checked(const std::filesystem::path& path) {
             }
             pc->sources.upstream_repo = loaded.config->trust.upstream_repo;
             pc->bisect = loaded.config->bisect;
+            if (loaded.config->build)
+                pc->build_timeout = std::chrono::duration_cast<std::chrono::milliseconds>(
+                    loaded.config->build->timeout);
             out.planner = std::move(pc);
         }
     }

@@ -241,6 +241,50 @@ void parse_execution(YamlMap m, ExecutionConfig& c, const std::vector<ExecutorKe
     }
 }
 
+/// `build:`; `execution` is read first (key_env names its env, the executor decides the slots).
+void parse_build(YamlMap m, Config& c) {
+    if (!m.present()) return;
+    BuildConfig b;
+    m.get("command", b.command, true);
+    if (!b.command.empty() && b.command.front().find('/') != std::string::npos &&
+        b.command.front().front() != '/') {
+        b.command.front() = (m.base_dir() / b.command.front()).lexically_normal().string();
+    }
+    m.get("timeout", b.timeout);
+    m.get("stall_timeout", b.stall_timeout);
+    m.get("slots", b.slots);
+    m.get_path("cache_dir", b.cache_dir, true);
+    m.get_size("cache_max_bytes", b.cache_max_bytes);
+    m.get("key_env", b.key_env);
+    if (m.has("ccache")) {
+        YamlMap cc = m.child("ccache");
+        BuildCcacheConfig ccache;
+        cc.get_path("dir", ccache.dir, true);
+        cc.get_size("max_size", ccache.max_size);
+        b.ccache = ccache;
+    }
+    if (b.timeout.count() <= 0) m.error("timeout", "must be positive");
+    if (b.stall_timeout.count() <= 0) m.error("stall_timeout", "must be positive");
+    if (b.slots == 0) m.error("slots", "must be at least 1");
+    if (b.cache_max_bytes == 0) m.error("cache_max_bytes", "must be positive");
+    for (const auto& name : b.key_env) {
+        if (!c.execution.env.count(name))
+            m.error("key_env", "'" + name + "' is not a variable of execution.env");
+    }
+    for (const auto& r : c.runners) {
+        if (r.name.rfind("build-", 0) == 0)
+            m.error("slots",
+                    "the runner '" + r.name + "' has a build slot's name (build-N); rename it");
+    }
+    if (c.execution.executor != "local")
+        m.error("command", "a build stage needs executor: local (not yet " + c.execution.executor +
+                               "; docs/build.md)");
+    if (!c.execution.work_root.empty() &&
+        b.cache_dir.lexically_normal() == c.execution.work_root.lexically_normal())
+        m.error("cache_dir", "must not be execution.work_root itself");
+    c.build = std::move(b);
+}
+
 void parse_patterns(YamlMap& m, const std::string& key, Strings& out) {
     if (!m.has(key)) {
         m.raw(key);
@@ -502,6 +546,7 @@ Loaded parse(const std::string& yaml_text, const Path& base_dir,
                 if (r.empty() || r.find_first_of(" ~^:?*[\\") != std::string::npos)
                     b.error("refs", "'" + r + "' is not a branch name");
         }
+        parse_build(top.child("build"), c);
         parse_report(top.child("report"), c.report);
         parse_admin(top.child("admin"), c.admin, c.server);
         parse_recovery(top.child("recovery"), c);

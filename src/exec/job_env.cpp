@@ -33,6 +33,10 @@ std::vector<std::string> job_environment(const JobContext& ctx,
         vars["CRCR_PR"] = std::to_string(*ctx.pr);
     else
         vars.erase("CRCR_PR");
+    for (const char* k :
+         {"CRCR_BUILD_OUT", "CRCR_BUILD_DIR", "CRCR_BUILD_NEAREST", "CRCR_BACKEND_DIR"})
+        vars.erase(k);
+    for (const auto& [k, v] : ctx.stage_env) vars[k] = v;
     std::vector<std::string> env;
     env.reserve(vars.size());
     for (const auto& [k, v] : vars) env.push_back(k + "=" + v);
@@ -83,6 +87,8 @@ std::vector<std::string> bwrap_prefix(const SandboxSpec& spec) {
     for (const auto& d : spec.hidden_dirs) a.insert(a.end(), {"--tmpfs", d.string()});
     if (spec.pytorch_dir) bind("--ro-bind", *spec.pytorch_dir);
     bind("--bind", spec.job_dir);
+    for (const auto& p : spec.ro_binds) bind("--ro-bind", p);
+    for (const auto& p : spec.rw_binds) bind("--bind", p);
     for (const auto& dev : spec.devices) a.insert(a.end(), {"--dev-bind-try", dev, dev});
     // Last, so that no bind above can bring a hidden file back.
     for (const auto& f : spec.hidden_files)

@@ -101,6 +101,34 @@ Result<PreparedAttempt> prepare_attempt(const ExecutorSettings& s, const JobToRu
         for (const auto& t : job.rerun_tests) ids += t + "\n";
         if (auto w = write_file_atomic(*ctx.rerun_file, ids); !w) return fail(w.error().message);
     }
+    // The build stage (docs/build.md): a build fills its output folder; a tier reads the build.
+    const config::Strings& command = job.build && s.build ? s.build->command : s.execution.command;
+    std::vector<std::filesystem::path> ro_binds, rw_binds;
+    if (job.build) {
+        if (!s.build) return fail("build: is no longer configured");
+        ctx.stage_env["CRCR_BUILD_OUT"] = job.build->out.string();
+        rw_binds.push_back(job.build->out);
+        if (s.execution.backend_dir)
+            ctx.stage_env["CRCR_BACKEND_DIR"] = s.execution.backend_dir->string();
+        if (job.build->nearest) {
+            ctx.stage_env["CRCR_BUILD_NEAREST"] = job.build->nearest->string();
+            ro_binds.push_back(*job.build->nearest);
+        }
+        if (s.build->ccache) {
+            std::error_code made;
+            std::filesystem::create_directories(s.build->ccache->dir, made);
+            if (made)
+                return fail("cannot create build.ccache.dir " + s.build->ccache->dir.string() +
+                            ": " + made.message());
+            ctx.stage_env["CCACHE_DIR"] = s.build->ccache->dir.string();
+            ctx.stage_env["CCACHE_BASEDIR"] = a.ws.job_dir.parent_path().string();
+            ctx.stage_env["CCACHE_MAXSIZE"] = std::to_string(s.build->ccache->max_size);
+            rw_binds.push_back(s.build->ccache->dir);
+        }
+    } else if (job.build_dir) {
+        ctx.stage_env["CRCR_BUILD_DIR"] = job.build_dir->string();
+        ro_binds.push_back(*job.build_dir);
+    }
     // The log lives beside the jobs' folders, so it outlives the workspace.
     std::error_code ec;
     std::filesystem::create_directories(log_dir, ec);
@@ -111,7 +139,7 @@ Result<PreparedAttempt> prepare_attempt(const ExecutorSettings& s, const JobToRu
     p.log_path = log_dir / (std::to_string(job.job_id) + ".log");
     p.max_log_bytes = s.execution.max_log_bytes;
     p.timeout = job.timeout;
-    p.stall_timeout = s.execution.stall_timeout;
+    p.stall_timeout = job.build && s.build ? s.build->stall_timeout : s.execution.stall_timeout;
     // The account the command runs as when it must not be the daemon's (docs/execution.md):
     // isolation user, or bubblewrap under a daemon running as root.
     const bool root = ::geteuid() == 0;
@@ -125,6 +153,8 @@ Result<PreparedAttempt> prepare_attempt(const ExecutorSettings& s, const JobToRu
         // The job directory becomes the account's; the daemon's own files stay unreadable to it
         // (0600/0640 owned by the daemon's user, as deploy/crcrd.service sets up).
         hand_over(a.ws.job_dir, account->uid, account->gid);
+        // A build's folders (empty output; the ccache folder, whose files the account made).
+        for (const auto& d : rw_binds) (void)::lchown(d.c_str(), account->uid, account->gid);
     }
     if (s.execution.isolation == config::Isolation::user) {
         p.uid = account->uid;
@@ -138,11 +168,13 @@ Result<PreparedAttempt> prepare_attempt(const ExecutorSettings& s, const JobToRu
         sb.job_dir = a.ws.job_dir;
         sb.pytorch_dir = a.ws.checkout;
         sb.devices = slot.devices;
+        sb.ro_binds = ro_binds;
+        sb.rw_binds = rw_binds;
         sb.no_network = s.execution.network == config::Network::none;
         // The command's own folder (it may lie under /tmp, which the sandbox replaces); it is
         // never inside a hidden one (config::check refuses that).
-        if (!s.execution.command.empty() && s.execution.command.front().front() == '/') {
-            sb.command_dir = std::filesystem::path(s.execution.command.front()).parent_path();
+        if (!command.empty() && command.front().front() == '/') {
+            sb.command_dir = std::filesystem::path(command.front()).parent_path();
         }
         if (root) sb.run_as = SandboxSpec::Account{account->uid, account->gid};
         p.argv = bwrap_prefix(sb);
@@ -153,7 +185,7 @@ Result<PreparedAttempt> prepare_attempt(const ExecutorSettings& s, const JobToRu
                                            s.execution.sandbox_socket->string(), "--"});
         }
     }
-    p.argv.insert(p.argv.end(), s.execution.command.begin(), s.execution.command.end());
+    p.argv.insert(p.argv.end(), command.begin(), command.end());
 
     const auto& x = s.execution;
     a.metadata = {{"pytorch_sha", job.sha},
@@ -167,6 +199,8 @@ Result<PreparedAttempt> prepare_attempt(const ExecutorSettings& s, const JobToRu
                   {"tests", job.tests},
                   {"isolation", x.isolation},
                   {"started_at", rfc3339(started)}};
+    if (job.build) a.metadata["build_key"] = job.build->key;
+    if (job.build_dir) a.metadata["build_dir"] = job.build_dir->string();
     return a;
 }
 

@@ -10,6 +10,7 @@
 #include "crcrd/sched/attempt_end.hpp"
 #include "crcrd/sched/jobs.hpp"
 #include "crcrd/store/bisections.hpp"
+#include "crcrd/store/builds.hpp"
 #include "crcrd/store/jobs.hpp"
 #include "crcrd/store/runs.hpp"
 #include "crcrd/store/slots.hpp"
@@ -48,16 +49,17 @@ bool covers(const std::vector<std::string>& have, const std::vector<std::string>
     });
 }
 
-/// Leases the first free, undrained slot on offer whose labels cover the job's; its name, or
-/// nullopt when none is free.
+/// Leases the first free, undrained slot on offer whose labels cover the job's, a build slot
+/// for a build job and a runner slot for a tier's; its name, or nullopt when none is free.
 std::optional<std::string> lease(store::Db& db, const std::vector<exec::SlotOffer>& offers,
                                  const exec::JobToRun& job, std::chrono::milliseconds ttl,
-                                 SystemTime now) {
+                                 SystemTime now, bool build = false) {
     store::SlotsRepo slots(db);
     for (const auto& name : slots.free_undrained()) {
         auto offer = std::find_if(offers.begin(), offers.end(),
                                   [&](const auto& o) { return o.name == name; });
-        if (offer == offers.end() || !covers(offer->labels, job.labels)) continue;
+        if (offer == offers.end() || offer->build != build || !covers(offer->labels, job.labels))
+            continue;
         if (slots.take(name, job.job_id, now + ttl)) return name;
     }
     return std::nullopt;
@@ -185,12 +187,23 @@ Status Dispatcher::recover() {
             spdlog::warn("job_id={} run_id={} ended infra_error: daemon restarted", open.id,
                          job.run_id);
         }
+        if (cfg.build) recover_builds(db, *cfg.build, m_clock.now());
     });
     if (s) {
         std::lock_guard lk(m_mu);
         m_adopted = std::move(adopted);
     }
     return s;
+}
+
+std::optional<exec::BuildKeyInputs> Dispatcher::build_recipe(const DispatcherSettings& cfg) {
+    if (!cfg.build) return std::nullopt;
+    const auto now = std::chrono::steady_clock::now();
+    if (!m_recipe || now - m_recipe_at >= std::chrono::seconds(1)) {
+        m_recipe = exec::build_recipe(cfg.build->build, cfg.build->env, cfg.build->backend_dir);
+        m_recipe_at = now;
+    }
+    return m_recipe;
 }
 
 void Dispatcher::start() {
@@ -307,12 +320,36 @@ void narrow_tests(store::Db& db, exec::JobToRun& job, const DispatcherSettings& 
         job.rerun_tests = std::move(checked);
 }
 
+/// A startable build job (docs/build.md): passes from the cache, waits on the job that builds
+/// its key, or leases a build slot (appended to `started`); it never waits for a device. True
+/// when it passed (its run's first tier may start at once).
+bool start_build_job(store::Db& db, const std::vector<exec::SlotOffer>& offers,
+                     const DispatcherSettings& cfg, const exec::BuildKeyInputs& recipe,
+                     exec::JobToRun job, SystemTime now, std::vector<exec::JobToRun>& started) {
+    auto step = step_build_job(db, *cfg.build, recipe, job, now);
+    if (step.kind == BuildStep::Kind::passed) {
+        spdlog::info("job_id={} run_id={} build from the cache", job.job_id, job.run_id);
+        return true;
+    }
+    if (step.kind == BuildStep::Kind::wait) return false;
+    if (auto slot = lease(db, offers, job, cfg.lease_ttl, now, true)) {
+        job.slot = *slot;
+        job.build = std::move(step.spec);
+        store::JobsRepo(db).mark_leased(job.job_id, *slot);
+        store::BuildsRepo(db).mark_running(job.build->key, job.job_id, now);
+        store::RunsRepo(db).mark_running(job.run_id);
+        started.push_back(std::move(job));
+    }
+    return false;
+}
+
 /// Each startable job is reused (its tier passed on this SHA with these tests), leased a free
 /// slot whose labels cover its own (appended to `started`), ended device_unavailable once it
 /// waited device_wait, or left waiting. True when a job was reused (its run's next tier may
 /// start at once).
 bool lease_startable(store::Db& db, const std::vector<exec::SlotOffer>& offers,
-                     const DispatcherSettings& cfg, SystemTime now,
+                     const DispatcherSettings& cfg,
+                     const std::optional<exec::BuildKeyInputs>& recipe, SystemTime now,
                      std::vector<exec::JobToRun>& started) {
     store::SlotsRepo slots(db);
     store::JobsRepo jobs(db);
@@ -324,6 +361,16 @@ bool lease_startable(store::Db& db, const std::vector<exec::SlotOffer>& offers,
         return now - parse_rfc3339(jobs.waiting_since(id)).value_or(now) > cfg.device_wait;
     };
     for (auto id : startable_jobs(db)) {
+        std::optional<exec::JobToRun> loaded;
+        if (cfg.build && recipe) {
+            loaded = load_job(db, id);
+            if (loaded->tier == k_build_stage) {
+                reused =
+                    start_build_job(db, offers, cfg, *recipe, std::move(*loaded), now, started) ||
+                    reused;
+                continue;
+            }
+        }
         // A tier that already passed on this SHA with these tests (docs/verdicts.md): no device
         // time. (Never for the rerun of a failed tier: that is the failure's own check.)
         if (cfg.reuse_window.count() > 0 && jobs.failed_in_rerun_source(id).empty()) {
@@ -337,7 +384,15 @@ bool lease_startable(store::Db& db, const std::vector<exec::SlotOffer>& offers,
             }
         }
         if (!any_free && !waited_too_long(id)) continue;
-        auto job = load_job(db, id);
+        auto job = loaded ? std::move(*loaded) : load_job(db, id);
+        if (job.tier == k_build_stage) {
+            // Planned with a build stage the configuration no longer has.
+            finish_job(db, id, Conclusion::passed, "build: is no longer configured", std::nullopt,
+                       now);
+            reused = true;
+            continue;
+        }
+        if (cfg.build) job.build_dir = run_build_dir(db, *cfg.build, job.run_id);
         narrow_tests(db, job, cfg);
         if (auto slot = lease(db, offers, job, cfg.lease_ttl, now)) {
             job.slot = *slot;
@@ -369,10 +424,11 @@ void Dispatcher::dispatch_once() {
     }
     const auto cfg = settings();
     const auto offers = m_executor.slots();
+    const auto recipe = build_recipe(cfg);
     auto s = m_writer.run_sync([&](store::Db& db) {
         const auto now = m_clock.now();
         end_lapsed_leases(db, running, cfg, now);
-        d.reused = lease_startable(db, offers, cfg, now, d.started);
+        d.reused = lease_startable(db, offers, cfg, recipe, now, d.started);
         // Jobs cancelled meanwhile (superseded, PR closed, operator) whose process still runs.
         store::JobsRepo jobs(db);
         for (auto id : running)
@@ -469,6 +525,10 @@ void Dispatcher::work(exec::JobToRun job, std::shared_ptr<std::atomic<bool>> can
                 },
                 [](Status) {});
         };
+        if (job.build && cfg.build && !adopt) {
+            if (auto made = prepare_build_attempt(*cfg.build, job); !made)
+                throw std::runtime_error(made.error().message);
+        }
         raw = adopt ? m_executor.adopt(job, *adopt, *cancel, hooks)
                     : m_executor.run(job, *cancel, hooks);
         if (raw.not_started) {
@@ -512,6 +572,11 @@ void Dispatcher::work(exec::JobToRun job, std::shared_ptr<std::atomic<bool>> can
     }
     // A slot that failed its health check before the start: not an attempt, the job waits.
     const bool requeue = raw.slot_unhealthy;
+    // A build's output is checked and published before its end is stored (docs/build.md).
+    std::optional<std::int64_t> built;
+    if (!requeue && job.build && cfg.build)
+        built = finish_build_attempt(*cfg.build, job, raw, outcome);
+    std::vector<std::string> evicted;
     bool unhealthy = raw.slot_unhealthy;
     std::optional<exec::Health> health = raw.health;
     if (requeue) outcome.reason = "health check of " + job.slot + " failed";
@@ -555,6 +620,8 @@ void Dispatcher::work(exec::JobToRun job, std::shared_ptr<std::atomic<bool>> can
                 carried = jobs.carry_earlier_results(job.job_id);
             plan = end_attempt(db, job, AttemptOrigin::ran, outcome,
                                end_policy(cfg, m_clock.now(), stopping), carried);
+            settle_build(db, job, plan, built, m_clock.now());
+            if (cfg.build) evicted = choose_evictions(db, *cfg.build, m_clock.now());
         }
         release(db, job, unhealthy, health, cfg.health_interval, m_clock.now());
     };
@@ -583,6 +650,10 @@ void Dispatcher::work(exec::JobToRun job, std::shared_ptr<std::atomic<bool>> can
     if (!s)
         spdlog::error("job_id={} outcome not stored before the stop: {}", job.job_id,
                       s.error().message);
+    for (const auto& key : evicted) {
+        exec::remove_build(cfg.build->build.cache_dir, key);
+        spdlog::info("build={} evicted from the cache", key.substr(0, 12));
+    }
     {
         std::lock_guard lk(m_mu);
         m_running.erase(job.job_id);

@@ -116,8 +116,12 @@ std::vector<select::RunRef> unplanned(store::UnplannedReader& reader, int limit,
 
 }  // namespace
 
-std::vector<store::PlannedJob> plan_jobs(const select::Selection& sel, const select::Rules& rules) {
+std::vector<store::PlannedJob> plan_jobs(const select::Selection& sel, const select::Rules& rules,
+                                         std::optional<std::chrono::milliseconds> build_timeout) {
     std::vector<store::PlannedJob> jobs;
+    if (build_timeout && !sel.tiers.empty())
+        jobs.push_back(store::PlannedJob{std::string(k_build_stage), -1, "[]",
+                                         static_cast<std::int64_t>(build_timeout->count()), "[]"});
     for (const auto& t : sel.tiers) {
         std::int64_t position = 0;
         for (std::size_t i = 0; i < rules.tiers.size(); ++i)
@@ -252,7 +256,8 @@ struct Plan {
 };
 
 Plan decide_plan(const select::RunRef& run, const select::ChangedPaths& changed,
-                 const select::Rules& rules) {
+                 const select::Rules& rules,
+                 std::optional<std::chrono::milliseconds> build_timeout) {
     std::vector<std::string> requested;
     if (auto t = run.inputs.find("tiers"); t != run.inputs.end() && t->is_array()) {
         for (const auto& name : *t)
@@ -267,7 +272,7 @@ Plan decide_plan(const select::RunRef& run, const select::ChangedPaths& changed,
                    " changed_paths=" + std::to_string(sel.changed_paths) +
                    " tiers=" + (tiers.empty() ? "-" : tiers);
     plan.explained = store::JsonText::serialised(sel.to_json_text());
-    plan.jobs = plan_jobs(sel, rules);
+    plan.jobs = plan_jobs(sel, rules, build_timeout);
     plan.nothing = "nothing to run: " + sel.reason;
     return plan;
 }
@@ -293,8 +298,8 @@ void Planner::plan_with_commit(store::Db& db) {
                 auto run = run_ref(std::move(row));
                 if (select::needs_lookup(run, cfg->sources))
                     continue;  // git or HTTPS: the planner's thread
-                auto plan =
-                    decide_plan(run, select::resolve_changed_paths(run, cfg->sources), *cfg->rules);
+                auto plan = decide_plan(run, select::resolve_changed_paths(run, cfg->sources),
+                                        *cfg->rules, cfg->build_timeout);
                 store::within_savepoint(db, [&] {
                     if (runs.store_plan(id, plan.explained, plan.jobs, plan.nothing,
                                         std::chrono::system_clock::now())) {
@@ -419,7 +424,7 @@ std::size_t Planner::submit_pending() {
             select::ChangedPaths changed =
                 lookups[i].valid() ? lookups[i].get()
                                    : select::resolve_changed_paths(runs[i], cfg->sources);
-            auto plan = decide_plan(runs[i], changed, *cfg->rules);
+            auto plan = decide_plan(runs[i], changed, *cfg->rules, cfg->build_timeout);
             summary = std::move(plan.summary);
             work = [id, stored, explained = std::move(plan.explained), jobs = std::move(plan.jobs),
                     nothing = std::move(plan.nothing)](store::Db& db) {

@@ -19,6 +19,8 @@ namespace {
 
 void parse_tier(config::YamlMap& m, Tier& t) {
     m.get("name", t.name, true);
+    if (t.name == k_build_stage)
+        m.error("name", "'" + t.name + "' is the build stage's name (docs/build.md), not a tier's");
     bool always = false, from_rules = false, scheduled = false;
     m.get("always", always);
     m.get("from_rules", from_rules);

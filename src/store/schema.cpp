@@ -14,7 +14,7 @@ namespace crcrd::store {
 namespace {
 
 // Each entry takes the schema from version i to i+1. Never edit a released entry; append.
-constexpr std::array<const char*, 17> k_migrations = {
+constexpr std::array<const char*, 18> k_migrations = {
     R"sql(
 CREATE TABLE meta (
   key   TEXT PRIMARY KEY,
@@ -422,6 +422,31 @@ CREATE INDEX report_requests_by_sink ON report_requests (sink, at);
     // they use the whole budget but none of a lower priority's share.
     R"sql(
 ALTER TABLE report_requests ADD COLUMN priority INTEGER NOT NULL DEFAULT 0;
+)sql",
+    // 18: the build stage (docs/build.md). One row per build key: its state, the attempt
+    // building it now or last, its size once published and when a run last used it (the
+    // cache's LRU order). A run's build job names the build it makes or waits on in
+    // `jobs.build_key`; the runs waiting on a build are the open jobs of the runs whose build
+    // job names it.
+    R"sql(
+CREATE TABLE builds (
+  id           INTEGER PRIMARY KEY,
+  key          TEXT NOT NULL UNIQUE,
+  state        TEXT NOT NULL CHECK (state IN ('queued','running','ready','failed','evicted')),
+  upstream_sha TEXT NOT NULL,
+  backend_sha  TEXT NOT NULL DEFAULT '',
+  job_id       INTEGER,              -- the attempt building it now, or the last one
+  attempts     INTEGER NOT NULL DEFAULT 0,
+  size_bytes   INTEGER,
+  reason       TEXT NOT NULL DEFAULT '',
+  created_at   TEXT NOT NULL,
+  started_at   TEXT,
+  finished_at  TEXT,
+  last_used_at TEXT
+);
+CREATE INDEX builds_by_state ON builds (state, last_used_at);
+ALTER TABLE jobs ADD COLUMN build_key TEXT;
+CREATE INDEX jobs_by_build_key ON jobs (build_key) WHERE build_key IS NOT NULL;
 )sql",
 };
 

@@ -136,7 +136,8 @@ Where where(const RunFilter& f) {
 const char* const k_job_columns =
     "SELECT id, run_id, tier, position, attempt, state, coalesce(conclusion, ''), "
     "coalesce(reason, ''), coalesce(sha, ''), tests, timeout_ms, metadata, evidence, "
-    "coalesce(log_path, ''), coalesce(started_at, ''), coalesce(external_id, ''), pgid "
+    "coalesce(log_path, ''), coalesce(started_at, ''), coalesce(external_id, ''), pgid, "
+    "coalesce(slot, ''), coalesce(finished_at, ''), coalesce(build_key, '') "
     "FROM jobs";
 
 JobRow read_job(store::Stmt& st) {
@@ -158,6 +159,9 @@ JobRow read_job(store::Stmt& st) {
     j.started_at = st.text(14);
     j.external_id = st.text(15);
     j.pgid = st.opt_int64(16);
+    j.slot = st.text(17);
+    j.finished_at = st.text(18);
+    j.build_key = st.text(19);
     return j;
 }
 
@@ -338,6 +342,18 @@ SlotRow slot_row(const TestDaemon& d, const std::string& name) {
 
 std::vector<SlotRow> slot_rows(const TestDaemon& d) {
     return slots_where(d, Where{});
+}
+
+// ---- builds
+
+std::vector<BuildRowT> build_rows(const TestDaemon& d) {
+    return query(d,
+                 "SELECT id, key, state, upstream_sha, attempts, size_bytes, reason FROM builds "
+                 "ORDER BY id",
+                 {}, [](store::Stmt& st) {
+                     return BuildRowT{st.int64(0), st.text(1),      st.text(2), st.text(3),
+                                      st.int64(4), st.opt_int64(5), st.text(6)};
+                 });
 }
 
 // ---- outbox

@@ -83,6 +83,9 @@ struct JobRow {
     std::string started_at;   // "" when it never started
     std::string external_id;  // another executor's id (Slurm's); "" when unset
     std::optional<std::int64_t> pgid;
+    std::string slot;         // the slot it leased; "" when none (a build from the cache)
+    std::string finished_at;  // "" while open
+    std::string build_key;    // a build job's key; "" otherwise
 };
 
 struct JobFilter {
@@ -134,6 +137,21 @@ struct SlotRow {
 SlotRow slot_row(const TestDaemon& d, const std::string& name);
 /// By name.
 std::vector<SlotRow> slot_rows(const TestDaemon& d);
+
+// ---- builds (docs/build.md)
+
+struct BuildRowT {
+    std::int64_t id = 0;
+    std::string key;
+    std::string state;  // queued, running, ready, failed, evicted
+    std::string upstream_sha;
+    std::int64_t attempts = 0;
+    std::optional<std::int64_t> size_bytes;
+    std::string reason;
+};
+
+/// Every build, by id.
+std::vector<BuildRowT> build_rows(const TestDaemon& d);
 
 // ---- the outbox: statuses and callbacks, and how their sending went
 

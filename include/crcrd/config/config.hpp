@@ -283,6 +283,25 @@ struct RecoveryConfig {
     Duration lookback = std::chrono::hours(72);  // the first pass; GitHub keeps 3 days
 };
 
+/// `build.ccache`: a compiler cache the build gets as CCACHE_DIR, CCACHE_BASEDIR, CCACHE_MAXSIZE.
+struct BuildCcacheConfig {
+    Path dir;
+    std::uint64_t max_size = 5ULL * 1024 * 1024 * 1024;
+};
+
+/// `build:` (docs/build.md): one build per key, on CPU build slots, before any tier of a run
+/// leases a device; absent, runs have no build stage.
+struct BuildConfig {
+    Strings command;  // argv, like execution.command
+    Duration timeout = std::chrono::hours(2);
+    Duration stall_timeout = std::chrono::minutes(30);
+    std::uint32_t slots = 1;  // CPU build slots (local executor): build-1 ... build-N
+    Path cache_dir;
+    std::uint64_t cache_max_bytes = 50ULL * 1024 * 1024 * 1024;
+    Strings key_env;  // names of execution.env variables that enter the key
+    std::optional<BuildCcacheConfig> ccache;
+};
+
 struct Config {
     Path source;  // the file this was loaded from
     std::string log_level = "info";
@@ -296,6 +315,7 @@ struct Config {
     ExecutionConfig execution;
     ClassifyConfig classify;
     BisectConfig bisect;
+    std::optional<BuildConfig> build;  // set when the file has a build section
     ReportConfig report;
     AdminConfig admin;
     std::optional<RecoveryConfig> recovery;  // set when recovery.github_hook is

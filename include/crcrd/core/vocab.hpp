@@ -15,6 +15,12 @@
 
 namespace crcrd {
 
+/// The name of a run's build stage (docs/build.md): its job's tier, its status context's suffix
+/// (`<prefix>/build`), its callbacks' job_name. No tier of the rules file may take it.
+inline constexpr std::string_view k_build_stage = "build";
+/// A build's state (builds.state, docs/build.md).
+enum class BuildState { queued, running, ready, failed, evicted };
+
 /// A run's state (runs.state).
 enum class RunState { queued, running, completed, cancelled };
 /// A job's (one attempt of a tier) state (jobs.state).
@@ -73,6 +79,11 @@ template <>
 struct Vocab<JobState> {
     static constexpr std::array<std::string_view, 5> names{"queued", "leased", "running",
                                                            "completed", "cancelled"};
+};
+template <>
+struct Vocab<BuildState> {
+    static constexpr std::array<std::string_view, 5> names{"queued", "running", "ready", "failed",
+                                                           "evicted"};
 };
 template <>
 struct Vocab<Conclusion> {

@@ -9,10 +9,12 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <filesystem>
 #include <functional>
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -41,6 +43,18 @@ struct Health {
 struct SlotOffer {
     std::string name;
     std::vector<std::string> labels;
+    bool build = false;  // a CPU build slot (docs/build.md): only build jobs, no device
+};
+
+/// A build job's own (docs/build.md): the key it builds, the empty folder it fills
+/// (CRCR_BUILD_OUT) and the nearest ready build of an ancestor (CRCR_BUILD_NEAREST).
+struct BuildSpec {
+    std::string key;
+    std::filesystem::path out;
+    std::optional<std::filesystem::path> nearest;
+    /// Ready builds of the same backend, newest first (upstream SHA, folder): the dispatcher
+    /// picks `nearest` among them, the first whose SHA is an ancestor of the job's.
+    std::vector<std::pair<std::string, std::filesystem::path>> nearest_candidates;
 };
 
 struct JobToRun {
@@ -57,6 +71,10 @@ struct JobToRun {
     /// A rerun of a failed tier (docs/execution.md): the tests that failed in the previous attempt,
     /// given to the command as CRCR_RERUN_FILE. Empty: not a rerun, or execution.rerun is `tier`.
     std::vector<std::string> rerun_tests;
+    /// Set for a run's build job: it runs build.command on a build slot instead of the tier's.
+    std::optional<BuildSpec> build;
+    /// A tier of a run with a build stage: the published build (CRCR_BUILD_DIR, read-only).
+    std::optional<std::filesystem::path> build_dir;
 };
 
 /// An attempt has started: the process group of its command on this host (local), or the id

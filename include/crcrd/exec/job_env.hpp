@@ -30,6 +30,10 @@ struct JobContext {
     /// test ids of the previous attempt, one per line, as CRCR_RERUN_FILE. Unset on a first
     /// attempt.
     std::optional<std::filesystem::path> rerun_file;
+    /// The build stage's variables (docs/build.md): CRCR_BUILD_OUT, CRCR_BACKEND_DIR,
+    /// CRCR_BUILD_NEAREST and CCACHE_* for a build, CRCR_BUILD_DIR for a tier. Like CRCR_*,
+    /// nothing in the configuration overrides them.
+    std::map<std::string, std::string> stage_env;
 };
 
 /// The environment, in order: PATH, HOME (the job directory), LANG; then
@@ -50,6 +54,10 @@ struct SandboxSpec {
     std::vector<std::filesystem::path> hidden_files;  // /dev/null over each (secrets, tokens, keys)
     std::filesystem::path job_dir;                    // bound read-write
     std::optional<std::filesystem::path> pytorch_dir;  // bound read-only
+    /// The build stage's folders (docs/build.md), bound after the masks: read-only (the
+    /// published build, the nearest one) and writable (a build's output and ccache folder).
+    std::vector<std::filesystem::path> ro_binds;
+    std::vector<std::filesystem::path> rw_binds;
     std::vector<std::string> devices;                  // the slot's devices, bound in
     std::optional<std::filesystem::path> command_dir;  // bound read-only (it may lie under /tmp)
     bool no_network = false;                           // execution.network: none

@@ -27,6 +27,7 @@ struct ExecutorSettings {
     std::vector<config::RunnerConfig> runners;
     config::ExecutionConfig execution;
     config::UpstreamConfig upstream;
+    std::optional<config::BuildConfig> build;         // `build:`, when the configuration has one
     std::vector<std::filesystem::path> hidden_dirs;   // config and state folders
     std::vector<std::filesystem::path> hidden_files;  // secrets, tokens, keys
 };

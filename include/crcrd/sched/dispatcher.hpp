@@ -25,6 +25,7 @@
 #include "crcrd/core/worker_loop.hpp"
 #include "crcrd/exec/executor.hpp"
 #include "crcrd/sched/attempt.hpp"
+#include "crcrd/sched/build_stage.hpp"
 #include "crcrd/store/writer.hpp"
 
 namespace crcrd::sched {
@@ -43,6 +44,8 @@ struct DispatcherSettings {
     /// classify.base_check run: failing tests no earlier run answered for are run on the base.
     bool base_check_run = false;
     std::shared_ptr<const classify::Patterns> patterns = std::make_shared<classify::Patterns>();
+    /// `build:` (docs/build.md): each run's build job before its tiers; unset, none.
+    std::optional<BuildStageSettings> build;
 };
 
 class Dispatcher {
@@ -97,6 +100,9 @@ class Dispatcher {
     DispatcherSettings settings();
     /// The names of the slots the executor offers now (what sync_slots() writes).
     std::vector<std::string> offered_slot_names() const;
+    /// The build key's inputs but the SHA (the backend's HEAD, the command's hash), read at
+    /// most once a second; nullopt without a build stage.
+    std::optional<exec::BuildKeyInputs> build_recipe(const DispatcherSettings& cfg);
 
     struct Worker {
         std::thread thread;
@@ -113,6 +119,8 @@ class Dispatcher {
     std::chrono::steady_clock::time_point m_next_recheck =
         std::chrono::steady_clock::time_point::max();
     std::list<Worker> m_workers;
+    std::optional<exec::BuildKeyInputs> m_recipe;  // the dispatcher's thread only
+    std::chrono::steady_clock::time_point m_recipe_at{};
     std::vector<std::pair<exec::JobToRun, std::string>> m_adopted;  // from recover(), for start()
     core::WorkerLoop m_loop{"dispatcher", [this] { return pass(); }};
 };

@@ -31,14 +31,18 @@ namespace crcrd::sched {
 
 /// The queued jobs of a selection: one per selected tier, at the tier's position in the rules
 /// file, with its tests, its timeout (an hour for a tier the rules no longer have) and its
-/// labels. Pure.
-std::vector<store::PlannedJob> plan_jobs(const select::Selection& sel, const select::Rules& rules);
+/// labels; with `build_timeout` (a build stage, docs/build.md) and any tier selected, first the
+/// build job (tier `build`, position -1, that timeout). Pure.
+std::vector<store::PlannedJob> plan_jobs(
+    const select::Selection& sel, const select::Rules& rules,
+    std::optional<std::chrono::milliseconds> build_timeout = std::nullopt);
 
 /// What SIGHUP may replace for the planner.
 struct PlannerConfig {
     std::shared_ptr<const select::Rules> rules;
     select::SourceSettings sources;
     config::BisectConfig bisect;
+    std::optional<std::chrono::milliseconds> build_timeout;  // build.timeout, with a build stage
 };
 
 class Planner {

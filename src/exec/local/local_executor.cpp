@@ -32,6 +32,15 @@ std::shared_ptr<const LocalSettings> LocalExecutor::settings() const {
     return m_settings;
 }
 
+bool LocalExecutor::is_build_slot(const LocalSettings& s, const std::string& name) {
+    if (!s.build || name.rfind(k_build_slot_prefix, 0) != 0) return false;
+    const std::string n = name.substr(std::string_view(k_build_slot_prefix).size());
+    if (n.empty() || n.find_first_not_of("0123456789") != std::string::npos || n.size() > 9)
+        return false;
+    const auto i = std::stoul(n);
+    return i >= 1 && i <= s.build->slots;
+}
+
 const config::RunnerConfig* LocalExecutor::runner(const LocalSettings& s,
                                                   const std::string& name) const {
     for (const auto& r : s.runners)
@@ -77,6 +86,7 @@ Health LocalExecutor::slot_health(const config::RunnerConfig& r) {
 
 Health LocalExecutor::check_health(const std::string& slot) {
     auto s = settings();
+    if (is_build_slot(*s, slot)) return Health{true, std::chrono::system_clock::now(), 0, ""};
     const auto* r = runner(*s, slot);
     if (!r)
         return Health{false, std::chrono::system_clock::now(), std::nullopt,
@@ -88,6 +98,10 @@ std::vector<SlotOffer> LocalExecutor::slots() const {
     auto s = settings();
     std::vector<SlotOffer> out;
     for (const auto& r : s->runners) out.push_back(SlotOffer{r.name, r.labels});
+    if (s->build) {
+        for (std::uint32_t i = 1; i <= s->build->slots; ++i)
+            out.push_back(SlotOffer{k_build_slot_prefix + std::to_string(i), {}, true});
+    }
     return out;
 }
 
@@ -95,7 +109,11 @@ RawOutcome LocalExecutor::run(const JobToRun& job, const std::atomic<bool>& canc
                               const AttemptHooks& hooks) {
     auto s = settings();
     RawOutcome out;
-    const auto* slot = runner(*s, job.slot);
+    // A build slot (docs/build.md) has no device and no check; a runner slot is configured.
+    config::RunnerConfig build_slot;
+    build_slot.name = job.slot;
+    const auto* slot =
+        job.build && is_build_slot(*s, job.slot) ? &build_slot : runner(*s, job.slot);
     if (!slot) {
         out.not_run = "slot " + job.slot + " is no longer configured";
         return out;

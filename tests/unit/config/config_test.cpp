@@ -171,6 +171,22 @@ TEST(Config, ErrorsNameTheKeyPath) {
         {"execution: {slurm: {partition: p, shared_root: /s, max_submitted: 0}}\n",
          "execution.slurm.max_submitted: must be between"},
         {"execution: {slurm: {shared_root: /s}}\n", "execution.slurm.partition: required"},
+        {"build: {cache_dir: /c}\n", "build.command: required"},
+        {"build: {command: [b.sh]}\n", "build.cache_dir: required"},
+        {"build: {command: [b.sh], cache_dir: /c, slots: 0}\n", "build.slots: must be at least 1"},
+        {"build: {command: [b.sh], cache_dir: /c, key_env: [USE_SPYRE]}\n",
+         "build.key_env: 'USE_SPYRE' is not a variable of execution.env"},
+        {"build: {command: [b.sh], cache_dir: /c, ccache: {max_size: 1GiB}}\n",
+         "build.ccache.dir: required"},
+        {"build: {command: [b.sh], cache_dir: /c, timeout: 5}\n",
+         "build.timeout: '5' is not a duration"},
+        {"build: {command: [b.sh], cache_dir: /c, partition: cpu}\n",
+         "build.partition: unknown key"},
+        {"runners: [{name: build-1}]\nbuild: {command: [b.sh], cache_dir: /c}\n",
+         "build.slots: the runner 'build-1' has a build slot's name"},
+        {"execution: {slurm: {partition: p, shared_root: /s}, executor: slurm}\n"
+         "build: {command: [b.sh], cache_dir: /c}\n",
+         "build.command: a build stage needs executor: local"},
     };
     for (const auto& c : cases) {
         auto l = parse(std::string(k_minimal) + c.yaml_tail, "/etc");
@@ -225,6 +241,29 @@ TEST(Config, ReportBudgetsDefaultToGithubsAndTheRelaysLimitsAndMayBeReplacedOrEm
     ASSERT_EQ(set.config->report.github->budget.size(), 1u);
     EXPECT_EQ(set.config->report.github->budget[0].requests, 4000);
     EXPECT_TRUE(set.config->report.crcr_callback->budget.empty());
+}
+
+TEST(Config, ABuildSectionGetsDefaultsAndResolvesItsPaths) {
+    auto none = parse(k_minimal, "/etc/crcrd");
+    ASSERT_TRUE(none.config) << all(none);
+    EXPECT_FALSE(none.config->build) << "no build: section, no build stage";
+    auto l = parse(std::string(k_minimal) +
+                       "execution: {env: {USE_SPYRE: \"1\"}}\n"
+                       "build: {command: [ci/build.sh, -j8], cache_dir: builds, key_env: "
+                       "[USE_SPYRE], ccache: {dir: ccache}, slots: 2}\n",
+                   "/etc/crcrd");
+    ASSERT_TRUE(l.config) << all(l);
+    const auto& b = *l.config->build;
+    EXPECT_EQ(b.command, (std::vector<std::string>{"/etc/crcrd/ci/build.sh", "-j8"}));
+    EXPECT_EQ(b.cache_dir, "/etc/crcrd/builds");
+    EXPECT_EQ(b.slots, 2u);
+    EXPECT_EQ(b.timeout, std::chrono::hours(2));
+    EXPECT_EQ(b.stall_timeout, std::chrono::minutes(30));
+    EXPECT_EQ(b.cache_max_bytes, 50ULL << 30);
+    EXPECT_EQ(b.key_env, (std::vector<std::string>{"USE_SPYRE"}));
+    ASSERT_TRUE(b.ccache);
+    EXPECT_EQ(b.ccache->dir, "/etc/crcrd/ccache");
+    EXPECT_EQ(b.ccache->max_size, 5ULL << 30);
 }
 
 TEST(Config, ServerLimits) {

@@ -143,6 +143,16 @@ TEST(PlanJobs, OneJobPerSelectedTierAtItsPositionInTheRules) {
     EXPECT_EQ(jobs[1].timeout_ms, 3'600'000);
     EXPECT_EQ(jobs[1].labels_json, "[]");
     EXPECT_TRUE(plan_jobs(select::Selection{}, rules).empty());
+    // With a build stage: its job first, before every tier, with build.timeout; nothing to
+    // build for a run that selected nothing.
+    auto built = plan_jobs(sel, rules, std::chrono::milliseconds(7'200'000));
+    ASSERT_EQ(built.size(), 3u);
+    EXPECT_EQ(built[0].tier, "build");
+    EXPECT_EQ(built[0].position, -1);
+    EXPECT_EQ(built[0].timeout_ms, 7'200'000);
+    EXPECT_EQ(built[0].tests_json, "[]");
+    EXPECT_EQ(built[1].tier, "smoke");
+    EXPECT_TRUE(plan_jobs(select::Selection{}, rules, std::chrono::milliseconds(1)).empty());
 }
 
 // Every rule of an attempt's end (docs/verdicts.md), as a table over plain values: no SQLite.

@@ -243,6 +243,8 @@ TEST(Rules, ValidationNamesFileLineAndKey) {
          "tiers[0].name: a tier is exactly one of"},
         {"tiers: [{name: a, always: true, tests: [x]}, {name: a, always: true, tests: [y]}]\n",
          "duplicate tier 'a'"},
+        {"tiers: [{name: build, always: true, tests: [x]}]\n",
+         "tiers[0].name: 'build' is the build stage's name"},
         {"tiers: [{name: a, always: true, tests: [x], timeout: soon}]\n", "tiers[0].timeout"},
         {"tiers: [{name: a, always: true, tests: [x]}]\nrules: [{name: r, paths: [a/**]}]\n",
          "rules[0].tests: required unless skip"},

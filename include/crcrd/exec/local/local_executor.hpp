@@ -17,6 +17,9 @@ namespace crcrd::exec {
 
 using LocalSettings = ExecutorSettings;
 
+/// The local executor's CPU build slots (docs/build.md): build-1 ... build-<build.slots>.
+inline constexpr const char* k_build_slot_prefix = "build-";
+
 class LocalExecutor : public Executor {
   public:
     explicit LocalExecutor(std::shared_ptr<const LocalSettings> settings);
@@ -43,6 +46,7 @@ class LocalExecutor : public Executor {
     Health slot_health(const config::RunnerConfig& r);
     std::shared_ptr<const LocalSettings> settings() const;
     const config::RunnerConfig* runner(const LocalSettings& s, const std::string& name) const;
+    static bool is_build_slot(const LocalSettings& s, const std::string& name);
 
     mutable std::mutex m_mu;
     std::shared_ptr<const LocalSettings> m_settings;

@@ -1,0 +1,283 @@
+// The build stage through the real daemon (docs/build.md): one build per key on a CPU build slot
+// however many runs and tiers need it, tiers only after it and with the published build
+// read-only, a failed build as a regression that cancels the tiers, hostile builds (a link out
+// of the output, a write outside it), a kill -9 mid-build, and the cache's eviction and start-up
+// check.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "crcrd/core/crypto.hpp"
+#include "crcrd/core/files.hpp"
+#include "support/ci_script.hpp"
+#include "support/daemon.hpp"
+#include "support/process.hpp"
+#include "support/state.hpp"
+
+namespace crcrd {
+namespace {
+
+using nlohmann::json;
+namespace fs = std::filesystem;
+
+// The backend's build, in miniature. By the upstream SHA's first characters: dead… fails to
+// compile, 5111… leaves a link to /etc/passwd in its output; any other writes lib.txt (and
+// BUILD_BYTES more bytes), tries to write outside its output, and waits while $BUILD_HOLD exists.
+constexpr const char* k_build_script = R"SH(#!/bin/sh
+echo "build of $CRCR_PYTORCH_SHA into $CRCR_BUILD_OUT nearest=${CRCR_BUILD_NEAREST:-none}"
+while [ -n "${BUILD_HOLD:-}" ] && [ -e "$BUILD_HOLD" ]; do sleep 0.05; done
+case "$CRCR_PYTORCH_SHA" in
+  dead*) echo "ops.cpp:12: error: 'at::foo' was not declared in this scope"; exit 3 ;;
+  5111*) ln -s /etc/passwd "$CRCR_BUILD_OUT/passwd"; exit 0 ;;
+esac
+if echo escaped > "$CRCR_BUILD_OUT/../../escaped" 2>/dev/null; then echo "wrote outside"; fi
+echo "built $CRCR_PYTORCH_SHA" > "$CRCR_BUILD_OUT/lib.txt"
+if [ -n "${BUILD_BYTES:-}" ]; then head -c "$BUILD_BYTES" /dev/zero > "$CRCR_BUILD_OUT/blob"; fi
+echo done
+)SH";
+
+// A tier's command: passes when the build is there, holds what this SHA's build wrote, and
+// cannot be written to.
+constexpr const char* k_test_script = R"SH(#!/bin/sh
+echo "tier=$CRCR_TIER build_dir=${CRCR_BUILD_DIR:-none}"
+status=ok
+grep -q "built $CRCR_PYTORCH_SHA" "$CRCR_BUILD_DIR/lib.txt" || status=missing
+if touch "$CRCR_BUILD_DIR/mine" 2>/dev/null; then status=writable; fi
+echo "status=$status"
+if [ "$status" = ok ]; then
+  echo "<testsuite><testcase classname=\"build\" name=\"uses_build\"/></testsuite>" > "$CRCR_JUNIT_DIR/r.xml"
+else
+  echo "<testsuite><testcase classname=\"build\" name=\"uses_build\"><failure message=\"$status\"/></testcase></testsuite>" > "$CRCR_JUNIT_DIR/r.xml"
+fi
+)SH";
+
+const std::string k_sha = "ec26c3e57ca3a959ca5aad62de7213c562f8c821";
+
+class BuildStageTest : public ::testing::Test {
+  protected:
+    void start(const std::string& build_extra = "", const std::string& env = "") {
+        if (auto why = bwrap_unavailable(); !why.empty()) GTEST_SKIP() << why;
+        install(bin.path() / "build.sh", k_build_script);
+        install(bin.path() / "test.sh", k_test_script);
+        write_file(dir.path() / "selection.yaml",
+                   "tiers:\n"
+                   "  - {name: import, always: true, tests: [a]}\n"
+                   "  - {name: smoke, always: true, tests: [b]}\n"
+                   "rules: []\n"
+                   "unmatched: nothing\n");
+        daemon = std::make_unique<TestDaemon>(
+            dir.path(),
+            "selection: {rules: selection.yaml, concurrency: {pull_request: none}}\n"
+            "runners:\n"
+            "  - {name: card-0}\n"
+            "execution:\n"
+            "  command: [" +
+                (bin.path() / "test.sh").string() +
+                "]\n"
+                "  work_root: state/work\n"
+                "  min_free_bytes: 1MiB\n"
+                "  infra_retries: 1\n"
+                "  device_wait: 30s\n"
+                "  env: {BUILD_HOLD: " +
+                hold().string() + env +
+                "}\n"
+                "build:\n"
+                "  command: [" +
+                (bin.path() / "build.sh").string() +
+                "]\n"
+                "  cache_dir: state/builds\n"
+                "  timeout: 1m\n" +
+                build_extra + "report: {file: state/statuses.jsonl}\n" +
+                "admin: {tokens: [{name: ops, role: admin, sha256: " +
+                crypto::sha256_hex("ops-token") + "}]}\n");
+        daemon->start();
+    }
+
+    void install(const fs::path& p, const char* text) {
+        write_file(p, text);
+        fs::permissions(p, fs::perms(0755));
+        fs::permissions(bin.path(), fs::perms(0755));
+    }
+    fs::path hold() const { return bin.path() / "hold"; }
+    fs::path cache() const { return dir.path() / "state" / "builds"; }
+
+    std::int64_t post(const std::string& sha, const std::string& id) {
+        json j = json::parse(fixture_text("crcr/direct-pytorch-crcr.json"));
+        j["client_payload"]["upstream_sha"] = sha;
+        j["client_payload"]["pr_number"] = next_pr++;
+        auto r = daemon->post_standard(j.dump(), id);
+        EXPECT_EQ(r->status, 202) << r->body;
+        return json::parse(r->body)["run_id"].get<std::int64_t>();
+    }
+    JobRow build_job(std::int64_t run) { return last_job(*daemon, {.run = run, .tier = "build"}); }
+    /// Waits (polling the database, bounded) until `pred` holds.
+    template <class Pred>
+    bool eventually(Pred pred) {
+        for (int i = 0; i < 600; ++i) {
+            if (pred()) return true;
+            std::this_thread::sleep_for(std::chrono::milliseconds(50));
+        }
+        return false;
+    }
+
+    TempDir dir;
+    TempDir bin;
+    std::unique_ptr<TestDaemon> daemon;
+    int next_pr = 300;
+};
+
+TEST_F(BuildStageTest, ThreeRunsOfOneShaBuildOnceOnABuildSlotAndTheirTiersStartOnlyAfterIt) {
+    start();
+    write_file(hold(), "");  // the build waits until every run is queued
+    const auto a = post(k_sha, "b-1");
+    ASSERT_TRUE(eventually([&] { return build_job(a).state == "running"; }));
+    const auto b = post(k_sha, "b-2");
+    const auto c = post(k_sha, "b-3");
+    fs::remove(hold());
+    for (auto run : {a, b, c}) {
+        EXPECT_EQ(daemon->finished(run), "completed/passed");
+        EXPECT_EQ(jobs_of(*daemon, run),
+                  "build:completed:passed:1 import:completed:passed:1 smoke:completed:passed:1");
+    }
+    // One build: run a's job on the build slot; b and c waited on it, holding no slot.
+    const auto built = build_job(a);
+    EXPECT_EQ(built.slot, "build-1");
+    EXPECT_EQ(built.metadata["slot"], "build-1");
+    for (auto run : {b, c}) {
+        const auto waited = build_job(run);
+        EXPECT_EQ(waited.slot, "") << waited.reason;
+        EXPECT_NE(waited.reason.find("from the cache (built by job " + std::to_string(built.id)),
+                  std::string::npos)
+            << waited.reason;
+        EXPECT_EQ(waited.build_key, built.build_key);
+    }
+    const auto builds = build_rows(*daemon);
+    ASSERT_EQ(builds.size(), 1u);
+    EXPECT_EQ(builds[0].state, "ready");
+    EXPECT_EQ(builds[0].attempts, 1);
+    EXPECT_EQ(builds[0].key, built.build_key);
+    EXPECT_EQ(builds[0].upstream_sha, k_sha);
+    // No tier started before the build ended, and every tier ran on the card, not the build slot.
+    for (const auto& j : job_rows(*daemon)) {
+        if (j.tier == "build") continue;
+        EXPECT_GE(j.started_at, built.finished_at) << j.tier << " of run " << j.run_id;
+        EXPECT_EQ(j.slot, "card-0");
+        const auto log = read_file(j.log_path).value();
+        EXPECT_NE(log.find("build_dir=" + (cache() / built.build_key).string()), std::string::npos)
+            << log;
+        EXPECT_NE(log.find("status=ok"), std::string::npos) << log;
+    }
+    // The published build holds what the build wrote, and nothing it tried to write elsewhere.
+    EXPECT_EQ(read_file(cache() / built.build_key / "lib.txt").value(), "built " + k_sha + "\n");
+    EXPECT_FALSE(fs::exists(dir.path() / "state" / "escaped"));
+    EXPECT_FALSE(fs::exists(cache() / "escaped"));
+    const auto log = read_file(built.log_path).value();
+    EXPECT_EQ(log.find("wrote outside"), std::string::npos) << log;
+    // The stage is reported like a tier: its own status context, pending then success.
+    const auto statuses = read_file(dir.path() / "state" / "statuses.jsonl").value();
+    EXPECT_NE(statuses.find(R"("context":"crcr/build")"), std::string::npos) << statuses;
+    EXPECT_EQ(count_outbox(*daemon, {.run = a,
+                                     .context = std::string("crcr/build"),
+                                     .state = std::string("success")}),
+              1);
+}
+
+TEST_F(BuildStageTest, AFailedBuildIsARegressionThatCancelsTheTiersWithTheReason) {
+    start();
+    const auto run = post("dead00000000000000000000000000000000beef", "b-dead");
+    EXPECT_EQ(daemon->finished(run), "completed/regression");
+    const auto build = first_job(*daemon, {.run = run, .tier = "build"});
+    EXPECT_EQ(build.conclusion, "regression");
+    EXPECT_NE(build.reason.find("the build failed (exit 3)"), std::string::npos) << build.reason;
+    EXPECT_EQ(last_job(*daemon, {.run = run, .tier = "import"}).reason, "build ended regression");
+    EXPECT_EQ(last_job(*daemon, {.run = run, .tier = "import"}).state, "cancelled");
+    const auto builds = build_rows(*daemon);
+    ASSERT_EQ(builds.size(), 1u);
+    EXPECT_EQ(builds[0].state, "failed");
+    EXPECT_FALSE(fs::exists(cache() / builds[0].key));
+    // No card was leased for the run.
+    EXPECT_EQ(count_jobs(*daemon, {.run = run, .state = std::string("completed")}),
+              count_jobs(*daemon, {.run = run, .tier = std::string("build")}));
+}
+
+TEST_F(BuildStageTest, ALinkOutOfTheOutputIsNeverPublished) {
+    start();
+    const auto run = post("5111000000000000000000000000000000000000", "b-link");
+    EXPECT_EQ(daemon->finished(run), "completed/infra_error");
+    // Retried once (infra_retries: 1), refused both times, with the link named.
+    EXPECT_EQ(count_jobs(*daemon, {.run = run, .tier = std::string("build")}), 2);
+    const auto last = last_job(*daemon, {.run = run, .tier = "build"});
+    EXPECT_NE(last.reason.find("the symbolic link"), std::string::npos) << last.reason;
+    EXPECT_NE(last.reason.find("/passwd points outside the build (to /etc/passwd)"),
+              std::string::npos)
+        << last.reason;
+    const auto builds = build_rows(*daemon);
+    ASSERT_EQ(builds.size(), 1u);
+    EXPECT_EQ(builds[0].state, "failed");
+    EXPECT_FALSE(fs::exists(cache() / builds[0].key));
+    EXPECT_FALSE(
+        fs::exists(cache() / ".partial" / (builds[0].key + "." + std::to_string(last.id))));
+}
+
+TEST_F(BuildStageTest, AKillMidBuildPublishesNothingAndTheRestartBuildsAgain) {
+    start();
+    write_file(hold(), "");
+    const auto run = post(k_sha, "b-kill");
+    ASSERT_TRUE(eventually([&] { return build_job(run).state == "running"; }));
+    const auto first = build_job(run);
+    ASSERT_TRUE(
+        fs::exists(cache() / ".partial" / (first.build_key + "." + std::to_string(first.id))));
+    daemon->kill9();
+    EXPECT_FALSE(fs::exists(cache() / first.build_key));
+    fs::remove(hold());
+    daemon->start();
+    EXPECT_EQ(daemon->finished(run), "completed/passed");
+    EXPECT_EQ(jobs_of(*daemon, run),
+              "build:completed:infra_error:1 build:completed:passed:2 import:completed:passed:1 "
+              "smoke:completed:passed:1");
+    EXPECT_EQ(first_job(*daemon, {.run = run, .tier = "build"}).reason, "daemon restarted (retried)");
+    const auto builds = build_rows(*daemon);
+    ASSERT_EQ(builds.size(), 1u);
+    EXPECT_EQ(builds[0].state, "ready");
+    EXPECT_EQ(builds[0].attempts, 2);
+    // The killed attempt's half-written folder was removed at the start.
+    EXPECT_FALSE(
+        fs::exists(cache() / ".partial" / (first.build_key + "." + std::to_string(first.id))));
+    EXPECT_TRUE(fs::exists(cache() / first.build_key / "lib.txt"));
+}
+
+TEST_F(BuildStageTest, TheCacheEvictsTheLeastRecentlyUsedAndForgetsAFolderGoneAtStart) {
+    start("  cache_max_bytes: 1MiB\n", ", BUILD_BYTES: \"700000\"");
+    const std::string sha_a = "aaaa000000000000000000000000000000000001";
+    const std::string sha_b = "bbbb000000000000000000000000000000000002";
+    const auto a = post(sha_a, "b-a");
+    EXPECT_EQ(daemon->finished(a), "completed/passed");
+    const auto b = post(sha_b, "b-b");
+    EXPECT_EQ(daemon->finished(b), "completed/passed");
+    auto builds = build_rows(*daemon);
+    ASSERT_EQ(builds.size(), 2u);
+    // Two builds of 700 kB do not fit in 1 MiB: a's, the older, went once b's was published.
+    EXPECT_EQ(builds[0].upstream_sha, sha_a);
+    EXPECT_EQ(builds[0].state, "evicted");
+    EXPECT_NE(builds[0].reason.find("build.cache_max_bytes"), std::string::npos);
+    EXPECT_FALSE(fs::exists(cache() / builds[0].key));
+    EXPECT_EQ(builds[1].state, "ready");
+    EXPECT_GE(builds[1].size_bytes.value_or(0), 700000);
+    // b's folder disappears while the daemon is down: at the start its row becomes evicted, and
+    // the next run of b builds it again.
+    EXPECT_EQ(daemon->stop(), 0);
+    fs::remove_all(cache() / builds[1].key);
+    daemon->start();
+    EXPECT_EQ(build_rows(*daemon)[1].state, "evicted");
+    const auto again = post(sha_b, "b-b2");
+    EXPECT_EQ(daemon->finished(again), "completed/passed");
+    EXPECT_EQ(build_job(again).slot, "build-1");
+    builds = build_rows(*daemon);
+    EXPECT_EQ(builds[1].state, "ready");
+    EXPECT_EQ(builds[1].attempts, 2);
+}
+
+}  // namespace
+}  // namespace crcrd
