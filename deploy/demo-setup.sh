@@ -27,12 +27,20 @@ if [[ ! -s $demo/admin.token ]]; then
   echo "demo: wrote the demo's admin token to $demo/admin.token" >&2
 fi
 # The demo's upstream PyTorch: a generated history in var/demo/upstream (no network), that the
-# daemon mirrors into var/demo/pytorch.git. main has 24 commits; commit 13 ("culprit") adds
-# demo/regressed, which examples/demo/tests/test_trunk.py fails on. Branch pr-clean forks
-# from commit 0 and changes a kernel; pr-on-broken forks from main's tip and changes docs.
+# daemon mirrors into var/demo/pytorch.git. main has 24 commits; commit 0 has the header the
+# demo's build compiles against (aten/src/ATen/demo/add.h, examples/demo/build.sh); commit 13
+# ("culprit") adds demo/regressed, which examples/demo/tests/test_trunk.py fails on. Branch
+# pr-clean forks from commit 0 and changes a kernel; pr-on-broken forks from main's tip and
+# changes docs; pr-breaks-build forks from main's tip and changes the header's signature, so
+# the demo's extension no longer compiles.
 # var/demo/payloads/ holds the deliveries of the README: the fixtures of tests/fixtures/ with
 # their SHAs replaced by these commits.
 up=$demo/upstream
+# A history made by an older demo (without the build's header) is made again.
+if [[ -d $up/.git ]] && ! command git -C "$up" rev-parse --quiet --verify pr-breaks-build >/dev/null; then
+  rm -rf "$up" "$demo/pytorch.git" "$demo/payloads" "$demo/builds"
+  echo "demo: the upstream history predates the build stage; making it again" >&2
+fi
 if [[ ! -d $up/.git ]]; then
   git() { command git -C "$up" -c user.name=demo -c user.email=demo@example.org "$@"; }
   mkdir -p "$up"
@@ -40,6 +48,9 @@ if [[ ! -d $up/.git ]]; then
   mkdir -p "$up/aten/src/ATen/native" "$up/torch/_inductor" "$up/docs" "$up/demo"
   echo 'int add(int a, int b);' > "$up/aten/src/ATen/native/BinaryOps.cpp"
   echo '# the demo upstream' > "$up/docs/index.rst"
+  mkdir -p "$up/aten/src/ATen/demo"
+  printf '%s\n' '#pragma once' 'namespace at::demo {' 'inline int add(int a, int b) { return a + b; }' \
+    '}  // namespace at::demo' > "$up/aten/src/ATen/demo/add.h"
   for i in $(seq 0 23); do
     echo "step = $i" > "$up/torch/_inductor/step_$i.py"
     [[ $i -eq 13 ]] && echo "commit 13 broke the trunk test" > "$up/demo/regressed"
@@ -54,14 +65,20 @@ if [[ ! -d $up/.git ]]; then
   git checkout --quiet -b pr-on-broken main
   echo '# the demo upstream, better documented' > "$up/docs/index.rst"
   GIT_COMMITTER_DATE=2026-11-01T01:01:00Z GIT_AUTHOR_DATE=2026-11-01T01:01:00Z git commit --quiet -am "docs: say more"
+  git checkout --quiet -b pr-breaks-build main
+  printf '%s\n' '#pragma once' 'namespace at::demo {' \
+    'inline int add(int a, int b, int alpha) { return a + alpha * b; }' '}  // namespace at::demo' \
+    > "$up/aten/src/ATen/demo/add.h"
+  GIT_COMMITTER_DATE=2026-11-01T01:02:00Z GIT_AUTHOR_DATE=2026-11-01T01:02:00Z git commit --quiet -am "aten: at::demo::add takes alpha"
   git checkout --quiet main
   unset -f git
   echo "demo: made an upstream history of $(git -C "$up" rev-list --count main) commits in $up" >&2
 fi
 if [[ ! -d $demo/payloads ]]; then
-  mkdir -p "$demo/payloads"
-  c0=$(git -C "$up" rev-list --reverse main | head -n 1)
-  python3 - "$demo/payloads" "$(git -C "$up" rev-parse pr-clean)" "$c0" <<'PY'
+  rm -rf "$demo/payloads.part"
+  mkdir -p "$demo/payloads.part"
+  c0=$(git -C "$up" rev-list --max-parents=0 main)
+  python3 - "$demo/payloads.part" "$(git -C "$up" rev-parse pr-clean)" "$c0" <<'PY'
 import json, sys
 out, head, base = sys.argv[1:4]
 # The fixture's head and base SHAs become the demo PR's.
@@ -72,5 +89,6 @@ for name in ("pull_request-synchronize.dispatch.json", "direct-pytorch-crcr.json
         text = text.replace(old, new)
     open(f"{out}/{name}", "w").write(text)
 PY
+  mv "$demo/payloads.part" "$demo/payloads"
   echo "demo: wrote the README's deliveries for the demo upstream to $demo/payloads/" >&2
 fi

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The README's scripted sequence on the demo's upstream (deploy/demo-setup.sh made it): a
-# trunk push that passes, a later push that fails, its bisection to the culprit, and a PR on the
-# broken trunk whose only failure is the trunk's (pre_existing). Needs `make run` in another
+# trunk push that passes, a later push that fails, its bisection to the culprit, a PR on the
+# broken trunk whose only failure is the trunk's (pre_existing), and a PR that breaks the
+# build (a regression found before any card is used). Needs `make run` in another
 # terminal. Each step waits for its run (and the bisection) to end.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -60,3 +61,10 @@ echo "run $pr_run: $(field "$pr_run" 'r["conclusion"] + ": " + r["reason"]')"
 field "$pr_run" '"\n".join(json.dumps(j["evidence"]["pre_existing"]) for j in r["jobs"] if (j.get("evidence") or {}).get("pre_existing"))'
 echo "statuses of PR 7's commit (var/demo/statuses.jsonl):"
 grep "$(git -C "$up" rev-parse pr-on-broken)" "$demo/statuses.jsonl" | tail -n 3
+
+echo "== 4. PR 8 changes the signature of a header the backend's extension uses: the build fails"
+delivery "$demo/story/pr-build.json" "$(git -C "$up" rev-parse pr-breaks-build)" refs/pull/8/head 8 "$bad"
+build_run=$(send "$demo/story/pr-build.json")
+wait_for "$build_run" 'r["state"] in ("completed","cancelled")'
+echo "run $build_run: $(field "$build_run" 'r["conclusion"] + ": " + r["reason"]')"
+field "$build_run" '"\n".join(j["tier"] + ": " + j["state"] + " " + (j.get("conclusion") or "") + " " + (j.get("reason") or "") for j in r["jobs"])'
