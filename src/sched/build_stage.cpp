@@ -45,6 +45,12 @@ BuildStep step_build_job(store::Db& db, const BuildStageSettings& s,
     BuildStep step{BuildStep::Kind::lease, {}};
     step.spec.key = key;
     step.spec.out = exec::partial_dir(s.build.cache_dir, key, job.job_id);
+    if (auto base = builds.base_of_run(job.run_id); base && *base != job.sha) {
+        exec::BuildKeyInputs at_base = in;
+        at_base.upstream_sha = *base;
+        step.spec.base_sha = *base;
+        step.spec.base_key = exec::build_key(at_base);
+    }
     for (const auto& r : builds.ready_of_backend(in.backend_sha, key))
         step.spec.nearest_candidates.emplace_back(r.upstream_sha,
                                                   exec::build_dir(s.build.cache_dir, r.key));
@@ -100,6 +106,27 @@ std::optional<std::int64_t> finish_build_attempt(const BuildStageSettings& s,
     return *size;
 }
 
+void judge_against_base(store::Db& db, const exec::JobToRun& job, Judged& judged) {
+    if (!job.build || !job.build->base_key || judged.conclusion != Conclusion::regression) return;
+    const std::string base7 = job.build->base_sha->substr(0, 7);
+    const auto base = store::BuildsRepo(db).get(*job.build->base_key);
+    if (base && base->state == BuildState::failed &&
+        (base->conclusion == Conclusion::regression ||
+         base->conclusion == Conclusion::pre_existing)) {
+        judged.conclusion = Conclusion::pre_existing;
+        judged.reason = "the build fails on " + base7 + " too";
+        judged.evidence["pre_existing"] = {{"base_sha", *job.build->base_sha},
+                                           {"build_id", base->id}};
+        return;
+    }
+    if (base && (base->state == BuildState::ready || base->state == BuildState::evicted) &&
+        !base->conclusion) {
+        judged.reason += "; " + base7 + " builds";
+        return;
+    }
+    judged.reason += "; " + base7 + " was not built here";
+}
+
 void settle_build(store::Db& db, const exec::JobToRun& job, const std::optional<EndPlan>& plan,
                   std::optional<std::int64_t> size, SystemTime now) {
     if (!job.build || !plan) return;
@@ -111,7 +138,7 @@ void settle_build(store::Db& db, const exec::JobToRun& job, const std::optional<
         return;
     }
     if (plan->conclusion == Conclusion::cancelled) return;  // the next job that asks builds it
-    builds.mark_failed(key, plan->reason, now);
+    builds.mark_failed(key, plan->reason, now, plan->conclusion);
     for (auto id : builds.waiting_jobs(key, job.job_id)) {
         finish_job(db, id, plan->conclusion,
                    "the build " + short_key(key) + " by job " + std::to_string(job.job_id) +

@@ -601,6 +601,10 @@ void Dispatcher::work(exec::JobToRun job, std::shared_ptr<std::atomic<bool>> can
         if (requeue) {
             jobs.requeue_open(job.job_id);
         } else {
+            // A failed build against its base's (docs/build.md); the outcome itself stays as
+            // judged, for a retry of this write.
+            Judged judged = outcome;
+            judge_against_base(db, job, judged);
             exec::TestCounts c = exec::count(raw.results);
             std::vector<store::TestRow> tests;
             tests.reserve(raw.results.size());
@@ -611,14 +615,14 @@ void Dispatcher::work(exec::JobToRun job, std::shared_ptr<std::atomic<bool>> can
                                                      {"failed", c.failed},
                                                      {"skipped", c.skipped},
                                                      {"flaky", 0}}),
-                                store::JsonText(outcome.evidence));
+                                store::JsonText(judged.evidence));
             // A rerun's results are its own tests and those carried over from the attempts
             // before. (A base check ran on another SHA: nothing of the PR's attempts is its
             // result.)
             std::int64_t carried = 0;
             if (job.attempt > 1 && jobs.base_check_tests(job.job_id).empty())
                 carried = jobs.carry_earlier_results(job.job_id);
-            plan = end_attempt(db, job, AttemptOrigin::ran, outcome,
+            plan = end_attempt(db, job, AttemptOrigin::ran, judged,
                                end_policy(cfg, m_clock.now(), stopping), carried);
             settle_build(db, job, plan, built, m_clock.now());
             if (cfg.build) evicted = choose_evictions(db, *cfg.build, m_clock.now());

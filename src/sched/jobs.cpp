@@ -51,7 +51,8 @@ std::optional<Conclusion> finish_job(store::Db& db, std::int64_t job_id, Conclus
     if (!done_attempt) return std::nullopt;
     const auto& [run_id, tier] = *done_attempt;
 
-    if (!is_pass(conclusion))
+    // A build that did not pass leaves nothing to test, even when its failure is the base's.
+    if (!is_pass(conclusion) || (tier == k_build_stage && conclusion != Conclusion::passed))
         jobs.cancel_queued(run_id, tier + " ended " + std::string(to_string(conclusion)), now);
     if (jobs.count_open(run_id) != 0) return std::nullopt;
     auto c = run_class(jobs.latest_completed(run_id), tier, conclusion);

@@ -13,7 +13,7 @@ constexpr const char* k_columns =
     "b.reason, b.created_at, b.started_at, b.finished_at, b.last_used_at, "
     "(SELECT count(DISTINCT j.run_id) FROM jobs j WHERE j.build_key = b.key), "
     "(SELECT count(*) FROM jobs j JOIN jobs t ON t.run_id = j.run_id WHERE j.build_key = b.key "
-    " AND t.state IN ('queued','leased','running'))";
+    " AND t.state IN ('queued','leased','running')), b.conclusion";
 
 BuildRow read_row(const Stmt& st) {
     BuildRow r;
@@ -32,6 +32,7 @@ BuildRow read_row(const Stmt& st) {
     r.last_used_at = st.opt_text(12);
     r.runs = st.int64(13);
     r.open_jobs = st.int64(14);
+    r.conclusion = opt_vocab_column<Conclusion>(st, 15, "builds.conclusion");
     return r;
 }
 
@@ -87,9 +88,10 @@ BuildClaim BuildsRepo::claim(const std::string& key, const std::string& upstream
     }
     if (builder != job_id) {
         // Failed, evicted, or its builder ended without a result: this job builds it again.
-        Scoped take(m_db,
-                    "UPDATE builds SET state = 'queued', job_id = ?, reason = '', "
-                    "finished_at = NULL, size_bytes = NULL WHERE key = ?");
+        Scoped take(
+            m_db,
+            "UPDATE builds SET state = 'queued', job_id = ?, reason = '', conclusion = NULL, "
+            "finished_at = NULL, size_bytes = NULL WHERE key = ?");
         take->bind(1, job_id).bind(2, key);
         take->run();
     }
@@ -112,11 +114,28 @@ void BuildsRepo::mark_ready(const std::string& key, std::int64_t size_bytes, Sys
     st->run();
 }
 
-void BuildsRepo::mark_failed(const std::string& key, const std::string& reason, SystemTime now) {
+void BuildsRepo::mark_failed(const std::string& key, const std::string& reason, SystemTime now,
+                             std::optional<Conclusion> conclusion) {
     Scoped st(m_db,
-              "UPDATE builds SET state = 'failed', reason = ?, finished_at = ? WHERE key = ?");
-    st->bind(1, reason).bind(2, rfc3339(now)).bind(3, key);
+              "UPDATE builds SET state = 'failed', reason = ?, finished_at = ?, conclusion = ? "
+              "WHERE key = ?");
+    st->bind(1, reason)
+        .bind(2, rfc3339(now))
+        .bind(3, conclusion ? std::optional<std::string>(std::string(to_string(*conclusion)))
+                            : std::nullopt)
+        .bind(4, key);
     st->run();
+}
+
+std::optional<std::string> BuildsRepo::base_of_run(std::int64_t run_id) {
+    Scoped st(m_db,
+              "SELECT CASE WHEN r.pr IS NOT NULL THEN r.base_sha "
+              "WHEN r.event IN ('push','schedule') THEN (SELECT p.sha FROM runs p WHERE p.ref = "
+              "r.ref AND p.id < r.id AND p.sha <> r.sha AND p.event IN ('push','schedule') ORDER "
+              "BY p.id DESC LIMIT 1) END FROM runs r WHERE r.id = ?");
+    st->bind(1, run_id);
+    if (!st->step()) return std::nullopt;
+    return st->opt_text(0);
 }
 
 void BuildsRepo::mark_evicted(const std::string& key, const std::string& reason, SystemTime now) {

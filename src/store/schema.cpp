@@ -439,6 +439,7 @@ CREATE TABLE builds (
   attempts     INTEGER NOT NULL DEFAULT 0,
   size_bytes   INTEGER,
   reason       TEXT NOT NULL DEFAULT '',
+  conclusion   TEXT,                 -- a failed build's class (docs/verdicts.md)
   created_at   TEXT NOT NULL,
   started_at   TEXT,
   finished_at  TEXT,

@@ -111,6 +111,26 @@ class BuildStageTest : public ::testing::Test {
         EXPECT_EQ(r->status, 202) << r->body;
         return json::parse(r->body)["run_id"].get<std::int64_t>();
     }
+    /// A push to main (no PR) at `sha`, or a PR at `sha` whose base is `base`.
+    std::int64_t post_push(const std::string& sha, const std::string& id) {
+        json j = {{"event_type", "pytorch-crcr"},
+                  {"client_payload", {{"upstream_sha", sha}, {"ref", "refs/heads/main"}}}};
+        auto r = daemon->post_standard(j.dump(), id);
+        EXPECT_EQ(r->status, 202) << r->body;
+        return json::parse(r->body)["run_id"].get<std::int64_t>();
+    }
+    std::int64_t post_pr(const std::string& sha, const std::string& base, const std::string& id) {
+        const int pr = next_pr++;
+        json j = {{"event_type", "pytorch-crcr"},
+                  {"client_payload",
+                   {{"upstream_sha", sha},
+                    {"ref", "refs/pull/" + std::to_string(pr) + "/head"},
+                    {"pr_number", pr},
+                    {"base_sha", base}}}};
+        auto r = daemon->post_standard(j.dump(), id);
+        EXPECT_EQ(r->status, 202) << r->body;
+        return json::parse(r->body)["run_id"].get<std::int64_t>();
+    }
     JobRow build_job(std::int64_t run) { return last_job(*daemon, {.run = run, .tier = "build"}); }
     /// Waits (polling the database, bounded) until `pred` holds.
     template <class Pred>
@@ -202,6 +222,40 @@ TEST_F(BuildStageTest, AFailedBuildIsARegressionThatCancelsTheTiersWithTheReason
               count_jobs(*daemon, {.run = run, .tier = std::string("build")}));
 }
 
+TEST_F(BuildStageTest, ABuildFailureIsComparedWithItsBasesBuild) {
+    start();
+    const std::string broken_main = "dead000000000000000000000000000000000001";
+    // Trunk breaks the build: nothing earlier on main to compare with.
+    const auto trunk = post_push(broken_main, "b-trunk");
+    EXPECT_EQ(daemon->finished(trunk), "completed/regression");
+    EXPECT_EQ(build_job(trunk).reason, "the build failed (exit 3), again on rerun");
+    // A PR on the broken trunk whose build fails too: the base's failure, not the PR's.
+    const auto on_broken =
+        post_pr("dead000000000000000000000000000000000002", broken_main, "b-on-broken");
+    EXPECT_EQ(daemon->finished(on_broken), "completed/pre_existing");
+    const auto pre = build_job(on_broken);
+    EXPECT_EQ(pre.conclusion, "pre_existing");
+    EXPECT_EQ(pre.reason, "the build fails on dead000 too");
+    EXPECT_EQ(pre.evidence["pre_existing"]["base_sha"], broken_main);
+    EXPECT_EQ(count_jobs(*daemon, {.run = on_broken, .tier = std::string("build")}), 1)
+        << "a failure the base has too is not built again";
+    EXPECT_EQ(last_job(*daemon, {.run = on_broken, .tier = "import"}).reason,
+              "build ended pre_existing");
+    // A PR on a base that builds: the PR broke the build.
+    const auto good = post_push(k_sha, "b-good");
+    EXPECT_EQ(daemon->finished(good), "completed/passed");
+    const auto breaks = post_pr("dead000000000000000000000000000000000003", k_sha, "b-breaks");
+    EXPECT_EQ(daemon->finished(breaks), "completed/regression");
+    EXPECT_EQ(build_job(breaks).reason,
+              "the build failed (exit 3); ec26c3e builds, again on rerun");
+    // A PR whose base was never built here says so.
+    const auto unknown =
+        post_pr("dead000000000000000000000000000000000004", std::string(40, 'b'), "b-unknown");
+    EXPECT_EQ(daemon->finished(unknown), "completed/regression");
+    EXPECT_NE(build_job(unknown).reason.find("bbbbbbb was not built here"), std::string::npos)
+        << build_job(unknown).reason;
+}
+
 TEST_F(BuildStageTest, ALinkOutOfTheOutputIsNeverPublished) {
     start();
     const auto run = post("5111000000000000000000000000000000000000", "b-link");
@@ -237,7 +291,8 @@ TEST_F(BuildStageTest, AKillMidBuildPublishesNothingAndTheRestartBuildsAgain) {
     EXPECT_EQ(jobs_of(*daemon, run),
               "build:completed:infra_error:1 build:completed:passed:2 import:completed:passed:1 "
               "smoke:completed:passed:1");
-    EXPECT_EQ(first_job(*daemon, {.run = run, .tier = "build"}).reason, "daemon restarted (retried)");
+    EXPECT_EQ(first_job(*daemon, {.run = run, .tier = "build"}).reason,
+              "daemon restarted (retried)");
     const auto builds = build_rows(*daemon);
     ASSERT_EQ(builds.size(), 1u);
     EXPECT_EQ(builds[0].state, "ready");

@@ -55,6 +55,10 @@ struct BuildSpec {
     /// Ready builds of the same backend, newest first (upstream SHA, folder): the dispatcher
     /// picks `nearest` among them, the first whose SHA is an ancestor of the job's.
     std::vector<std::pair<std::string, std::filesystem::path>> nearest_candidates;
+    /// The build this one is compared with when it fails (docs/build.md): the base's SHA and
+    /// its key under the same recipe.
+    std::optional<std::string> base_sha;
+    std::optional<std::string> base_key;
 };
 
 struct JobToRun {

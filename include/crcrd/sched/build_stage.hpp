@@ -54,6 +54,12 @@ std::optional<std::int64_t> finish_build_attempt(const BuildStageSettings& s,
                                                  const exec::JobToRun& job,
                                                  const exec::RawOutcome& raw, Judged& judged);
 
+/// In the outcome's transaction, before end_attempt: a build that failed as a regression,
+/// against its base's build under the same recipe. The base failed to build too: pre_existing,
+/// "the build fails on <base7> too". The base built: it stays a regression, saying so. The
+/// base was never built here: it stays a regression, saying that.
+void judge_against_base(store::Db& db, const exec::JobToRun& job, Judged& judged);
+
 /// In the outcome's transaction, after end_attempt: the build row follows its builder. Passed:
 /// ready (with `size`). Retried (`plan.next` retry): stays queued for the next attempt. Ended
 /// otherwise: failed, and every job waiting on the key ends with the same class; a cancelled

@@ -25,6 +25,7 @@ struct BuildRow {
     std::int64_t attempts = 0;
     std::optional<std::int64_t> size_bytes;
     std::string reason;
+    std::optional<Conclusion> conclusion;  // a failed build's class
     std::string created_at;
     std::optional<std::string> started_at;
     std::optional<std::string> finished_at;
@@ -63,14 +64,19 @@ class BuildsRepo {
     void mark_running(const std::string& key, std::int64_t job_id, SystemTime now);
     /// Published at `<cache_dir>/<key>/` with `size_bytes`.
     void mark_ready(const std::string& key, std::int64_t size_bytes, SystemTime now);
-    /// The build failed for good (no attempt left) with `reason`.
-    void mark_failed(const std::string& key, const std::string& reason, SystemTime now);
+    /// The build failed for good (no attempt left) with `reason`, as `conclusion`.
+    void mark_failed(const std::string& key, const std::string& reason, SystemTime now,
+                     std::optional<Conclusion> conclusion = std::nullopt);
     /// Its folder was removed (LRU, an operator, or found gone at start).
     void mark_evicted(const std::string& key, const std::string& reason, SystemTime now);
     /// The queued build jobs other than `except` that wait on `key`.
     std::vector<std::int64_t> waiting_jobs(const std::string& key, std::int64_t except);
     /// The key of run `run_id`'s build, once its build job passed.
     std::optional<std::string> key_of_run(std::int64_t run_id);
+    /// What a run's build is compared with when it fails (docs/build.md): a PR's base SHA; a
+    /// push's or a scheduled run's, the SHA of the newest earlier push or scheduled run of its
+    /// ref at another SHA. nullopt for other runs or when there is none.
+    std::optional<std::string> base_of_run(std::int64_t run_id);
     /// The build job `job_id` makes or waits on.
     std::optional<std::string> key_of_job(std::int64_t job_id);
     /// Ready builds, least recently used first, that no open job needs.
