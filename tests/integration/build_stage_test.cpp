@@ -4,6 +4,8 @@
 // of the output, a write outside it), a kill -9 mid-build, and the cache's eviction and start-up
 // check.
 #include <gtest/gtest.h>
+#include <signal.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <fstream>
@@ -23,14 +25,19 @@ using nlohmann::json;
 namespace fs = std::filesystem;
 
 // The backend's build, in miniature. By the upstream SHA's first characters: dead… fails to
-// compile, 5111… leaves a link to /etc/passwd in its output; any other writes lib.txt (and
-// BUILD_BYTES more bytes), tries to write outside its output, and waits while $BUILD_HOLD exists.
+// compile, 5111… leaves a link to /etc/passwd in its output, 57a1… hangs without a word,
+// d15c… writes 3 MB, 0ff… leaves a process of its own behind (its pid in child.pid); any
+// other writes lib.txt (and BUILD_BYTES more bytes), tries to write outside its output, and
+// waits while $BUILD_HOLD exists.
 constexpr const char* k_build_script = R"SH(#!/bin/sh
 echo "build of $CRCR_PYTORCH_SHA into $CRCR_BUILD_OUT nearest=${CRCR_BUILD_NEAREST:-none}"
 while [ -n "${BUILD_HOLD:-}" ] && [ -e "$BUILD_HOLD" ]; do sleep 0.05; done
 case "$CRCR_PYTORCH_SHA" in
   dead*) echo "ops.cpp:12: error: 'at::foo' was not declared in this scope"; exit 3 ;;
   5111*) ln -s /etc/passwd "$CRCR_BUILD_OUT/passwd"; exit 0 ;;
+  57a1*) exec sleep 600 ;;
+  d15c*) head -c 3000000 /dev/zero > "$CRCR_BUILD_OUT/big" || exit 1 ;;
+  0ff*) setsid sh -c 'echo $$ > "$CRCR_BUILD_OUT/child.pid"; exec sleep 3600' & sleep 0.2 ;;
 esac
 if echo escaped > "$CRCR_BUILD_OUT/../../escaped" 2>/dev/null; then echo "wrote outside"; fi
 echo "built $CRCR_PYTORCH_SHA" > "$CRCR_BUILD_OUT/lib.txt"
@@ -254,6 +261,76 @@ TEST_F(BuildStageTest, ABuildFailureIsComparedWithItsBasesBuild) {
     EXPECT_EQ(daemon->finished(unknown), "completed/regression");
     EXPECT_NE(build_job(unknown).reason.find("bbbbbbb was not built here"), std::string::npos)
         << build_job(unknown).reason;
+}
+
+TEST_F(BuildStageTest, AHangingBuildStallsOutAndItsTiersNeverStart) {
+    start("  stall_timeout: 1s\n");
+    const auto run = post("57a1000000000000000000000000000000000000", "b-hang");
+    EXPECT_EQ(daemon->finished(run), "completed/timeout");
+    const auto build = build_job(run);
+    EXPECT_EQ(build.conclusion, "timeout");
+    EXPECT_NE(build.reason.find("no output"), std::string::npos) << build.reason;
+    EXPECT_EQ(last_job(*daemon, {.run = run, .tier = "import"}).reason, "build ended timeout");
+    const auto builds = build_rows(*daemon);
+    ASSERT_EQ(builds.size(), 1u);
+    EXPECT_EQ(builds[0].state, "failed");
+    EXPECT_FALSE(fs::exists(cache() / builds[0].key));
+}
+
+TEST_F(BuildStageTest, NothingABuildStartsOutlivesIt) {
+    start();
+    const auto run = post("0ff0000000000000000000000000000000000000", "b-orphan");
+    EXPECT_EQ(daemon->finished(run), "completed/passed");
+    const auto build = build_job(run);
+    // The child wrote its pid (in the sandbox's pid namespace) before the build ended.
+    EXPECT_TRUE(fs::exists(cache() / build.build_key / "child.pid"));
+    // No process on the host still carries the build's job id in its environment.
+    const std::string mark = "CRCR_JOB_ID=" + std::to_string(build.id);
+    auto survivors = [&] {
+        int n = 0;
+        for (const auto& e : fs::directory_iterator("/proc")) {
+            const auto name = e.path().filename().string();
+            if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+            auto env = read_file(e.path() / "environ", 1 << 20);
+            if (!env) continue;
+            for (std::size_t at = 0; at < env->size();) {
+                const auto end = env->find('\0', at);
+                if (env->compare(at, (end == std::string::npos ? env->size() : end) - at, mark) ==
+                    0)
+                    ++n;
+                if (end == std::string::npos) break;
+                at = end + 1;
+            }
+        }
+        return n;
+    };
+    EXPECT_TRUE(eventually([&] { return survivors() == 0; })) << survivors() << " survived";
+}
+
+TEST_F(BuildStageTest, AFullDiskIsAnInfraErrorAndTheCacheStaysConsistent) {
+    if (::geteuid() != 0) GTEST_SKIP() << "mounting a small file system needs root";
+    fs::create_directories(cache());
+    ASSERT_EQ(run_command({"mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", cache().string()}), 0);
+    struct Unmount {
+        fs::path at;
+        ~Unmount() { run_command({"umount", "-l", at.string()}); }
+    } unmount{cache()};
+    start();
+    const auto run = post("d15c000000000000000000000000000000000000", "b-full");
+    EXPECT_EQ(daemon->finished(run), "completed/infra_error");
+    const auto build = build_job(run);
+    EXPECT_NE(build.reason.find("No space left on device"), std::string::npos) << build.reason;
+    EXPECT_EQ(count_jobs(*daemon, {.run = run, .tier = std::string("build")}), 2) << "retried once";
+    const auto builds = build_rows(*daemon);
+    ASSERT_EQ(builds.size(), 1u);
+    EXPECT_EQ(builds[0].state, "failed");
+    EXPECT_FALSE(fs::exists(cache() / builds[0].key));
+    // Nothing half-written is left: the attempts' partial folders were removed.
+    std::error_code ec;
+    EXPECT_TRUE(!fs::exists(cache() / ".partial") || fs::is_empty(cache() / ".partial", ec));
+    // The cache works again once there is room: a small build publishes.
+    const auto ok = post(k_sha, "b-after-full");
+    EXPECT_EQ(daemon->finished(ok), "completed/passed");
 }
 
 TEST_F(BuildStageTest, ALinkOutOfTheOutputIsNeverPublished) {
