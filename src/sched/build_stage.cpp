@@ -62,7 +62,10 @@ Status prepare_build_attempt(const BuildStageSettings& s, exec::JobToRun& job) {
     auto out = exec::make_partial(s.build.cache_dir, job.build->key, job.job_id);
     if (!out) return out.error();
     job.build->out = *out;
-    if (s.upstream.mirror.empty()) return Ok{};
+    if (s.upstream.mirror.empty() || job.build->nearest_candidates.empty()) return Ok{};
+    // The ancestry is the mirror's: the job's commit may not be fetched yet (its checkout is
+    // made later, by the executor). Without it, no nearest build.
+    if (!vcs::has_commit(s.upstream, job.sha) && !vcs::fetch(s.upstream, {job.sha})) return Ok{};
     for (const auto& [sha, dir] : job.build->nearest_candidates) {
         auto r = vcs::git(s.upstream, {"merge-base", "--is-ancestor", sha, job.sha});
         std::error_code ec;
