@@ -41,8 +41,10 @@ with open(os.path.join(d, "Makefile"), "w") as f:
 SOURCES := $(shell cd $(SRC) && find aten -name '*.cpp' | sort)
 OBJECTS := $(SOURCES:%.cpp=$(OBJ)/%.o)
 CXX ?= g++
+# The object list goes through a file: 5,000 paths are more than one shell argument may hold.
 $(OBJ)/libtorch_bench.a: $(OBJECTS)
-\trm -f $@ && ar qc $@ $(OBJECTS)
+\t$(file >$(OBJ)/objects.txt,$(OBJECTS))
+\trm -f $@ && ar qc $@ @$(OBJ)/objects.txt
 $(OBJ)/%.o: $(SRC)/%.cpp
 \t@mkdir -p $(dir $@)
 \t$(CXX) -O1 -c $< -o $@
