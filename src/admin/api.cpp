@@ -107,6 +107,17 @@ const std::vector<Route>& routes() {
          false,
          list_selection_misses_route,
          {"run_id", "test", "limit", "cursor"}},
+        {"GET",
+         std::regex(R"(^/api/v1/builds$)"),
+         false,
+         list_builds_route,
+         {"state", "sha", "limit", "cursor"}},
+        {"GET", std::regex(R"(^/api/v1/builds/([0-9]{1,18})$)"), false, get_build_route, {}},
+        {"POST",
+         std::regex(R"(^/api/v1/builds/([0-9]{1,18})/evict$)"),
+         true,
+         evict_build_route,
+         {}},
     };
     return k;
 }
@@ -138,11 +149,12 @@ bool Api::owns(const std::string& path) {
 }
 
 Context Api::context() {
-    Context ctx{m_db_path, m_workers,         m_writer,  nullptr,
-                nullptr,   m_on_recovery_run, m_cluster, m_outbox_lanes};
+    Context ctx{m_db_path,         m_workers, m_writer,       nullptr, nullptr,
+                m_on_recovery_run, m_cluster, m_outbox_lanes, nullptr};
     std::lock_guard lk(m_mu);
     ctx.tiers = m_tiers;
     ctx.runners = m_runners;
+    ctx.remove_build = m_remove_build;
     return ctx;
 }
 
@@ -169,6 +181,11 @@ void Api::set_tiers(std::vector<std::string> tiers) {
     m_tiers = std::move(next);
 }
 
+void Api::set_build_cache(std::function<void(const std::string& key)> remove) {
+    std::lock_guard lk(m_mu);
+    m_remove_build = std::move(remove);
+}
+
 std::shared_ptr<const std::vector<config::AdminToken>> Api::tokens() const {
     std::lock_guard lk(m_mu);
     return m_tokens;
@@ -179,7 +196,7 @@ std::string Api::route_label(const std::string& path) {
     if (Dashboard::owns(path)) {
         // The dashboard's page patterns; anything else under /ui is one label.
         static const std::regex k_ui(
-            R"(^/ui(/|/style\.css|/login|/logout|/runners|/deliveries|/runs/[0-9]+(/cancel|/retry)?|/jobs/[0-9]+|/runners/[^/]+/(drain|undrain))$)");
+            R"(^/ui(/|/style\.css|/login|/logout|/runners|/deliveries|/builds|/runs/[0-9]+(/cancel|/retry)?|/jobs/[0-9]+|/builds/[0-9]+(/evict)?|/runners/[^/]+/(drain|undrain))$)");
         if (!std::regex_match(path, k_ui)) return "/ui/*";
         static const std::regex k_runner(R"(/runners/[^/]+/)"), k_number(R"(/[0-9]+)");
         return std::regex_replace(std::regex_replace(path, k_runner, "/runners/{name}/"), k_number,

@@ -102,6 +102,7 @@ std::string page(const std::string& title, const std::string& active, const std:
         "<a class=\"brand\" href=\"/ui/\">crcrd</a>";
     for (const auto& [href, name] : {std::pair<const char*, const char*>{"/ui/", "Runs"},
                                      {"/ui/runners", "Runners"},
+                                     {"/ui/builds", "Builds"},
                                      {"/ui/deliveries", "Deliveries"}}) {
         out += std::string("<a href=\"") + href + "\"" +
                (active == name ? " class=\"active\"" : "") + ">" + name + "</a>";
@@ -137,15 +138,15 @@ dl.facts dt{color:var(--muted)}dl.facts dd{margin:0;overflow-wrap:anywhere}
 pre{background:#f6f8fa;border:1px solid var(--line);padding:.6em;overflow:auto;max-height:32em;font-size:12px;white-space:pre-wrap;overflow-wrap:anywhere}
 code{font-size:12px}
 .badge{display:inline-block;padding:0 .5em;border-radius:1em;font-size:12px;background:#eaeef2;color:#24292f;white-space:nowrap}
-.b-passed,.b-success,.b-sent,.b-queued-verdict,.b-idle,.b-found{background:#dafbe1;color:#116329}
-.b-regression,.b-failure,.b-dead,.b-rejected,.b-offline{background:#ffebe9;color:#a40e26}
+.b-passed,.b-success,.b-sent,.b-queued-verdict,.b-idle,.b-found,.b-ready{background:#dafbe1;color:#116329}
+.b-regression,.b-failure,.b-dead,.b-rejected,.b-offline,.b-failed{background:#ffebe9;color:#a40e26}
 .b-infra_error,.b-error{background:#fbefff;color:#6e40c9}
 .b-device_unavailable,.b-drained{background:#ddf4ff;color:#0a3069}
 .b-timeout,.b-budget_spent,.b-paused{background:#fff1e5;color:#953800}
 .b-flaky,.b-pending,.b-waiting{background:#fff8c5;color:#7d4e00}
 .b-pre_existing{background:#d8f3f0;color:#0b5f56}
 .b-running,.b-leased,.b-busy,.b-queued{background:#ddf4ff;color:#0969da}
-.b-cancelled,.b-coalesced,.b-duplicate,.b-ignored{background:#eaeef2;color:#57606a}
+.b-cancelled,.b-coalesced,.b-duplicate,.b-ignored,.b-evicted{background:#eaeef2;color:#57606a}
 form.filters{display:flex;flex-wrap:wrap;gap:.5em;align-items:end;margin-bottom:1em}
 form.filters label{display:flex;flex-direction:column;font-size:12px;color:var(--muted)}
 input,select,button{font:inherit;padding:.2em .4em}

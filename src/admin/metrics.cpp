@@ -77,6 +77,21 @@ Metrics::Metrics()
                          "the previous one "
                          "selected (docs/verdicts.md).",
                          {}),
+      m_build_cache(
+          "crcrd_build_cache_lookups_total",
+          "Build stage lookups of a build key (docs/build.md), by result: hit (a build "
+          "job passed without building: its key was ready) or miss (a key was built: new, "
+          "or again after it failed or was evicted). Counted since the start.",
+          {"result"}),
+      m_build_evictions("crcrd_build_evictions_total",
+                        "Ready builds evicted from the cache (its limit, the free-space floor, an "
+                        "operator, or a folder found gone). Counted since the start.",
+                        {}),
+      m_build_duration("crcrd_build_duration_seconds",
+                       "Time from a build's last attempt's start to the build's end, by outcome "
+                       "(ready, failed).",
+                       {"outcome"},
+                       {10, 30, 60, 120, 300, 600, 900, 1200, 1800, 2700, 3600, 5400, 7200, 14400}),
       m_job_duration("crcrd_job_duration_seconds",
                      "Time from a job attempt's start to its end, by tier.", {"tier"},
                      {1, 5, 10, 30, 60, 120, 300, 600, 1200, 1800, 3600, 7200, 14400, 28800}),
@@ -90,6 +105,9 @@ Metrics::Metrics()
                  {0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10}) {
     for (auto v : names<Verdict>()) m_deliveries.add({std::string(v)}, 0);
     m_selection_misses.add({}, 0);
+    m_build_cache.add({"hit"}, 0);
+    m_build_cache.add({"miss"}, 0);
+    m_build_evictions.add({}, 0);
 }
 
 void Metrics::seed(const store::EventTotals& t) {
@@ -132,6 +150,15 @@ void Metrics::record(const std::vector<store::Event>& events) {
                 break;
             case K::followup:
                 break;  // the planner's wake-up, not a metric
+            case K::build_cache:
+                m_build_cache.add({e.a});
+                break;
+            case K::build_evicted:
+                m_build_evictions.add({});
+                break;
+            case K::build_finished:
+                if (e.seconds) m_build_duration.observe({e.a}, *e.seconds < 0 ? 0 : *e.seconds);
+                break;
         }
     }
 }
@@ -143,17 +170,21 @@ void Metrics::observe_request(std::string_view route, std::string_view method, d
 
 std::string Metrics::counters_text() const {
     std::string out;
-    for (const CounterFamily* f : {&m_deliveries, &m_runs_created, &m_runs_finished,
-                                   &m_jobs_finished, &m_statuses, &m_selection_misses}) {
+    for (const CounterFamily* f :
+         {&m_deliveries, &m_runs_created, &m_runs_finished, &m_jobs_finished, &m_statuses,
+          &m_selection_misses, &m_build_cache, &m_build_evictions}) {
         f->write(out);
     }
-    for (const HistogramFamily* h : {&m_job_duration, &m_queue_wait, &m_requests}) h->write(out);
+    for (const HistogramFamily* h :
+         {&m_job_duration, &m_queue_wait, &m_build_duration, &m_requests})
+        h->write(out);
     return out;
 }
 
 double Metrics::counter(std::string_view family, const std::vector<std::string>& labels) const {
-    for (const CounterFamily* f : {&m_deliveries, &m_runs_created, &m_runs_finished,
-                                   &m_jobs_finished, &m_statuses, &m_selection_misses}) {
+    for (const CounterFamily* f :
+         {&m_deliveries, &m_runs_created, &m_runs_finished, &m_jobs_finished, &m_statuses,
+          &m_selection_misses, &m_build_cache, &m_build_evictions}) {
         if (f->name() == family) return f->value(labels);
     }
     return 0;
@@ -201,6 +232,13 @@ Result<std::string> Metrics::text(const std::filesystem::path& db, std::size_t w
     out += lane_gauges(lanes, g.outbox_waiting, std::chrono::system_clock::now());
     scalar(out, "crcrd_writer_pending", "gauge", "Writes queued for the database.",
            static_cast<double>(writer_pending));
+    gauge(out, "crcrd_builds",
+          "Builds by state (docs/build.md): one row per build key, kept after it failed or was "
+          "evicted.",
+          "state", names<BuildState>(), g.builds_by_state);
+    scalar(out, "crcrd_build_cache_bytes", "gauge",
+           "Bytes of the ready builds in build.cache_dir (their regular files' sizes).",
+           static_cast<double>(g.build_cache_bytes));
     write_process_metrics(out);
     return out;
 }

@@ -1,7 +1,8 @@
 #pragma once
 // Admin-internal: what a route handler gets and the helpers every handler shares. One handler
-// per resource and action (runs_routes.cpp, jobs_routes.cpp, outbox_routes.cpp); the table that
-// maps method and path to them, the authentication and the one error mapper are in api.cpp.
+// per resource and action (runs_routes.cpp, jobs_routes.cpp, outbox_routes.cpp,
+// builds_routes.cpp); the table that maps method and path to them, the authentication and the
+// one error mapper are in api.cpp.
 
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/awaitable.hpp>
@@ -40,6 +41,9 @@ struct Context {
     std::function<nlohmann::json()> cluster;
     /// The reporting lanes' states (an array), from the sender; unset in tests without one.
     std::function<nlohmann::json()> outbox_lanes;
+    /// Removes a published build's folder (`<build.cache_dir>/<key>`; blocking: run it on the
+    /// workers); unset when the configuration has no build section.
+    std::function<void(const std::string& key)> remove_build;
 };
 
 /// One request that matched a route: the caller and the path's captured parts.
@@ -115,5 +119,15 @@ boost::asio::awaitable<Reply> retry_outbox_route(Context&, Call&);  // {id}, adm
 boost::asio::awaitable<Reply> list_recovery_route(Context&, Call&);
 boost::asio::awaitable<Reply> run_recovery_route(Context&, Call&);  // admin
 boost::asio::awaitable<Reply> list_selection_misses_route(Context&, Call&);
+boost::asio::awaitable<Reply> list_builds_route(Context&, Call&);
+boost::asio::awaitable<Reply> get_build_route(Context&, Call&);    // {id}
+boost::asio::awaitable<Reply> evict_build_route(Context&, Call&);  // {id}, admin
+
+/// The bytes of a build's log the build's page and GET /api/v1/builds/{id} show.
+inline constexpr std::int64_t k_build_log_tail = 65536;
+
+/// `bytes` as JSON may carry them: every byte sequence that is not UTF-8 (a log cut in the middle
+/// of a character, a binary's output) becomes U+FFFD; valid text is unchanged.
+std::string valid_utf8(std::string_view bytes);
 
 }  // namespace crcrd::admin

@@ -237,6 +237,13 @@ asio::awaitable<http::Response> Dashboard::handle(Context& ctx, http::Request& r
             co_return redirect("/ui/runs/" + std::to_string(to) +
                                "?done=" + (cancel ? "cancel" : "retry&of=" + m[1].str()));
         }
+        static const std::regex k_build_action(R"(^/ui/builds/([0-9]{1,18})/evict$)");
+        if (std::regex_match(req.path, m, k_build_action)) {
+            auto done_op = ask(ctx, evict_build_route, who->caller, {m[1].str()}, {}, "POST");
+            auto done = co_await std::move(done_op);
+            if (!done) co_return error_html(done.error(), v);
+            co_return redirect("/ui/builds/" + m[1].str() + "?done=evict");
+        }
         if (std::regex_match(req.path, m, k_slot_action)) {
             auto done_op =
                 ask(ctx, drain_runner_route, who->caller, {m[1].str(), m[2].str()}, {}, "POST");
@@ -341,6 +348,29 @@ asio::awaitable<http::Response> Dashboard::handle(Context& ctx, http::Request& r
                      (*done == "drain" ? " drained." : " undrained.");
         }
         co_return html_response(200, ui::runners_page(*runners, notice, v));
+    }
+    static const std::regex k_build(R"(^/ui/builds/([0-9]{1,18})$)");
+    if (req.path == "/ui/builds") {
+        ui::FormValues form;
+        std::string q = filters(req, {"state", "sha", "limit", "cursor"}, form);
+        auto list_op = ask(ctx, list_builds_route, who->caller, {}, q);
+        auto list = co_await std::move(list_op);
+        if (!list) {
+            if (list.error().code != Errc::bad_request) co_return error_html(list.error(), v);
+            co_return html_response(
+                400, ui::builds_page(json::object(), form, list.error().message, v, cfg.links));
+        }
+        co_return html_response(200, ui::builds_page(*list, form, "", v, cfg.links));
+    }
+    if (std::regex_match(req.path, m, k_build)) {
+        auto build_op = ask(ctx, get_build_route, who->caller, {m[1].str()});
+        auto build = co_await std::move(build_op);
+        if (!build) co_return error_html(build.error(), v);
+        const std::string notice =
+            req.query_param("done") == "evict"
+                ? "Evicted: its folder was removed; a run that needs it builds it again."
+                : "";
+        co_return html_response(200, ui::build_page(*build, notice, v, cfg.links));
     }
     if (req.path == "/ui/deliveries") {
         ui::FormValues form;

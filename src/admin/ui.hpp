@@ -3,8 +3,8 @@
 // HTML over the admin API's own handlers: a page asks the same handler a JSON client would,
 // then renders its answer (ui_pages.cpp). Reading needs a signed-in session (the login form
 // turns a valid token into an HttpOnly, Secure, SameSite=Strict cookie), a bearer token, or
-// admin.ui_public; the write forms (cancel, retry, drain) need a session of an admin token and
-// its CSRF token.
+// admin.ui_public; the write forms (cancel, retry, drain, evict) need a session of an admin
+// token and its CSRF token.
 
 #include <boost/asio/awaitable.hpp>
 

@@ -6,13 +6,12 @@
 
 #include "crcrd/core/units.hpp"
 #include "crcrd/core/vocab.hpp"
+#include "ui_parts.hpp"
 
 namespace crcrd::admin::ui {
 
 using html::esc;
 using nlohmann::json;
-
-namespace {
 
 std::string str(const json& j, const char* key) {
     auto it = j.find(key);
@@ -53,7 +52,7 @@ std::string select(const char* name, const char* label, std::span<const std::str
 }
 
 std::string input(const char* name, const char* label, const FormValues& form,
-                  const char* placeholder = "") {
+                  const char* placeholder) {
     auto it = form.find(name);
     return std::string("<label>") + label + "<input name=\"" + name + "\" value=\"" +
            esc(it == form.end() ? "" : it->second) + "\" placeholder=\"" + placeholder +
@@ -79,6 +78,8 @@ std::string problem_box(const std::string& problem) {
 std::string notice_box(const std::string& notice) {
     return notice.empty() ? "" : "<p class=\"notice\">" + esc(notice) + "</p>";
 }
+
+namespace {
 
 /// A lane's budget: per window "used / requests per length", then "left"; "spent" when the next
 /// request waits for it, and the progress updates its reserve held back.

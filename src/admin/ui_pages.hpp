@@ -55,6 +55,18 @@ std::string deliveries_page(const nlohmann::json& lanes, const nlohmann::json& l
                             const FormValues& form, const std::string& problem,
                             const html::Viewer& v);
 
+/// The builds list (GET /api/v1/builds, docs/build.md): the state and SHA filter form (`form`
+/// as submitted), `problem` (a refused filter) above the table, each build's id, short key,
+/// state, upstream SHA, size, attempts, runs, end and reason, and a link to the next page.
+std::string builds_page(const nlohmann::json& list, const FormValues& form,
+                        const std::string& problem, const html::Viewer& v, const Links& links);
+
+/// A build (GET /api/v1/builds/{id}): its facts, its builder job and the tail of that job's log
+/// (`build["log"]`), `notice` (an action's outcome) and, for admins, the Evict form while it is
+/// ready and no open job needs it.
+std::string build_page(const nlohmann::json& build, const std::string& notice,
+                       const html::Viewer& v, const Links& links);
+
 /// The sign-in form; `next` is where to go afterwards, `problem` why the last try failed.
 std::string login_page(const std::string& next, const std::string& problem, bool ui_public);
 

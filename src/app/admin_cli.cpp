@@ -203,6 +203,10 @@ std::span<const QueryOption> query_options(AdminCommand c) {
         {"--run,--run-id", "run_id", "ID", "misses found by this scheduled run"},
         {"--test", "test", "TEST", "misses of this test id"},
     });
+    static const std::vector<QueryOption> builds = with_paging({
+        {"--state", "state", "STATE", one_of<BuildState>()},
+        {"--sha", "sha", "SHA", "builds of this upstream commit (40 hex digits)"},
+    });
     static const std::vector<QueryOption> log = {
         {"--tail", "tail", "BYTES", "only the last BYTES of the log"}};
     switch (c) {
@@ -216,6 +220,8 @@ std::span<const QueryOption> query_options(AdminCommand c) {
             return misses;
         case AdminCommand::jobs_log:
             return log;
+        case AdminCommand::builds_list:
+            return builds;
         default:
             return {};
     }
@@ -279,6 +285,12 @@ int admin_command(const AdminRequest& req, const AdminCliOptions& opts, std::ost
             return recover(req, client, out, err);
         case AdminCommand::misses:
             return listing("/api/v1/selection-misses", print_misses);
+        case AdminCommand::builds_list:
+            return listing("/api/v1/builds", print_builds);
+        case AdminCommand::builds_show:
+            return listing("/api/v1/builds/" + id, print_build);
+        case AdminCommand::builds_evict:
+            return action("/api/v1/builds/" + id + "/evict");
     }
     err << "crcrctl: unknown admin command\n";
     return k_exit_usage;

@@ -253,4 +253,45 @@ void print_outbox(std::ostream& o, const json& page) {
     print_cursor(o, page);
 }
 
+namespace {
+
+/// A build's size_bytes for people ("683.5 KiB"), "-" while it has none.
+std::string size_cell(const json& b) {
+    const json& n = b.value("size_bytes", json(nullptr));
+    return n.is_number_integer() && n.get<std::int64_t>() >= 0 ? format_size(n.get<std::uint64_t>())
+                                                               : "-";
+}
+
+}  // namespace
+
+/// Builds, one a line.
+void print_builds(std::ostream& o, const json& page) {
+    std::vector<std::vector<std::string>> rows;
+    for (const auto& b : page["items"]) {
+        rows.push_back({text(b, "id"), text(b, "key").substr(0, 12), text(b, "state"),
+                        text(b, "upstream_sha").substr(0, 12), size_cell(b), text(b, "attempts"),
+                        text(b, "runs"), text(b, "finished_at"), text(b, "reason")});
+    }
+    table(o, {"ID", "KEY", "STATE", "SHA", "SIZE", "ATTEMPTS", "RUNS", "FINISHED", "REASON"}, rows);
+    print_cursor(o, page);
+}
+
+/// One build: its facts, then the end of its builder's log.
+void print_build(std::ostream& o, const json& b) {
+    o << "build " << text(b, "id") << "  " << text(b, "state") << "  key " << text(b, "key")
+      << "\n  upstream " << text(b, "upstream_sha") << "  backend " << text(b, "backend_sha")
+      << "\n  builder job " << text(b, "job_id") << ", attempts " << text(b, "attempts")
+      << ", size " << size_cell(b) << "\n  runs " << text(b, "runs") << ", open jobs "
+      << text(b, "open_jobs") << "\n  created " << text(b, "created_at") << ", started "
+      << text(b, "started_at") << ", finished " << text(b, "finished_at") << ", last used "
+      << text(b, "last_used_at") << "\n  reason: " << text(b, "reason") << "\n";
+    const json& log = b.value("log", json(nullptr));
+    if (!log.is_string()) {
+        o << "\nno log\n";
+        return;
+    }
+    o << "\nlog of job " << text(b, "job_id") << " (its end):\n" << log.get<std::string>();
+    if (!log.get<std::string>().empty() && log.get<std::string>().back() != '\n') o << "\n";
+}
+
 }  // namespace crcrd::app

@@ -29,5 +29,10 @@ void print_deliveries(std::ostream& out, const nlohmann::json& page);
 /// UNTIL, NEXT SEND, OLDEST WAITING FINAL, LAST ERROR), then each status or callback and where
 /// it went.
 void print_outbox(std::ostream& out, const nlohmann::json& page);
+/// GET /api/v1/builds: one build a line (ID, KEY (12 characters), STATE, SHA (12), SIZE,
+/// ATTEMPTS, RUNS, FINISHED, REASON).
+void print_builds(std::ostream& out, const nlohmann::json& page);
+/// GET /api/v1/builds/{id}: the build's facts, then its builder's log tail as it is.
+void print_build(std::ostream& out, const nlohmann::json& build);
 
 }  // namespace crcrd::app

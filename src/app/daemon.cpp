@@ -25,6 +25,7 @@
 #include "crcrd/config/config.hpp"
 #include "crcrd/core/files.hpp"
 #include "crcrd/core/log.hpp"
+#include "crcrd/exec/build.hpp"
 #include "crcrd/exec/job_env.hpp"
 #include "crcrd/exec/registry.hpp"
 #include "crcrd/github/auth.hpp"
@@ -233,6 +234,13 @@ class Daemon {
         m_api.set_metrics_public(cfg.admin.metrics_public);
         m_api.set_ui(cfg.admin.ui_public, cfg.trust.upstream_repo);
         m_api.set_tiers(tier_names(c.planner));
+        if (cfg.build) {
+            m_api.set_build_cache([dir = cfg.build->cache_dir](const std::string& key) {
+                exec::remove_build(dir, key);
+            });
+        } else {
+            m_api.set_build_cache(nullptr);
+        }
         if (cfg.execution.executor != m_cfg.execution.executor) {
             spdlog::error("reload: execution.executor stays {} until the next start",
                           m_cfg.execution.executor);

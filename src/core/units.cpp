@@ -1,6 +1,7 @@
 #include "crcrd/core/units.hpp"
 
 #include <charconv>
+#include <iterator>
 #include <limits>
 
 namespace crcrd {
@@ -87,6 +88,20 @@ Result<std::uint64_t> parse_size(std::string_view text) {
         return bad();
     if (*n > std::numeric_limits<std::uint64_t>::max() / factor) return bad();
     return *n * factor;
+}
+
+std::string format_size(std::uint64_t bytes) {
+    static constexpr const char* k_units[] = {"KiB", "MiB", "GiB", "TiB"};
+    if (bytes < 1024) return std::to_string(bytes) + " B";
+    std::size_t unit = 0;
+    std::uint64_t scale = 1024;
+    while (unit + 1 < std::size(k_units) && bytes / scale >= 1024) {
+        scale *= 1024;
+        ++unit;
+    }
+    // Tenths, rounded down, in integers (a double would round 1023.96 up to "1024.0").
+    const std::uint64_t tenths = bytes % scale * 10 / scale;
+    return std::to_string(bytes / scale) + "." + std::to_string(tenths) + " " + k_units[unit];
 }
 
 }  // namespace crcrd

@@ -51,6 +51,12 @@ const AdminSpec k_admin[] = {
      nullptr, true},
     {nullptr, "misses", AdminCommand::misses,
      "scheduled-run failures that no PR or push run selected", nullptr, true},
+    {"builds", "list", AdminCommand::builds_list, "the build stage's builds, newest first", nullptr,
+     true},
+    {"builds", "show", AdminCommand::builds_show, "one build and the end of its builder's log",
+     "ID", true},
+    {"builds", "evict", AdminCommand::builds_evict,
+     "remove a ready build no queued or running job needs from the cache", "ID", false},
 };
 
 /// What one admin command's options were parsed into.

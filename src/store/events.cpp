@@ -13,8 +13,9 @@ namespace {
 #define CRCRD_SECONDS(later, earlier) \
     "round((julianday(" later ") - julianday(" earlier ")) * 86400.0, 3)"
 
-/// Each trigger with the table it watches.
-const std::array<std::pair<const char*, const char*>, 8> k_triggers = {{
+/// Each trigger with the table it needs (the builds ones also need jobs.build_key, which came
+/// with the builds table: schema 18).
+const std::array<std::pair<const char*, const char*>, 13> k_triggers = {{
     {"deliveries",
      "CREATE TEMP TRIGGER IF NOT EXISTS crcrd_ev_delivery AFTER INSERT ON main.deliveries "
      "BEGIN INSERT INTO crcrd_events (kind, a) VALUES ('delivery', NEW.verdict); END"},
@@ -50,12 +51,37 @@ const std::array<std::pair<const char*, const char*>, 8> k_triggers = {{
     {"followups",
      "CREATE TEMP TRIGGER IF NOT EXISTS crcrd_ev_followup AFTER INSERT ON main.followups "
      "BEGIN INSERT INTO crcrd_events (kind, a) VALUES ('followup', NEW.kind); END"},
+    // A build job that passes straight from queued never built: its key was ready.
+    {"builds",
+     "CREATE TEMP TRIGGER IF NOT EXISTS crcrd_ev_build_hit AFTER UPDATE OF state ON main.jobs "
+     "WHEN NEW.build_key IS NOT NULL AND OLD.state = 'queued' AND NEW.state = 'completed' "
+     "AND NEW.conclusion = 'passed' "
+     "BEGIN INSERT INTO crcrd_events (kind, a) VALUES ('build_cache', 'hit'); END"},
+    // A key is built: new, or again after it failed or went (not a retry or a takeover, which
+    // go on with the same build).
+    {"builds",
+     "CREATE TEMP TRIGGER IF NOT EXISTS crcrd_ev_build_new AFTER INSERT ON main.builds "
+     "BEGIN INSERT INTO crcrd_events (kind, a) VALUES ('build_cache', 'miss'); END"},
+    {"builds",
+     "CREATE TEMP TRIGGER IF NOT EXISTS crcrd_ev_build_again AFTER UPDATE OF state ON "
+     "main.builds WHEN NEW.state = 'queued' AND OLD.state IN ('failed','evicted') "
+     "BEGIN INSERT INTO crcrd_events (kind, a) VALUES ('build_cache', 'miss'); END"},
+    {"builds",
+     "CREATE TEMP TRIGGER IF NOT EXISTS crcrd_ev_build_evicted AFTER UPDATE OF state ON "
+     "main.builds WHEN NEW.state = 'evicted' AND OLD.state = 'ready' "
+     "BEGIN INSERT INTO crcrd_events (kind) VALUES ('build_evicted'); END"},
+    {"builds",
+     "CREATE TEMP TRIGGER IF NOT EXISTS crcrd_ev_build_finished AFTER UPDATE OF state ON "
+     "main.builds WHEN NEW.state IN ('ready','failed') AND OLD.state IN ('queued','running') "
+     "BEGIN INSERT INTO crcrd_events (kind, a, seconds) VALUES ('build_finished', NEW.state, "
+     "CASE WHEN NEW.started_at IS NOT NULL AND NEW.finished_at IS NOT NULL THEN " CRCRD_SECONDS(
+         "NEW.finished_at", "NEW.started_at") " END); END"},
 }};
 
 #undef CRCRD_SECONDS
 
 std::optional<EventKind> kind_of(const std::string& s) {
-    static const std::array<std::pair<const char*, EventKind>, 8> k = {{
+    static const std::array<std::pair<const char*, EventKind>, 11> k = {{
         {"delivery", EventKind::delivery},
         {"run_created", EventKind::run_created},
         {"run_finished", EventKind::run_finished},
@@ -64,6 +90,9 @@ std::optional<EventKind> kind_of(const std::string& s) {
         {"status_settled", EventKind::status_settled},
         {"selection_miss", EventKind::selection_miss},
         {"followup", EventKind::followup},
+        {"build_cache", EventKind::build_cache},
+        {"build_evicted", EventKind::build_evicted},
+        {"build_finished", EventKind::build_finished},
     }};
     for (const auto& [name, kind] : k) {
         if (s == name) return kind;

@@ -56,6 +56,15 @@ Result<ScrapeGauges> read_gauges(Db& db) {
                   "SELECT created_at FROM outbox INDEXED BY outbox_by_delivery WHERE delivery = "
                   "'waiting' ORDER BY id LIMIT 1");
         if (st->step()) g.oldest_waiting_created_at = st->opt_text(0);
+        // One row per build key: counted in the (state, last_used_at) index without reading the
+        // table; the ready rows' sizes are the cache's few rows.
+        g.builds_by_state = counts(db, 1,
+                                   "SELECT state, count(*) FROM builds INDEXED BY builds_by_state "
+                                   "GROUP BY state");
+        Scoped bytes(db,
+                     "SELECT coalesce(sum(size_bytes), 0) FROM builds INDEXED BY builds_by_state "
+                     "WHERE state = 'ready'");
+        if (bytes->step()) g.build_cache_bytes = bytes->int64(0);
         return g;
     });
 }

@@ -54,6 +54,9 @@ const std::set<std::string> k_routes = {
     "GET /api/v1/recovery",
     "POST /api/v1/recovery/run",
     "GET /api/v1/selection-misses",
+    "GET /api/v1/builds",
+    "GET /api/v1/builds/{id}",
+    "POST /api/v1/builds/{id}/evict",
     "GET /ui/",
     "GET /ui/style.css",
     "POST /ui/logout",
@@ -67,6 +70,9 @@ const std::set<std::string> k_routes = {
     "POST /ui/runners/{name}/drain",
     "POST /ui/runners/{name}/undrain",
     "GET /ui/deliveries",
+    "GET /ui/builds",
+    "GET /ui/builds/{id}",
+    "POST /ui/builds/{id}/evict",
 };
 
 /// One answer as the checker takes it.
@@ -258,6 +264,7 @@ TEST_F(OpenApiTest, RealResponsesOfEveryRouteMatchTheirSchemas) {
     call("GET", "/api/v1/recovery");
     call("GET", "/api/v1/selection-misses");
     call("GET", "/api/v1/selection-misses?run_id=" + run + "&test=ci::fail_ops");
+    call("GET", "/api/v1/builds?state=ready&sha=" + std::string(40, 'A') + "&limit=1");
     call("GET", "/api/v1/openapi.yaml", "");
 
     // Writes, and what they answer.
@@ -273,6 +280,7 @@ TEST_F(OpenApiTest, RealResponsesOfEveryRouteMatchTheirSchemas) {
     EXPECT_EQ(call("POST", "/api/v1/runners/sim-0/undrain").status, 200);
     EXPECT_EQ(call("POST", "/api/v1/outbox/1/retry").status, 409);  // sent, not dead
     EXPECT_EQ(call("POST", "/api/v1/recovery/run").status, 409);    // recovery is not configured
+    EXPECT_EQ(call("POST", "/api/v1/builds/1/evict").status, 409);  // no build section
 
     // The errors: one body shape everywhere.
     EXPECT_EQ(call("GET", "/api/v1/runs?limit=500").status, 400);

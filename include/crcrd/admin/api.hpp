@@ -11,6 +11,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -51,6 +52,11 @@ class Api {
     /// GET /api/v1/outbox and /metrics add what this returns (an array of the reporting lanes'
     /// states, each with "sink"). Quick, never blocking. Set before serving.
     void on_outbox_lanes(std::function<nlohmann::json()> fn) { m_outbox_lanes = std::move(fn); }
+
+    /// The build stage's cache (docs/build.md): POST /api/v1/builds/{id}/evict removes a
+    /// build's folder through `remove` (given the key; blocking, run on the workers). Unset (no
+    /// build section): an eviction is refused with 409. Replaced on SIGHUP.
+    void set_build_cache(std::function<void(const std::string& key)> remove);
 
     /// The dashboard (/ui/): `ui_public` makes its pages readable without a token; commits and
     /// PRs link to github.com/`upstream_repo` (no links when empty).
@@ -101,6 +107,7 @@ class Api {
     std::function<void()> m_on_recovery_run;
     std::function<nlohmann::json()> m_cluster;
     std::function<nlohmann::json()> m_outbox_lanes;
+    std::function<void(const std::string& key)> m_remove_build;  // under m_mu
     std::unique_ptr<Dashboard> m_ui;
     http::RejectLog m_refused{std::chrono::seconds(60), 10'000, "failed admin authentications"};
     Metrics m_metrics;

@@ -56,6 +56,9 @@ class Metrics {
     CounterFamily m_jobs_finished;
     CounterFamily m_statuses;
     CounterFamily m_selection_misses;
+    CounterFamily m_build_cache;       // crcrd_build_cache_lookups_total{result}
+    CounterFamily m_build_evictions;   // crcrd_build_evictions_total
+    HistogramFamily m_build_duration;  // crcrd_build_duration_seconds{outcome}
     HistogramFamily m_job_duration;
     HistogramFamily m_queue_wait;
     HistogramFamily m_requests;

@@ -61,6 +61,9 @@ enum class AdminCommand {
     recover,       // start a pass and wait for it
     recover_list,  // the last passes
     misses,
+    builds_list,
+    builds_show,
+    builds_evict,
 };
 
 /// An option of an admin command that becomes a query parameter: `names` as CLI11 takes them

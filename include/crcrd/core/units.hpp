@@ -26,4 +26,8 @@ std::string format_seconds(Duration d, std::string_view gap = "");
 /// Parses "1048576", "512KiB", "64MiB", "1GiB" (also KB/MB/GB as powers of 1000) into bytes.
 Result<std::uint64_t> parse_size(std::string_view text);
 
+/// A byte count for people, in the largest binary unit under which it is at least 1: "512 B",
+/// "1.5 KiB", "683.5 KiB", "2.0 GiB" (one decimal, rounded down; up to TiB).
+std::string format_size(std::uint64_t bytes);
+
 }  // namespace crcrd

@@ -13,6 +13,7 @@
 #include "crcrd/core/result.hpp"
 #include "crcrd/core/vocab.hpp"
 #include "crcrd/store/bisections.hpp"
+#include "crcrd/store/builds.hpp"
 #include "crcrd/store/fwd.hpp"
 
 namespace crcrd::store {
@@ -193,6 +194,11 @@ class AdminReads {
     Result<std::optional<std::string>> recovery_watermark();
     /// Selection misses matching `q`, newest (highest id) first (in selection_misses.cpp).
     Result<std::vector<SelectionMissRow>> selection_misses(const SelectionMissQuery& q);
+    /// Builds matching `q` (docs/build.md), newest (highest id) first, at most `q.limit`, with
+    /// their runs and open jobs (in build_reads.cpp).
+    Result<std::vector<BuildRow>> builds(const BuildsQuery& q);
+    /// Build `id`; empty when there is none (in build_reads.cpp).
+    Result<std::optional<BuildRow>> build(std::int64_t id);
 
   private:
     explicit AdminReads(Db& db) : m_db(&db) {}

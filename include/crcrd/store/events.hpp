@@ -25,6 +25,12 @@ enum class EventKind {
                      // sent after a retry; the start-up totals count each row's last state only.
     selection_miss,  // a selection_misses row
     followup,        // a=kind: a followups row, work a finished run left for the planner
+    build_cache,     // a=hit: a build job passed without building (its key was ready, from the
+                     // cache or once the job it waited on published it); a=miss: a key had to
+                     // be built (a new key, or one that had failed or been evicted)
+    build_evicted,   // a ready build became evicted (the cache's limit, an operator, its folder
+                     // found gone)
+    build_finished,  // a=ready|failed: a build ended; seconds=its last attempt's start → its end
 };
 
 struct Event {
@@ -48,7 +54,8 @@ struct LabelledCount {
 };
 
 /// The totals the counters start from, read once at start-up (a scan of the history, which a
-/// scrape never does). Labels as in EventKind.
+/// scrape never does). Labels as in EventKind. The build events have none: the database keeps
+/// no record of each lookup or eviction, so their counters start at 0.
 struct EventTotals {
     std::vector<LabelledCount> deliveries;     // verdict
     std::vector<LabelledCount> runs_created;   // event

@@ -4,7 +4,9 @@
 // schema's triggers keep with the rows (a few rows read whatever the backlog); runs, jobs and
 // slots are indexed searches of the open rows. None is a scan of the history (the finished
 // runs, jobs, deliveries and sent statuses): those are counters kept as events happen
-// (store/events.hpp). Blocking: call from a worker.
+// (store/events.hpp). The builds' count per state is an index-only count of the builds table,
+// which keeps one row per build key ever built, failed and evicted ones too (docs/build.md).
+// Blocking: call from a worker.
 
 #include <cstdint>
 #include <filesystem>
@@ -30,6 +32,8 @@ struct ScrapeGauges {
     // created_at of the first appended (lowest id) outbox row still waiting; rows are appended
     // in time order, so it is the oldest unless the clock stepped back.
     std::optional<std::string> oldest_waiting_created_at;
+    std::vector<LabelledCount> builds_by_state;  // state: the builds table's rows per state
+    std::int64_t build_cache_bytes = 0;          // size_bytes of the ready builds
 };
 
 /// Reads the gauges on `db`. Never writes. A storage code when a read fails.
