@@ -127,13 +127,13 @@ def measure(d, name):
     return_ = {
         "name": name,
         "runs": len(runs),
-        "verdicts": {c: sum(1 for r in runs if r[3] == c) for c in {r[3] for r in runs}},
+        "verdicts": {str(c): sum(1 for r in runs if r[3] == c) for c in {r[3] for r in runs}},
         "builds_per_key": {"keys": len(per_key), "max": max(per_key.values()) if per_key else 0,
                            "total": sum(per_key.values())},
         "device_lease_s": round(lease, 1),
         "device_testing_s": round(testing, 1),
         "testing_share": round(testing / lease, 3) if lease else None,
-        "device_hours_per_verdict": round(lease / 3600.0 / max(1, len(runs)), 4),
+        "device_hours_per_verdict": round(lease / 3600.0 / max(1, sum(1 for r in runs if r[2] == "completed")), 4),
         "build_s": {k: [round(x, 1) for x in v] for k, v in build_seconds.items()},
         "warm_webhook_to_test_s": round(first_start - warm["at"], 2) if first_start else None,
     }

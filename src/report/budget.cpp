@@ -7,7 +7,9 @@ namespace crcrd::report {
 
 namespace {
 
-bool earlier(const SpentRequest& a, const SpentRequest& b) { return a.at < b.at; }
+bool earlier(const SpentRequest& a, const SpentRequest& b) {
+    return a.at < b.at;
+}
 
 }  // namespace
 
@@ -20,8 +22,8 @@ RequestBudget::RequestBudget(std::vector<BudgetWindow> windows, std::vector<Spen
 std::int64_t RequestBudget::used_in(const BudgetWindow& w, SystemTime now,
                                     std::int64_t from) const {
     // Requests at or after now − per still count: the window is (now − per, now].
-    const auto first = std::upper_bound(m_spent.begin(), m_spent.end(), SpentRequest{now - w.per},
-                                        earlier);
+    const auto first =
+        std::upper_bound(m_spent.begin(), m_spent.end(), SpentRequest{now - w.per}, earlier);
     if (from <= 0) return static_cast<std::int64_t>(std::distance(first, m_spent.end()));
     return std::count_if(first, m_spent.end(),
                          [&](const SpentRequest& r) { return r.priority >= from; });

@@ -304,8 +304,9 @@ Result<std::optional<SystemTime>> OutboxQueue::earliest_retry(Sink sink) {
 
 Result<std::vector<MadeRequest>> OutboxQueue::requests_made(Sink sink, SystemTime since) {
     return guarded([&] {
-        Scoped st(*m_db,
-                  "SELECT at, priority FROM report_requests WHERE sink = ? AND at >= ? ORDER BY at");
+        Scoped st(
+            *m_db,
+            "SELECT at, priority FROM report_requests WHERE sink = ? AND at >= ? ORDER BY at");
         st->bind(1, to_string(sink)).bind(2, rfc3339(since));
         std::vector<MadeRequest> out;
         while (st->step()) {

@@ -432,7 +432,8 @@ ALTER TABLE report_requests ADD COLUMN priority INTEGER NOT NULL DEFAULT 0;
 CREATE TABLE builds (
   id           INTEGER PRIMARY KEY,
   key          TEXT NOT NULL UNIQUE,
-  state        TEXT NOT NULL CHECK (state IN ('queued','running','ready','failed','evicted')),
+  state        TEXT NOT NULL CHECK (state = 'queued' OR state = 'running' OR state = 'ready'
+                                    OR state = 'failed' OR state = 'evicted'),
   upstream_sha TEXT NOT NULL,
   backend_sha  TEXT NOT NULL DEFAULT '',
   job_id       INTEGER,              -- the attempt building it now, or the last one

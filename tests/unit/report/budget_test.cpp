@@ -86,12 +86,11 @@ TEST(RequestBudget, EachPriorityAndThoseBelowItKeepToTheirShareOfEveryWindow) {
     const Case cases[] = {
         {"nothing used", 0, 0, 0, 0, true, true, true},
         {"progress used its 3", 0, 0, 0, 3, false, true, true},
-        {"progress 2 and first states 5: the first states' 7 are used, so progress waits too", 0,
-         0, 5, 2, false, false, true},
-        {"tier finals do not count against the first states' share", 0, 10, 1, 0, true, true,
-         true},
-        {"tier finals used the 12: the lower ones, inside that share, wait too", 0, 12, 0, 0,
-         false, false, false},
+        {"progress 2 and first states 5: the first states' 7 are used, so progress waits too", 0, 0,
+         5, 2, false, false, true},
+        {"tier finals do not count against the first states' share", 0, 10, 1, 0, true, true, true},
+        {"tier finals used the 12: the lower ones, inside that share, wait too", 0, 12, 0, 0, false,
+         false, false},
         {"first states count against the tier finals' share", 0, 6, 6, 0, false, false, false},
         {"the tier finals' share is used: first states and progress wait too", 0, 11, 0, 1, false,
          false, false},
@@ -142,14 +141,13 @@ TEST(RequestBudget, AVerdictNeverWaitsForTheBudgetWhenLowerPrioritiesAlwaysWait)
         if (s % 20 == 0) verdicts.push_back(now);
         if (b.next_free(now) > now) continue;
         if (!verdicts.empty()) {
-            worst = std::max(worst,
-                             std::chrono::duration_cast<seconds>(now - verdicts.front()));
+            worst = std::max(worst, std::chrono::duration_cast<seconds>(now - verdicts.front()));
             verdicts.pop_front();
             b.spend(now, static_cast<std::int64_t>(StatusPriority::aggregate_final));
             continue;
         }
-        for (auto p : {StatusPriority::tier_final, StatusPriority::first_state,
-                       StatusPriority::progress}) {
+        for (auto p :
+             {StatusPriority::tier_final, StatusPriority::first_state, StatusPriority::progress}) {
             if (!may_take(p, b, now)) continue;
             b.spend(now, static_cast<std::int64_t>(p));
             ++lower_sent;
