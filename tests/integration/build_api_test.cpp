@@ -11,6 +11,7 @@
 
 #include "crcrd/core/crypto.hpp"
 #include "crcrd/core/files.hpp"
+#include "support/build_stage.hpp"
 #include "support/certs.hpp"
 #include "support/ci_script.hpp"
 #include "support/daemon.hpp"
@@ -54,58 +55,28 @@ class BuildApiTest : public ::testing::Test {
   protected:
     void SetUp() override {
         if (auto why = bwrap_unavailable(); !why.empty()) GTEST_SKIP() << why;
-        install(bin.path() / "build.sh", k_build_script);
-        install(bin.path() / "test.sh", k_test_script);
-        write_file(dir.path() / "selection.yaml",
-                   "tiers:\n"
-                   "  - {name: import, always: true, tests: [a]}\n"
-                   "rules: []\n"
-                   "unmatched: nothing\n");
+        install_script(bin.path() / "build.sh", k_build_script);
+        install_script(bin.path() / "test.sh", k_test_script);
         write_file(dir.path() / "ops.token", "ops-token\n");
         write_file(dir.path() / "read.token", "read-token\n");
-        daemon = std::make_unique<TestDaemon>(
-            dir.path(),
-            "selection: {rules: selection.yaml, concurrency: {pull_request: none}}\n"
-            "runners:\n"
-            "  - {name: card-0}\n"
-            "execution:\n"
-            "  command: [" +
-                (bin.path() / "test.sh").string() +
-                "]\n"
-                "  work_root: state/work\n"
-                "  min_free_bytes: 1MiB\n"
-                "  device_wait: 30s\n"
-                "  env: {BUILD_HOLD: " +
-                (bin.path() / "build-hold").string() +
-                ", TIER_HOLD: " + (bin.path() / "tier-hold").string() +
-                "}\n"
-                "build:\n"
-                "  command: [" +
-                (bin.path() / "build.sh").string() +
-                "]\n"
-                "  cache_dir: state/builds\n"
-                "  timeout: 1m\n"
-                "report: {file: state/statuses.jsonl}\n"
-                "admin: {tokens: [{name: ops, role: admin, sha256: " +
-                crypto::sha256_hex("ops-token") + "}, {name: viewer, role: read, sha256: " +
-                crypto::sha256_hex("read-token") + "}]}\n");
+        BuildStageSetup s;
+        s.build_script = bin.path() / "build.sh";
+        s.test_script = bin.path() / "test.sh";
+        s.tiers = "  - {name: import, always: true, tests: [a]}\n";
+        s.env = ", BUILD_HOLD: " + (bin.path() / "build-hold").string() +
+                ", TIER_HOLD: " + (bin.path() / "tier-hold").string();
+        s.admin_tokens =
+            "{name: ops, role: admin, sha256: " + crypto::sha256_hex("ops-token") +
+            "}, {name: viewer, role: read, sha256: " + crypto::sha256_hex("read-token") + "}";
+        daemon = std::make_unique<TestDaemon>(dir.path(), build_stage_config(dir.path(), s));
         daemon->start();
     }
 
-    void install(const fs::path& p, const char* text) {
-        write_file(p, text);
-        fs::permissions(p, fs::perms(0755));
-        fs::permissions(bin.path(), fs::perms(0755));
-    }
     fs::path cache() const { return dir.path() / "state" / "builds"; }
 
     std::int64_t post(const std::string& sha) {
-        json j = json::parse(fixture_text("crcr/direct-pytorch-crcr.json"));
-        j["client_payload"]["upstream_sha"] = sha;
-        j["client_payload"]["pr_number"] = next_pr;
-        auto r = daemon->post_standard(j.dump(), "build-api-" + std::to_string(next_pr++));
-        EXPECT_EQ(r->status, 202) << r->body;
-        return json::parse(r->body)["run_id"].get<std::int64_t>();
+        const int pr = next_pr++;
+        return post_sha(*daemon, sha, pr, "build-api-" + std::to_string(pr));
     }
     /// Two passing runs, of SHA a then SHA b: two builds.
     void two_builds() {

@@ -13,6 +13,7 @@
 
 #include "crcrd/core/crypto.hpp"
 #include "crcrd/core/files.hpp"
+#include "support/build_stage.hpp"
 #include "support/ci_script.hpp"
 #include "support/daemon.hpp"
 #include "support/process.hpp"
@@ -66,57 +67,28 @@ class BuildStageTest : public ::testing::Test {
   protected:
     void start(const std::string& build_extra = "", const std::string& env = "") {
         if (auto why = bwrap_unavailable(); !why.empty()) GTEST_SKIP() << why;
-        install(bin.path() / "build.sh", k_build_script);
-        install(bin.path() / "test.sh", k_test_script);
-        write_file(dir.path() / "selection.yaml",
-                   "tiers:\n"
-                   "  - {name: import, always: true, tests: [a]}\n"
-                   "  - {name: smoke, always: true, tests: [b]}\n"
-                   "rules: []\n"
-                   "unmatched: nothing\n");
-        daemon = std::make_unique<TestDaemon>(
-            dir.path(),
-            "selection: {rules: selection.yaml, concurrency: {pull_request: none}}\n"
-            "runners:\n"
-            "  - {name: card-0}\n"
-            "execution:\n"
-            "  command: [" +
-                (bin.path() / "test.sh").string() +
-                "]\n"
-                "  work_root: state/work\n"
-                "  min_free_bytes: 1MiB\n"
-                "  infra_retries: 1\n"
-                "  device_wait: 30s\n"
-                "  env: {BUILD_HOLD: " +
-                hold().string() + env +
-                "}\n"
-                "build:\n"
-                "  command: [" +
-                (bin.path() / "build.sh").string() +
-                "]\n"
-                "  cache_dir: state/builds\n"
-                "  timeout: 1m\n" +
-                build_extra + "report: {file: state/statuses.jsonl}\n" +
-                "admin: {tokens: [{name: ops, role: admin, sha256: " +
-                crypto::sha256_hex("ops-token") + "}]}\n");
+        install_script(bin.path() / "build.sh", k_build_script);
+        install_script(bin.path() / "test.sh", k_test_script);
+        BuildStageSetup s;
+        s.build_script = bin.path() / "build.sh";
+        s.test_script = bin.path() / "test.sh";
+        s.tiers =
+            "  - {name: import, always: true, tests: [a]}\n"
+            "  - {name: smoke, always: true, tests: [b]}\n";
+        s.env = ", BUILD_HOLD: " + hold().string() + env;
+        s.execution = "  infra_retries: 1\n";
+        s.build = build_extra;
+        s.admin_tokens =
+            "{name: ops, role: admin, sha256: " + crypto::sha256_hex("ops-token") + "}";
+        daemon = std::make_unique<TestDaemon>(dir.path(), build_stage_config(dir.path(), s));
         daemon->start();
     }
 
-    void install(const fs::path& p, const char* text) {
-        write_file(p, text);
-        fs::permissions(p, fs::perms(0755));
-        fs::permissions(bin.path(), fs::perms(0755));
-    }
     fs::path hold() const { return bin.path() / "hold"; }
     fs::path cache() const { return dir.path() / "state" / "builds"; }
 
     std::int64_t post(const std::string& sha, const std::string& id) {
-        json j = json::parse(fixture_text("crcr/direct-pytorch-crcr.json"));
-        j["client_payload"]["upstream_sha"] = sha;
-        j["client_payload"]["pr_number"] = next_pr++;
-        auto r = daemon->post_standard(j.dump(), id);
-        EXPECT_EQ(r->status, 202) << r->body;
-        return json::parse(r->body)["run_id"].get<std::int64_t>();
+        return post_sha(*daemon, sha, next_pr++, id);
     }
     /// A push to main (no PR) at `sha`, or a PR at `sha` whose base is `base`.
     std::int64_t post_push(const std::string& sha, const std::string& id) {
