@@ -77,13 +77,15 @@ std::optional<std::string> pre_existing_reason(const std::vector<std::string>& f
 }
 
 NextStep next_step(Conclusion conclusion, const std::string& reason, std::int64_t infra_before,
-                   std::int64_t regressions_before, const RetryPolicy& policy) {
+                   std::int64_t regressions_before, const RetryPolicy& policy, bool build) {
     using Kind = NextStep::Kind;
     if (is_infra(conclusion) && infra_before < static_cast<std::int64_t>(policy.infra_retries))
         return {Kind::retry, conclusion, reason};
     if (conclusion == Conclusion::regression) {
         if (regressions_before < static_cast<std::int64_t>(policy.flaky_reruns)) {
-            return {Kind::retry, conclusion, reason + "; rerun to tell a flaky test"};
+            return {Kind::retry, conclusion,
+                    reason + (build ? "; built again to tell a flaky build"
+                                    : "; rerun to tell a flaky test")};
         }
         if (regressions_before > 0) return {Kind::finish, conclusion, reason + ", again on rerun"};
     }
@@ -202,7 +204,7 @@ EndPlan plan_end(const AttemptFacts& f) {
         return end_of_base_check(f, std::move(p));
     }
     const auto step =
-        next_step(p.conclusion, p.reason, f.infra_before, f.regressions_before, f.retry);
+        next_step(p.conclusion, p.reason, f.infra_before, f.regressions_before, f.retry, f.build);
     switch (step.kind) {
         case NextStep::Kind::retry:
             p.next = EndPlan::Next::retry;

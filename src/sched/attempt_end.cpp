@@ -16,6 +16,7 @@ AttemptFacts read_attempt_facts(store::Db& db, const exec::JobToRun& job, Attemp
     f.run_id = job.run_id;
     f.sha = job.sha;
     f.carried = carried;
+    f.build = job.tier == k_build_stage;
     f.failed = jobs.failed_tests(job.job_id);
     f.passed = jobs.passed_tests(job.job_id);
     f.infra_before = jobs.earlier_attempts(job.job_id, store::EarlierOf::infra);

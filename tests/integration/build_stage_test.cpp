@@ -189,7 +189,10 @@ TEST_F(BuildStageTest, AFailedBuildIsARegressionThatCancelsTheTiersWithTheReason
     EXPECT_EQ(daemon->finished(run), "completed/regression");
     const auto build = first_job(*daemon, {.run = run, .tier = "build"});
     EXPECT_EQ(build.conclusion, "regression");
-    EXPECT_NE(build.reason.find("the build failed (exit 3)"), std::string::npos) << build.reason;
+    EXPECT_EQ(build.reason,
+              "the build failed (exit 3); built again to tell a flaky build (retried)");
+    EXPECT_EQ(last_job(*daemon, {.run = run, .tier = "build"}).reason,
+              "the build failed (exit 3), again on rerun");
     EXPECT_EQ(last_job(*daemon, {.run = run, .tier = "import"}).reason, "build ended regression");
     EXPECT_EQ(last_job(*daemon, {.run = run, .tier = "import"}).state, "cancelled");
     const auto builds = build_rows(*daemon);

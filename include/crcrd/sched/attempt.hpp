@@ -63,9 +63,10 @@ struct NextStep {
 /// An infra-class failure (infra_error, device_unavailable) is retried while fewer than
 /// `infra_retries` earlier attempts of the tier ended so; a regression is rerun while fewer than
 /// `flaky_reruns` earlier attempts regressed, and is final "again on rerun" after one; a pass
-/// may turn flaky; anything else is final. Pure.
+/// may turn flaky; anything else is final. `build`: the attempt is a build stage's (its rerun
+/// builds again, to tell a flaky build). Pure.
 NextStep next_step(Conclusion conclusion, const std::string& reason, std::int64_t infra_before,
-                   std::int64_t regressions_before, const RetryPolicy& policy);
+                   std::int64_t regressions_before, const RetryPolicy& policy, bool build = false);
 
 /// "1 test failed, then passed on rerun" / "N tests ...".
 std::string flaky_reason(std::int64_t flaky_tests);
@@ -104,6 +105,7 @@ struct AttemptFacts {
     RetryPolicy retry;
     bool lookup_base = false;  // classify.base_check lookup (or run)
     bool run_on_base = false;  // classify.base_check run
+    bool build = false;        // the attempt is a run's build stage (docs/build.md)
 };
 
 /// What becomes of an ended attempt.

@@ -42,6 +42,11 @@ TEST(NextStep, RetriesRerunsAndFinalOutcomesFollowThePolicy) {
         EXPECT_EQ(s.conclusion, c.conclusion) << c.name;
         EXPECT_EQ(s.reason, c.reason) << c.name;
     }
+    // A build stage's regression is built again, and says so.
+    EXPECT_EQ(next_step(Conclusion::regression, "why", 0, 0, p, true).reason,
+              "why; built again to tell a flaky build");
+    EXPECT_EQ(next_step(Conclusion::regression, "why", 0, 1, p, true).reason,
+              "why, again on rerun");
 }
 
 TEST(PreExistingReason, AllFailuresOnTheBaseOrItStaysARegression) {
