@@ -176,7 +176,7 @@ std::vector<std::string> choose_evictions(store::Db& db, const BuildStageSetting
 void recover_builds(store::Db& db, const BuildStageSettings& s, SystemTime now) {
     exec::clean_partials(s.build.cache_dir);
     store::BuildsRepo builds(db);
-    builds.requeue_running(now);
+    builds.requeue_running();
     for (const auto& b : builds.ready()) {
         std::error_code ec;
         if (!std::filesystem::is_directory(exec::build_dir(s.build.cache_dir, b.key), ec)) {

@@ -47,7 +47,8 @@ std::vector<BuildRow> read_rows(Scoped& st) {
 BuildClaim BuildsRepo::claim(const std::string& key, const std::string& upstream_sha,
                              const std::string& backend_sha, std::int64_t job_id, SystemTime now) {
     {
-        Scoped set(m_db, "UPDATE jobs SET build_key = ? WHERE id = ?");
+        // Once per job: a job waiting on another's build asks again at every dispatcher pass.
+        Scoped set(m_db, "UPDATE jobs SET build_key = ?1 WHERE id = ?2 AND build_key IS NOT ?1");
         set->bind(1, key).bind(2, job_id);
         set->run();
     }
@@ -202,8 +203,7 @@ std::vector<BuildRow> BuildsRepo::ready_of_backend(const std::string& backend_sh
     return read_rows(st);
 }
 
-void BuildsRepo::requeue_running(SystemTime now) {
-    (void)now;
+void BuildsRepo::requeue_running() {
     Scoped st(m_db, "UPDATE builds SET state = 'queued' WHERE state = 'running'");
     st->run();
 }

@@ -90,7 +90,7 @@ class BuildsRepo {
     std::vector<BuildRow> ready_of_backend(const std::string& backend_sha, const std::string& key,
                                            int limit = 20);
     /// Builds whose builder attempt was running when the daemon stopped: back to queued.
-    void requeue_running(SystemTime now);
+    void requeue_running();
 
     std::optional<BuildRow> get(std::int64_t id);
     std::optional<BuildRow> get(const std::string& key);

@@ -122,7 +122,7 @@ TEST_F(BuildsRepoTest, WaitingJobsEvictionAndTheApiReads) {
     EXPECT_FALSE(b.get(std::int64_t{99}));
     // A start-up requeues what was running.
     b.mark_running("k2", d, t0);
-    b.requeue_running(t0);
+    b.requeue_running();
     EXPECT_EQ(b.get("k2")->state, BuildState::queued);
 }
 
