@@ -123,8 +123,28 @@ EndPlan finish(EndPlan p, Conclusion conclusion, std::string reason) {
     return p;
 }
 
+/// A build's base check (the base built as the build job's next attempt): the base failed to
+/// build too, pre_existing; it built, the regression stands; no verdict, the regression stands.
+EndPlan end_of_build_base_check(const AttemptFacts& f, EndPlan p) {
+    const std::string base7 = f.sha.substr(0, 7);
+    const Conclusion c = p.conclusion;
+    if (c == Conclusion::passed)
+        return finish(std::move(p), Conclusion::regression,
+                      "the build fails; " + base7 + " builds: the change broke it");
+    if (c == Conclusion::regression || c == Conclusion::pre_existing) {
+        p.evidence.emplace_back("pre_existing",
+                                json{{"base_sha", f.sha}, {"run_id", f.run_id}, {"base_check", true}});
+        return finish(std::move(p), Conclusion::pre_existing,
+                      "the build fails on " + base7 + " too");
+    }
+    std::string why =
+        "the build of " + base7 + " ended " + std::string(to_string(c)) + ": " + p.reason;
+    return finish(std::move(p), Conclusion::regression, std::move(why));
+}
+
 /// A base check with a verdict of its own: the tier's regression stands, or is pre_existing.
 EndPlan end_of_base_check(const AttemptFacts& f, EndPlan p) {
+    if (f.build) return end_of_build_base_check(f, std::move(p));
     const std::string base7 = f.sha.substr(0, 7);
     const Conclusion c = p.conclusion;
     if (c != Conclusion::regression && c != Conclusion::passed && c != Conclusion::flaky) {
@@ -153,6 +173,33 @@ EndPlan end_of_base_check(const AttemptFacts& f, EndPlan p) {
     auto why = pre_existing_reason(names, all);
     return finish(std::move(p), Conclusion::pre_existing,
                   why.value_or("the failing tests fail on " + base7 + " too"));
+}
+
+/// A final regression of a build, against its base's build under the same recipe.
+EndPlan regression_of_a_build(const AttemptFacts& f, EndPlan p) {
+    const BaseBuild& base = *f.base_build;
+    const std::string base7 = base.sha.substr(0, 7);
+    switch (base.said) {
+        case BaseBuild::Said::fails:
+            p.evidence.emplace_back("pre_existing",
+                                    json{{"base_sha", base.sha}, {"build_id", base.build_id}});
+            return finish(std::move(p), Conclusion::pre_existing,
+                          "the build fails on " + base7 + " too");
+        case BaseBuild::Said::builds:
+            p.reason += "; " + base7 + " builds";
+            return p;
+        case BaseBuild::Said::unknown:
+            break;
+    }
+    if (!f.run_on_base) {
+        p.reason += "; " + base7 + " was not built here";
+        return p;
+    }
+    p.next = EndPlan::Next::check_on_base;
+    p.reason += "; building " + base7 + " to compare";
+    p.check_tests = {std::string(k_build_stage)};
+    p.base_sha = base.sha;
+    return p;
 }
 
 /// A final regression of a PR: its failing tests looked up on the base.
@@ -203,6 +250,11 @@ EndPlan plan_end(const AttemptFacts& f) {
                        f.infra_before >= static_cast<std::int64_t>(f.retry.infra_retries))) {
         return end_of_base_check(f, std::move(p));
     }
+    // A build that fails on its base too is not built again: that costs a build, and says
+    // nothing more.
+    if (f.build && p.conclusion == Conclusion::regression && f.base_build &&
+        f.base_build->said == BaseBuild::Said::fails)
+        return regression_of_a_build(f, std::move(p));
     const auto step =
         next_step(p.conclusion, p.reason, f.infra_before, f.regressions_before, f.retry, f.build);
     switch (step.kind) {
@@ -229,6 +281,8 @@ EndPlan plan_end(const AttemptFacts& f) {
             break;
     }
     p = finish(std::move(p), step.conclusion, step.reason);
+    if (p.conclusion == Conclusion::regression && f.build && f.base_build)
+        return regression_of_a_build(f, std::move(p));
     if (p.conclusion == Conclusion::regression && f.lookup_base && f.pr)
         return regression_of_a_pr(f, std::move(p));
     return p;

@@ -2,9 +2,31 @@
 
 #include "crcrd/core/time.hpp"
 #include "crcrd/sched/jobs.hpp"
+#include "crcrd/store/builds.hpp"
 #include "crcrd/store/jobs.hpp"
 
 namespace crcrd::sched {
+
+namespace {
+
+/// What the builds table says of the base's build `key`.
+BaseBuild base_build(store::Db& db, const std::string& sha, const std::string& key) {
+    BaseBuild b;
+    b.sha = sha;
+    const auto row = store::BuildsRepo(db).get(key);
+    if (!row) return b;
+    if (row->state == BuildState::failed && (row->conclusion == Conclusion::regression ||
+                                             row->conclusion == Conclusion::pre_existing)) {
+        b.said = BaseBuild::Said::fails;
+        b.build_id = row->id;
+    } else if ((row->state == BuildState::ready || row->state == BuildState::evicted) &&
+               !row->conclusion) {
+        b.said = BaseBuild::Said::builds;
+    }
+    return b;
+}
+
+}  // namespace
 
 AttemptFacts read_attempt_facts(store::Db& db, const exec::JobToRun& job, AttemptOrigin origin,
                                 Judged judged, std::int64_t carried, const EndPolicy& policy) {
@@ -29,6 +51,9 @@ AttemptFacts read_attempt_facts(store::Db& db, const exec::JobToRun& job, Attemp
     f.retry = policy.retry;
     f.lookup_base = policy.base_window.has_value();
     f.run_on_base = policy.run_on_base;
+    if (f.judged.conclusion == Conclusion::regression && f.build && policy.base_window &&
+        job.build && job.build->base_key && !job.build->base_check)
+        f.base_build = base_build(db, *job.build->base_sha, *job.build->base_key);
     if (f.judged.conclusion == Conclusion::regression && f.pr && policy.base_window &&
         !f.failed.empty()) {
         const auto since = policy.now - *policy.base_window;

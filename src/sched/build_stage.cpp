@@ -5,6 +5,7 @@
 #include "crcrd/exec/workspace.hpp"
 #include "crcrd/sched/jobs.hpp"
 #include "crcrd/store/builds.hpp"
+#include "crcrd/store/jobs.hpp"
 #include "crcrd/vcs/mirror.hpp"
 
 namespace crcrd::sched {
@@ -24,27 +25,47 @@ BuildStep step_build_job(store::Db& db, const BuildStageSettings& s,
     in.upstream_sha = job.sha;
     const std::string key = exec::build_key(in);
     store::BuildsRepo builds(db);
+    const bool base_check = !store::JobsRepo(db).base_check_tests(job.job_id).empty();
+    if (base_check) {
+        // The base failed to build already: no need to build it again to know.
+        if (auto row = builds.get(key); row && row->state == BuildState::failed &&
+                                        (row->conclusion == Conclusion::regression ||
+                                         row->conclusion == Conclusion::pre_existing)) {
+            BuildStep step{BuildStep::Kind::known, {}, {}};
+            step.known.conclusion = Conclusion::regression;
+            step.known.reason = "build " + short_key(key) + " failed" +
+                                (row->job_id ? " in job " + std::to_string(*row->job_id) : "") +
+                                ": " + row->reason;
+            return step;
+        }
+    }
     auto claim = builds.claim(key, job.sha, in.backend_sha, job.job_id, now);
     if (claim == store::BuildClaim::ready) {
         std::error_code ec;
         if (std::filesystem::is_directory(exec::build_dir(s.build.cache_dir, key), ec)) {
             const auto row = builds.get(key);
+            if (base_check) {
+                BuildStep step{BuildStep::Kind::known, {}, {}};
+                step.known.reason = "build " + short_key(key) + " from the cache";
+                return step;
+            }
             finish_job(
                 db, job.job_id, Conclusion::passed,
                 "build " + short_key(key) + " from the cache" +
                     (row && row->job_id ? " (built by job " + std::to_string(*row->job_id) + ")"
                                         : std::string()),
                 std::nullopt, now);
-            return {BuildStep::Kind::passed, {}};
+            return {BuildStep::Kind::passed, {}, {}};
         }
         builds.mark_evicted(
             key, "its folder was gone when run " + std::to_string(job.run_id) + " needed it", now);
         claim = builds.claim(key, job.sha, in.backend_sha, job.job_id, now);
     }
-    if (claim == store::BuildClaim::wait) return {BuildStep::Kind::wait, {}};
-    BuildStep step{BuildStep::Kind::lease, {}};
+    if (claim == store::BuildClaim::wait) return {BuildStep::Kind::wait, {}, {}};
+    BuildStep step{BuildStep::Kind::lease, {}, {}};
     step.spec.key = key;
     step.spec.out = exec::partial_dir(s.build.cache_dir, key, job.job_id);
+    step.spec.base_check = base_check;
     if (auto base = builds.base_of_run(job.run_id); base && *base != job.sha) {
         exec::BuildKeyInputs at_base = in;
         at_base.upstream_sha = *base;
@@ -109,43 +130,24 @@ std::optional<std::int64_t> finish_build_attempt(const BuildStageSettings& s,
     return *size;
 }
 
-void judge_against_base(store::Db& db, const exec::JobToRun& job, Judged& judged) {
-    if (!job.build || !job.build->base_key || judged.conclusion != Conclusion::regression) return;
-    const std::string base7 = job.build->base_sha->substr(0, 7);
-    const auto base = store::BuildsRepo(db).get(*job.build->base_key);
-    if (base && base->state == BuildState::failed &&
-        (base->conclusion == Conclusion::regression ||
-         base->conclusion == Conclusion::pre_existing)) {
-        judged.conclusion = Conclusion::pre_existing;
-        judged.reason = "the build fails on " + base7 + " too";
-        judged.evidence["pre_existing"] = {{"base_sha", *job.build->base_sha},
-                                           {"build_id", base->id}};
-        return;
-    }
-    if (base && (base->state == BuildState::ready || base->state == BuildState::evicted) &&
-        !base->conclusion) {
-        judged.reason += "; " + base7 + " builds";
-        return;
-    }
-    judged.reason += "; " + base7 + " was not built here";
-}
-
 void settle_build(store::Db& db, const exec::JobToRun& job, const std::optional<EndPlan>& plan,
-                  std::optional<std::int64_t> size, SystemTime now) {
+                  const Judged& judged, std::optional<std::int64_t> size, SystemTime now) {
     if (!job.build || !plan) return;
     store::BuildsRepo builds(db);
     const std::string& key = job.build->key;
     if (plan->next == EndPlan::Next::retry) return;  // the retry claims it again
-    if (plan->conclusion == Conclusion::passed && size) {
+    const Conclusion conclusion = job.build->base_check ? judged.conclusion : plan->conclusion;
+    const std::string& reason = job.build->base_check ? judged.reason : plan->reason;
+    if (conclusion == Conclusion::passed && size) {
         builds.mark_ready(key, *size, now);
         return;
     }
-    if (plan->conclusion == Conclusion::cancelled) return;  // the next job that asks builds it
-    builds.mark_failed(key, plan->reason, now, plan->conclusion);
+    if (conclusion == Conclusion::cancelled) return;  // the next job that asks builds it
+    builds.mark_failed(key, reason, now, conclusion);
     for (auto id : builds.waiting_jobs(key, job.job_id)) {
-        finish_job(db, id, plan->conclusion,
+        finish_job(db, id, conclusion,
                    "the build " + short_key(key) + " by job " + std::to_string(job.job_id) +
-                       " ended " + std::string(to_string(plan->conclusion)) + ": " + plan->reason,
+                       " ended " + std::string(to_string(conclusion)) + ": " + reason,
                    std::nullopt, now);
     }
 }

@@ -331,6 +331,11 @@ bool start_build_job(store::Db& db, const std::vector<exec::SlotOffer>& offers,
         spdlog::info("job_id={} run_id={} build from the cache", job.job_id, job.run_id);
         return true;
     }
+    if (step.kind == BuildStep::Kind::known) {
+        // A base check whose base's build is known: it ends now, as if it had built.
+        end_attempt(db, job, AttemptOrigin::ran, std::move(step.known), end_policy(cfg, now));
+        return true;
+    }
     if (step.kind == BuildStep::Kind::wait) return false;
     if (auto slot = lease(db, offers, job, cfg.lease_ttl, now, true)) {
         job.slot = *slot;
@@ -601,10 +606,6 @@ void Dispatcher::work(exec::JobToRun job, std::shared_ptr<std::atomic<bool>> can
         if (requeue) {
             jobs.requeue_open(job.job_id);
         } else {
-            // A failed build against its base's (docs/build.md); the outcome itself stays as
-            // judged, for a retry of this write.
-            Judged judged = outcome;
-            judge_against_base(db, job, judged);
             exec::TestCounts c = exec::count(raw.results);
             std::vector<store::TestRow> tests;
             tests.reserve(raw.results.size());
@@ -615,16 +616,16 @@ void Dispatcher::work(exec::JobToRun job, std::shared_ptr<std::atomic<bool>> can
                                                      {"failed", c.failed},
                                                      {"skipped", c.skipped},
                                                      {"flaky", 0}}),
-                                store::JsonText(judged.evidence));
+                                store::JsonText(outcome.evidence));
             // A rerun's results are its own tests and those carried over from the attempts
             // before. (A base check ran on another SHA: nothing of the PR's attempts is its
             // result.)
             std::int64_t carried = 0;
             if (job.attempt > 1 && jobs.base_check_tests(job.job_id).empty())
                 carried = jobs.carry_earlier_results(job.job_id);
-            plan = end_attempt(db, job, AttemptOrigin::ran, judged,
+            plan = end_attempt(db, job, AttemptOrigin::ran, outcome,
                                end_policy(cfg, m_clock.now(), stopping), carried);
-            settle_build(db, job, plan, built, m_clock.now());
+            settle_build(db, job, plan, outcome, built, m_clock.now());
             if (cfg.build) evicted = choose_evictions(db, *cfg.build, m_clock.now());
         }
         release(db, job, unhealthy, health, cfg.health_interval, m_clock.now());

@@ -116,12 +116,19 @@ std::vector<select::RunRef> unplanned(store::UnplannedReader& reader, int limit,
 
 }  // namespace
 
+namespace {
+
+store::PlannedJob build_job(std::chrono::milliseconds timeout) {
+    return store::PlannedJob{std::string(k_build_stage), -1, "[]",
+                             static_cast<std::int64_t>(timeout.count()), "[]"};
+}
+
+}  // namespace
+
 std::vector<store::PlannedJob> plan_jobs(const select::Selection& sel, const select::Rules& rules,
                                          std::optional<std::chrono::milliseconds> build_timeout) {
     std::vector<store::PlannedJob> jobs;
-    if (build_timeout && !sel.tiers.empty())
-        jobs.push_back(store::PlannedJob{std::string(k_build_stage), -1, "[]",
-                                         static_cast<std::int64_t>(build_timeout->count()), "[]"});
+    if (build_timeout && !sel.tiers.empty()) jobs.push_back(build_job(*build_timeout));
     for (const auto& t : sel.tiers) {
         std::int64_t position = 0;
         for (std::size_t i = 0; i < rules.tiers.size(); ++i)
@@ -262,6 +269,19 @@ Plan decide_plan(const select::RunRef& run, const select::ChangedPaths& changed,
     if (auto t = run.inputs.find("tiers"); t != run.inputs.end() && t->is_array()) {
         for (const auto& name : *t)
             if (name.is_string()) requested.push_back(name);
+    }
+    // A bisection of a build regression (docs/build.md) runs the build alone.
+    if (run.event == RunEvent::bisect && build_timeout && requested.size() == 1 &&
+        requested.front() == k_build_stage) {
+        select::Selection sel;
+        sel.source = changed.source;
+        sel.changed_paths = changed.paths.size();
+        sel.reason = "bisection of the build: the build alone";
+        Plan plan;
+        plan.summary = "sha=" + run.sha + " tiers=build (bisection of the build)";
+        plan.explained = store::JsonText::serialised(sel.to_json_text());
+        plan.jobs = {build_job(*build_timeout)};
+        return plan;
     }
     auto sel = select::decide(rules, changed, run.event, requested);
     if (run.event == RunEvent::bisect) bisect_tests(sel, run.inputs);

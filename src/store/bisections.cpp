@@ -69,7 +69,8 @@ std::optional<BisectSource> BisectionsRepo::source(std::int64_t run_id) {
         "WHERE r.id = ? AND j.state = 'completed' AND j.conclusion = 'regression' "
         "AND j.attempt = (SELECT max(k.attempt) FROM jobs k WHERE k.run_id = j.run_id AND "
         "k.position = j.position) "
-        "AND EXISTS (SELECT 1 FROM test_results t WHERE t.job_id = j.id AND t.outcome = 'failed') "
+        "AND (j.position = -1 OR EXISTS (SELECT 1 FROM test_results t WHERE t.job_id = j.id AND "
+        "t.outcome = 'failed')) "
         "ORDER BY j.position LIMIT 1");
     st->bind(1, run_id);
     if (!st->step()) return std::nullopt;

@@ -150,8 +150,8 @@ void BuildsRepo::mark_evicted(const std::string& key, const std::string& reason,
 
 std::vector<std::int64_t> BuildsRepo::waiting_jobs(const std::string& key, std::int64_t except) {
     Scoped st(m_db,
-              "SELECT id FROM jobs WHERE build_key = ? AND state = 'queued' AND id <> ? ORDER BY "
-              "id");
+              "SELECT id FROM jobs WHERE build_key = ? AND state = 'queued' AND id <> ? AND "
+              "base_check IS NULL ORDER BY id");
     st->bind(1, key).bind(2, except);
     std::vector<std::int64_t> out;
     while (st->step()) out.push_back(st->int64(0));

@@ -9,6 +9,7 @@
 
 #include "crcrd/core/crypto.hpp"
 #include "crcrd/core/files.hpp"
+#include "support/build_stage.hpp"
 #include "support/certs.hpp"
 #include "support/ci_script.hpp"
 #include "support/daemon.hpp"
@@ -48,7 +49,8 @@ class BisectTest : public ::testing::Test {
     static constexpr std::size_t k_commits = 24;
     static constexpr std::size_t k_culprit = 13;
 
-    void start(std::uint32_t max_runs, int runners = 1) {
+    /// `build`: lines of a build: section (a build stage, docs/build.md), or none.
+    void start(std::uint32_t max_runs, int runners = 1, const std::string& build = "") {
         if (auto why = bwrap_unavailable(); !why.empty()) GTEST_SKIP() << why;
         history = std::make_unique<History>(dir.path() / "upstream", k_commits, k_culprit);
         install_ci_script(bin.path());
@@ -80,7 +82,8 @@ class BisectTest : public ::testing::Test {
                 "}\n"
                 "bisect: {max_runs: " +
                 std::to_string(max_runs) +
-                ", refs: [main]}\n"
+                ", refs: [main]}\n" +
+                build +
                 "report: {file: state/statuses.jsonl, context_prefix: crcr/spyre}\n"
                 "admin: {tokens: [{name: ops, role: admin, sha256: " +
                 crypto::sha256_hex("ops-token") + "}]}\n");
@@ -199,6 +202,53 @@ TEST_F(BisectTest, ATrunkRegressionIsBisectedToItsCulpritWithRunsOfOnlyTheFailin
     EXPECT_NE(out.find("bisection of import"), std::string::npos) << out;
     EXPECT_NE(out.find("culprit " + history->sha(k_culprit)), std::string::npos) << out;
     EXPECT_NE(out.find("VERDICT"), std::string::npos) << out;
+}
+
+// A build stage whose build breaks at the culprit (docs/build.md): the build's regression is
+// bisected with runs of the build alone, on the build slot, never a card.
+TEST_F(BisectTest, ABuildRegressionIsBisectedWithRunsOfTheBuildAlone) {
+    install_script(bin.path() / "build.sh",
+                   "#!/bin/sh\n"
+                   "if [ -e \"$CRCR_PYTORCH_DIR/regressed\" ]; then\n"
+                   "  echo \"ops.cpp:1: error: at::regressed was not declared\"; exit 2\n"
+                   "fi\n"
+                   "echo ok > \"$CRCR_BUILD_OUT/lib.txt\"\n");
+    start(8, 1,
+          "build: {command: [" + (bin.path() / "build.sh").string() +
+              "], cache_dir: state/builds, timeout: 1m}\n");
+    auto good = push(0, "bb-good");
+    EXPECT_EQ(finished(good), "completed/passed");
+    auto bad = push(k_commits - 1, "bb-bad");
+    EXPECT_EQ(finished(bad), "completed/regression");
+    EXPECT_EQ(last_job(*daemon, {.run = bad, .tier = "build"}).reason,
+              "the build failed (exit 2), again on rerun; " + history->sha(0).substr(0, 7) +
+                  " builds");
+
+    auto b = bisection(bad);
+    EXPECT_EQ(b["state"], "found") << b.dump(2);
+    EXPECT_EQ(b["tier"], "build");
+    EXPECT_EQ(b["tests"], json::array());
+    EXPECT_EQ(b["culprit"], history->sha(k_culprit));
+    EXPECT_EQ(b["good_run_id"], good);
+    const auto& runs = b["runs"];
+    ASSERT_GE(runs.size(), 1u);
+    EXPECT_LE(runs.size(), 5u);
+    for (const auto& r : runs) {
+        const auto id = r["run_id"].get<std::int64_t>();
+        std::size_t index = 0;
+        while (index < k_commits && history->sha(index) != r["sha"].get<std::string>()) ++index;
+        ASSERT_LT(index, k_commits) << r.dump();
+        EXPECT_EQ(r["verdict"], index >= k_culprit ? "bad" : "good") << r.dump();
+        // The build alone, on the build slot: no card was leased.
+        for (const auto& j : job_rows(*daemon, {.run = id})) {
+            EXPECT_EQ(j.tier, "build") << r.dump();
+            EXPECT_EQ(j.slot, "build-1") << r.dump();
+        }
+        EXPECT_EQ(count_outbox(*daemon, {.run = id}), 0);
+    }
+    auto out = ctl({"runs", "show", std::to_string(bad)});
+    EXPECT_NE(out.find("bisection of build"), std::string::npos) << out;
+    EXPECT_NE(out.find("culprit " + history->sha(k_culprit)), std::string::npos) << out;
 }
 
 TEST_F(BisectTest, WithASmallBudgetTheBisectionStopsAndNamesTheRangeLeft) {

@@ -65,7 +65,9 @@ const std::string k_sha = "ec26c3e57ca3a959ca5aad62de7213c562f8c821";
 
 class BuildStageTest : public ::testing::Test {
   protected:
-    void start(const std::string& build_extra = "", const std::string& env = "") {
+    /// `more`: top-level configuration added at the end.
+    void start(const std::string& build_extra = "", const std::string& env = "",
+               const std::string& more = "") {
         if (auto why = bwrap_unavailable(); !why.empty()) GTEST_SKIP() << why;
         install_script(bin.path() / "build.sh", k_build_script);
         install_script(bin.path() / "test.sh", k_test_script);
@@ -80,7 +82,8 @@ class BuildStageTest : public ::testing::Test {
         s.build = build_extra;
         s.admin_tokens =
             "{name: ops, role: admin, sha256: " + crypto::sha256_hex("ops-token") + "}";
-        daemon = std::make_unique<TestDaemon>(dir.path(), build_stage_config(dir.path(), s));
+        daemon =
+            std::make_unique<TestDaemon>(dir.path(), build_stage_config(dir.path(), s) + more);
         daemon->start();
     }
 
@@ -229,13 +232,62 @@ TEST_F(BuildStageTest, ABuildFailureIsComparedWithItsBasesBuild) {
     const auto breaks = post_pr("dead000000000000000000000000000000000003", k_sha, "b-breaks");
     EXPECT_EQ(daemon->finished(breaks), "completed/regression");
     EXPECT_EQ(build_job(breaks).reason,
-              "the build failed (exit 3); ec26c3e builds, again on rerun");
+              "the build failed (exit 3), again on rerun; ec26c3e builds");
     // A PR whose base was never built here says so.
     const auto unknown =
         post_pr("dead000000000000000000000000000000000004", std::string(40, 'b'), "b-unknown");
     EXPECT_EQ(daemon->finished(unknown), "completed/regression");
     EXPECT_NE(build_job(unknown).reason.find("bbbbbbb was not built here"), std::string::npos)
         << build_job(unknown).reason;
+}
+
+TEST_F(BuildStageTest, WithBaseCheckRunABaseNeverBuiltHereIsBuiltToCompare) {
+    start("", "", "classify: {base_check: run}\n");
+    // The PR's base fails to build too: the failure is the base's. Built once (the PR's
+    // build, its rebuild, then the base), each on the build slot.
+    const std::string broken_base = "dead000000000000000000000000000000000010";
+    const auto on_broken =
+        post_pr("dead000000000000000000000000000000000011", broken_base, "bc-broken");
+    EXPECT_EQ(daemon->finished(on_broken), "completed/pre_existing");
+    auto jobs = job_rows(*daemon, {.run = on_broken, .tier = std::string("build")});
+    ASSERT_EQ(jobs.size(), 3u);
+    EXPECT_EQ(jobs[1].reason,
+              "the build failed (exit 3), again on rerun; building dead000 to compare");
+    EXPECT_EQ(jobs[2].sha, broken_base);
+    EXPECT_EQ(jobs[2].slot, "build-1");
+    EXPECT_EQ(jobs[2].conclusion, "pre_existing");
+    EXPECT_EQ(jobs[2].reason, "the build fails on dead000 too");
+    EXPECT_EQ(jobs[2].evidence["pre_existing"]["base_sha"], broken_base);
+    EXPECT_EQ(last_job(*daemon, {.run = on_broken, .tier = "import"}).reason,
+              "build ended pre_existing");
+    // The PR's base builds: the PR broke the build, and the base's build is in the cache now.
+    const std::string base = "c0ffee0000000000000000000000000000000012";
+    const auto breaks = post_pr("dead000000000000000000000000000000000013", base, "bc-breaks");
+    EXPECT_EQ(daemon->finished(breaks), "completed/regression");
+    jobs = job_rows(*daemon, {.run = breaks, .tier = std::string("build")});
+    ASSERT_EQ(jobs.size(), 3u);
+    EXPECT_EQ(jobs[2].sha, base);
+    EXPECT_EQ(jobs[2].reason, "the build fails; c0ffee0 builds: the change broke it");
+    const auto rows = build_rows(*daemon);
+    auto of = [&](const std::string& sha) {
+        return std::find_if(rows.begin(), rows.end(),
+                            [&](const auto& b) { return b.upstream_sha == sha; });
+    };
+    ASSERT_NE(of(base), rows.end());
+    EXPECT_EQ(of(base)->state, "ready");
+    EXPECT_EQ(of(broken_base)->state, "failed");
+    // A push of that base needs no build of its own.
+    const auto push = post_push(base, "bc-push");
+    EXPECT_EQ(daemon->finished(push), "completed/passed");
+    EXPECT_NE(build_job(push).reason.find("from the cache (built by job " +
+                                          std::to_string(jobs[2].id) + ")"),
+              std::string::npos)
+        << build_job(push).reason;
+    // A second PR on the broken base: its base's failure is known, nothing is built for it.
+    const auto again =
+        post_pr("dead000000000000000000000000000000000014", broken_base, "bc-again");
+    EXPECT_EQ(daemon->finished(again), "completed/pre_existing");
+    EXPECT_EQ(count_jobs(*daemon, {.run = again, .tier = std::string("build")}), 1);
 }
 
 TEST_F(BuildStageTest, AHangingBuildStallsOutAndItsTiersNeverStart) {

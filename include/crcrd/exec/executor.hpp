@@ -59,6 +59,9 @@ struct BuildSpec {
     /// its key under the same recipe.
     std::optional<std::string> base_sha;
     std::optional<std::string> base_key;
+    /// The attempt is a base check (docs/build.md): it builds the base of the run's failed
+    /// build; its own class decides the key's row, its end the run's build job.
+    bool base_check = false;
 };
 
 struct JobToRun {

@@ -80,6 +80,18 @@ enum class AttemptOrigin {
                 // final
 };
 
+/// What the build of a failed build's base said (docs/build.md): the base is the PR's base SHA,
+/// or for a push the ref's previous SHA, built under the same recipe.
+struct BaseBuild {
+    enum class Said {
+        unknown,  // never built here, or it ended without a verdict (infra, timeout)
+        builds,   // it built (ready, or evicted since)
+        fails,    // it failed as a regression or pre_existing itself
+    } said = Said::unknown;
+    std::string sha;
+    std::int64_t build_id = 0;  // fails: the builds row
+};
+
 /// Everything the end of an attempt depends on, read once (sched/attempt_end.hpp).
 struct AttemptFacts {
     AttemptOrigin origin = AttemptOrigin::ran;
@@ -106,6 +118,9 @@ struct AttemptFacts {
     bool lookup_base = false;  // classify.base_check lookup (or run)
     bool run_on_base = false;  // classify.base_check run
     bool build = false;        // the attempt is a run's build stage (docs/build.md)
+    /// A build that ended a regression: what its base's build said (nullopt: no base, or
+    /// classify.base_check off).
+    std::optional<BaseBuild> base_build;
 };
 
 /// What becomes of an ended attempt.
@@ -133,7 +148,11 @@ struct EndPlan {
 /// verdict leaves the regression); otherwise next_step(): an infra failure is retried, a
 /// regression is rerun, a pass after a regression is flaky (the tests that failed before and
 /// pass now; at least as many as failed), and a final regression of a PR whose failing tests
-/// all fail on its base too is pre_existing, or (base_check: run) is checked on the base. Pure.
+/// all fail on its base too is pre_existing, or (base_check: run) is checked on the base. A
+/// build that failed where its base's build failed too is pre_existing at once (not built
+/// again); a final regression of a build stays a regression saying the base builds, or
+/// (base_check: run, the base never built here) builds the base as its base check, whose own
+/// class then decides. Pure.
 EndPlan plan_end(const AttemptFacts& f);
 
 }  // namespace crcrd::sched

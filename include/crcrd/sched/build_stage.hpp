@@ -35,13 +35,16 @@ struct BuildStep {
         passed,  // a cache hit: the job passed (finish_job was called)
         wait,    // another job builds its key
         lease,   // it builds: lease a build slot and run `spec`
+        known,   // a base check whose base's build is known: its attempt ends as `known`
     } kind = Kind::wait;
     exec::BuildSpec spec;
+    Judged known;
 };
 
 /// For startable build job `job` (in the dispatcher's transaction): its key from `recipe` and
 /// the job's SHA, claimed in the builds table. A ready key whose folder is gone is evicted and
-/// built again.
+/// built again. A base check (the attempt on the base of a failed build) whose base is in the
+/// cache, or failed as a regression already, is `known`: passed, or that regression.
 BuildStep step_build_job(store::Db& db, const BuildStageSettings& s,
                          const exec::BuildKeyInputs& recipe, const exec::JobToRun& job,
                          SystemTime now);
@@ -54,18 +57,14 @@ std::optional<std::int64_t> finish_build_attempt(const BuildStageSettings& s,
                                                  const exec::JobToRun& job,
                                                  const exec::RawOutcome& raw, Judged& judged);
 
-/// In the outcome's transaction, before end_attempt: a build that failed as a regression,
-/// against its base's build under the same recipe. The base failed to build too: pre_existing,
-/// "the build fails on <base7> too". The base built: it stays a regression, saying so. The
-/// base was never built here: it stays a regression, saying that.
-void judge_against_base(store::Db& db, const exec::JobToRun& job, Judged& judged);
-
 /// In the outcome's transaction, after end_attempt: the build row follows its builder. Passed:
 /// ready (with `size`). Retried (`plan.next` retry): stays queued for the next attempt. Ended
-/// otherwise: failed, and every job waiting on the key ends with the same class; a cancelled
-/// builder hands the key to the next job that asks.
+/// otherwise: failed, and every job waiting on the key ends with the same class (a base check
+/// waiting on it asks again, and finds it failed); a cancelled builder hands the key to the
+/// next job that asks. The class is the plan's, but a base check's own (`judged`): its plan
+/// speaks of the run's build, its key is the base's.
 void settle_build(store::Db& db, const exec::JobToRun& job, const std::optional<EndPlan>& plan,
-                  std::optional<std::int64_t> size, SystemTime now);
+                  const Judged& judged, std::optional<std::int64_t> size, SystemTime now);
 
 /// The ready builds to remove so that the cache holds at most `build.cache_max_bytes` and its
 /// file system keeps `min_free_bytes` free (least recently used first; never one a queued or

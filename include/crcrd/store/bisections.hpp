@@ -67,7 +67,8 @@ class BisectionsRepo {
     std::vector<Followup> followups(int limit = 32);
     void done(const Followup& f);
 
-    /// The run's bisectable failure (nullopt: no tier ended a regression with failed tests).
+    /// The run's bisectable failure: its build stage (position -1) that ended a regression, else
+    /// the first tier that ended a regression with failed tests (nullopt: none did).
     std::optional<BisectSource> source(std::int64_t run_id);
     /// The newest earlier push or scheduled run on the same ref (among its 1,000 newest) whose
     /// same tier's last attempt passed (or was flaky): its id and SHA.

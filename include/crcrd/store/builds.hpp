@@ -69,7 +69,8 @@ class BuildsRepo {
                      std::optional<Conclusion> conclusion = std::nullopt);
     /// Its folder was removed (LRU, an operator, or found gone at start).
     void mark_evicted(const std::string& key, const std::string& reason, SystemTime now);
-    /// The queued build jobs other than `except` that wait on `key`.
+    /// The queued build jobs other than `except` that wait on `key` (not base checks: those
+    /// judge a failed base themselves).
     std::vector<std::int64_t> waiting_jobs(const std::string& key, std::int64_t except);
     /// The key of run `run_id`'s build, once its build job passed.
     std::optional<std::string> key_of_run(std::int64_t run_id);

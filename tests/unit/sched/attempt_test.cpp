@@ -188,6 +188,14 @@ TEST(PlanEnd, EveryWayAnAttemptEnds) {
         std::vector<std::string> check = {};
     };
     const std::string failed1 = "1 of 3 tests failed";
+    // A build's attempt: no tests, its rebuild already done.
+    auto as_build = [&](AttemptFacts& f, std::string reason) {
+        f.build = true;
+        f.judged = judged(C::regression, std::move(reason), 0, 0);
+        f.failed.clear();
+        f.passed.clear();
+        f.regressions_before = 1;
+    };
     const std::vector<Case> cases = {
         {"a pass",
          [&](AttemptFacts& f) {
@@ -369,6 +377,92 @@ TEST(PlanEnd, EveryWayAnAttemptEnds) {
          },
          N::finish, C::regression,
          "the base check on " + base7 + " ended device_unavailable: no healthy runner slot"},
+        // A build stage (docs/build.md): against its base's build, after its rebuild.
+        {"a build whose base fails to build too: pre_existing",
+         [&](AttemptFacts& f) {
+             as_build(f, "the build failed (exit 2)");
+             f.base_build = BaseBuild{BaseBuild::Said::fails, base, 4};
+         },
+         N::finish,
+         C::pre_existing,
+         "the build fails on " + base7 + " too",
+         {},
+         0,
+         {"pre_existing"}},
+        {"a build whose base builds: a regression, saying so",
+         [&](AttemptFacts& f) {
+             as_build(f, "the build failed (exit 2)");
+             f.base_build = BaseBuild{BaseBuild::Said::builds, base, 0};
+         },
+         N::finish, C::regression, "the build failed (exit 2), again on rerun; " + base7 + " builds"},
+        {"a build whose base was not built here",
+         [&](AttemptFacts& f) {
+             as_build(f, "the build failed (exit 2)");
+             f.base_build = BaseBuild{BaseBuild::Said::unknown, base, 0};
+         },
+         N::finish, C::regression,
+         "the build failed (exit 2), again on rerun; " + base7 + " was not built here"},
+        {"base_check run: a build whose base was not built here builds it",
+         [&](AttemptFacts& f) {
+             as_build(f, "the build failed (exit 2)");
+             f.base_build = BaseBuild{BaseBuild::Said::unknown, base, 0};
+             f.run_on_base = true;
+         },
+         N::check_on_base,
+         C::regression,
+         "the build failed (exit 2), again on rerun; building " + base7 + " to compare",
+         {},
+         0,
+         {},
+         {"build"}},
+        {"a build's first failure is pre_existing at once when its base fails to build",
+         [&](AttemptFacts& f) {
+             as_build(f, "the build failed (exit 2)");
+             f.regressions_before = 0;
+             f.base_build = BaseBuild{BaseBuild::Said::fails, base, 4};
+         },
+         N::finish,
+         C::pre_existing,
+         "the build fails on " + base7 + " too",
+         {},
+         0,
+         {"pre_existing"}},
+        {"a build's first failure is built again when its base builds",
+         [&](AttemptFacts& f) {
+             as_build(f, "the build failed (exit 2)");
+             f.regressions_before = 0;
+             f.base_build = BaseBuild{BaseBuild::Said::builds, base, 0};
+         },
+         N::retry, C::regression,
+         "the build failed (exit 2); built again to tell a flaky build (retried)"},
+        {"a build's base check: the base builds",
+         [&](AttemptFacts& f) {
+             as_build(f, "built 0123456789ab");
+             f.judged = judged(C::passed, "built 0123456789ab");
+             f.sha = base;
+             f.checked = {"build"};
+         },
+         N::finish, C::regression, "the build fails; " + base7 + " builds: the change broke it"},
+        {"a build's base check: the base fails to build too",
+         [&](AttemptFacts& f) {
+             as_build(f, "the build failed (exit 2)");
+             f.sha = base;
+             f.checked = {"build"};
+         },
+         N::finish,
+         C::pre_existing,
+         "the build fails on " + base7 + " too",
+         {},
+         0,
+         {"pre_existing"}},
+        {"a build's base check: no verdict, the regression stands",
+         [&](AttemptFacts& f) {
+             as_build(f, "");
+             f.judged = judged(C::timeout, "stalled");
+             f.sha = base;
+             f.checked = {"build"};
+         },
+         N::finish, C::regression, "the build of " + base7 + " ended timeout: stalled"},
     };
     for (const auto& c : cases) {
         AttemptFacts f;
