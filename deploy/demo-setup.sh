@@ -32,12 +32,14 @@ fi
 # ("culprit") adds demo/regressed, which examples/demo/tests/test_trunk.py fails on. Branch
 # pr-clean forks from commit 0 and changes a kernel; pr-on-broken forks from main's tip and
 # changes docs; pr-breaks-build forks from main's tip and changes the header's signature, so
-# the demo's extension no longer compiles.
+# the demo's extension no longer compiles. Branch main-next is main's tip and 6 commits more,
+# the third of which (commit 26) changes that signature: pushed as main, the build breaks and
+# is bisected.
 # var/demo/payloads/ holds the deliveries of the README: the fixtures of tests/fixtures/ with
 # their SHAs replaced by these commits.
 up=$demo/upstream
-# A history made by an older demo (without the build's header) is made again.
-if [[ -d $up/.git ]] && ! command git -C "$up" rev-parse --quiet --verify pr-breaks-build >/dev/null; then
+# A history made by an older demo (without the build's header or main-next) is made again.
+if [[ -d $up/.git ]] && ! command git -C "$up" rev-parse --quiet --verify main-next >/dev/null; then
   rm -rf "$up" "$demo/pytorch.git" "$demo/payloads" "$demo/builds"
   echo "demo: the upstream history predates the build stage; making it again" >&2
 fi
@@ -70,6 +72,20 @@ if [[ ! -d $up/.git ]]; then
     'inline int add(int a, int b, int alpha) { return a + alpha * b; }' '}  // namespace at::demo' \
     > "$up/aten/src/ATen/demo/add.h"
   GIT_COMMITTER_DATE=2026-11-01T01:02:00Z GIT_AUTHOR_DATE=2026-11-01T01:02:00Z git commit --quiet -am "aten: at::demo::add takes alpha"
+  git checkout --quiet -b main-next main
+  for i in $(seq 24 29); do
+    echo "step = $i" > "$up/torch/_inductor/step_$i.py"
+    msg="inductor: step $i"
+    if [[ $i -eq 26 ]]; then
+      printf '%s\n' '#pragma once' 'namespace at::demo {' \
+        'inline int add(int a, int b, int scale) { return scale * (a + b); }' '}  // namespace at::demo' \
+        > "$up/aten/src/ATen/demo/add.h"
+      msg="aten: at::demo::add takes scale (breaks the backend's build)"
+    fi
+    git add -A
+    GIT_COMMITTER_DATE="2026-11-01T02:$(printf %02d "$i"):00Z" GIT_AUTHOR_DATE="2026-11-01T02:$(printf %02d "$i"):00Z" \
+      git commit --quiet -m "$msg"
+  done
   git checkout --quiet main
   unset -f git
   echo "demo: made an upstream history of $(git -C "$up" rev-list --count main) commits in $up" >&2

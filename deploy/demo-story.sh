@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The README's scripted sequence on the demo's upstream (deploy/demo-setup.sh made it): a
 # trunk push that passes, a later push that fails, its bisection to the culprit, a PR on the
-# broken trunk whose only failure is the trunk's (pre_existing), and a PR that breaks the
-# build (a regression found before any card is used). Needs `make run` in another
+# broken trunk whose only failure is the trunk's (pre_existing), a PR that breaks the build (a
+# regression found before any card is used), and main moving on to a commit that breaks the
+# build, bisected with builds alone. Needs `make run` in another
 # terminal. Each step waits for its run (and the bisection) to end.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -68,3 +69,17 @@ build_run=$(send "$demo/story/pr-build.json")
 wait_for "$build_run" 'r["state"] in ("completed","cancelled")'
 echo "run $build_run: $(field "$build_run" 'r["conclusion"] + ": " + r["reason"]')"
 field "$build_run" '"\n".join(j["tier"] + ": " + j["state"] + " " + (j.get("conclusion") or "") + " " + (j.get("reason") or "") for j in r["jobs"])'
+
+next=$(git -C "$up" rev-parse main-next)
+echo "== 5. main moves on to ${next:0:7} (commit 29): the build breaks, and its regression is bisected"
+delivery "$demo/story/push-next.json" "$next" refs/heads/main
+next_run=$(send "$demo/story/push-next.json")
+wait_for "$next_run" '"bisect" in r and r["bisect"]["state"] != "running"'
+echo "run $next_run: $(field "$next_run" 'r["conclusion"] + ": " + r["reason"]')"
+field "$next_run" '"\n".join("bisect run %d %s: %s" % (b["run_id"], b["sha"][:7], b["verdict"]) for b in r["bisect"]["runs"])'
+culprit=$(field "$next_run" 'r["bisect"]["culprit"] or ""')
+if [[ -n $culprit ]]; then
+  echo "culprit: $(git -C "$up" log -1 --format='%h %s' "$culprit")"
+else
+  echo "no culprit: $(field "$next_run" 'r["bisect"]["state"] + ": " + r["bisect"]["reason"]')"
+fi
