@@ -118,6 +118,13 @@ const std::vector<Route>& routes() {
          true,
          evict_build_route,
          {}},
+        {"GET", std::regex(R"(^/api/v1/trunk$)"), false, trunk_route, {"ref", "limit", "cursor"}},
+        {"GET",
+         std::regex(R"(^/api/v1/tests/([^/]{1,1000})/history$)"),
+         false,
+         test_history_route,
+         {"limit"}},
+        {"GET", std::regex(R"(^/api/v1/tests$)"), false, list_tests_route, {"flaky", "limit"}},
     };
     return k;
 }
@@ -149,12 +156,14 @@ bool Api::owns(const std::string& path) {
 }
 
 Context Api::context() {
-    Context ctx{m_db_path,         m_workers, m_writer,       nullptr, nullptr,
-                m_on_recovery_run, m_cluster, m_outbox_lanes, nullptr};
+    Context ctx{m_db_path, m_workers,      m_writer, nullptr, nullptr, m_on_recovery_run,
+                m_cluster, m_outbox_lanes, nullptr,  nullptr, nullptr};
     std::lock_guard lk(m_mu);
     ctx.tiers = m_tiers;
     ctx.runners = m_runners;
     ctx.remove_build = m_remove_build;
+    ctx.trunk_refs = m_trunk_refs;
+    ctx.commits = m_commits;
     return ctx;
 }
 
@@ -181,6 +190,14 @@ void Api::set_tiers(std::vector<std::string> tiers) {
     m_tiers = std::move(next);
 }
 
+void Api::set_trunk(std::vector<std::string> refs,
+                    std::function<nlohmann::json(const std::vector<std::string>&)> commits) {
+    auto next = std::make_shared<const std::vector<std::string>>(std::move(refs));
+    std::lock_guard lk(m_mu);
+    m_trunk_refs = std::move(next);
+    m_commits = std::move(commits);
+}
+
 void Api::set_build_cache(std::function<void(const std::string& key)> remove) {
     std::lock_guard lk(m_mu);
     m_remove_build = std::move(remove);
@@ -196,22 +213,24 @@ std::string Api::route_label(const std::string& path) {
     if (Dashboard::owns(path)) {
         // The dashboard's page patterns; anything else under /ui is one label.
         static const std::regex k_ui(
-            R"(^/ui(/|/style\.css|/login|/logout|/runners|/deliveries|/builds|/runs/[0-9]+(/cancel|/retry)?|/jobs/[0-9]+|/builds/[0-9]+(/evict)?|/runners/[^/]+/(drain|undrain))$)");
+            R"(^/ui(/|/style\.css|/login|/logout|/runners|/deliveries|/builds|/runs|/trunk|/tests|/tests/[^/]+|/runs/[0-9]+(/cancel|/retry)?|/jobs/[0-9]+|/builds/[0-9]+(/evict)?|/runners/[^/]+/(drain|undrain))$)");
         if (!std::regex_match(path, k_ui)) return "/ui/*";
         static const std::regex k_runner(R"(/runners/[^/]+/)"), k_number(R"(/[0-9]+)");
+        if (path.rfind("/ui/tests/", 0) == 0) return "/ui/tests/{name}";
         return std::regex_replace(std::regex_replace(path, k_runner, "/runners/{name}/"), k_number,
                                   "/{id}");
     }
     bool matched = false;
     for (const auto& r : routes()) matched = matched || std::regex_match(path, r.path);
     if (!matched) return "other";
-    // The pattern: numeric segments are ids, the segment after /runners/ a runner's name.
+    // The pattern: numeric segments are ids, the segment after /runners/ a runner's name and
+    // the one after /tests/ a test's.
     std::string out, prev;
     std::size_t i = 0;
     while (i < path.size()) {
         const std::size_t next = path.find('/', i + 1);
         std::string seg = path.substr(i, next == std::string::npos ? std::string::npos : next - i);
-        if (prev == "/runners") {
+        if (prev == "/runners" || prev == "/tests") {
             seg = "/{name}";
         } else if (seg.size() > 1 && seg.find_first_not_of("0123456789", 1) == std::string::npos) {
             seg = "/{id}";

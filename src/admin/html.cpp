@@ -100,7 +100,9 @@ std::string page(const std::string& title, const std::string& active, const std:
         esc(title) +
         " · crcrd</title><link rel=\"stylesheet\" href=\"/ui/style.css\"></head><body><header><nav>"
         "<a class=\"brand\" href=\"/ui/\">crcrd</a>";
-    for (const auto& [href, name] : {std::pair<const char*, const char*>{"/ui/", "Runs"},
+    for (const auto& [href, name] : {std::pair<const char*, const char*>{"/ui/trunk", "Trunk"},
+                                     {"/ui/runs", "Runs"},
+                                     {"/ui/tests?flaky=1", "Flaky tests"},
                                      {"/ui/runners", "Runners"},
                                      {"/ui/builds", "Builds"},
                                      {"/ui/deliveries", "Deliveries"}}) {
@@ -157,6 +159,16 @@ button.danger{color:#a40e26}
 .problem{background:#ffebe9;border:1px solid #ff8182;padding:.5em .8em;margin-bottom:1em}
 .muted{color:var(--muted)}
 .pager{margin-top:1em}
+.b-culprit{background:#a40e26;color:#fff}
+.b-skipped{background:#eaeef2;color:#57606a}
+p.red{background:#ffebe9;border:1px solid #ff8182;padding:.5em .8em;margin:0 0 .6em}
+p.green{background:#dafbe1;border:1px solid #4ac26b;padding:.5em .8em;margin:0 0 .6em}
+table.trunk td.cell,table.trunk th.tier{text-align:center}
+table.trunk td.subject{max-width:28em;overflow-wrap:anywhere}
+table.trunk tr.culprit td{background:#fff5f5}
+table.trunk .mark{font-size:12px;color:var(--muted)}
+p.strip{display:flex;flex-wrap:wrap;gap:2px}
+a.strip-cell{text-decoration:none;min-width:1.6em;text-align:center;font-weight:600}
 .login{max-width:28em}
 .login input{width:100%;margin:.3em 0 .8em}
 )css";

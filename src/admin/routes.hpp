@@ -1,8 +1,8 @@
 #pragma once
 // Admin-internal: what a route handler gets and the helpers every handler shares. One handler
 // per resource and action (runs_routes.cpp, jobs_routes.cpp, outbox_routes.cpp,
-// builds_routes.cpp); the table that maps method and path to them, the authentication and the
-// one error mapper are in api.cpp.
+// builds_routes.cpp, trunk_routes.cpp); the table that maps method and path to them, the
+// authentication and the one error mapper are in api.cpp.
 
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/awaitable.hpp>
@@ -44,6 +44,13 @@ struct Context {
     /// Removes a published build's folder (`<build.cache_dir>/<key>`; blocking: run it on the
     /// workers); unset when the configuration has no build section.
     std::function<void(const std::string& key)> remove_build;
+    /// The trunk grid's branches (bisect.refs as configured; the first is the default).
+    std::shared_ptr<const std::vector<std::string>> trunk_refs =
+        std::make_shared<const std::vector<std::string>>();
+    /// The subject, author and commit time of upstream commits, {sha: {subject, author,
+    /// committed_at}}, leaving out those the mirror lacks; blocking (git): run it on the
+    /// workers. Unset without a mirror.
+    std::function<nlohmann::json(const std::vector<std::string>& shas)> commits;
 };
 
 /// One request that matched a route: the caller and the path's captured parts.
@@ -122,6 +129,9 @@ boost::asio::awaitable<Reply> list_selection_misses_route(Context&, Call&);
 boost::asio::awaitable<Reply> list_builds_route(Context&, Call&);
 boost::asio::awaitable<Reply> get_build_route(Context&, Call&);    // {id}
 boost::asio::awaitable<Reply> evict_build_route(Context&, Call&);  // {id}, admin
+boost::asio::awaitable<Reply> trunk_route(Context&, Call&);
+boost::asio::awaitable<Reply> test_history_route(Context&, Call&);  // {name}, percent-encoded
+boost::asio::awaitable<Reply> list_tests_route(Context&, Call&);    // flaky=1
 
 /// The bytes of a build's log the build's page and GET /api/v1/builds/{id} show.
 inline constexpr std::int64_t k_build_log_tail = 65536;

@@ -144,6 +144,40 @@ std::int64_t id_of(const std::smatch& m) {
     return std::stoll(m[1].str());
 }
 
+/// The trunk health pages: /ui/trunk, /ui/tests (the flaky tests; ?name= opens a test's
+/// history) and /ui/tests/{name}.
+asio::awaitable<http::Response> trunk_pages(Context& ctx, const http::Request& req,
+                                            const Caller& caller, const html::Viewer& v,
+                                            const ui::Links& links) {
+    if (req.path == "/ui/trunk") {
+        ui::FormValues form;
+        std::string q = filters(req, {"ref", "limit", "cursor"}, form);
+        auto grid_op = ask(ctx, trunk_route, caller, {}, q);
+        auto grid = co_await std::move(grid_op);
+        if (!grid) {
+            if (grid.error().code != Errc::bad_request) co_return error_html(grid.error(), v);
+            co_return html_response(400,
+                                    ui::trunk_page(json::object(), grid.error().message, v, links));
+        }
+        co_return html_response(200, ui::trunk_page(*grid, "", v, links));
+    }
+    if (req.path == "/ui/tests") {
+        if (auto name = req.query_param("name"); name && !name->empty())
+            co_return redirect("/ui/tests/" + html::url_encode(*name));
+        auto list_op = ask(ctx, list_tests_route, caller, {}, "flaky=1");
+        auto list = co_await std::move(list_op);
+        if (!list) co_return error_html(list.error(), v);
+        co_return html_response(200, ui::flaky_page(*list, v));
+    }
+    // The name as the path has it (percent-encoded): the route decodes it.
+    const std::string name = req.path.substr(std::string_view("/ui/tests/").size());
+    ui::FormValues form;
+    auto history_op = ask(ctx, test_history_route, caller, {name}, filters(req, {"limit"}, form));
+    auto history = co_await std::move(history_op);
+    if (!history) co_return error_html(history.error(), v);
+    co_return html_response(200, ui::test_page(*history, v, links));
+}
+
 }  // namespace
 
 void Dashboard::configure(Settings s) {
@@ -259,7 +293,11 @@ asio::awaitable<http::Response> Dashboard::handle(Context& ctx, http::Request& r
 
     static const std::regex k_run(R"(^/ui/runs/([0-9]{1,18})$)");
     static const std::regex k_job(R"(^/ui/jobs/([0-9]{1,18})$)");
-    if (req.path == "/ui/") {
+    // The default page is the trunk grid; "/ui/" with a filter is the runs list of before.
+    if (req.path == "/ui/" && req.query.empty()) co_return redirect("/ui/trunk");
+    if (req.path == "/ui/trunk" || req.path == "/ui/tests" || req.path.rfind("/ui/tests/", 0) == 0)
+        co_return co_await trunk_pages(ctx, req, who->caller, v, cfg.links);
+    if (req.path == "/ui/" || req.path == "/ui/runs") {
         ui::FormValues form;
         std::string q = filters(
             req, {"state", "conclusion", "event", "sha", "pr", "since", "until", "limit", "cursor"},

@@ -251,7 +251,7 @@ std::string tests_table(const json& items, bool with_outcome) {
     for (const auto& t : items) {
         std::string message = str(t, "message");
         if (message.size() > 600) message = message.substr(0, 600) + "…";
-        out += "<tr><td><code>" + html::text(t.value("name", json(""))) + "</code></td>" +
+        out += "<tr><td>" + test_link(t.value("name", json(""))) + "</td>" +
                (with_outcome ? "<td>" + html::badge(t.value("outcome", json(nullptr))) + "</td>"
                              : "") +
                "<td>" + html::text(t.value("duration_s", json(nullptr))) +
@@ -264,14 +264,14 @@ std::string tests_table(const json& items, bool with_outcome) {
 
 std::string runs_page(const json& list, const FormValues& form, const std::string& problem,
                       const html::Viewer& v, const Links& links) {
-    std::string body = "<h1>Runs</h1><form class=\"filters\" method=\"get\" action=\"/ui/\">" +
-                       select("state", "state", names<RunState>(), form) +
-                       select("conclusion", "class", names<Conclusion>(), form) +
-                       select("event", "event", names<RunEvent>(), form) +
-                       input("sha", "SHA", form, "40 hex") + input("pr", "PR", form) +
-                       input("since", "since", form, "2026-12-01T00:00:00Z") +
-                       input("until", "until", form) +
-                       "<button type=\"submit\">Filter</button> <a href=\"/ui/\">clear</a></form>";
+    std::string body =
+        "<h1>Runs</h1><form class=\"filters\" method=\"get\" action=\"/ui/runs\">" +
+        select("state", "state", names<RunState>(), form) +
+        select("conclusion", "class", names<Conclusion>(), form) +
+        select("event", "event", names<RunEvent>(), form) + input("sha", "SHA", form, "40 hex") +
+        input("pr", "PR", form) + input("since", "since", form, "2026-12-01T00:00:00Z") +
+        input("until", "until", form) +
+        "<button type=\"submit\">Filter</button> <a href=\"/ui/runs\">clear</a></form>";
     body += problem_box(problem);
     const json items = list.value("items", json::array());
     if (items.empty()) {
@@ -296,7 +296,7 @@ std::string runs_page(const json& list, const FormValues& form, const std::strin
         }
         body += "</table>";
     }
-    body += pager("/ui/", list, form);
+    body += pager("/ui/runs", list, form);
     return html::page("Runs", "Runs", body, v);
 }
 

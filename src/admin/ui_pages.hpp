@@ -67,6 +67,21 @@ std::string builds_page(const nlohmann::json& list, const FormValues& form,
 std::string build_page(const nlohmann::json& build, const std::string& notice,
                        const html::Viewer& v, const Links& links);
 
+/// The trunk grid (GET /api/v1/trunk): the branch, links to the other configured ones,
+/// `problem` (a refused parameter), "red since <sha7>" for each red tier, then one row per
+/// commit (SHA linked upstream, subject, author, time, its runs and the marks of bisections)
+/// with a cell per tier: the class of its last attempt as a badge linked to the job.
+std::string trunk_page(const nlohmann::json& grid, const std::string& problem,
+                       const html::Viewer& v, const Links& links);
+
+/// A test's history (GET /api/v1/tests/{name}/history): flaky rate, counts, first and last
+/// failure, a strip of its results (each linked to its job) and the table of them.
+std::string test_page(const nlohmann::json& history, const html::Viewer& v, const Links& links);
+
+/// The flaky tests (GET /api/v1/tests?flaky=1), flakiest first, and a form to open a test's
+/// history by name.
+std::string flaky_page(const nlohmann::json& list, const html::Viewer& v);
+
 /// The sign-in form; `next` is where to go afterwards, `problem` why the last try failed.
 std::string login_page(const std::string& next, const std::string& problem, bool ui_public);
 

@@ -18,6 +18,8 @@ std::string str(const nlohmann::json& j, const char* key);
 std::string run_link(const nlohmann::json& id);
 /// A job id linked to its page (a non-integer as text).
 std::string job_link(const nlohmann::json& id);
+/// A test's name linked to its history page (a non-string as text).
+std::string test_link(const nlohmann::json& name);
 /// "#N" linked to the upstream's pull page when `links` has one; "—" without a number.
 std::string pr_link(const nlohmann::json& pr, const Links& links);
 /// A filter form's select of `names` (plus "any") with the submitted value chosen.

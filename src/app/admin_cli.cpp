@@ -207,6 +207,11 @@ std::span<const QueryOption> query_options(AdminCommand c) {
         {"--state", "state", "STATE", one_of<BuildState>()},
         {"--sha", "sha", "SHA", "builds of this upstream commit (40 hex digits)"},
     });
+    static const std::vector<QueryOption> trunk = with_paging({
+        {"--ref", "ref", "BRANCH", "one of bisect.refs (default: the first)"},
+    });
+    static const std::vector<QueryOption> limit = {
+        {"--limit", "limit", "N", "at most this many (1-200, default 50)"}};
     static const std::vector<QueryOption> log = {
         {"--tail", "tail", "BYTES", "only the last BYTES of the log"}};
     switch (c) {
@@ -222,6 +227,11 @@ std::span<const QueryOption> query_options(AdminCommand c) {
             return log;
         case AdminCommand::builds_list:
             return builds;
+        case AdminCommand::trunk:
+            return trunk;
+        case AdminCommand::tests_history:
+        case AdminCommand::tests_flaky:
+            return limit;
         default:
             return {};
     }
@@ -231,8 +241,8 @@ int admin_command(const AdminRequest& req, const AdminCliOptions& opts, std::ost
                   std::ostream& err) {
     Client client(opts, err);
     using Print = void (*)(std::ostream&, const json&);
-    auto listing = [&](const std::string& route, Print print) -> int {
-        auto body = client.call("GET", route + query_string(req));
+    auto show = [&](const std::string& target, Print print) -> int {
+        auto body = client.call("GET", target);
         if (!body) return client.exit_code();
         auto j = json::parse(*body, nullptr, false);
         if (req.json)
@@ -240,6 +250,9 @@ int admin_command(const AdminRequest& req, const AdminCliOptions& opts, std::ost
         else
             print(out, j);
         return k_exit_ok;
+    };
+    auto listing = [&](const std::string& route, Print print) {
+        return show(route + query_string(req), print);
     };
     auto action = [&](const std::string& route, const std::string& body = "") -> int {
         auto answer = client.call("POST", route, body);
@@ -291,6 +304,15 @@ int admin_command(const AdminRequest& req, const AdminCliOptions& opts, std::ost
             return listing("/api/v1/builds/" + id, print_build);
         case AdminCommand::builds_evict:
             return action("/api/v1/builds/" + id + "/evict");
+        case AdminCommand::trunk:
+            return listing("/api/v1/trunk", print_trunk);
+        case AdminCommand::tests_history:
+            return listing("/api/v1/tests/" + id + "/history", print_test_history);
+        case AdminCommand::tests_flaky: {
+            AdminRequest flaky = req;
+            flaky.query.emplace_back("flaky", "1");
+            return show("/api/v1/tests" + query_string(flaky), print_flaky);
+        }
     }
     err << "crcrctl: unknown admin command\n";
     return k_exit_usage;

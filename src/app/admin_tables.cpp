@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstdio>
 #include <ostream>
 #include <set>
 
@@ -292,6 +293,107 @@ void print_build(std::ostream& o, const json& b) {
     }
     o << "\nlog of job " << text(b, "job_id") << " (its end):\n" << log.get<std::string>();
     if (!log.get<std::string>().empty() && log.get<std::string>().back() != '\n') o << "\n";
+}
+
+namespace {
+
+/// A rate in [0, 1] as "12.5 %".
+std::string percent_cell(const json& rate) {
+    if (!rate.is_number()) return "-";
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.1f %%", 100.0 * rate.get<double>());
+    return buf;
+}
+
+/// What a grid row says of bisections, after its subject.
+std::string row_marks(const json& row) {
+    std::string out;
+    for (const auto& b : row.value("bisections", json::array())) {
+        out += " [bisection of " + text(b, "tier") + ": " + text(b, "state");
+        if (b.value("culprit", json(nullptr)).is_string())
+            out += ", culprit " + b["culprit"].get<std::string>().substr(0, 12);
+        out += "]";
+    }
+    for (const auto& b : row.value("culprit_of", json::array()))
+        out += " [CULPRIT of the " + text(b, "tier") + " regression of run " +
+               text(b, "bad_run_id") + "]";
+    return out;
+}
+
+}  // namespace
+
+/// The trunk grid: the red tiers, then one commit a line with a column per tier.
+void print_trunk(std::ostream& o, const json& grid) {
+    o << "trunk " << text(grid, "ref") << "\n";
+    for (const auto& r : grid.value("red_since", json::array())) {
+        o << "RED " << text(r, "tier") << " since " << text(r, "sha").substr(0, 12) << " (run "
+          << text(r, "run_id") << ", " << text(r, "runs") << " regression runs)";
+        if (r.value("culprit", json(nullptr)).is_string())
+            o << ", bisected to " << r["culprit"].get<std::string>().substr(0, 12);
+        o << "\n";
+    }
+    std::vector<std::string> header = {"SHA", "RUNS"};
+    for (const auto& t : grid.value("tiers", json::array())) header.push_back(t.get<std::string>());
+    header.push_back("SUBJECT");
+    std::vector<std::vector<std::string>> rows;
+    for (const auto& row : grid.value("rows", json::array())) {
+        std::string runs;
+        for (const auto& r : row.value("runs", json::array()))
+            runs += (runs.empty() ? "" : ",") + text(r, "id");
+        std::vector<std::string> line = {text(row, "sha").substr(0, 12), runs};
+        const json cells = row.value("cells", json::object());
+        for (const auto& t : grid.value("tiers", json::array())) {
+            const json c = cells.value(t.get<std::string>(), json(nullptr));
+            line.push_back(!c.is_object() ? "-"
+                           : c.value("conclusion", json(nullptr)).is_string()
+                               ? c["conclusion"].get<std::string>()
+                               : text(c, "state"));
+        }
+        line.push_back(text(row, "subject") + row_marks(row));
+        rows.push_back(std::move(line));
+    }
+    table(o, header, rows);
+    print_cursor(o, grid);
+}
+
+/// A test's history: its rate and failures, then one run a line.
+void print_test_history(std::ostream& o, const json& h) {
+    const json runs = h.value("runs", json::array());
+    const json counts = h.value("counts", json::object());
+    o << "test " << text(h, "name") << ": " << runs.size() << " runs, flaky rate "
+      << percent_cell(h.value("flaky_rate", json(nullptr))) << "; passed " << text(counts, "passed")
+      << ", failed " << text(counts, "failed") << ", flaky " << text(counts, "flaky")
+      << ", skipped " << text(counts, "skipped") << ", pre-existing "
+      << text(counts, "pre_existing") << "\n";
+    for (const char* k : {"last_failure", "first_failure"}) {
+        const json f = h.value(k, json(nullptr));
+        o << (k == std::string("last_failure") ? "last failure: " : "first failure: ");
+        if (f.is_object())
+            o << text(f, "result") << " in run " << text(f, "run_id") << " at " << text(f, "at")
+              << "\n";
+        else
+            o << "none in these runs\n";
+    }
+    std::vector<std::vector<std::string>> rows;
+    for (const auto& r : runs) {
+        rows.push_back({text(r, "run_id"), text(r, "job_id"), text(r, "tier"), text(r, "attempt"),
+                        text(r, "sha").substr(0, 12), text(r, "event"), text(r, "result"),
+                        text(r, "at"), text(r, "message")});
+    }
+    table(o, {"RUN", "JOB", "TIER", "ATTEMPT", "SHA", "EVENT", "RESULT", "AT", "MESSAGE"}, rows);
+}
+
+/// The flaky tests, flakiest first.
+void print_flaky(std::ostream& o, const json& list) {
+    std::vector<std::vector<std::string>> rows;
+    for (const auto& t : list.value("items", json::array())) {
+        const json last = t.value("last_flaky", json(nullptr));
+        rows.push_back({percent_cell(t.value("flaky_rate", json(nullptr))), text(t, "flaky"),
+                        text(t, "runs"),
+                        last.is_object() ? text(last, "at") + " run " + text(last, "run_id") : "-",
+                        text(t, "name")});
+    }
+    table(o, {"RATE", "FLAKY", "RUNS", "LAST FLAKY", "TEST"}, rows);
 }
 
 }  // namespace crcrd::app

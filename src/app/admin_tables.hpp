@@ -35,4 +35,13 @@ void print_builds(std::ostream& out, const nlohmann::json& page);
 /// GET /api/v1/builds/{id}: the build's facts, then its builder's log tail as it is.
 void print_build(std::ostream& out, const nlohmann::json& build);
 
+/// GET /api/v1/trunk: "RED <tier> since <sha12> ..." for each red tier, then one commit a line
+/// (SHA, RUNS, a column per tier with its class or state, SUBJECT with the bisection marks).
+void print_trunk(std::ostream& out, const nlohmann::json& grid);
+/// GET /api/v1/tests/{name}/history: the flaky rate, counts, last and first failure, then one
+/// run a line (RUN, JOB, TIER, ATTEMPT, SHA, EVENT, RESULT, AT, MESSAGE).
+void print_test_history(std::ostream& out, const nlohmann::json& history);
+/// GET /api/v1/tests?flaky=1: one test a line (RATE, FLAKY, RUNS, LAST FLAKY, TEST).
+void print_flaky(std::ostream& out, const nlohmann::json& list);
+
 }  // namespace crcrd::app

@@ -20,6 +20,7 @@
 #include <thread>
 #include <vector>
 
+#include "app/commit_lookup.hpp"
 #include "app/router.hpp"
 #include "app/settings.hpp"
 #include "crcrd/config/config.hpp"
@@ -234,6 +235,7 @@ class Daemon {
         m_api.set_metrics_public(cfg.admin.metrics_public);
         m_api.set_ui(cfg.admin.ui_public, cfg.trust.upstream_repo);
         m_api.set_tiers(tier_names(c.planner));
+        m_api.set_trunk(cfg.bisect.refs, commit_lookup(cfg.upstream));
         if (cfg.build) {
             m_api.set_build_cache([dir = cfg.build->cache_dir](const std::string& key) {
                 exec::remove_build(dir, key);

@@ -57,6 +57,14 @@ const AdminSpec k_admin[] = {
      "ID", true},
     {"builds", "evict", AdminCommand::builds_evict,
      "remove a ready build no queued or running job needs from the cache", "ID", false},
+    {nullptr, "trunk", AdminCommand::trunk,
+     "the trunk grid: a branch's push and scheduled runs by commit, a column per tier, and since "
+     "when a tier is red",
+     nullptr, true},
+    {"tests", "history", AdminCommand::tests_history,
+     "one test's results over the last runs that ran it, its flaky rate, first and last failure",
+     "NAME", true},
+    {"tests", "flaky", AdminCommand::tests_flaky, "the flakiest tests lately", nullptr, true},
 };
 
 /// What one admin command's options were parsed into.

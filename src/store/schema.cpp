@@ -14,7 +14,7 @@ namespace crcrd::store {
 namespace {
 
 // Each entry takes the schema from version i to i+1. Never edit a released entry; append.
-constexpr std::array<const char*, 18> k_migrations = {
+constexpr std::array<const char*, 19> k_migrations = {
     R"sql(
 CREATE TABLE meta (
   key   TEXT PRIMARY KEY,
@@ -449,6 +449,16 @@ CREATE TABLE builds (
 CREATE INDEX builds_by_state ON builds (state, last_used_at);
 ALTER TABLE jobs ADD COLUMN build_key TEXT;
 CREATE INDEX jobs_by_build_key ON jobs (build_key) WHERE build_key IS NOT NULL;
+)sql",
+    // 19: trunk health (docs/dashboard.md). The trunk grid reads a ref's newest push and
+    // scheduled runs through an index of only those, in id order (runs_by_ref is by finish
+    // time and holds every PR run of the base branch too); a test's history reads its newest
+    // results through (name, job_id); the flaky list reads the newest flaky results through an
+    // index of only those (few: a flaky result is a rerun that passed).
+    R"sql(
+CREATE INDEX runs_trunk ON runs (ref, id) WHERE event = 'push' OR event = 'schedule';
+CREATE INDEX test_results_by_name ON test_results (name, job_id);
+CREATE INDEX test_results_flaky ON test_results (job_id) WHERE outcome = 'flaky';
 )sql",
 };
 

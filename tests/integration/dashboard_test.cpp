@@ -158,7 +158,7 @@ TEST_F(DashboardTest, AnOperatorSignsInAndFollowsARegressionFromTheListToItsLog)
     EXPECT_TRUE(has(job_page, "tier=affected")) << job_page;
 
     // The list, filtered by class through its form: only the regression.
-    b.go(daemon->url("/ui/"));
+    b.go(daemon->url("/ui/runs"));
     b.screenshot(shots / "runs.png");
     EXPECT_EQ(b.find_all("table.runs tr").size(), 3u);  // a header and two runs
     b.click(b.find_xpath("//select[@name='conclusion']/option[text()='regression']"));
@@ -298,7 +298,7 @@ TEST_F(DashboardTest, AThousandRunsArePagedFiftyAtATime) {
     insert_generated_runs(*daemon, 1000);
     Browser b;
     sign_in(b, "read-token");
-    b.go(daemon->url("/ui/"));
+    b.go(daemon->url("/ui/runs"));
     b.screenshot(test_artifacts_dir("dashboard") / "runs-1000.png");
     EXPECT_EQ(b.find_all("table.runs tr").size(), 51u);
     EXPECT_TRUE(has(b.text("table.runs"), "1000"));

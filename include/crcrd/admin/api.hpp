@@ -58,6 +58,13 @@ class Api {
     /// build section): an eviction is refused with 409. Replaced on SIGHUP.
     void set_build_cache(std::function<void(const std::string& key)> remove);
 
+    /// Trunk health (docs/dashboard.md): the branches of the trunk grid (bisect.refs, the first
+    /// the default) and where the commits' subjects come from (`commits`: {sha: {subject, author,
+    /// committed_at}} for the SHAs the mirror has; blocking, run on the workers; unset: none).
+    /// Replaced on SIGHUP.
+    void set_trunk(std::vector<std::string> refs,
+                   std::function<nlohmann::json(const std::vector<std::string>&)> commits);
+
     /// The dashboard (/ui/): `ui_public` makes its pages readable without a token; commits and
     /// PRs link to github.com/`upstream_repo` (no links when empty).
     void set_ui(bool ui_public, const std::string& upstream_repo);
@@ -108,6 +115,9 @@ class Api {
     std::function<nlohmann::json()> m_cluster;
     std::function<nlohmann::json()> m_outbox_lanes;
     std::function<void(const std::string& key)> m_remove_build;  // under m_mu
+    std::shared_ptr<const std::vector<std::string>> m_trunk_refs =
+        std::make_shared<const std::vector<std::string>>();                    // under m_mu
+    std::function<nlohmann::json(const std::vector<std::string>&)> m_commits;  // under m_mu
     std::unique_ptr<Dashboard> m_ui;
     http::RejectLog m_refused{std::chrono::seconds(60), 10'000, "failed admin authentications"};
     Metrics m_metrics;

@@ -64,6 +64,9 @@ enum class AdminCommand {
     builds_list,
     builds_show,
     builds_evict,
+    trunk,          // the trunk grid
+    tests_history,  // one test's results across runs
+    tests_flaky,    // the flakiest tests
 };
 
 /// An option of an admin command that becomes a query parameter: `names` as CLI11 takes them

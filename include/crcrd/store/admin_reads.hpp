@@ -15,6 +15,7 @@
 #include "crcrd/store/bisections.hpp"
 #include "crcrd/store/builds.hpp"
 #include "crcrd/store/fwd.hpp"
+#include "crcrd/store/trunk.hpp"
 
 namespace crcrd::store {
 
@@ -199,6 +200,19 @@ class AdminReads {
     Result<std::vector<BuildRow>> builds(const BuildsQuery& q);
     /// Build `id`; empty when there is none (in build_reads.cpp).
     Result<std::optional<BuildRow>> build(std::int64_t id);
+    /// Trunk health (trunk.hpp, in trunk_reads.cpp): a page of the grid.
+    Result<TrunkPage> trunk(const TrunkQuery& q);
+    /// `tier`'s last attempt in each of `ref`'s push and scheduled runs with an id up to `from`
+    /// that ran it, newest first, at most `limit`.
+    Result<std::vector<TierOutcome>> tier_outcomes(const std::string& ref, const std::string& tier,
+                                                   std::int64_t from, int limit);
+    /// Test `name`'s results (every attempt's, base checks left out) with a job id below
+    /// `before_job` when set, newest first, at most `limit`.
+    Result<std::vector<TestHistoryRow>> test_results_of(const std::string& name,
+                                                        std::optional<std::int64_t> before_job,
+                                                        int limit);
+    /// The tests among the newest `results` flaky results, by their newest one, newest first.
+    Result<std::vector<FlakyName>> recent_flaky(int results);
 
   private:
     explicit AdminReads(Db& db) : m_db(&db) {}
