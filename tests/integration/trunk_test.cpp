@@ -13,8 +13,8 @@
 
 #include "crcrd/core/crypto.hpp"
 #include "crcrd/core/files.hpp"
+#include "support/admin_calls.hpp"
 #include "support/build_stage.hpp"
-#include "support/certs.hpp"
 #include "support/ci_script.hpp"
 #include "support/daemon.hpp"
 #include "support/process.hpp"
@@ -127,17 +127,22 @@ class TrunkTest : public ::testing::Test {
         return run;
     }
 
-    /// Waits until run `run`'s bisection ended; its JSON.
+    /// Waits until the grid shows that the bisection of run `run` ended; that bisection.
     json bisected(std::int64_t run) {
-        json shown;
-        EXPECT_TRUE(eventually(
+        json found;
+        const bool ended = eventually(
             [&] {
-                shown = get("/api/v1/runs/" + std::to_string(run));
-                return shown.contains("bisect") && shown["bisect"]["state"] != "running";
+                auto r = daemon->request("GET", "/api/v1/trunk",
+                                         {{"Authorization", "Bearer ops-token"}}, "");
+                const json grid = r ? json::parse(r->body, nullptr, false) : json();
+                for (const auto& row : grid.value("rows", json::array()))
+                    for (const auto& b : row["bisections"])
+                        if (b["bad_run_id"] == run && b["state"] != "running") found = b;
+                return found.is_object();
             },
-            std::chrono::seconds(120)))
-            << shown.dump(2);
-        return shown.value("bisect", json::object());
+            std::chrono::seconds(120));
+        EXPECT_TRUE(ended) << "the bisection of run " << run << " did not end";
+        return found;
     }
 
     /// The history this test looks at: pushes of 0, 2, 4, 6 (2 and 4 with a flaky test), then
@@ -156,13 +161,7 @@ class TrunkTest : public ::testing::Test {
         auto r = daemon->request("GET", path, {{"Authorization", "Bearer " + token}}, "");
         EXPECT_TRUE(r) << path;
         if (!r) return {};
-        seen.push_back(json{
-            {"method", "GET"},
-            {"path", path},
-            {"status", r->status},
-            {"content_type", std::string(r->header("Content-Type").value_or(""))},
-            {"body",
-             r->body}}.dump());
+        seen.push_back(answer_line("GET", path, *r));
         return *r;
     }
     json get(const std::string& path) {
@@ -171,34 +170,10 @@ class TrunkTest : public ::testing::Test {
         return json::parse(r.body, nullptr, false);
     }
 
-    /// docs/openapi.yaml's verdict on every call() so far: "ok" or the first problem.
-    std::string schema_verdict() {
-        std::string lines, out;
-        for (const auto& s : seen) lines += s + "\n";
-        run_command({"/usr/bin/python3",
-                     (fs::path(CRCRD_SOURCE_DIR) / "tests" / "support" / "openapi_check.py"),
-                     (fs::path(CRCRD_SOURCE_DIR) / "docs" / "openapi.yaml"), "validate"},
-                    &out, lines);
-        std::istringstream in(out);
-        std::size_t n = 0;
-        for (std::string line; std::getline(in, line); ++n) {
-            if (line != "ok") return seen.at(n).substr(0, 300) + ": " + line;
-        }
-        return n == seen.size() ? "ok" : "the checker answered " + out;
-    }
-
     /// crcrctl's output (its exit code must be 0).
-    std::string ctl(std::vector<std::string> args) {
-        std::vector<std::string> argv = {CRCRCTL_BIN,
-                                         "--url",
-                                         daemon->url(""),
-                                         "--cacert",
-                                         test_certs().ca.string(),
-                                         "--token-file",
-                                         (dir.path() / "ops.token").string()};
-        argv.insert(argv.end(), args.begin(), args.end());
+    std::string ctl(const std::vector<std::string>& args) {
         std::string out;
-        EXPECT_EQ(run_command(argv, &out), 0) << out;
+        EXPECT_EQ(run_crcrctl(*daemon, dir.path() / "ops.token", args, out), 0) << out;
         return out;
     }
 
@@ -277,7 +252,7 @@ TEST_F(TrunkTest, TheGridShowsEachCommitsTiersSinceWhenItIsRedAndTheCulprit) {
     EXPECT_TRUE(has(other.body, "refs/heads/main")) << other.body;
     EXPECT_EQ(call("/api/v1/trunk?limit=0").status, 400);
     EXPECT_EQ(call("/api/v1/trunk", "wrong").status, 401);
-    EXPECT_EQ(schema_verdict(), "ok");
+    EXPECT_EQ(openapi_verdict(seen), "ok");
 
     // crcrctl trunk: the same, for a terminal.
     const std::string out = ctl({"trunk"});
@@ -342,7 +317,7 @@ TEST_F(TrunkTest, ATestsHistoryAndTheFlakyListShowWhatItsRunsDid) {
     EXPECT_EQ(flaky["items"][0]["runs"], 6);
     EXPECT_EQ(flaky["items"][0]["last_flaky"]["run_id"], runs[4]);
     EXPECT_EQ(call("/api/v1/tests").status, 400);
-    EXPECT_EQ(schema_verdict(), "ok");
+    EXPECT_EQ(openapi_verdict(seen), "ok");
 
     const std::string history = ctl({"tests", "history", "t::sometimes"});
     EXPECT_TRUE(has(history, "test t::sometimes: 6 runs, flaky rate 33.3 %")) << history;
