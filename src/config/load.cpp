@@ -242,7 +242,7 @@ void parse_execution(YamlMap m, ExecutionConfig& c, const std::vector<ExecutorKe
 }
 
 /// `build:`; `execution` is read first (key_env names its env, the executor decides the slots).
-void parse_build(YamlMap m, Config& c) {
+void parse_build(YamlMap m, Config& c, const std::vector<ExecutorKeys>& executors) {
     if (!m.present()) return;
     BuildConfig b;
     m.get("command", b.command, true);
@@ -276,9 +276,17 @@ void parse_build(YamlMap m, Config& c) {
             m.error("slots",
                     "the runner '" + r.name + "' has a build slot's name (build-N); rename it");
     }
-    if (c.execution.executor != "local")
-        m.error("command", "a build stage needs executor: local (not yet " + c.execution.executor +
-                               "; docs/build.md)");
+    for (const auto& e : executors) {
+        if (e.name == c.execution.executor) {
+            if (e.parse_build) b.executor_section = e.parse_build(m, b, c.execution);
+            continue;
+        }
+        for (const auto& key : e.build_keys) {
+            if (!m.has(key)) continue;
+            m.raw(key);
+            m.error(key, "only with executor: " + e.name);
+        }
+    }
     if (!c.execution.work_root.empty() &&
         b.cache_dir.lexically_normal() == c.execution.work_root.lexically_normal())
         m.error("cache_dir", "must not be execution.work_root itself");
@@ -546,7 +554,7 @@ Loaded parse(const std::string& yaml_text, const Path& base_dir,
                 if (r.empty() || r.find_first_of(" ~^:?*[\\") != std::string::npos)
                     b.error("refs", "'" + r + "' is not a branch name");
         }
-        parse_build(top.child("build"), c);
+        parse_build(top.child("build"), c, executors);
         parse_report(top.child("report"), c.report);
         parse_admin(top.child("admin"), c.admin, c.server);
         parse_recovery(top.child("recovery"), c);

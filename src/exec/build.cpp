@@ -1,5 +1,7 @@
 #include "crcrd/exec/build.hpp"
 
+#include <algorithm>
+
 #include <sys/stat.h>
 
 #include "crcrd/core/crypto.hpp"
@@ -144,8 +146,13 @@ void remove_build(const fs::path& cache_dir, const std::string& key) {
     remove_quietly(ec ? dest : aside);
 }
 
-void clean_partials(const fs::path& cache_dir) {
-    remove_quietly(cache_dir / ".partial");
+void clean_partials(const fs::path& cache_dir, const std::vector<fs::path>& keep) {
+    std::error_code ec;
+    for (auto it = fs::directory_iterator(cache_dir / ".partial", ec);
+         !ec && it != fs::directory_iterator(); it.increment(ec)) {
+        const auto& path = it->path();
+        if (std::find(keep.begin(), keep.end(), path) == keep.end()) remove_quietly(path);
+    }
 }
 
 }  // namespace crcrd::exec

@@ -16,6 +16,24 @@ std::string short_key(const std::string& key) {
     return key.substr(0, 12);
 }
 
+/// Build job `job`'s spec for `key` (`in`: its key's inputs): its partial folder, and the base
+/// it is compared with when it fails.
+exec::BuildSpec build_spec(store::Db& db, const BuildStageSettings& s,
+                           const exec::BuildKeyInputs& in, const exec::JobToRun& job,
+                           const std::string& key, bool base_check) {
+    exec::BuildSpec spec;
+    spec.key = key;
+    spec.out = exec::partial_dir(s.build.cache_dir, key, job.job_id);
+    spec.base_check = base_check;
+    if (auto base = store::BuildsRepo(db).base_of_run(job.run_id); base && *base != job.sha) {
+        exec::BuildKeyInputs at_base = in;
+        at_base.upstream_sha = *base;
+        spec.base_sha = *base;
+        spec.base_key = exec::build_key(at_base);
+    }
+    return spec;
+}
+
 }  // namespace
 
 BuildStep step_build_job(store::Db& db, const BuildStageSettings& s,
@@ -63,15 +81,7 @@ BuildStep step_build_job(store::Db& db, const BuildStageSettings& s,
     }
     if (claim == store::BuildClaim::wait) return {BuildStep::Kind::wait, {}, {}};
     BuildStep step{BuildStep::Kind::lease, {}, {}};
-    step.spec.key = key;
-    step.spec.out = exec::partial_dir(s.build.cache_dir, key, job.job_id);
-    step.spec.base_check = base_check;
-    if (auto base = builds.base_of_run(job.run_id); base && *base != job.sha) {
-        exec::BuildKeyInputs at_base = in;
-        at_base.upstream_sha = *base;
-        step.spec.base_sha = *base;
-        step.spec.base_key = exec::build_key(at_base);
-    }
+    step.spec = build_spec(db, s, in, job, key, base_check);
     for (const auto& r : builds.ready_of_backend(in.backend_sha, key))
         step.spec.nearest_candidates.emplace_back(r.upstream_sha,
                                                   exec::build_dir(s.build.cache_dir, r.key));
@@ -175,10 +185,30 @@ std::vector<std::string> choose_evictions(store::Db& db, const BuildStageSetting
     return out;
 }
 
-void recover_builds(store::Db& db, const BuildStageSettings& s, SystemTime now) {
-    exec::clean_partials(s.build.cache_dir);
+bool resume_build(store::Db& db, const BuildStageSettings& s, const exec::BuildKeyInputs& recipe,
+                  exec::JobToRun& job) {
+    if (job.tier != k_build_stage) return false;
+    const auto key = store::BuildsRepo(db).key_of_job(job.job_id);
+    if (!key) return false;
+    exec::BuildKeyInputs in = recipe;
+    in.upstream_sha = job.sha;
+    job.build = build_spec(db, s, in, job, *key,
+                           !store::JobsRepo(db).base_check_tests(job.job_id).empty());
+    return true;
+}
+
+void recover_builds(store::Db& db, const BuildStageSettings& s, SystemTime now,
+                    const std::vector<exec::JobToRun>& adopted) {
+    std::vector<std::filesystem::path> keep;
+    std::vector<std::string> running;
+    for (const auto& job : adopted) {
+        if (!job.build) continue;
+        keep.push_back(job.build->out);
+        running.push_back(job.build->key);
+    }
+    exec::clean_partials(s.build.cache_dir, keep);
     store::BuildsRepo builds(db);
-    builds.requeue_running();
+    builds.requeue_running(running);
     for (const auto& b : builds.ready()) {
         std::error_code ec;
         if (!std::filesystem::is_directory(exec::build_dir(s.build.cache_dir, b.key), ec)) {

@@ -151,6 +151,7 @@ Status Dispatcher::recover() {
     auto read = m_writer.run_sync([&](store::Db& db) { left = store::JobsRepo(db).left_open(); });
     if (!read) return read;
     std::map<std::int64_t, std::string> outside;
+    const auto recipe = build_recipe(cfg);  // git: outside the write
     for (const auto& open : left)
         if (auto external = m_executor.adoptable(open.id, open.external_id))
             outside[open.id] = *external;
@@ -171,6 +172,7 @@ Status Dispatcher::recover() {
                         "job_id={} slot {} is no longer offered; the adopted job runs without it",
                         open.id, job.slot);
                 }
+                if (cfg.build && recipe) resume_build(db, *cfg.build, *recipe, job);
                 jobs.mark_running(open.id, 0, it->second, m_clock.now());
                 spdlog::info("job_id={} run_id={} adopted: it goes on as {}", open.id, job.run_id,
                              it->second);
@@ -187,7 +189,11 @@ Status Dispatcher::recover() {
             spdlog::warn("job_id={} run_id={} ended infra_error: daemon restarted", open.id,
                          job.run_id);
         }
-        if (cfg.build) recover_builds(db, *cfg.build, m_clock.now());
+        if (cfg.build) {
+            std::vector<exec::JobToRun> jobs_adopted;
+            for (const auto& a : adopted) jobs_adopted.push_back(a.first);
+            recover_builds(db, *cfg.build, m_clock.now(), jobs_adopted);
+        }
     });
     if (s) {
         std::lock_guard lk(m_mu);

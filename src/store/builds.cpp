@@ -1,5 +1,8 @@
 #include "crcrd/store/builds.hpp"
 
+#include <nlohmann/json.hpp>
+
+
 #include "crcrd/store/sqlite.hpp"
 #include "store/vocab_column.hpp"
 
@@ -203,8 +206,11 @@ std::vector<BuildRow> BuildsRepo::ready_of_backend(const std::string& backend_sh
     return read_rows(st);
 }
 
-void BuildsRepo::requeue_running() {
-    Scoped st(m_db, "UPDATE builds SET state = 'queued' WHERE state = 'running'");
+void BuildsRepo::requeue_running(const std::vector<std::string>& except) {
+    Scoped st(m_db,
+              "UPDATE builds SET state = 'queued' WHERE state = 'running' AND key NOT IN (SELECT "
+              "value FROM json_each(?))");
+    st->bind(1, nlohmann::json(except).dump());
     st->run();
 }
 

@@ -7,7 +7,8 @@
 //
 // The node: NodeName=<short hostname>, CPUs=16 (more than the machine has: slurmd accepts it
 // through SlurmdParameters=config_overrides), Gres=aiu:2 (or as many as the constructor is
-// told: the Slurm benchmark runs 16 one-aiu jobs at once), in the one partition "spyre".
+// told: the Slurm benchmark runs 16 one-aiu jobs at once), in the partition "spyre" (the
+// default) and in "cpu" (build_partition()).
 //
 // Slurm clients (sbatch, squeue, scontrol, sinfo, scancel) find the cluster only through
 // SLURM_CONF; without it they look for a DNS SRV record and fail. Pass env() to whatever runs
@@ -52,6 +53,8 @@ class SlurmCluster {
     std::filesystem::path slurmctld_log() const { return m_dir / "slurmctld.log"; }
     std::filesystem::path slurmd_log() const { return m_dir / "slurmd.log"; }
     std::string partition() const { return "spyre"; }
+    /// A second partition on the same node, for a build stage's jobs.
+    std::string build_partition() const { return "cpu"; }
     const std::string& node() const { return m_node; }
     int slurmctld_port() const { return m_ctld_port; }
     int slurmd_port() const { return m_slurmd_port; }

@@ -295,7 +295,16 @@ struct BuildConfig {
     Strings command;  // argv, like execution.command
     Duration timeout = std::chrono::hours(2);
     Duration stall_timeout = std::chrono::minutes(30);
-    std::uint32_t slots = 1;  // CPU build slots (local executor): build-1 ... build-N
+    /// CPU build slots build-1 ... build-N: builds at once (local: on this host; slurm: build
+    /// jobs in Slurm).
+    std::uint32_t slots = 1;
+    /// The chosen executor's own keys of `build:`, as its folder read them (null: none);
+    /// section<T>() gives them as the executor's type.
+    std::shared_ptr<const ExecutorSection> executor_section;
+    template <class T>
+    const T* section() const {
+        return dynamic_cast<const T*>(executor_section.get());
+    }
     Path cache_dir;
     std::uint64_t cache_max_bytes = 50ULL * 1024 * 1024 * 1024;
     Strings key_env;  // names of execution.env variables that enter the key

@@ -7,10 +7,13 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace crcrd::config {
 
 class YamlMap;
+struct BuildConfig;
+struct ExecutionConfig;
 
 /// An executor's own settings, as its folder read them from `execution.<name>`.
 struct ExecutorSection {
@@ -26,6 +29,14 @@ struct ExecutorKeys {
     std::function<std::shared_ptr<const ExecutorSection>(YamlMap& m)> parse;
     /// The section must be there when the executor is chosen.
     bool section_required = false;
+    /// The executor's own keys of `build:` (docs/build.md), e.g. Slurm's partition: their
+    /// names, and how the chosen executor reads them, given the build's other keys and the
+    /// execution section (read first). Another executor's key in `build:` is an error naming
+    /// that executor. Null: it has none.
+    std::vector<std::string> build_keys;
+    std::function<std::shared_ptr<const ExecutorSection>(YamlMap& build, const BuildConfig& b,
+                                                         const ExecutionConfig& execution)>
+        parse_build;
 };
 
 }  // namespace crcrd::config

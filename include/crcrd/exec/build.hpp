@@ -60,7 +60,9 @@ Result<std::int64_t> publish_build(const std::filesystem::path& out,
 /// Removes a published build (renamed aside first, so a half-removed folder is never seen as
 /// the build).
 void remove_build(const std::filesystem::path& cache_dir, const std::string& key);
-/// At start: removes every partial folder and whatever a removal left aside.
-void clean_partials(const std::filesystem::path& cache_dir);
+/// At start: removes every partial folder but `keep` (those of builds that go on outside the
+/// daemon, adopted), and whatever a removal left aside.
+void clean_partials(const std::filesystem::path& cache_dir,
+                    const std::vector<std::filesystem::path>& keep = {});
 
 }  // namespace crcrd::exec

@@ -39,6 +39,9 @@ struct Health {
     }
 };
 
+/// Every executor's CPU build slots (docs/build.md): build-1 ... build-<build.slots>.
+inline constexpr const char* k_build_slot_prefix = "build-";
+
 /// A slot the executor can run jobs on, with the labels a job's tier may require.
 struct SlotOffer {
     std::string name;

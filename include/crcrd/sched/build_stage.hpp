@@ -73,9 +73,17 @@ void settle_build(store::Db& db, const exec::JobToRun& job, const std::optional<
 std::vector<std::string> choose_evictions(store::Db& db, const BuildStageSettings& s,
                                           SystemTime now);
 
+/// At start-up, for a job adopted from the previous daemon (its Slurm job goes on): when it is
+/// a build job, its spec again (the key it claimed, its partial folder, its base), so that its
+/// end is published and settled as if this daemon had started it. True when it was.
+bool resume_build(store::Db& db, const BuildStageSettings& s, const exec::BuildKeyInputs& recipe,
+                  exec::JobToRun& job);
+
 /// At start-up: partial folders removed, builds left running requeued, ready builds whose
-/// folder is gone evicted.
-void recover_builds(store::Db& db, const BuildStageSettings& s, SystemTime now);
+/// folder is gone evicted; the builds of `adopted` jobs (resume_build()) go on running, their
+/// partial folders kept.
+void recover_builds(store::Db& db, const BuildStageSettings& s, SystemTime now,
+                    const std::vector<exec::JobToRun>& adopted = {});
 
 /// On the worker's thread, before the build runs: its output folder made, and
 /// `spec.nearest` the first candidate whose SHA is an ancestor of the job's (git, blocking).

@@ -90,8 +90,9 @@ class BuildsRepo {
     /// (the candidates for CRCR_BUILD_NEAREST).
     std::vector<BuildRow> ready_of_backend(const std::string& backend_sha, const std::string& key,
                                            int limit = 20);
-    /// Builds whose builder attempt was running when the daemon stopped: back to queued.
-    void requeue_running();
+    /// Builds whose builder attempt was running when the daemon stopped: back to queued, but
+    /// the keys in `except` (their builders go on outside the daemon, adopted).
+    void requeue_running(const std::vector<std::string>& except = {});
 
     std::optional<BuildRow> get(std::int64_t id);
     std::optional<BuildRow> get(const std::string& key);

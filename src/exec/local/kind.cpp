@@ -6,7 +6,7 @@ namespace crcrd::exec::local {
 
 ExecutorKind kind() {
     ExecutorKind k;
-    k.keys = config::ExecutorKeys{"local", nullptr, false};
+    k.keys = config::ExecutorKeys{"local", nullptr, false, {}, nullptr};
     k.slots_from_runners = true;
     k.needs_work_root = true;
     k.check = [](const config::Config&, std::vector<std::string>&) {};

@@ -12,8 +12,24 @@ namespace crcrd::exec::slurm {
 
 namespace {
 
+/// `partition` (the value of key `key`) is known to the cluster's controller.
+void check_partition(const std::string& key, const std::string& partition,
+                     std::vector<std::string>& errors) {
+    SubprocessOptions o;
+    o.timeout = std::chrono::seconds(30);
+    o.max_output = 64 * 1024;
+    auto r = run_subprocess({"scontrol", "show", "partition", partition}, o);
+    if (!r || r->exit_code != 0) {
+        const std::string why = !r             ? r.error().message
+                                : r->timed_out ? "timed out"
+                                               : trim(r->err + r->out);
+        errors.push_back(key + ": '" + partition + "' is not a partition of the cluster (scontrol: " +
+                         why.substr(0, 300) + ")");
+    }
+}
+
 /// Slurm's commands on PATH, the shared root a folder, the node binary executable, the
-/// partition known to the controller.
+/// partitions (the tiers', the build's) known to the controller.
 void check(const config::Config& c, std::vector<std::string>& errors) {
     const auto* sl = c.execution.section<SlurmSection>();
     if (!sl) return;
@@ -35,17 +51,10 @@ void check(const config::Config& c, std::vector<std::string>& errors) {
                          " is not an executable file here");
     }
     if (!commands) return;
-    SubprocessOptions o;
-    o.timeout = std::chrono::seconds(30);
-    o.max_output = 64 * 1024;
-    auto r = run_subprocess({"scontrol", "show", "partition", sl->partition}, o);
-    if (!r || r->exit_code != 0) {
-        const std::string why = !r             ? r.error().message
-                                : r->timed_out ? "timed out"
-                                               : trim(r->err + r->out);
-        errors.push_back("execution.slurm.partition: '" + sl->partition +
-                         "' is not a partition of the cluster (scontrol: " + why.substr(0, 300) +
-                         ")");
+    check_partition("execution.slurm.partition", sl->partition, errors);
+    if (c.build) {
+        if (const auto* b = c.build->section<SlurmBuildSection>())
+            check_partition("build.partition", b->partition, errors);
     }
 }
 

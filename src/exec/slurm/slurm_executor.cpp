@@ -94,7 +94,20 @@ std::vector<SlotOffer> SlurmExecutor::slots() const {
         labels.push_back(label);
     for (std::uint32_t i = 1; i <= s->execution.section<slurm::SlurmSection>()->max_submitted; ++i)
         out.push_back(SlotOffer{"slurm-" + std::to_string(i), labels});
+    // The build stage's (docs/build.md): build jobs in Slurm at once, on build.partition.
+    if (s->build && s->build->section<slurm::SlurmBuildSection>()) {
+        for (std::uint32_t i = 1; i <= s->build->slots; ++i)
+            out.push_back(SlotOffer{k_build_slot_prefix + std::to_string(i), {}, true});
+    }
     return out;
+}
+
+SlurmExecutor::Target SlurmExecutor::target_of(const ExecutorSettings& s, const JobToRun& job) {
+    const auto& sl = *s.execution.section<slurm::SlurmSection>();
+    const auto* b = s.build ? s.build->section<slurm::SlurmBuildSection>() : nullptr;
+    if (job.build && b) return Target{b->partition, {}, b->sbatch_args, {}};
+    return Target{sl.partition, slurm::gres_for(job.labels, sl.gres_per_label), sl.sbatch_args,
+                  sl.devices};
 }
 
 Health SlurmExecutor::check_health(const std::string&) {
@@ -133,16 +146,17 @@ Result<std::string> SlurmExecutor::submit(const ExecutorSettings& s, const JobTo
             if (auto w = write_file_atomic(script, k_script); !w) return w.error();
         }
     }
+    const auto target = target_of(s, job);
     slurm::Submission sub;
-    sub.partition = sl.partition;
-    sub.gres = slurm::gres_for(job.labels, sl.gres_per_label);
+    sub.partition = target.partition;
+    sub.gres = target.gres;
     sub.timeout = job.timeout;
     sub.job_name = job_name(job.job_id);
     sub.comment = "crcrd:job=" + std::to_string(job.job_id) + ",run=" + std::to_string(job.run_id) +
                   ",tier=" + comment_word(job.tier) + ",attempt=" + std::to_string(job.attempt);
     sub.output = p.slurm_out.string();
     sub.chdir = p.control.string();
-    sub.extra = sl.sbatch_args;
+    sub.extra = target.sbatch_args;
     sub.script = script.string();
     sub.command = {sl.node_binary ? sl.node_binary->string() : m_node_binary, "--slurm-job",
                    p.spec.string()};
@@ -247,7 +261,8 @@ RawOutcome SlurmExecutor::run(const JobToRun& job, const std::atomic<bool>& canc
     }
     const auto s = on_shared_root(*base);
     const auto& sl = *s.execution.section<slurm::SlurmSection>();
-    auto a = prepare_attempt(s, job, SlotSpec{job.slot, {}, sl.devices, std::nullopt},
+    const auto target = target_of(s, job);
+    auto a = prepare_attempt(s, job, SlotSpec{job.slot, {}, target.devices, std::nullopt},
                              sl.shared_root / "logs");
     if (!a) {
         out.not_run = a.error().message;
@@ -256,7 +271,7 @@ RawOutcome SlurmExecutor::run(const JobToRun& job, const std::atomic<bool>& canc
     // Slurm's --time ends the job; the node's own deadline is only a backstop behind it.
     a->process.timeout = job.timeout + std::chrono::minutes(2);
     a->metadata["executor"] = "slurm";
-    a->metadata["partition"] = sl.partition;
+    a->metadata["partition"] = target.partition;
     const auto p = paths(s, job.job_id);
     std::error_code ec;
     std::filesystem::remove_all(p.control, ec);
@@ -280,7 +295,7 @@ RawOutcome SlurmExecutor::run(const JobToRun& job, const std::atomic<bool>& canc
         return out;
     }
     spdlog::info("job_id={} submitted to Slurm as job {} (partition {})", job.job_id, *id,
-                 sl.partition);
+                 target.partition);
     hooks.on_running(Started{0, *id});
     return watch(s, job, *a, *id, cancel, hooks.on_running);
 }
@@ -445,7 +460,7 @@ RawOutcome SlurmExecutor::watch(const ExecutorSettings& s, const JobToRun& job,
                     "Slurm job " + st.id + " still pending (" + st.last->reason + ") after " +
                     seconds(std::chrono::duration_cast<std::chrono::milliseconds>(
                         s.execution.device_wait)) +
-                    " in partition " + sl.partition;
+                    " in partition " + target_of(s, job).partition;
                 return end_early(out);
             case slurm::WatchStep::resubmit: {
                 auto next = resubmit(s, job, a, st.id);

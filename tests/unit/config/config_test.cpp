@@ -181,12 +181,27 @@ TEST(Config, ErrorsNameTheKeyPath) {
         {"build: {command: [b.sh], cache_dir: /c, timeout: 5}\n",
          "build.timeout: '5' is not a duration"},
         {"build: {command: [b.sh], cache_dir: /c, partition: cpu}\n",
-         "build.partition: unknown key"},
+         "build.partition: only with executor: slurm"},
+        {"build: {command: [b.sh], cache_dir: /c, sbatch_args: [-N1]}\n",
+         "build.sbatch_args: only with executor: slurm"},
         {"runners: [{name: build-1}]\nbuild: {command: [b.sh], cache_dir: /c}\n",
          "build.slots: the runner 'build-1' has a build slot's name"},
         {"execution: {slurm: {partition: p, shared_root: /s}, executor: slurm}\n"
-         "build: {command: [b.sh], cache_dir: /c}\n",
-         "build.command: a build stage needs executor: local"},
+         "build: {command: [b.sh], cache_dir: /s/builds}\n",
+         "build.partition: required"},
+        {"execution: {slurm: {partition: p, shared_root: /s}, executor: slurm}\n"
+         "build: {command: [b.sh], cache_dir: /c, partition: cpu}\n",
+         "build.cache_dir: must be inside execution.slurm.shared_root (/s)"},
+        {"execution: {slurm: {partition: p, shared_root: /s}, executor: slurm}\n"
+         "build: {command: [b.sh], cache_dir: /s/jobs/b, partition: cpu}\n",
+         "build.cache_dir: must not be in /s/jobs"},
+        {"execution: {slurm: {partition: p, shared_root: /s}, executor: slurm}\n"
+         "build: {command: [b.sh], cache_dir: /s/b, partition: cpu, ccache: {dir: /cc}}\n",
+         "build.ccache: dir must be inside execution.slurm.shared_root"},
+        {"execution: {slurm: {partition: p, shared_root: /s}, executor: slurm}\n"
+         "build: {command: [b.sh], cache_dir: /s/b, partition: cpu, sbatch_args: "
+         "[\"--gres=aiu:1\"]}\n",
+         "build.sbatch_args: '--gres=aiu:1' is set by crcrd"},
     };
     for (const auto& c : cases) {
         auto l = parse(std::string(k_minimal) + c.yaml_tail, "/etc");
@@ -336,6 +351,23 @@ TEST(Config, TheChosenExecutorsSectionIsKeptAsItsOwnType) {
     EXPECT_EQ(local.config->execution.executor_section, nullptr);
     EXPECT_TRUE(has_error(parse(std::string(k_minimal) + "execution: {local: {x: 1}}\n", "/etc"),
                           "execution.local: the local executor has no keys of its own"));
+    // The build's Slurm keys, kept as the executor's type too.
+    auto built =
+        parse(std::string(k_minimal) +
+                  "execution: {executor: slurm, slurm: {partition: spyre, shared_root: /srv/crcrd}}\n"
+                  "build: {command: [b.sh], cache_dir: /srv/crcrd/builds, slots: 3, partition: "
+                  "cpu, sbatch_args: [\"--cpus-per-task=8\"]}\n",
+              "/etc");
+    ASSERT_TRUE(built.config) << all(built);
+    const auto* b = built.config->build->section<exec::slurm::SlurmBuildSection>();
+    ASSERT_NE(b, nullptr);
+    EXPECT_EQ(b->partition, "cpu");
+    EXPECT_EQ(b->sbatch_args, std::vector<std::string>{"--cpus-per-task=8"});
+    EXPECT_EQ(built.config->build->slots, 3u);
+    auto local_build = parse(
+        std::string(k_minimal) + "build: {command: [b.sh], cache_dir: /c}\n", "/etc");
+    ASSERT_TRUE(local_build.config) << all(local_build);
+    EXPECT_EQ(local_build.config->build->executor_section, nullptr);
 }
 
 }  // namespace

@@ -17,9 +17,6 @@ namespace crcrd::exec {
 
 using LocalSettings = ExecutorSettings;
 
-/// The local executor's CPU build slots (docs/build.md): build-1 ... build-<build.slots>.
-inline constexpr const char* k_build_slot_prefix = "build-";
-
 class LocalExecutor : public Executor {
   public:
     explicit LocalExecutor(std::shared_ptr<const LocalSettings> settings);

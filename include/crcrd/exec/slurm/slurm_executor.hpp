@@ -12,6 +12,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "crcrd/exec/executor.hpp"
 #include "crcrd/exec/prepare.hpp"
@@ -27,7 +28,8 @@ class SlurmExecutor : public Executor {
     void set_settings(std::shared_ptr<const ExecutorSettings> settings) override;
 
     /// `max_submitted` slots, slurm-1 … slurm-N, each offering every label of gres_per_label:
-    /// the dispatcher never has more jobs in Slurm than that.
+    /// the dispatcher never has more jobs in Slurm than that; with a build stage, build.slots
+    /// build slots build-1 … build-N more, for build jobs only.
     std::vector<SlotOffer> slots() const override;
     RawOutcome run(const JobToRun& job, const std::atomic<bool>& cancel,
                    const AttemptHooks& hooks) override;
@@ -53,6 +55,15 @@ class SlurmExecutor : public Executor {
         std::filesystem::path control, spec, result, slurm_out, metadata;
     };
     Paths paths(const ExecutorSettings& s, std::int64_t job_id) const;
+    /// Where a job goes: the tiers' partition with their labels' GRES and the nodes'
+    /// devices, or a build's partition with neither (docs/build.md).
+    struct Target {
+        std::string partition;
+        std::vector<std::string> gres;  // none for a build
+        std::vector<std::string> sbatch_args;
+        std::vector<std::string> devices;
+    };
+    static Target target_of(const ExecutorSettings& s, const JobToRun& job);
     /// The settings the workspace is prepared with: work_root is shared_root.
     static ExecutorSettings on_shared_root(const ExecutorSettings& s);
     /// sbatch for the attempt whose spec is written; the Slurm job id, or why not. `first`: when

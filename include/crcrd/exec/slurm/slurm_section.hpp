@@ -31,8 +31,15 @@ struct SlurmSection : config::ExecutorSection {
     std::vector<std::string> devices;
 };
 
-/// How the configuration reads `execution.slurm` (required with `executor: slurm`): every
-/// key checked, errors under their key path.
+/// The build stage's Slurm keys (docs/build.md): its jobs go to their own partition, with
+/// no GRES.
+struct SlurmBuildSection : config::ExecutorSection {
+    std::string partition;                // build.partition
+    std::vector<std::string> sbatch_args;  // build.sbatch_args
+};
+
+/// How the configuration reads `execution.slurm` (required with `executor: slurm`) and the
+/// build's `partition` and `sbatch_args`: every key checked, errors under their key path.
 config::ExecutorKeys keys();
 
 }  // namespace crcrd::exec::slurm

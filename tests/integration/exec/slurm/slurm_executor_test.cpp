@@ -33,6 +33,12 @@ while IFS= read -r t; do
     ok_*) echo "<testcase classname=\"ci\" name=\"$t\"/>" >> "$out.part" ;;
     fail_*) echo "<testcase classname=\"ci\" name=\"$t\"><failure message=\"boom\">assert</failure></testcase>" >> "$out.part"; status=1 ;;
     hang) echo hanging; exec sleep 3601 ;;
+    uses_build)
+      if grep -q "built $CRCR_PYTORCH_SHA" "$CRCR_BUILD_DIR/lib.txt" && ! touch "$CRCR_BUILD_DIR/mine" 2>/dev/null; then
+        echo "<testcase classname=\"ci\" name=\"$t\"/>" >> "$out.part"
+      else
+        echo "<testcase classname=\"ci\" name=\"$t\"><failure message=\"no build\"/></testcase>" >> "$out.part"; status=1
+      fi ;;
     hold|once_hold)
       if [ "$t" = hold ] || [ "$CRCR_ATTEMPT" = 1 ]; then
         touch started
@@ -237,6 +243,107 @@ TEST_F(SlurmExecutorTest, APassingTierRunsAsASlurmJobWithExactlyTheContractEnvir
     EXPECT_NE(log.find("probe: control folders seen: 0\n"), std::string::npos) << log;
 }
 
+// A build stage under Slurm (docs/build.md): the build is a Slurm job of its own on
+// build.partition, without GRES; it writes into the cache on the shared root; the tier's job is
+// submitted only once it is published, and reads it.
+constexpr const char* k_build_script = R"SH(#!/bin/sh
+echo "build of $CRCR_PYTORCH_SHA into $CRCR_BUILD_OUT"
+touch started
+while [ ! -e release ]; do sleep 0.1; done
+echo "built $CRCR_PYTORCH_SHA" > "$CRCR_BUILD_OUT/lib.txt"
+)SH";
+
+class SlurmBuildTest : public SlurmExecutorTest {
+  protected:
+    void start_with_build() {
+        write_file(bin.path() / "build.sh", k_build_script, 0755);
+        start("uses_build", "10m",
+              "build:\n"
+              "  command: [" +
+                  (bin.path() / "build.sh").string() +
+                  "]\n"
+                  "  partition: " +
+                  cluster->build_partition() +
+                  "\n"
+                  "  cache_dir: " +
+                  (shared.path() / "builds").string() +
+                  "\n"
+                  "  timeout: 5m\n");
+    }
+    JobRow build_job(std::int64_t run) {
+        EXPECT_TRUE(eventually([&] {
+            return count_jobs(*daemon, {.run = run, .tier = std::string("build")}) > 0;
+        }));
+        return first_job(*daemon, {.run = run, .tier = "build"});
+    }
+    /// Slurm's record of job `id` (scontrol show job -o).
+    std::string slurm_job(const std::string& id) {
+        std::string out;
+        cluster->run({"scontrol", "show", "job", "-o", id}, &out);
+        return out;
+    }
+    /// The build ran on the build partition without GRES, was published once, and the tier
+    /// (submitted after it, with its GRES) passed reading it.
+    void expect_built_and_used(std::int64_t run, std::int64_t build, const std::string& slurm_id) {
+        EXPECT_EQ(finished(run), "completed/passed");
+        EXPECT_EQ(jobs(run), "build:completed:passed:1 unit:completed:passed:1");
+        const auto b = job_row(*daemon, build);
+        EXPECT_EQ(b.slot, "build-1");
+        EXPECT_EQ(b.external_id, slurm_id);
+        const auto record = slurm_job(slurm_id);
+        EXPECT_NE(record.find("Partition=" + cluster->build_partition()), std::string::npos)
+            << record;
+        EXPECT_EQ(record.find("gres:aiu"), std::string::npos) << record;
+        const auto rows = build_rows(*daemon);
+        ASSERT_EQ(rows.size(), 1u);
+        EXPECT_EQ(rows[0].state, "ready");
+        EXPECT_EQ(rows[0].attempts, 1);
+        EXPECT_EQ(read_file(shared.path() / "builds" / rows[0].key / "lib.txt").value_or(""),
+                  "built ec26c3e57ca3a959ca5aad62de7213c562f8c821\n");
+        const auto tier = last_job(*daemon, {.run = run, .tier = "unit"});
+        EXPECT_GE(tier.started_at, b.finished_at);
+        const auto tier_record = slurm_job(tier.external_id);
+        EXPECT_NE(tier_record.find("Partition=" + cluster->partition()), std::string::npos)
+            << tier_record;
+        EXPECT_NE(tier_record.find("gres:aiu:1"), std::string::npos) << tier_record;
+        EXPECT_EQ(slurm_jobs_named("crcrd-" + std::to_string(build)), 1);
+    }
+};
+
+TEST_F(SlurmBuildTest, TheBuildIsASlurmJobOnItsPartitionAndTheTierIsSubmittedOnlyAfterIt) {
+    start_with_build();
+    const auto run = post("sb-build");
+    const auto build = build_job(run);
+    ASSERT_TRUE(held(build.id)) << daemon->log();
+    // While the build runs in Slurm, no tier's job is there.
+    const auto slurm_id = slurm_id_of(build.id);
+    EXPECT_NE(slurm_job(slurm_id).find("JobState=RUNNING"), std::string::npos);
+    EXPECT_EQ(count_jobs(*daemon, {.run = run, .tier = std::string("unit"),
+                                   .state = std::string("queued")}),
+              1);
+    release(build.id);
+    expect_built_and_used(run, build.id, slurm_id);
+}
+
+TEST_F(SlurmBuildTest, AfterKill9MidBuildTheNextDaemonAdoptsTheBuildAndPublishesIt) {
+    start_with_build();
+    const auto run = post("sb-adopt");
+    const auto build = build_job(run);
+    ASSERT_TRUE(held(build.id)) << daemon->log();
+    const auto slurm_id = slurm_id_of(build.id);
+    daemon->kill9();
+    EXPECT_EQ(slurm_state(slurm_id), "RUNNING");  // the build goes on without crcrd
+    daemon->start(cluster->env());
+    ASSERT_TRUE(eventually([&] {
+        return daemon->log().find("adopted Slurm job " + slurm_id) != std::string::npos;
+    })) << daemon->log();
+    // Its partial output survived the start, and its row still says it runs.
+    ASSERT_EQ(build_rows(*daemon).size(), 1u);
+    EXPECT_EQ(build_rows(*daemon)[0].state, "running");
+    release(build.id);
+    expect_built_and_used(run, build.id, slurm_id);
+}
+
 TEST_F(SlurmExecutorTest, AFailingTestIsARegressionWithSlurmsVerdictInTheEvidence) {
     start("ok_a, fail_b");
     auto run = post("s-fail");
@@ -412,6 +519,41 @@ TEST_F(SlurmExecutorTest, CheckConfigRefusesAPartitionTheClusterDoesNotHave) {
     EXPECT_EQ(run_command(argv, &out), 2) << out;
     EXPECT_NE(out.find("execution.slurm.partition: 'nope' is not a partition of the cluster"),
               std::string::npos)
+        << out;
+}
+
+TEST_F(SlurmExecutorTest, CheckConfigNamesABuildPartitionTheClusterDoesNotHaveAndACacheOffTheShare) {
+    write_file(bin.path() / "ci.sh", k_script, 0755);
+    const std::string head =
+        "execution:\n  executor: slurm\n  command: [" + (bin.path() / "ci.sh").string() +
+        "]\n  slurm: {partition: " + cluster->partition() +
+        ", shared_root: " + shared.path().string() + "}\nbuild: {command: [" +
+        (bin.path() / "ci.sh").string() + "], ";
+    auto check = [&](const std::string& build, std::string& out) {
+        TestDaemon d(dir.path(), head + build + "}\n");
+        std::vector<std::string> argv = {"env"};
+        for (const auto& e : cluster->env()) argv.push_back(e);
+        argv.insert(argv.end(), {CRCRD_BIN, "--check-config", "--config", d.config_path().string()});
+        return run_command(argv, &out);
+    };
+    std::string out;
+    EXPECT_EQ(check("partition: nope, cache_dir: " + (shared.path() / "builds").string(), out), 2)
+        << out;
+    EXPECT_NE(out.find("build.partition: 'nope' is not a partition of the cluster"),
+              std::string::npos)
+        << out;
+    EXPECT_EQ(check("partition: " + cluster->build_partition() + ", cache_dir: " +
+                        (dir.path() / "builds").string(),
+                    out),
+              2)
+        << out;
+    EXPECT_NE(out.find("build.cache_dir: must be inside execution.slurm.shared_root"),
+              std::string::npos)
+        << out;
+    EXPECT_EQ(check("partition: " + cluster->build_partition() + ", cache_dir: " +
+                        (shared.path() / "builds").string(),
+                    out),
+              0)
         << out;
 }
 
