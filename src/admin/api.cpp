@@ -125,6 +125,8 @@ const std::vector<Route>& routes() {
          test_history_route,
          {"limit"}},
         {"GET", std::regex(R"(^/api/v1/tests$)"), false, list_tests_route, {"flaky", "limit"}},
+        {"GET", std::regex(R"(^/api/v1/stats/daily$)"), false, stats_daily_route, {"days"}},
+        {"POST", std::regex(R"(^/api/v1/stats/rebuild$)"), true, stats_rebuild_route, {}},
     };
     return k;
 }
@@ -213,7 +215,7 @@ std::string Api::route_label(const std::string& path) {
     if (Dashboard::owns(path)) {
         // The dashboard's page patterns; anything else under /ui is one label.
         static const std::regex k_ui(
-            R"(^/ui(/|/style\.css|/login|/logout|/runners|/deliveries|/builds|/runs|/trunk|/tests|/tests/[^/]+|/runs/[0-9]+(/cancel|/retry)?|/jobs/[0-9]+|/builds/[0-9]+(/evict)?|/runners/[^/]+/(drain|undrain))$)");
+            R"(^/ui(/|/style\.css|/login|/logout|/runners|/deliveries|/builds|/runs|/trunk|/trends|/tests|/tests/[^/]+|/runs/[0-9]+(/cancel|/retry)?|/jobs/[0-9]+|/builds/[0-9]+(/evict)?|/runners/[^/]+/(drain|undrain))$)");
         if (!std::regex_match(path, k_ui)) return "/ui/*";
         static const std::regex k_runner(R"(/runners/[^/]+/)"), k_number(R"(/[0-9]+)");
         if (path.rfind("/ui/tests/", 0) == 0) return "/ui/tests/{name}";

@@ -103,6 +103,7 @@ std::string page(const std::string& title, const std::string& active, const std:
     for (const auto& [href, name] : {std::pair<const char*, const char*>{"/ui/trunk", "Trunk"},
                                      {"/ui/runs", "Runs"},
                                      {"/ui/tests?flaky=1", "Flaky tests"},
+                                     {"/ui/trends", "Trends"},
                                      {"/ui/runners", "Runners"},
                                      {"/ui/builds", "Builds"},
                                      {"/ui/deliveries", "Deliveries"}}) {
@@ -169,6 +170,9 @@ table.trunk tr.culprit td{background:#fff5f5}
 table.trunk .mark{font-size:12px;color:var(--muted)}
 p.strip{display:flex;flex-wrap:wrap;gap:2px}
 a.strip-cell{text-decoration:none;min-width:1.6em;text-align:center;font-weight:600}
+svg.chart{width:100%;height:auto;max-width:900px;display:block}
+p.legend{font-size:12px;margin:.2em 0}
+table.numbers{font-size:12px;width:auto;margin-bottom:1em}
 .login{max-width:28em}
 .login input{width:100%;margin:.3em 0 .8em}
 )css";

@@ -132,6 +132,8 @@ boost::asio::awaitable<Reply> evict_build_route(Context&, Call&);  // {id}, admi
 boost::asio::awaitable<Reply> trunk_route(Context&, Call&);
 boost::asio::awaitable<Reply> test_history_route(Context&, Call&);  // {name}, percent-encoded
 boost::asio::awaitable<Reply> list_tests_route(Context&, Call&);    // flaky=1
+boost::asio::awaitable<Reply> stats_daily_route(Context&, Call&);
+boost::asio::awaitable<Reply> stats_rebuild_route(Context&, Call&);  // admin
 
 /// The bytes of a build's log the build's page and GET /api/v1/builds/{id} show.
 inline constexpr std::int64_t k_build_log_tail = 65536;

@@ -295,6 +295,16 @@ asio::awaitable<http::Response> Dashboard::handle(Context& ctx, http::Request& r
     static const std::regex k_job(R"(^/ui/jobs/([0-9]{1,18})$)");
     // The default page is the trunk grid; "/ui/" with a filter is the runs list of before.
     if (req.path == "/ui/" && req.query.empty()) co_return redirect("/ui/trunk");
+    if (req.path == "/ui/trends") {
+        ui::FormValues form;
+        auto stats_op = ask(ctx, stats_daily_route, who->caller, {}, filters(req, {"days"}, form));
+        auto stats = co_await std::move(stats_op);
+        if (!stats) {
+            if (stats.error().code != Errc::bad_request) co_return error_html(stats.error(), v);
+            co_return html_response(400, ui::trends_page(json::object(), stats.error().message, v));
+        }
+        co_return html_response(200, ui::trends_page(*stats, "", v));
+    }
     if (req.path == "/ui/trunk" || req.path == "/ui/tests" || req.path.rfind("/ui/tests/", 0) == 0)
         co_return co_await trunk_pages(ctx, req, who->caller, v, cfg.links);
     if (req.path == "/ui/" || req.path == "/ui/runs") {

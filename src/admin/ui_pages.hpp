@@ -82,6 +82,12 @@ std::string test_page(const nlohmann::json& history, const html::Viewer& v, cons
 /// history by name.
 std::string flaky_page(const nlohmann::json& list, const html::Viewer& v);
 
+/// The trends (GET /api/v1/stats/daily): runs by class (stacked bars), pass rate per tier,
+/// the wait for a slot at p50 and p95, utilisation per slot, device time spent against a run of
+/// every tier (lines), each as inline SVG with its numbers in a table beneath it.
+std::string trends_page(const nlohmann::json& stats, const std::string& problem,
+                        const html::Viewer& v);
+
 /// The sign-in form; `next` is where to go afterwards, `problem` why the last try failed.
 std::string login_page(const std::string& next, const std::string& problem, bool ui_public);
 

@@ -212,6 +212,8 @@ std::span<const QueryOption> query_options(AdminCommand c) {
     });
     static const std::vector<QueryOption> limit = {
         {"--limit", "limit", "N", "at most this many (1-200, default 50)"}};
+    static const std::vector<QueryOption> days = {
+        {"--days", "days", "N", "the last N UTC days, today included (1-366, default 30)"}};
     static const std::vector<QueryOption> log = {
         {"--tail", "tail", "BYTES", "only the last BYTES of the log"}};
     switch (c) {
@@ -232,6 +234,8 @@ std::span<const QueryOption> query_options(AdminCommand c) {
         case AdminCommand::tests_history:
         case AdminCommand::tests_flaky:
             return limit;
+        case AdminCommand::stats:
+            return days;
         default:
             return {};
     }
@@ -308,6 +312,10 @@ int admin_command(const AdminRequest& req, const AdminCliOptions& opts, std::ost
             return listing("/api/v1/trunk", print_trunk);
         case AdminCommand::tests_history:
             return listing("/api/v1/tests/" + id + "/history", print_test_history);
+        case AdminCommand::stats:
+            return listing("/api/v1/stats/daily", print_stats);
+        case AdminCommand::stats_rebuild:
+            return action("/api/v1/stats/rebuild");
         case AdminCommand::tests_flaky: {
             AdminRequest flaky = req;
             flaky.query.emplace_back("flaky", "1");

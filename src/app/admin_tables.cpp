@@ -396,4 +396,48 @@ void print_flaky(std::ostream& o, const json& list) {
     table(o, {"RATE", "FLAKY", "RUNS", "LAST FLAKY", "TEST"}, rows);
 }
 
+/// The daily roll-ups, one day a line.
+void print_stats(std::ostream& o, const json& stats) {
+    auto hours = [](const json& ms) {
+        if (!ms.is_number()) return std::string("-");
+        char buf[32];
+        std::snprintf(buf, sizeof buf, "%.2f", ms.get<double>() / 3'600'000.0);
+        return std::string(buf);
+    };
+    auto seconds = [](const json& ms) {
+        if (!ms.is_number()) return std::string("-");
+        char buf[32];
+        std::snprintf(buf, sizeof buf, "%.1fs", ms.get<double>() / 1000.0);
+        return std::string(buf);
+    };
+    std::vector<std::string> header = {"DAY",      "RUNS",     "WAIT P50",
+                                       "WAIT P95", "DEVICE H", "EVERY TIER H"};
+    for (const auto& t : stats.value("tiers", json::array()))
+        header.push_back("PASS " + t.get<std::string>());
+    for (const auto& s : stats.value("slots", json::array()))
+        header.push_back("UTIL " + s.get<std::string>());
+    header.push_back("CLASSES");
+    std::vector<std::vector<std::string>> rows;
+    for (const auto& d : stats.value("days", json::array())) {
+        std::vector<std::string> line = {text(d, "day"),
+                                         text(d, "runs_total"),
+                                         seconds(d.value("wait_p50_ms", json(nullptr))),
+                                         seconds(d.value("wait_p95_ms", json(nullptr))),
+                                         hours(d.value("device_ms", json(nullptr))),
+                                         hours(d.value("full_ms", json(nullptr)))};
+        for (const auto& t : stats.value("tiers", json::array()))
+            line.push_back(percent_cell(d["pass_rate"].value(t.get<std::string>(), json(nullptr))));
+        for (const auto& s : stats.value("slots", json::array()))
+            line.push_back(
+                percent_cell(d["utilisation"].value(s.get<std::string>(), json(nullptr))));
+        std::string classes;
+        const json runs = d.value("runs", json::object());
+        for (const auto& [c, n] : runs.items())
+            classes += (classes.empty() ? "" : " ") + c + ":" + n.dump();
+        line.push_back(classes.empty() ? "-" : classes);
+        rows.push_back(std::move(line));
+    }
+    table(o, header, rows);
+}
+
 }  // namespace crcrd::app

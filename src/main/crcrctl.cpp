@@ -65,6 +65,10 @@ const AdminSpec k_admin[] = {
      "one test's results over the last runs that ran it, its flaky rate, first and last failure",
      "NAME", true},
     {"tests", "flaky", AdminCommand::tests_flaky, "the flakiest tests lately", nullptr, true},
+    {nullptr, "stats", AdminCommand::stats,
+     "by day: runs by class, pass rate per tier, wait for a slot, slot utilisation, device time "
+     "(--rebuild: make the roll-ups again from the history)",
+     nullptr, true},
 };
 
 /// What one admin command's options were parsed into.
@@ -214,6 +218,9 @@ void add_admin_options(AdminParsed& p) {
         p.app->add_flag("--json", p.req.json, "print the API's JSON instead of a table");
     if (spec.command == AdminCommand::recover)
         p.app->add_flag("--list", p.list, "list the last passes instead");
+    if (spec.command == AdminCommand::stats)
+        p.app->add_flag("--rebuild", p.list,
+                        "make the daily roll-ups again from every run and job (admin)");
     if (spec.command == AdminCommand::runs_trigger) {
         p.app->add_option("--sha", p.req.sha, "the commit (40 hex digits)")->required();
         p.app->add_option("--tier", p.req.tiers, "a tier to run (repeatable; default: every tier)");
@@ -258,7 +265,9 @@ int run_send(SendArgs& s, const crcrd::app::AdminCliOptions& conn) {
 int run_admin(AdminParsed& p, const crcrd::app::AdminCliOptions& conn) {
     for (const auto& [param, opt] : p.query)
         if (*opt) p.req.query.emplace_back(param, opt->as<std::string>());
-    if (p.list) p.req.command = AdminCommand::recover_list;
+    if (p.list)
+        p.req.command = p.req.command == AdminCommand::stats ? AdminCommand::stats_rebuild
+                                                             : AdminCommand::recover_list;
     return crcrd::app::admin_command(p.req, conn, std::cout, std::cerr);
 }
 

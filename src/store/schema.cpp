@@ -7,6 +7,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "crcrd/store/daily.hpp"
 #include "crcrd/store/sqlite.hpp"
 
 namespace crcrd::store {
@@ -14,7 +15,7 @@ namespace crcrd::store {
 namespace {
 
 // Each entry takes the schema from version i to i+1. Never edit a released entry; append.
-constexpr std::array<const char*, 19> k_migrations = {
+constexpr std::array<const char*, 20> k_migrations = {
     R"sql(
 CREATE TABLE meta (
   key   TEXT PRIMARY KEY,
@@ -460,6 +461,74 @@ CREATE INDEX runs_trunk ON runs (ref, id) WHERE event = 'push' OR event = 'sched
 CREATE INDEX test_results_by_name ON test_results (name, job_id);
 CREATE INDEX test_results_flaky ON test_results (job_id) WHERE outcome = 'flaky';
 )sql",
+    // 20: daily roll-ups for the trends (docs/dashboard.md, "Trends"), kept by triggers in the
+    // same commit as the state change that ends a run or a job, so that a page of 30 days reads
+    // a few hundred rows at any size of history. A run or job is counted once, on the UTC day
+    // it ended, when it leaves an open state. daily_jobs: per day, tier, slot ('' without one)
+    // and class, the attempts, their time on the slot (started to finished) and their wait for
+    // it (created to started, for attempts that started on a slot); daily_waits: those waits
+    // counted in buckets (store::k_wait_bounds_ms) for the percentiles. Filled from the history
+    // by store::rebuild_daily() right after this migration (and by `crcrctl stats --rebuild`).
+    R"sql(
+CREATE TABLE daily_runs (
+  day        TEXT NOT NULL,
+  event      TEXT NOT NULL,
+  conclusion TEXT NOT NULL,
+  runs       INTEGER NOT NULL DEFAULT 0,
+  PRIMARY KEY (day, event, conclusion)
+) WITHOUT ROWID;
+CREATE TABLE daily_jobs (
+  day        TEXT NOT NULL,
+  tier       TEXT NOT NULL,
+  slot       TEXT NOT NULL,
+  conclusion TEXT NOT NULL,
+  position   INTEGER NOT NULL,
+  jobs       INTEGER NOT NULL DEFAULT 0,
+  busy_ms    INTEGER NOT NULL DEFAULT 0,
+  waited     INTEGER NOT NULL DEFAULT 0,
+  wait_ms    INTEGER NOT NULL DEFAULT 0,
+  PRIMARY KEY (day, tier, slot, conclusion)
+) WITHOUT ROWID;
+CREATE TABLE daily_waits (
+  day    TEXT NOT NULL,
+  bucket INTEGER NOT NULL,
+  n      INTEGER NOT NULL DEFAULT 0,
+  PRIMARY KEY (day, bucket)
+) WITHOUT ROWID;
+CREATE TRIGGER daily_runs_end AFTER UPDATE OF state ON runs
+WHEN (NEW.state = 'completed' OR NEW.state = 'cancelled') AND (OLD.state = 'queued' OR OLD.state = 'running')
+BEGIN
+  INSERT INTO daily_runs (day, event, conclusion, runs)
+  VALUES (substr(coalesce(NEW.finished_at, strftime('%Y-%m-%dT%H:%M:%fZ')), 1, 10), NEW.event,
+          coalesce(NEW.conclusion, NEW.state), 1)
+  ON CONFLICT (day, event, conclusion) DO UPDATE SET runs = runs + 1;
+END;
+CREATE TRIGGER daily_jobs_end AFTER UPDATE OF state ON jobs
+WHEN (NEW.state = 'completed' OR NEW.state = 'cancelled')
+ AND (OLD.state = 'queued' OR OLD.state = 'leased' OR OLD.state = 'running')
+BEGIN
+  INSERT INTO daily_jobs (day, tier, slot, conclusion, position, jobs, busy_ms, waited, wait_ms)
+  VALUES (substr(coalesce(NEW.finished_at, strftime('%Y-%m-%dT%H:%M:%fZ')), 1, 10), NEW.tier,
+          coalesce(NEW.slot, ''), coalesce(NEW.conclusion, NEW.state), NEW.position, 1,
+          CASE WHEN NEW.started_at IS NULL OR NEW.finished_at IS NULL THEN 0 ELSE
+            max(0, coalesce(CAST(round((julianday(NEW.finished_at) - julianday(NEW.started_at)) * 86400000) AS INTEGER), 0)) END,
+          NEW.started_at IS NOT NULL AND NEW.slot IS NOT NULL,
+          CASE WHEN NEW.started_at IS NULL OR NEW.slot IS NULL THEN 0 ELSE
+            max(0, coalesce(CAST(round((julianday(NEW.started_at) - julianday(NEW.created_at)) * 86400000) AS INTEGER), 0)) END)
+  ON CONFLICT (day, tier, slot, conclusion) DO UPDATE SET jobs = jobs + 1,
+    busy_ms = busy_ms + excluded.busy_ms, waited = waited + excluded.waited,
+    wait_ms = wait_ms + excluded.wait_ms, position = min(position, excluded.position);
+  INSERT INTO daily_waits (day, bucket, n)
+  SELECT substr(coalesce(NEW.finished_at, strftime('%Y-%m-%dT%H:%M:%fZ')), 1, 10),
+         (w >= 500) + (w >= 1000) + (w >= 2000) + (w >= 5000) + (w >= 10000) + (w >= 20000) +
+         (w >= 30000) + (w >= 60000) + (w >= 120000) + (w >= 300000) + (w >= 600000) +
+         (w >= 1200000) + (w >= 1800000) + (w >= 3600000) + (w >= 7200000) + (w >= 14400000) +
+         (w >= 28800000), 1
+    FROM (SELECT coalesce(CAST(round((julianday(NEW.started_at) - julianday(NEW.created_at)) * 86400000) AS INTEGER), 0) AS w)
+   WHERE NEW.started_at IS NOT NULL AND NEW.slot IS NOT NULL
+  ON CONFLICT (day, bucket) DO UPDATE SET n = n + 1;
+END;
+)sql",
 };
 
 int current_version(Db& db) {
@@ -506,6 +575,15 @@ Status migrate(Db& db, int to) {
             }
             db.exec("PRAGMA user_version = " + std::to_string(v + 1));
             tx.commit();
+            if (v + 1 == 20) {
+                // The trends' roll-ups start with the history there is.
+                Transaction fill(db);
+                const auto counted = rebuild_daily(db);
+                fill.commit();
+                if (counted > 0)
+                    spdlog::info("storage: daily roll-ups made from {} groups of runs and jobs",
+                                 counted);
+            }
             if (v + 1 == 13) {
                 // 13's replace() changes nothing in a table whose text differs from the one
                 // released (a development build's): said, not silently left slow.

@@ -289,6 +289,13 @@ TEST_F(DashboardTest, UiPublicShowsPagesWithoutATokenButNoWrites) {
                                  {{"Content-Type", "application/x-www-form-urlencoded"}}, "csrf=");
     EXPECT_EQ(write->status, 403);
     EXPECT_FALSE(slot_row(*daemon, "sim-0").drained);
+    // The default page is the trunk grid, for anybody with ui_public (no trunk runs yet).
+    auto home = daemon->request("GET", "/ui/", {}, "");
+    EXPECT_EQ(home->status, 303);
+    EXPECT_EQ(std::string(home->header("Location").value_or("")), "/ui/trunk");
+    auto trunk = daemon->request("GET", "/ui/trunk", {}, "");
+    EXPECT_EQ(trunk->status, 200);
+    EXPECT_TRUE(has(trunk->body, "No push or scheduled runs of this branch yet.")) << trunk->body;
     // The JSON API is not opened by ui_public.
     EXPECT_EQ(daemon->request("GET", "/api/v1/runs", {}, "")->status, 401);
 }

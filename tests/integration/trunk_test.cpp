@@ -8,11 +8,15 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
 #include <map>
 #include <sstream>
 
 #include "crcrd/core/crypto.hpp"
 #include "crcrd/core/files.hpp"
+#include "crcrd/core/time.hpp"
 #include "support/admin_calls.hpp"
 #include "support/build_stage.hpp"
 #include "support/ci_script.hpp"
@@ -392,6 +396,113 @@ TEST_F(TrunkTest, APersonWalksTheGridToAJobToATestsHistoryInChromium) {
     // The grid with an unknown branch says why, on the page.
     b.go(daemon->url("/ui/trunk?ref=release"));
     EXPECT_TRUE(has(b.text(".problem"), "bisect.refs")) << b.text("main");
+}
+
+/// Milliseconds from `from` to `to` (RFC 3339), rounded as the roll-ups round them.
+std::int64_t ms_between(const std::string& from, const std::string& to) {
+    const auto a = parse_rfc3339(from), b = parse_rfc3339(to);
+    if (!a || !b) return 0;
+    const double ms = std::chrono::duration<double, std::milli>(*b - *a).count();
+    return std::max<std::int64_t>(0, std::llround(ms));
+}
+
+TEST_F(TrunkTest, TheTrendsCountWhatTheRunsDidAndEveryChartsTableSaysTheApisNumbers) {
+    make_history();
+    // Every run and job of this history ended today; the six days before are idle.
+    const json stats = get("/api/v1/stats/daily?days=7");
+    ASSERT_EQ(stats["days"].size(), 7u);
+    const json today = stats["days"][6];
+    EXPECT_EQ(today["day"], now_rfc3339().substr(0, 10));
+    for (std::size_t i = 0; i < 6; ++i) EXPECT_EQ(stats["days"][i]["runs_total"], 0);
+    EXPECT_EQ(today["runs_total"], count_runs(*daemon, {.state = "completed"}) +
+                                       count_runs(*daemon, {.state = "cancelled"}));
+    for (const auto& [c, n] : today["runs"].items())
+        EXPECT_EQ(n, count_runs(*daemon, {.conclusion = c})) << c;
+    // Pass rate, device time and waits as the jobs table has them.
+    std::int64_t passed = 0, telling = 0, device = 0, waited = 0;
+    for (const auto& j : job_rows(*daemon, {.tier = "import"})) {
+        if (j.conclusion == "cancelled") continue;
+        ++telling;
+        passed += j.conclusion == "passed" || j.conclusion == "flaky";
+    }
+    for (const auto& j : job_rows(*daemon)) {
+        if (j.slot.empty() || j.started_at.empty()) continue;
+        ++waited;
+        if (j.position >= 0) device += ms_between(j.started_at, j.finished_at);
+    }
+    ASSERT_GT(telling, 0);
+    EXPECT_DOUBLE_EQ(today["pass_rate"]["import"].get<double>(),
+                     static_cast<double>(passed) / static_cast<double>(telling));
+    EXPECT_EQ(today["device_ms"], device);
+    EXPECT_EQ(today["waited"], waited);
+    EXPECT_TRUE(today["wait_p50_ms"].is_number());
+    EXPECT_LE(today["wait_p50_ms"].get<std::int64_t>(), today["wait_p95_ms"].get<std::int64_t>());
+    EXPECT_GT(today["utilisation"]["card-0"].get<double>(), 0.0);
+    EXPECT_EQ(stats["days"][0]["pass_rate"]["import"], nullptr);
+    // Every tier in every run would have cost more than what selection let the runs spend.
+    EXPECT_GE(today["full_ms"].get<std::int64_t>(), 0);
+
+    // A rebuild from the history makes the same numbers; only an admin may ask for it.
+    EXPECT_EQ(
+        daemon
+            ->request("POST", "/api/v1/stats/rebuild", {{"Authorization", "Bearer read-token"}}, "")
+            ->status,
+        403);
+    auto rebuilt = daemon->request("POST", "/api/v1/stats/rebuild",
+                                   {{"Authorization", "Bearer ops-token"}}, "");
+    ASSERT_TRUE(rebuilt);
+    EXPECT_EQ(rebuilt->status, 200) << rebuilt->body;
+    seen.push_back(answer_line("POST", "/api/v1/stats/rebuild", *rebuilt));
+    json again = get("/api/v1/stats/daily?days=7");
+    // (Today's utilisation divides by the time so far: compare the rest.)
+    for (auto* s : {&again, const_cast<json*>(&stats)})
+        for (auto& d : (*s)["days"]) d.erase("utilisation");
+    EXPECT_EQ(again["days"], stats["days"]);
+    EXPECT_EQ(call("/api/v1/stats/daily?days=0").status, 400);
+    EXPECT_EQ(openapi_verdict(seen), "ok");
+
+    const std::string out = ctl({"stats", "--days", "1"});
+    EXPECT_TRUE(has(out, now_rfc3339().substr(0, 10))) << out;
+    EXPECT_TRUE(
+        has(out, "regression:" + std::to_string(count_runs(*daemon, {.conclusion = "regression"}))))
+        << out;
+
+    // The page: five charts, each with a table whose today row says the API's numbers.
+    Browser b;
+    b.go(daemon->url("/ui/login"));
+    b.type(b.find("#token"), "read-token");
+    b.click_to(b.find("form[action='/ui/login'] button"), "/ui/trunk");
+    b.click_to(b.find("nav a[href='/ui/trends']"), "/ui/trends");
+    b.screenshot(test_artifacts_dir("trunk") / "trends.png");
+    EXPECT_EQ(b.find_all("svg.chart").size(), 5u);
+    EXPECT_EQ(b.find_all("table.numbers").size(), 5u);
+    const json fresh = get("/api/v1/stats/daily")["days"].back();
+    auto header = [&](const std::string& table) {
+        std::vector<std::string> names;
+        const std::size_t n = b.find_all(table + " tr:first-child th").size();
+        for (std::size_t k = 1; k <= n; ++k)
+            names.push_back(
+                b.text(table + " tr:first-child th:nth-child(" + std::to_string(k) + ")"));
+        return names;
+    };
+    auto today_cell = [&](const std::string& table, const std::string& column) {
+        const auto names = header(table);
+        const auto at = std::find(names.begin(), names.end(), column) - names.begin();
+        return b.text(table + " tr:last-child td:nth-child(" + std::to_string(at + 1) + ")");
+    };
+    EXPECT_EQ(b.text("#runs-numbers tr:last-child td:first-child"), fresh["day"]);
+    for (const auto& [c, n] : fresh["runs"].items())
+        EXPECT_EQ(today_cell("#runs-numbers", c), std::to_string(n.get<std::int64_t>())) << c;
+    char pct[32];
+    std::snprintf(pct, sizeof pct, "%.1f %%", 100.0 * fresh["pass_rate"]["import"].get<double>());
+    EXPECT_EQ(today_cell("#pass-rate-numbers", "import"), pct);
+    char p50[32];
+    std::snprintf(p50, sizeof p50, "%.1f s", fresh["wait_p50_ms"].get<double>() / 1000.0);
+    EXPECT_EQ(today_cell("#wait-numbers", "p50"), p50);
+    char spent[32];
+    std::snprintf(spent, sizeof spent, "%.2f h", fresh["device_ms"].get<double>() / 3600000.0);
+    EXPECT_EQ(today_cell("#device-time-numbers", "spent"), spent);
+    EXPECT_EQ(b.text("#pass-rate-numbers tr:nth-child(2) td:nth-child(2)"), "—");  // an idle day
 }
 
 }  // namespace

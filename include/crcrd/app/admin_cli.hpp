@@ -67,6 +67,8 @@ enum class AdminCommand {
     trunk,          // the trunk grid
     tests_history,  // one test's results across runs
     tests_flaky,    // the flakiest tests
+    stats,          // the daily roll-ups
+    stats_rebuild,  // make them again from the history
 };
 
 /// An option of an admin command that becomes a query parameter: `names` as CLI11 takes them

@@ -14,6 +14,7 @@
 #include "crcrd/core/vocab.hpp"
 #include "crcrd/store/bisections.hpp"
 #include "crcrd/store/builds.hpp"
+#include "crcrd/store/daily.hpp"
 #include "crcrd/store/fwd.hpp"
 #include "crcrd/store/trunk.hpp"
 
@@ -213,6 +214,8 @@ class AdminReads {
                                                         int limit);
     /// The tests among the newest `results` flaky results, by their newest one, newest first.
     Result<std::vector<FlakyName>> recent_flaky(int results);
+    /// The daily roll-ups (daily.hpp) of the days from `since` ("YYYY-MM-DD") on (in daily.cpp).
+    Result<DailyRollups> daily(const std::string& since);
 
   private:
     explicit AdminReads(Db& db) : m_db(&db) {}
