@@ -106,6 +106,8 @@ struct Wanted {
 
 std::string status_for_open_tier(const store::StatusJob& j) {
     std::string again = j.attempt > 1 ? " (attempt " + std::to_string(j.attempt) + ")" : "";
+    if (j.state == JobState::queued && j.waiting_on)
+        return "waiting for the build by job " + std::to_string(*j.waiting_on) + again;
     if (j.state == JobState::queued) return "queued" + again;
     return "running on " + j.slot + again;
 }
@@ -194,9 +196,11 @@ void add_tier_contexts(std::vector<std::pair<std::string, StatusText>>& contexts
             t = base = {GithubState::error, shorten("cancelled: " + j.reason)};
         } else {
             t = {GithubState::pending,
-                 shorten("checking " + std::to_string(j.checked) +
-                         (j.checked == 1 ? " failing test" : " failing tests") + " on base " +
-                         base7)};
+                 shorten(j.tier == k_build_stage
+                             ? "building base " + base7 + " to compare"
+                             : "checking " + std::to_string(j.checked) +
+                                   (j.checked == 1 ? " failing test" : " failing tests") +
+                                   " on base " + base7)};
             base = {GithubState::pending, shorten(status_for_open_tier(j) + " on " + base7)};
         }
         contexts.emplace_back(prefix + "/" + j.tier, t);

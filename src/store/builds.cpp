@@ -54,6 +54,14 @@ BuildClaim BuildsRepo::claim(const std::string& key, const std::string& upstream
         Scoped set(m_db, "UPDATE jobs SET build_key = ?1 WHERE id = ?2 AND build_key IS NOT ?1");
         set->bind(1, key).bind(2, job_id);
         set->run();
+        if (m_db.changes() > 0) {
+            // Its status may now say which build it waits for.
+            Scoped touch(m_db,
+                         "INSERT OR IGNORE INTO status_dirty (run_id) SELECT run_id FROM jobs "
+                         "WHERE id = ?");
+            touch->bind(1, job_id);
+            touch->run();
+        }
     }
     std::optional<BuildState> state;
     std::optional<std::int64_t> builder;

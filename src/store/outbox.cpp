@@ -63,7 +63,10 @@ std::vector<StatusJob> OutboxRepo::latest_attempts(std::int64_t run_id) {
               "coalesce(slot,''), attempt, "
               "coalesce(counts,'null'), coalesce(started_at,''), base_check IS NOT NULL, "
               "coalesce(sha,''), "
-              "coalesce(json_array_length(base_check),0) FROM jobs j WHERE run_id = ? "
+              "coalesce(json_array_length(base_check),0), "
+              "(SELECT b.job_id FROM builds b WHERE j.state = 'queued' AND b.key = j.build_key "
+              "AND b.job_id <> j.id AND b.state IN ('queued','running')) "
+              "FROM jobs j WHERE run_id = ? "
               "AND attempt = (SELECT max(attempt) FROM jobs k WHERE k.run_id = j.run_id AND "
               "k.position = j.position) "
               "ORDER BY position");
@@ -73,7 +76,7 @@ std::vector<StatusJob> OutboxRepo::latest_attempts(std::int64_t run_id) {
         out.push_back({js->text(0), vocab_column<JobState>(*js, 1, "jobs.state"),
                        opt_vocab_column<Conclusion>(*js, 2, "jobs.conclusion"), js->text(3),
                        js->text(4), js->text(7), js->int64(5), js->text(6), js->int64(8) != 0,
-                       js->text(9), js->int64(10)});
+                       js->text(9), js->int64(10), js->opt_int64(11)});
     }
     return out;
 }

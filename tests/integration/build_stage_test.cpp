@@ -137,6 +137,17 @@ TEST_F(BuildStageTest, ThreeRunsOfOneShaBuildOnceOnABuildSlotAndTheirTiersStartO
     ASSERT_TRUE(eventually([&] { return build_job(a).state == "running"; }));
     const auto b = post(k_sha, "b-2");
     const auto c = post(k_sha, "b-3");
+    // While they wait, their build's status says for what. (Runs of one SHA share its
+    // contexts: the report file may coalesce one run's row with another's, the outbox keeps
+    // each.)
+    const std::string waiting = "waiting for the build by job " + std::to_string(build_job(a).id);
+    auto reported = [&](std::int64_t run) {
+        for (const auto& row : outbox_rows(*daemon, {.run = run, .context = "crcr/build"}))
+            if (row.description == waiting && row.state == "pending") return true;
+        return false;
+    };
+    EXPECT_TRUE(eventually([&] { return reported(b) && reported(c); }))
+        << read_file(dir.path() / "state" / "statuses.jsonl").value_or("");
     fs::remove(hold());
     for (auto run : {a, b, c}) {
         EXPECT_EQ(daemon->finished(run), "completed/passed");
@@ -258,6 +269,10 @@ TEST_F(BuildStageTest, WithBaseCheckRunABaseNeverBuiltHereIsBuiltToCompare) {
     EXPECT_EQ(jobs[2].conclusion, "pre_existing");
     EXPECT_EQ(jobs[2].reason, "the build fails on dead000 too");
     EXPECT_EQ(jobs[2].evidence["pre_existing"]["base_sha"], broken_base);
+    const auto statuses = read_file(dir.path() / "state" / "statuses.jsonl").value_or("");
+    EXPECT_NE(statuses.find(R"("context":"crcr/build","description":"building base dead000 to compare")"),
+              std::string::npos)
+        << statuses;
     EXPECT_EQ(last_job(*daemon, {.run = on_broken, .tier = "import"}).reason,
               "build ended pre_existing");
     // The PR's base builds: the PR broke the build, and the base's build is in the cache now.

@@ -42,6 +42,8 @@ struct StatusJob {
     bool base_check = false;
     std::string sha;
     std::int64_t checked = 0;
+    /// A queued build job whose key another job builds (docs/build.md): that job.
+    std::optional<std::int64_t> waiting_on;
 };
 
 /// One attempt of a tier that started; NULL columns read as "" (counts as "null").
