@@ -4,6 +4,9 @@
 // while a second thread ingests signed deliveries, and this measures p50/p99/max of
 //   a filtered runs page (a class and an event, at a random cursor), a run's detail, the
 //   dashboard's run page and a /metrics scrape,
+// and trunk health's pages (issue 34): the trunk grid (API and page), a test's history (API
+// and page), the flaky tests, the daily stats and the trends page, with the daily roll-ups made
+// from the generated history as migration 20 makes them;
 // with the database's size and the daemon's RSS. The peer in the same run is nginx serving
 // the same bodies as static files: the HTTP floor of this machine.
 // Usage: bench_history [runs=1000000] [samples=500] [ingest_per_s=20] [--keep DIR]
@@ -27,6 +30,7 @@
 
 #include "crcrd/core/crypto.hpp"
 #include "crcrd/http/client.hpp"
+#include "crcrd/store/daily.hpp"
 #include "crcrd/store/schema.hpp"
 #include "crcrd/store/sqlite.hpp"
 #include "support/daemon.hpp"
@@ -96,6 +100,11 @@ void generate(const std::filesystem::path& path, std::int64_t runs) {
     auto test = db.prepare(
         "INSERT INTO test_results (job_id, name, outcome, duration_s, message) VALUES (?, ?, "
         "'failed', 1.25, ?)");
+    // 1 % of the passing runs' smoke jobs pass a test only on its rerun (trunk health's flaky
+    // list and a test's history, issue 34).
+    auto flaky = db.prepare(
+        "INSERT INTO test_results (job_id, name, outcome, duration_s, message) VALUES (?, "
+        "'test_ops.py::TestY::test_flaky', 'flaky', 0.5, NULL)");
     const std::string blob(600, 'z');  // a compressed body's size
     db.exec("BEGIN");
     for (std::int64_t i = 1; i <= runs; ++i) {
@@ -158,6 +167,11 @@ void generate(const std::filesystem::path& path, std::int64_t runs) {
                 .bind(13, counts.dump())
                 .bind(14, evidence.dump());
             job.step();
+            if (!failing && t == 1 && i % 100 == 3) {
+                flaky.reset();
+                flaky.bind(1, db.last_insert_rowid());
+                flaky.step();
+            }
             if (failed) {
                 const std::int64_t job_id = db.last_insert_rowid();
                 for (const char* name :
@@ -196,6 +210,14 @@ void generate(const std::filesystem::path& path, std::int64_t runs) {
     db.exec("DELETE FROM status_dirty");
     db.exec("DELETE FROM followups");
     db.exec("COMMIT");
+    // The rows were inserted finished, past the triggers: the roll-ups as migration 20 makes
+    // them from a history.
+    const auto t0 = std::chrono::steady_clock::now();
+    db.exec("BEGIN");
+    store::rebuild_daily(db);
+    db.exec("COMMIT");
+    std::printf("daily roll-ups rebuilt in %.1f s\n",
+                std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
 }
 
 struct Figures {
@@ -328,8 +350,32 @@ int main(int argc, char** argv) {
     rows.push_back(
         {"dashboard run page /ui/runs/{id}",
          measure([&](std::size_t) { return base + "/ui/runs/" + random_run(); }, samples, auth)});
-    rows.push_back({"dashboard runs list /ui/",
-                    measure([&](std::size_t) { return base + "/ui/"; }, samples, auth)});
+    rows.push_back({"dashboard runs list /ui/runs",
+                    measure([&](std::size_t) { return base + "/ui/runs"; }, samples, auth)});
+    // Trunk health (issue 34).
+    const std::string test_a = "test_ops.py%3A%3ATestX%3A%3Atest_a";
+    rows.push_back({"trunk grid /api/v1/trunk (50 push runs)",
+                    measure([&](std::size_t) { return base + "/api/v1/trunk"; }, samples, auth)});
+    rows.push_back({"dashboard trunk grid /ui/trunk",
+                    measure([&](std::size_t) { return base + "/ui/trunk"; }, samples, auth)});
+    rows.push_back(
+        {"a test's history /api/v1/tests/{name}/history (50 of its runs)",
+         measure([&](std::size_t) { return base + "/api/v1/tests/" + test_a + "/history"; },
+                 samples, auth)});
+    rows.push_back(
+        {"dashboard test page /ui/tests/{name}",
+         measure([&](std::size_t) { return base + "/ui/tests/" + test_a; }, samples, auth)});
+    rows.push_back(
+        {"flaky tests /api/v1/tests?flaky=1",
+         measure([&](std::size_t) { return base + "/api/v1/tests?flaky=1"; }, samples, auth)});
+    rows.push_back(
+        {"daily stats /api/v1/stats/daily (30 days)",
+         measure([&](std::size_t) { return base + "/api/v1/stats/daily"; }, samples, auth)});
+    rows.push_back({"dashboard trends /ui/trends (30 days)",
+                    measure([&](std::size_t) { return base + "/ui/trends"; }, samples, auth)});
+    rows.push_back({"daily stats over a year /api/v1/stats/daily?days=366",
+                    measure([&](std::size_t) { return base + "/api/v1/stats/daily?days=366"; },
+                            samples, auth)});
     rows.push_back(
         {"/metrics", measure([&](std::size_t) { return base + "/metrics"; }, samples, auth)});
     stop = true;

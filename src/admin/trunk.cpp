@@ -82,6 +82,13 @@ std::optional<RedSince> red_since(const std::vector<store::TierOutcome>& newest_
     return red;
 }
 
+bool streak_ends(const std::vector<store::TierOutcome>& newest_first) {
+    for (const auto& o : newest_first)
+        if (o.state == "completed" && !neutral(o.conclusion) && *o.conclusion != "regression")
+            return true;
+    return false;
+}
+
 json trunk_json(const store::TrunkPage& page, const std::vector<std::string>& configured,
                 const json& commits) {
     std::map<std::int64_t, std::vector<const store::TrunkCell*>> cells_of;

@@ -28,6 +28,9 @@ struct RedSince {
     std::vector<std::int64_t> run_ids;  // every regression run of the streak, newest first
 };
 std::optional<RedSince> red_since(const std::vector<store::TierOutcome>& newest_first);
+/// Whether `newest_first` holds the end of the streak red_since() looks for (a telling outcome
+/// that is not a regression): older outcomes cannot change its answer.
+bool streak_ends(const std::vector<store::TierOutcome>& newest_first);
 
 /// The grid's body for `page` (GET /api/v1/trunk): "tiers" (the columns: the tiers the page's
 /// runs have, by position, then `configured` ones they lack), "rows" (one per commit, newest

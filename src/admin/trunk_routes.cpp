@@ -16,6 +16,8 @@ namespace {
 
 /// How far back "red since" looks for the end of a streak.
 constexpr int k_streak_runs = 1000;
+/// The outcomes read at a time while looking for it.
+constexpr int k_streak_step = 20;
 /// The flaky results the flaky list reads, and the tests of them it ranks.
 constexpr int k_flaky_results = 1000;
 constexpr std::size_t k_flaky_names = 100;
@@ -35,9 +37,17 @@ Result<json> red_since_json(store::AdminReads& db, const std::string& ref, const
     if (page.runs.empty()) return out;
     for (const auto& t : tiers) {
         const std::string tier = t.get<std::string>();
-        auto outcomes = db.tier_outcomes(ref, tier, page.runs.front().id, k_streak_runs);
-        if (!outcomes) return outcomes.error();
-        auto red = red_since(*outcomes);
+        // Read back a few runs at a time until the streak ends: a green tier costs one read.
+        std::vector<store::TierOutcome> outcomes;
+        for (std::int64_t from = page.runs.front().id;
+             static_cast<int>(outcomes.size()) < k_streak_runs;) {
+            auto more = db.tier_outcomes(ref, tier, from, k_streak_step);
+            if (!more) return more.error();
+            outcomes.insert(outcomes.end(), more->begin(), more->end());
+            if (static_cast<int>(more->size()) < k_streak_step || streak_ends(outcomes)) break;
+            from = more->back().run_id - 1;
+        }
+        auto red = red_since(outcomes);
         if (!red) continue;
         json culprit = nullptr;
         for (const auto& b : page.bisections) {

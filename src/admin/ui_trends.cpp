@@ -229,20 +229,31 @@ std::string trends_page(const json& stats, const std::string& problem, const htm
         if (any) classes.push_back(std::move(s));
     }
     body += stacked_bars("runs", "Runs by class", days, classes);
-    body += line_chart(
-        "pass-rate", "Pass rate per tier", days,
-        per_name(days_json, "pass_rate", strings(stats.value("tiers", json::array()))), "%", 1.0);
-    body += line_chart("wait", "Wait for a slot (at most, per percentile)", days,
-                       {field(days_json, "wait_p50_ms", "p50", "#0969da"),
-                        field(days_json, "wait_p95_ms", "p95", "#cf222e")},
-                       "s");
-    body += line_chart(
-        "utilisation", "Slot utilisation (leased time / wall time)", days,
-        per_name(days_json, "utilisation", strings(stats.value("slots", json::array()))), "%", 1.0);
-    body += line_chart("device-time", "Device time: spent, and a run of every tier", days,
-                       {field(days_json, "device_ms", "spent", "#0969da"),
-                        field(days_json, "full_ms", "every tier", "#8c959f")},
-                       "h");
+    struct Lines {
+        const char* id;
+        const char* title;
+        std::vector<Series> series;
+        const char* unit;
+        double max;  // 0: the largest value
+    };
+    const std::vector<std::string> tiers = strings(stats.value("tiers", json::array()));
+    const std::vector<std::string> slots = strings(stats.value("slots", json::array()));
+    // Two numbers of each day, blue and red (grey for an estimate).
+    auto two = [&](const char* a, const char* a_name, const char* b, const char* b_name,
+                   const char* b_colour) {
+        return std::vector<Series>{field(days_json, a, a_name, "#0969da"),
+                                   field(days_json, b, b_name, b_colour)};
+    };
+    const Lines charts[] = {
+        {"pass-rate", "Pass rate per tier", per_name(days_json, "pass_rate", tiers), "%", 1.0},
+        {"wait", "Wait for a slot (at most, per percentile)",
+         two("wait_p50_ms", "p50", "wait_p95_ms", "p95", "#cf222e"), "s", 0},
+        {"utilisation", "Slot utilisation (leased time / wall time)",
+         per_name(days_json, "utilisation", slots), "%", 1.0},
+        {"device-time", "Device time: spent, and a run of every tier",
+         two("device_ms", "spent", "full_ms", "every tier", "#8c959f"), "h", 0},
+    };
+    for (const auto& c : charts) body += line_chart(c.id, c.title, days, c.series, c.unit, c.max);
     return html::page("Trends", "Trends", body, v);
 }
 

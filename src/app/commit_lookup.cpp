@@ -3,6 +3,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include <chrono>
+#include <filesystem>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -17,9 +19,14 @@ namespace {
 
 constexpr std::size_t k_remembered = 20000;
 
+/// How long a SHA the mirror did not have is not asked for again: git costs a page ~10 ms, and
+/// the mirror fetches a trunk run's commit soon after its run is queued.
+constexpr auto k_miss_ttl = std::chrono::minutes(5);
+
 struct Remembered {
     std::mutex mu;
     std::map<std::string, json> commits;
+    std::map<std::string, std::chrono::steady_clock::time_point> missed;  // sha → when
 };
 
 /// `git log` of `shas` (those the mirror has), one line each: SHA, subject, author, time.
@@ -60,22 +67,34 @@ std::function<json(const std::vector<std::string>&)> commit_lookup(config::Upstr
     return [up = std::move(up), memory](const std::vector<std::string>& shas) {
         json out = json::object();
         std::vector<std::string> missing;
+        const auto now = std::chrono::steady_clock::now();
         {
             std::lock_guard lk(memory->mu);
             for (const auto& s : shas) {
-                if (auto it = memory->commits.find(s); it != memory->commits.end())
+                if (auto it = memory->commits.find(s); it != memory->commits.end()) {
                     out[s] = it->second;
-                else if (s.size() == 40 &&
-                         s.find_first_not_of("0123456789abcdef") == std::string::npos)
+                } else if (auto m = memory->missed.find(s);
+                           m != memory->missed.end() && now - m->second < k_miss_ttl) {
+                    continue;  // asked lately; the mirror did not have it
+                } else if (s.size() == 40 &&
+                           s.find_first_not_of("0123456789abcdef") == std::string::npos) {
                     missing.push_back(s);
+                }
             }
         }
-        if (missing.empty() || up.mirror.empty()) return out;
+        std::error_code ec;
+        if (missing.empty() || up.mirror.empty() || !std::filesystem::exists(up.mirror, ec))
+            return out;
         const json found = read_commits(up, missing);
         std::lock_guard lk(memory->mu);
         if (memory->commits.size() + found.size() > k_remembered) memory->commits.clear();
+        if (memory->missed.size() + missing.size() > k_remembered) memory->missed.clear();
+        for (const auto& sha : missing) {
+            if (!found.contains(sha)) memory->missed[sha] = now;
+        }
         for (const auto& [sha, info] : found.items()) {
             memory->commits[sha] = info;
+            memory->missed.erase(sha);
             out[sha] = info;
         }
         return out;

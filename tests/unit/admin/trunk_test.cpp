@@ -57,6 +57,10 @@ TEST(RedSince, TheStreakOfRegressionsTheNewestTellingOutcomesStartWith) {
         EXPECT_EQ(red->sha, "sha" + std::to_string(*c.since)) << c.name;
         EXPECT_EQ(red->runs, c.runs) << c.name;
     }
+    EXPECT_FALSE(streak_ends({done(3, "regression"), done(2, "infra_error")}));
+    EXPECT_TRUE(streak_ends({done(3, "regression"), done(2, "flaky")}));
+    EXPECT_TRUE(streak_ends({done(3, "passed")}));
+    EXPECT_FALSE(streak_ends({}));
 }
 
 TEST(TrunkGrid, OneRowPerCommitEachTiersCellFromItsNewestRunAndTheBuildStageFirst) {
