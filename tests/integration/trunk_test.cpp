@@ -505,5 +505,61 @@ TEST_F(TrunkTest, TheTrendsCountWhatTheRunsDidAndEveryChartsTableSaysTheApisNumb
     EXPECT_EQ(b.text("#pass-rate-numbers tr:nth-child(2) td:nth-child(2)"), "—");  // an idle day
 }
 
+TEST_F(TrunkTest, BusyAndIdleDaysAfterARebuildEachWithItsOwnRunsInTheChartsTables) {
+    make_history();
+    // The first three pushes as if they ran 3 and 2 days ago (the daemon's clock cannot be
+    // set); the roll-ups made again from the history put them on those days.
+    move_run_days(*daemon, runs[0], 3);
+    move_run_days(*daemon, runs[2], 3);
+    move_run_days(*daemon, runs[4], 2);
+    EXPECT_TRUE(has(ctl({"stats", "--rebuild"}), "groups")) << "crcrctl stats --rebuild";
+    const json stats = get("/api/v1/stats/daily?days=5");
+    ASSERT_EQ(stats["days"].size(), 5u);
+    const std::int64_t all =
+        count_runs(*daemon, {.state = "completed"}) + count_runs(*daemon, {.state = "cancelled"});
+    const std::int64_t per_day[] = {0, 2, 1, 0, all - 3};  // 4 days ago .. today
+    for (std::size_t i = 0; i < 5; ++i) {
+        EXPECT_EQ(stats["days"][i]["runs_total"], per_day[i]) << stats["days"][i].dump();
+        EXPECT_EQ(stats["days"][i]["day"],
+                  rfc3339(std::chrono::system_clock::now() - std::chrono::hours(24) * (4 - i))
+                      .substr(0, 10));
+    }
+    // 3 days ago: a passed and a flaky push; import's pass rate over their attempts (the flaky
+    // one's first attempt failed), null on idle days.
+    EXPECT_EQ(stats["days"][1]["runs"], json({{"flaky", 1}, {"passed", 1}}));
+    std::int64_t passed = 0, attempts = 0;
+    for (const auto run : {runs[0], runs[2]}) {
+        for (const auto& j : job_rows(*daemon, {.run = run, .tier = "import"})) {
+            ++attempts;
+            passed += j.conclusion == "passed" || j.conclusion == "flaky";
+        }
+    }
+    EXPECT_DOUBLE_EQ(stats["days"][1]["pass_rate"]["import"].get<double>(),
+                     static_cast<double>(passed) / static_cast<double>(attempts));
+    EXPECT_EQ(stats["days"][3]["pass_rate"]["import"], nullptr);
+    EXPECT_GT(stats["days"][1]["device_ms"].get<std::int64_t>(), 0);
+    EXPECT_EQ(stats["days"][3]["device_ms"], 0);
+    EXPECT_EQ(openapi_verdict(seen), "ok");
+
+    Browser b;
+    b.go(daemon->url("/ui/login"));
+    b.type(b.find("#token"), "read-token");
+    b.click_to(b.find("form[action='/ui/login'] button"), "/ui/trunk");
+    b.go(daemon->url("/ui/trends?days=5"));
+    b.screenshot(test_artifacts_dir("trunk") / "trends-days.png");
+    // One bar group per busy day, none on idle ones; the table has every day.
+    ASSERT_EQ(b.find_all("#runs-numbers tr").size(), 6u);
+    for (std::size_t i = 0; i < 5; ++i) {
+        const std::string row = "#runs-numbers tr:nth-child(" + std::to_string(i + 2) + ")";
+        EXPECT_EQ(b.text(row + " td:first-child"), stats["days"][i]["day"]);
+        std::int64_t shown = 0;
+        const std::size_t cells = b.find_all(row + " td").size();
+        for (std::size_t k = 2; k <= cells; ++k)
+            shown += std::stoll(b.text(row + " td:nth-child(" + std::to_string(k) + ")"));
+        EXPECT_EQ(shown, per_day[i]) << b.text(row);
+    }
+    EXPECT_EQ(b.find_all("#runs rect").size(), 2u + 1u + stats["days"][4]["runs"].size());
+}
+
 }  // namespace
 }  // namespace crcrd

@@ -468,6 +468,20 @@ void delete_deliveries(const TestDaemon& d, const std::string& verdict) {
     execute(d, "DELETE FROM deliveries WHERE verdict = ?", {verdict});
 }
 
+void move_run_days(const TestDaemon& d, std::int64_t run, int days) {
+    const std::string shift = "-" + std::to_string(days) + " days";
+    auto moved = [](const char* column) {
+        return std::string(column) + " = strftime('%Y-%m-%dT%H:%M:%fZ', " + column + ", ?)";
+    };
+    execute(
+        d, "UPDATE runs SET " + moved("created_at") + ", " + moved("finished_at") + " WHERE id = ?",
+        {shift, shift, run});
+    execute(d,
+            "UPDATE jobs SET " + moved("created_at") + ", " + moved("started_at") + ", " +
+                moved("finished_at") + " WHERE run_id = ?",
+            {shift, shift, shift, run});
+}
+
 void insert_generated_runs(const TestDaemon& d, int n) {
     execute(d,
             "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < ?) "

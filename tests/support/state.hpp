@@ -238,6 +238,10 @@ void lapse_slot_lease(const TestDaemon& d, const std::string& name);
 void forget_external_ids(const TestDaemon& d);
 /// Deletes the delivery log's rows of `verdict` (as the pruner does).
 void delete_deliveries(const TestDaemon& d, const std::string& verdict);
+/// Moves run `run` and its jobs `days` days into the past (their created, started and finished
+/// times), as a run of another day would have them (the daemon's clock cannot be set); the
+/// daily roll-ups are left as they were (POST /api/v1/stats/rebuild makes them again).
+void move_run_days(const TestDaemon& d, std::int64_t run, int days);
 /// `n` completed pull_request runs: run i has SHA printf("%040x", i), PR i, conclusion
 /// regression when i % 7 == 0 (passed otherwise), reason "generated", and was created on day
 /// 1 + i % 28 of November 2026.
