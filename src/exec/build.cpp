@@ -153,6 +153,7 @@ void clean_partials(const fs::path& cache_dir, const std::vector<fs::path>& keep
         const auto& path = it->path();
         if (std::find(keep.begin(), keep.end(), path) == keep.end()) remove_quietly(path);
     }
+    fs::remove(cache_dir / ".partial", ec);  // when nothing was kept
 }
 
 }  // namespace crcrd::exec

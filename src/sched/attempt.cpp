@@ -132,8 +132,8 @@ EndPlan end_of_build_base_check(const AttemptFacts& f, EndPlan p) {
         return finish(std::move(p), Conclusion::regression,
                       "the build fails; " + base7 + " builds: the change broke it");
     if (c == Conclusion::regression || c == Conclusion::pre_existing) {
-        p.evidence.emplace_back("pre_existing",
-                                json{{"base_sha", f.sha}, {"run_id", f.run_id}, {"base_check", true}});
+        p.evidence.emplace_back(
+            "pre_existing", json{{"base_sha", f.sha}, {"run_id", f.run_id}, {"base_check", true}});
         return finish(std::move(p), Conclusion::pre_existing,
                       "the build fails on " + base7 + " too");
     }

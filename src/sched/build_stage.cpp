@@ -192,8 +192,8 @@ bool resume_build(store::Db& db, const BuildStageSettings& s, const exec::BuildK
     if (!key) return false;
     exec::BuildKeyInputs in = recipe;
     in.upstream_sha = job.sha;
-    job.build = build_spec(db, s, in, job, *key,
-                           !store::JobsRepo(db).base_check_tests(job.job_id).empty());
+    job.build =
+        build_spec(db, s, in, job, *key, !store::JobsRepo(db).base_check_tests(job.job_id).empty());
     return true;
 }
 

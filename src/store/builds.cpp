@@ -2,7 +2,6 @@
 
 #include <nlohmann/json.hpp>
 
-
 #include "crcrd/store/sqlite.hpp"
 #include "store/vocab_column.hpp"
 

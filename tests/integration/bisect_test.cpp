@@ -81,9 +81,7 @@ class BisectTest : public ::testing::Test {
                 hold().string() +
                 "}\n"
                 "bisect: {max_runs: " +
-                std::to_string(max_runs) +
-                ", refs: [main]}\n" +
-                build +
+                std::to_string(max_runs) + ", refs: [main]}\n" + build +
                 "report: {file: state/statuses.jsonl, context_prefix: crcr/spyre}\n"
                 "admin: {tokens: [{name: ops, role: admin, sha256: " +
                 crypto::sha256_hex("ops-token") + "}]}\n");
@@ -220,9 +218,9 @@ TEST_F(BisectTest, ABuildRegressionIsBisectedWithRunsOfTheBuildAlone) {
     EXPECT_EQ(finished(good), "completed/passed");
     auto bad = push(k_commits - 1, "bb-bad");
     EXPECT_EQ(finished(bad), "completed/regression");
-    EXPECT_EQ(last_job(*daemon, {.run = bad, .tier = "build"}).reason,
-              "the build failed (exit 2), again on rerun; " + history->sha(0).substr(0, 7) +
-                  " builds");
+    EXPECT_EQ(
+        last_job(*daemon, {.run = bad, .tier = "build"}).reason,
+        "the build failed (exit 2), again on rerun; " + history->sha(0).substr(0, 7) + " builds");
 
     auto b = bisection(bad);
     EXPECT_EQ(b["state"], "found") << b.dump(2);

@@ -82,8 +82,7 @@ class BuildStageTest : public ::testing::Test {
         s.build = build_extra;
         s.admin_tokens =
             "{name: ops, role: admin, sha256: " + crypto::sha256_hex("ops-token") + "}";
-        daemon =
-            std::make_unique<TestDaemon>(dir.path(), build_stage_config(dir.path(), s) + more);
+        daemon = std::make_unique<TestDaemon>(dir.path(), build_stage_config(dir.path(), s) + more);
         daemon->start();
     }
 
@@ -270,8 +269,9 @@ TEST_F(BuildStageTest, WithBaseCheckRunABaseNeverBuiltHereIsBuiltToCompare) {
     EXPECT_EQ(jobs[2].reason, "the build fails on dead000 too");
     EXPECT_EQ(jobs[2].evidence["pre_existing"]["base_sha"], broken_base);
     const auto statuses = read_file(dir.path() / "state" / "statuses.jsonl").value_or("");
-    EXPECT_NE(statuses.find(R"("context":"crcr/build","description":"building base dead000 to compare")"),
-              std::string::npos)
+    EXPECT_NE(
+        statuses.find(R"("context":"crcr/build","description":"building base dead000 to compare")"),
+        std::string::npos)
         << statuses;
     EXPECT_EQ(last_job(*daemon, {.run = on_broken, .tier = "import"}).reason,
               "build ended pre_existing");
@@ -299,8 +299,7 @@ TEST_F(BuildStageTest, WithBaseCheckRunABaseNeverBuiltHereIsBuiltToCompare) {
               std::string::npos)
         << build_job(push).reason;
     // A second PR on the broken base: its base's failure is known, nothing is built for it.
-    const auto again =
-        post_pr("dead000000000000000000000000000000000014", broken_base, "bc-again");
+    const auto again = post_pr("dead000000000000000000000000000000000014", broken_base, "bc-again");
     EXPECT_EQ(daemon->finished(again), "completed/pre_existing");
     EXPECT_EQ(count_jobs(*daemon, {.run = again, .tier = std::string("build")}), 1);
 }

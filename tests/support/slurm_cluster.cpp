@@ -217,7 +217,8 @@ void SlurmCluster::write_config() const {
       << "SchedulerParameters=sched_interval=1\n"
       << "NodeName=" << m_node << " NodeAddr=127.0.0.1 Gres=aiu:" << m_aiu
       << " CPUs=16 State=UNKNOWN\n"
-      << "PartitionName=spyre Nodes=" << m_node << " Default=YES MaxTime=INFINITE State=UP\n"
+      << "PartitionName=spyre Nodes=" << m_node
+      << " Default=YES MaxTime=INFINITE State=UP\n"
       // A build stage's partition (docs/build.md): the same node, for its CPUs.
       << "PartitionName=" << build_partition() << " Nodes=" << m_node
       << " Default=NO MaxTime=INFINITE State=UP\n";

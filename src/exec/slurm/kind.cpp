@@ -23,8 +23,9 @@ void check_partition(const std::string& key, const std::string& partition,
         const std::string why = !r             ? r.error().message
                                 : r->timed_out ? "timed out"
                                                : trim(r->err + r->out);
-        errors.push_back(key + ": '" + partition + "' is not a partition of the cluster (scontrol: " +
-                         why.substr(0, 300) + ")");
+        errors.push_back(key + ": '" + partition +
+                         "' is not a partition of the cluster (scontrol: " + why.substr(0, 300) +
+                         ")");
     }
 }
 

@@ -352,20 +352,20 @@ TEST(Config, TheChosenExecutorsSectionIsKeptAsItsOwnType) {
     EXPECT_TRUE(has_error(parse(std::string(k_minimal) + "execution: {local: {x: 1}}\n", "/etc"),
                           "execution.local: the local executor has no keys of its own"));
     // The build's Slurm keys, kept as the executor's type too.
-    auto built =
-        parse(std::string(k_minimal) +
-                  "execution: {executor: slurm, slurm: {partition: spyre, shared_root: /srv/crcrd}}\n"
-                  "build: {command: [b.sh], cache_dir: /srv/crcrd/builds, slots: 3, partition: "
-                  "cpu, sbatch_args: [\"--cpus-per-task=8\"]}\n",
-              "/etc");
+    auto built = parse(
+        std::string(k_minimal) +
+            "execution: {executor: slurm, slurm: {partition: spyre, shared_root: /srv/crcrd}}\n"
+            "build: {command: [b.sh], cache_dir: /srv/crcrd/builds, slots: 3, partition: "
+            "cpu, sbatch_args: [\"--cpus-per-task=8\"]}\n",
+        "/etc");
     ASSERT_TRUE(built.config) << all(built);
     const auto* b = built.config->build->section<exec::slurm::SlurmBuildSection>();
     ASSERT_NE(b, nullptr);
     EXPECT_EQ(b->partition, "cpu");
     EXPECT_EQ(b->sbatch_args, std::vector<std::string>{"--cpus-per-task=8"});
     EXPECT_EQ(built.config->build->slots, 3u);
-    auto local_build = parse(
-        std::string(k_minimal) + "build: {command: [b.sh], cache_dir: /c}\n", "/etc");
+    auto local_build =
+        parse(std::string(k_minimal) + "build: {command: [b.sh], cache_dir: /c}\n", "/etc");
     ASSERT_TRUE(local_build.config) << all(local_build);
     EXPECT_EQ(local_build.config->build->executor_section, nullptr);
 }

@@ -161,6 +161,13 @@ TEST_F(PublishTest, ALeftoverFolderIsReplacedAndRemovalAndCleaningLeaveNothing) 
     (void)partial();
     clean_partials(cache());
     EXPECT_FALSE(fs::exists(cache() / ".partial"));
+    // An adopted build's partial folder (its Slurm job goes on) is kept, with what it wrote.
+    const auto adopted = make_partial(cache(), "k2", 8).value();
+    write_file(adopted / "half.o", "obj");
+    (void)partial();
+    clean_partials(cache(), {adopted});
+    EXPECT_TRUE(fs::exists(adopted / "half.o"));
+    EXPECT_FALSE(fs::exists(cache() / ".partial" / "k1.7"));
 }
 
 }  // namespace

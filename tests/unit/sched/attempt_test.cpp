@@ -394,7 +394,8 @@ TEST(PlanEnd, EveryWayAnAttemptEnds) {
              as_build(f, "the build failed (exit 2)");
              f.base_build = BaseBuild{BaseBuild::Said::builds, base, 0};
          },
-         N::finish, C::regression, "the build failed (exit 2), again on rerun; " + base7 + " builds"},
+         N::finish, C::regression,
+         "the build failed (exit 2), again on rerun; " + base7 + " builds"},
         {"a build whose base was not built here",
          [&](AttemptFacts& f) {
              as_build(f, "the build failed (exit 2)");

@@ -34,7 +34,7 @@ struct SlurmSection : config::ExecutorSection {
 /// The build stage's Slurm keys (docs/build.md): its jobs go to their own partition, with
 /// no GRES.
 struct SlurmBuildSection : config::ExecutorSection {
-    std::string partition;                // build.partition
+    std::string partition;                 // build.partition
     std::vector<std::string> sbatch_args;  // build.sbatch_args
 };
 

@@ -109,7 +109,9 @@ TEST(SlurmCluster, NodeComesUpIdleWithTwoAiu) {
     ASSERT_EQ(c.run({"scontrol", "show", "node", "-o", c.node()}, &out), 0) << out;
     EXPECT_NE(out.find(" Gres=aiu:2 "), std::string::npos) << out;
     EXPECT_NE(out.find(" State=IDLE "), std::string::npos) << out;
-    EXPECT_NE(out.find(" Partitions=spyre "), std::string::npos) << out;
+    EXPECT_NE(out.find(" Partitions=" + c.partition() + "," + c.build_partition() + " "),
+              std::string::npos)
+        << out;
     // The clients find the cluster only through SLURM_CONF.
     EXPECT_EQ(c.env(), std::vector<std::string>{"SLURM_CONF=" + c.conf_path().string()});
     EXPECT_EQ(c.run({"scontrol", "show", "partition", "spyre"}, &out), 0) << out;

@@ -271,9 +271,8 @@ class SlurmBuildTest : public SlurmExecutorTest {
                   "  timeout: 5m\n");
     }
     JobRow build_job(std::int64_t run) {
-        EXPECT_TRUE(eventually([&] {
-            return count_jobs(*daemon, {.run = run, .tier = std::string("build")}) > 0;
-        }));
+        EXPECT_TRUE(eventually(
+            [&] { return count_jobs(*daemon, {.run = run, .tier = std::string("build")}) > 0; }));
         return first_job(*daemon, {.run = run, .tier = "build"});
     }
     /// Slurm's record of job `id` (scontrol show job -o).
@@ -318,8 +317,8 @@ TEST_F(SlurmBuildTest, TheBuildIsASlurmJobOnItsPartitionAndTheTierIsSubmittedOnl
     // While the build runs in Slurm, no tier's job is there.
     const auto slurm_id = slurm_id_of(build.id);
     EXPECT_NE(slurm_job(slurm_id).find("JobState=RUNNING"), std::string::npos);
-    EXPECT_EQ(count_jobs(*daemon, {.run = run, .tier = std::string("unit"),
-                                   .state = std::string("queued")}),
+    EXPECT_EQ(count_jobs(*daemon,
+                         {.run = run, .tier = std::string("unit"), .state = std::string("queued")}),
               1);
     release(build.id);
     expect_built_and_used(run, build.id, slurm_id);
@@ -522,18 +521,20 @@ TEST_F(SlurmExecutorTest, CheckConfigRefusesAPartitionTheClusterDoesNotHave) {
         << out;
 }
 
-TEST_F(SlurmExecutorTest, CheckConfigNamesABuildPartitionTheClusterDoesNotHaveAndACacheOffTheShare) {
+TEST_F(SlurmExecutorTest,
+       CheckConfigNamesABuildPartitionTheClusterDoesNotHaveAndACacheOffTheShare) {
     write_file(bin.path() / "ci.sh", k_script, 0755);
-    const std::string head =
-        "execution:\n  executor: slurm\n  command: [" + (bin.path() / "ci.sh").string() +
-        "]\n  slurm: {partition: " + cluster->partition() +
-        ", shared_root: " + shared.path().string() + "}\nbuild: {command: [" +
-        (bin.path() / "ci.sh").string() + "], ";
+    const std::string head = "execution:\n  executor: slurm\n  command: [" +
+                             (bin.path() / "ci.sh").string() +
+                             "]\n  slurm: {partition: " + cluster->partition() +
+                             ", shared_root: " + shared.path().string() + "}\nbuild: {command: [" +
+                             (bin.path() / "ci.sh").string() + "], ";
     auto check = [&](const std::string& build, std::string& out) {
         TestDaemon d(dir.path(), head + build + "}\n");
         std::vector<std::string> argv = {"env"};
         for (const auto& e : cluster->env()) argv.push_back(e);
-        argv.insert(argv.end(), {CRCRD_BIN, "--check-config", "--config", d.config_path().string()});
+        argv.insert(argv.end(),
+                    {CRCRD_BIN, "--check-config", "--config", d.config_path().string()});
         return run_command(argv, &out);
     };
     std::string out;
@@ -542,16 +543,16 @@ TEST_F(SlurmExecutorTest, CheckConfigNamesABuildPartitionTheClusterDoesNotHaveAn
     EXPECT_NE(out.find("build.partition: 'nope' is not a partition of the cluster"),
               std::string::npos)
         << out;
-    EXPECT_EQ(check("partition: " + cluster->build_partition() + ", cache_dir: " +
-                        (dir.path() / "builds").string(),
+    EXPECT_EQ(check("partition: " + cluster->build_partition() +
+                        ", cache_dir: " + (dir.path() / "builds").string(),
                     out),
               2)
         << out;
     EXPECT_NE(out.find("build.cache_dir: must be inside execution.slurm.shared_root"),
               std::string::npos)
         << out;
-    EXPECT_EQ(check("partition: " + cluster->build_partition() + ", cache_dir: " +
-                        (shared.path() / "builds").string(),
+    EXPECT_EQ(check("partition: " + cluster->build_partition() +
+                        ", cache_dir: " + (shared.path() / "builds").string(),
                     out),
               0)
         << out;
