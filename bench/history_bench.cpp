@@ -14,6 +14,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <csignal>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
@@ -427,6 +428,10 @@ int main(int argc, char** argv) {
     std::printf("RSS: %lld KiB at start, %lld KiB at the end, peak %lld KiB\n",
                 static_cast<long long>(rss_start), static_cast<long long>(rss_end),
                 static_cast<long long>(hwm));
+    // A graceful stop: the master's SIGKILL (the Process's destructor) would leave its worker
+    // running.
+    nginx.signal(SIGQUIT);
+    nginx.wait_for(std::chrono::seconds(10));
     daemon.stop();
     if (keep.empty()) std::filesystem::remove_all(dir);
     return 0;

@@ -161,15 +161,19 @@ EventTotals read_event_totals(Db& db) {
     EventTotals t;
     t.deliveries = counts(db, 1, "SELECT verdict, count(*) FROM deliveries GROUP BY verdict");
     t.runs_created = counts(db, 1, "SELECT event, count(*) FROM runs GROUP BY event");
+    // Each GROUP BY in the order of an index (migration 21): no sort of a whole table.
     t.runs_finished = counts(db, 2,
                              "SELECT event, coalesce(conclusion, ''), count(*) FROM runs "
-                             "WHERE state IN ('completed','cancelled') GROUP BY 1, 2");
-    t.jobs_finished = counts(db, 2,
-                             "SELECT tier, coalesce(conclusion, ''), count(*) FROM jobs "
-                             "WHERE state IN ('completed','cancelled') GROUP BY 1, 2");
-    t.statuses = counts(
+                             "INDEXED BY runs_ended WHERE state IN ('completed','cancelled') GROUP "
+                             "BY event, conclusion");
+    t.jobs_finished = counts(
         db, 2,
-        "SELECT sink, delivery, count(*) FROM outbox WHERE delivery <> 'waiting' GROUP BY 1, 2");
+        "SELECT tier, coalesce(conclusion, ''), count(*) FROM jobs "
+        "INDEXED BY jobs_ended WHERE state IN ('completed','cancelled') GROUP BY tier, conclusion");
+    t.statuses = counts(db, 2,
+                        "SELECT sink, delivery, count(*) FROM outbox INDEXED BY outbox_done WHERE "
+                        "delivery <> 'waiting' "
+                        "GROUP BY sink, delivery");
     Scoped misses(db, "SELECT count(*) FROM selection_misses");
     if (misses->step()) t.selection_misses = misses->int64(0);
     return t;
