@@ -235,7 +235,10 @@ class Daemon {
         m_api.set_metrics_public(cfg.admin.metrics_public);
         m_api.set_ui(cfg.admin.ui_public, cfg.trust.upstream_repo);
         m_api.set_tiers(tier_names(c.planner));
-        m_api.set_trunk(cfg.bisect.refs, commit_lookup(cfg.upstream));
+        m_commits->set_upstream(cfg.upstream);  // what it remembers stays across reloads
+        m_api.set_trunk(cfg.bisect.refs, [c = m_commits](const std::vector<std::string>& shas) {
+            return c->lookup(shas);
+        });
         if (cfg.build) {
             m_api.set_build_cache([dir = cfg.build->cache_dir](const std::string& key) {
                 exec::remove_build(dir, key);
@@ -473,6 +476,7 @@ class Daemon {
     std::vector<asio::io_context*> m_context_ptrs;
     asio::thread_pool m_readers{2};  // blocking reads of the admin API
     admin::Api m_api;
+    std::shared_ptr<CommitLookup> m_commits = std::make_shared<CommitLookup>();
     std::unique_ptr<ingest::Recovery> m_recovery;
     std::unique_ptr<Router> m_router, m_admin_router;
     std::unique_ptr<http::Server> m_server, m_admin_server;
