@@ -24,7 +24,7 @@ asio::awaitable<Reply> stats_daily_route(Context& ctx, Call& call) {
         ctx.workers, [db = ctx.db_path, window, tiers = *ctx.tiers, slots, now]() -> Result<json> {
             auto reads = store::AdminReads::for_this_thread(db);
             if (!reads) return reads.error();
-            auto rollups = reads->daily(window.front());
+            auto rollups = reads->daily(rollups_since(window));
             if (!rollups) return rollups.error();
             return trends_json(*rollups, window, tiers, slots, now);
         });

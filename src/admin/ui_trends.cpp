@@ -24,6 +24,7 @@ constexpr int k_width = 900, k_height = 220, k_left = 56, k_bottom = 24, k_top =
 struct Series {
     std::string name, colour;
     std::vector<std::optional<double>> values;  // one per day; nullopt: nothing that day
+    std::vector<bool> beyond;                   // per day: the value is a lower bound ("> v")
 };
 
 std::string number(double v, const char* format = "%.1f") {
@@ -104,7 +105,10 @@ std::string numbers_table(const std::string& id, const std::vector<std::string>&
     out += "</tr>";
     for (std::size_t i = 0; i < days.size(); ++i) {
         out += "<tr><td>" + esc(days[i]) + "</td>";
-        for (const auto& s : series) out += "<td>" + esc(shown(s.values[i], unit)) + "</td>";
+        for (const auto& s : series) {
+            const bool beyond = i < s.beyond.size() && s.beyond[i];
+            out += "<td>" + esc((beyond ? "> " : "") + shown(s.values[i], unit)) + "</td>";
+        }
         out += "</tr>";
     }
     return out + "</table>";
@@ -176,7 +180,7 @@ std::vector<Series> per_name(const json& days, const char* key,
                              const std::vector<std::string>& names) {
     std::vector<Series> out;
     for (std::size_t k = 0; k < names.size(); ++k) {
-        Series s{names[k], k_palette[k % std::size(k_palette)], {}};
+        Series s{names[k], k_palette[k % std::size(k_palette)], {}, {}};
         for (const auto& d : days) {
             const json v = d.value(key, json::object()).value(names[k], json(nullptr));
             s.values.push_back(v.is_number() ? std::optional<double>(v.get<double>())
@@ -194,12 +198,15 @@ std::vector<std::string> strings(const json& a) {
     return out;
 }
 
-/// The series of a number field of each day.
-Series field(const json& days, const char* key, const std::string& name, const char* colour) {
-    Series s{name, colour, {}};
+/// The series of a number field of each day; `beyond_key` names the flag that says the value
+/// is only a lower bound.
+Series field(const json& days, const char* key, const std::string& name, const char* colour,
+             const char* beyond_key = nullptr) {
+    Series s{name, colour, {}, {}};
     for (const auto& d : days) {
         const json v = d.value(key, json(nullptr));
         s.values.push_back(v.is_number() ? std::optional<double>(v.get<double>()) : std::nullopt);
+        s.beyond.push_back(beyond_key && d.value(beyond_key, false));
     }
     return s;
 }
@@ -219,7 +226,7 @@ std::string trends_page(const json& stats, const std::string& problem, const htm
     std::vector<Series> classes;
     for (const char* c : {"passed", "flaky", "regression", "pre_existing", "infra_error",
                           "device_unavailable", "timeout", "cancelled"}) {
-        Series s{c, colour_of_class(c), {}};
+        Series s{c, colour_of_class(c), {}, {}};
         bool any = false;
         for (const auto& d : days_json) {
             const json n = d.value("runs", json::object()).value(c, json(nullptr));
@@ -238,20 +245,24 @@ std::string trends_page(const json& stats, const std::string& problem, const htm
     };
     const std::vector<std::string> tiers = strings(stats.value("tiers", json::array()));
     const std::vector<std::string> slots = strings(stats.value("slots", json::array()));
-    // Two numbers of each day, blue and red (grey for an estimate).
-    auto two = [&](const char* a, const char* a_name, const char* b, const char* b_name,
-                   const char* b_colour) {
-        return std::vector<Series>{field(days_json, a, a_name, "#0969da"),
-                                   field(days_json, b, b_name, b_colour)};
-    };
     const Lines charts[] = {
-        {"pass-rate", "Pass rate per tier", per_name(days_json, "pass_rate", tiers), "%", 1.0},
-        {"wait", "Wait for a slot (at most, per percentile)",
-         two("wait_p50_ms", "p50", "wait_p95_ms", "p95", "#cf222e"), "s", 0},
-        {"utilisation", "Slot utilisation (leased time / wall time)",
+        {"pass-rate", "Pass rate per tier (its last attempt in push, scheduled and PR runs)",
+         per_name(days_json, "pass_rate", tiers), "%", 1.0},
+        {"wait",
+         "Wait for a card, from when the attempt could start (at most, per percentile)",
+         {field(days_json, "wait_p50_ms", "p50", "#0969da", "wait_p50_longer"),
+          field(days_json, "wait_p95_ms", "p95", "#cf222e", "wait_p95_longer")},
+         "s",
+         0},
+        {"utilisation", "Slot utilisation (time running attempts / wall time)",
          per_name(days_json, "utilisation", slots), "%", 1.0},
-        {"device-time", "Device time: spent, and a run of every tier",
-         two("device_ms", "spent", "full_ms", "every tier", "#8c959f"), "h", 0},
+        {"device-time",
+         "Device time: every attempt, the selected runs', and those runs with every tier",
+         {field(days_json, "device_ms", "all attempts", "#1a7f37"),
+          field(days_json, "runs_device_ms", "selected runs", "#0969da"),
+          field(days_json, "full_ms", "every tier", "#8c959f")},
+         "h",
+         0},
     };
     for (const auto& c : charts) body += line_chart(c.id, c.title, days, c.series, c.unit, c.max);
     return html::page("Trends", "Trends", body, v);

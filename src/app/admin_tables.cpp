@@ -410,8 +410,13 @@ void print_stats(std::ostream& o, const json& stats) {
         std::snprintf(buf, sizeof buf, "%.1fs", ms.get<double>() / 1000.0);
         return std::string(buf);
     };
-    std::vector<std::string> header = {"DAY",      "RUNS",     "WAIT P50",
-                                       "WAIT P95", "DEVICE H", "EVERY TIER H"};
+    // A percentile beyond the last bucket is only a lower bound.
+    auto wait = [&](const json& d, const std::string& p) {
+        return (d.value(p + "_longer", false) ? ">" : "") +
+               seconds(d.value(p + "_ms", json(nullptr)));
+    };
+    std::vector<std::string> header = {"DAY",      "RUNS",       "WAIT P50",    "WAIT P95",
+                                       "DEVICE H", "SELECTED H", "EVERY TIER H"};
     for (const auto& t : stats.value("tiers", json::array()))
         header.push_back("PASS " + t.get<std::string>());
     for (const auto& s : stats.value("slots", json::array()))
@@ -421,9 +426,10 @@ void print_stats(std::ostream& o, const json& stats) {
     for (const auto& d : stats.value("days", json::array())) {
         std::vector<std::string> line = {text(d, "day"),
                                          text(d, "runs_total"),
-                                         seconds(d.value("wait_p50_ms", json(nullptr))),
-                                         seconds(d.value("wait_p95_ms", json(nullptr))),
+                                         wait(d, "wait_p50"),
+                                         wait(d, "wait_p95"),
                                          hours(d.value("device_ms", json(nullptr))),
+                                         hours(d.value("runs_device_ms", json(nullptr))),
                                          hours(d.value("full_ms", json(nullptr)))};
         for (const auto& t : stats.value("tiers", json::array()))
             line.push_back(percent_cell(d["pass_rate"].value(t.get<std::string>(), json(nullptr))));

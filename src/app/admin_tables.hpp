@@ -44,8 +44,9 @@ void print_test_history(std::ostream& out, const nlohmann::json& history);
 /// GET /api/v1/tests?flaky=1: one test a line (RATE, FLAKY, RUNS, LAST FLAKY, TEST).
 void print_flaky(std::ostream& out, const nlohmann::json& list);
 
-/// GET /api/v1/stats/daily: one day a line (DAY, RUNS, WAIT P50, WAIT P95, DEVICE H, EVERY TIER
-/// H, a PASS column per tier, a UTIL column per slot, CLASSES as class:count).
+/// GET /api/v1/stats/daily: one day a line (DAY, RUNS, WAIT P50, WAIT P95 with ">" when beyond
+/// the last bucket, DEVICE H, SELECTED H, EVERY TIER H, a PASS column per tier, a UTIL column
+/// per slot, CLASSES as class:count).
 void print_stats(std::ostream& out, const nlohmann::json& stats);
 
 }  // namespace crcrd::app

@@ -15,7 +15,7 @@ namespace crcrd::store {
 namespace {
 
 // Each entry takes the schema from version i to i+1. Never edit a released entry; append.
-constexpr std::array<const char*, 21> k_migrations = {
+constexpr std::array<const char*, 22> k_migrations = {
     R"sql(
 CREATE TABLE meta (
   key   TEXT PRIMARY KEY,
@@ -467,8 +467,8 @@ CREATE INDEX test_results_flaky ON test_results (job_id) WHERE outcome = 'flaky'
     // it ended, when it leaves an open state. daily_jobs: per day, tier, slot ('' without one)
     // and class, the attempts, their time on the slot (started to finished) and their wait for
     // it (created to started, for attempts that started on a slot); daily_waits: those waits
-    // counted in buckets (store::k_wait_bounds_ms) for the percentiles. Filled from the history
-    // by store::rebuild_daily() right after this migration (and by `crcrctl stats --rebuild`).
+    // counted in buckets (store::k_wait_bounds_ms) for the percentiles. Replaced by 22, which
+    // fills them (20's fill ran in a transaction of its own, after this one's commit).
     R"sql(
 CREATE TABLE daily_runs (
   day        TEXT NOT NULL,
@@ -538,7 +538,138 @@ CREATE INDEX jobs_ended ON jobs (tier, conclusion, state) WHERE state IN ('compl
 CREATE INDEX runs_ended ON runs (event, conclusion, state) WHERE state IN ('completed','cancelled');
 CREATE INDEX outbox_done ON outbox (sink, delivery) WHERE delivery <> 'waiting';
 )sql",
+    // 22: the trends' roll-ups again (docs/dashboard.md, "Trends"; issue 34's review), each
+    // defined once by a view that both its trigger (for the row that changed) and
+    // store::rebuild_daily() (for the whole history) read:
+    // - daily_runs: per day a run ended, event and class, the runs (as 20, by daily_run_ends);
+    // - daily_tiers: per day a run completed (cancelled runs left out), event, run class, tier
+    //   and the class of the tier's last attempt, the runs and every attempt's time on a slot;
+    // - daily_busy: per day, slot and tier, the time attempts ran, split at UTC midnights;
+    // - daily_waits: per day a wait ended, tier and bucket (store::k_wait_bounds_ms), the
+    //   attempts that waited and their waits: from when the attempt could start (the later of
+    //   its creation and the end of the run's earlier positions, as JobsRepo::waiting_since) to
+    //   its start, or to its end for one that gave up (device_unavailable without starting).
+    // Filled from the history in this migration's transaction.
+    R"sql(
+DROP TRIGGER daily_runs_end;
+DROP TRIGGER daily_jobs_end;
+DROP TABLE daily_jobs;
+DROP TABLE daily_waits;
+CREATE TABLE daily_tiers (
+  day        TEXT NOT NULL,
+  event      TEXT NOT NULL,
+  run_class  TEXT NOT NULL,
+  tier       TEXT NOT NULL,
+  conclusion TEXT NOT NULL,
+  position   INTEGER NOT NULL,
+  runs       INTEGER NOT NULL DEFAULT 0,
+  busy_ms    INTEGER NOT NULL DEFAULT 0,
+  PRIMARY KEY (day, event, run_class, tier, conclusion)
+) WITHOUT ROWID;
+CREATE TABLE daily_busy (
+  day      TEXT NOT NULL,
+  slot     TEXT NOT NULL,
+  tier     TEXT NOT NULL,
+  position INTEGER NOT NULL,
+  busy_ms  INTEGER NOT NULL DEFAULT 0,
+  PRIMARY KEY (day, slot, tier)
+) WITHOUT ROWID;
+CREATE TABLE daily_waits (
+  day      TEXT NOT NULL,
+  tier     TEXT NOT NULL,
+  bucket   INTEGER NOT NULL,
+  position INTEGER NOT NULL,
+  n        INTEGER NOT NULL DEFAULT 0,
+  wait_ms  INTEGER NOT NULL DEFAULT 0,
+  PRIMARY KEY (day, tier, bucket)
+) WITHOUT ROWID;
+-- 0 .. 999: the days after its first an attempt's running time spans.
+CREATE TABLE day_offsets (n INTEGER PRIMARY KEY);
+WITH RECURSIVE k(n) AS (SELECT 0 UNION ALL SELECT n + 1 FROM k WHERE n < 999)
+INSERT INTO day_offsets (n) SELECT n FROM k;
+
+CREATE VIEW daily_run_ends AS
+SELECT id, substr(coalesce(finished_at, created_at), 1, 10) AS day, event,
+       coalesce(conclusion, state) AS conclusion
+  FROM runs WHERE state = 'completed' OR state = 'cancelled';
+
+CREATE VIEW daily_tier_ends AS
+SELECT r.id AS run_id, substr(coalesce(r.finished_at, r.created_at), 1, 10) AS day, r.event,
+       coalesce(r.conclusion, r.state) AS run_class, j.tier, j.position,
+       (SELECT coalesce(l.conclusion, l.state) FROM jobs l
+         WHERE l.run_id = r.id AND l.position = j.position
+           AND l.attempt = (SELECT max(k.attempt) FROM jobs k
+                             WHERE k.run_id = r.id AND k.position = j.position)) AS conclusion,
+       sum(CASE WHEN j.slot IS NULL OR j.started_at IS NULL OR j.finished_at IS NULL THEN 0 ELSE
+             max(0, coalesce(CAST(round((julianday(j.finished_at) - julianday(j.started_at))
+                                        * 86400000) AS INTEGER), 0)) END) AS busy_ms
+  FROM runs r JOIN jobs j ON j.run_id = r.id
+ WHERE r.state = 'completed'
+ GROUP BY r.id, j.position;
+
+CREATE VIEW daily_busy_spans AS
+SELECT j.id, date(j.started_at, '+' || o.n || ' days') AS day, j.slot, j.tier, j.position,
+       max(0, coalesce(CAST(round((min(julianday(j.finished_at),
+                                       julianday(j.started_at, 'start of day', '+' || (o.n + 1) || ' days'))
+                                   - max(julianday(j.started_at),
+                                         julianday(j.started_at, 'start of day', '+' || o.n || ' days')))
+                                  * 86400000) AS INTEGER), 0)) AS busy_ms
+  FROM jobs j JOIN day_offsets o
+    ON o.n <= julianday(date(j.finished_at)) - julianday(date(j.started_at))
+ WHERE (j.state = 'completed' OR j.state = 'cancelled') AND j.slot IS NOT NULL
+   AND j.started_at IS NOT NULL AND j.finished_at IS NOT NULL;
+
+-- The wait buckets' upper bounds (exclusive), store::k_wait_bounds_ms: a wait's bucket is the
+-- number of bounds at or below it.
+CREATE TABLE wait_bounds (bucket INTEGER PRIMARY KEY, bound_ms INTEGER NOT NULL UNIQUE);
+INSERT INTO wait_bounds (bucket, bound_ms) VALUES (0, 500), (1, 1000), (2, 2000), (3, 5000),
+  (4, 10000), (5, 20000), (6, 30000), (7, 60000), (8, 120000), (9, 300000), (10, 600000),
+  (11, 1200000), (12, 1800000), (13, 3600000), (14, 7200000), (15, 14400000), (16, 28800000);
+
+CREATE VIEW daily_wait_ends AS
+SELECT id, day, tier, position, w, (SELECT count(*) FROM wait_bounds b WHERE b.bound_ms <= w) AS bucket
+  FROM (SELECT j.id, date(coalesce(j.started_at, j.finished_at)) AS day, j.tier, j.position,
+               max(0, coalesce(CAST(round((julianday(coalesce(j.started_at, j.finished_at)) -
+                 max(julianday(j.created_at),
+                     coalesce((SELECT max(julianday(p.finished_at)) FROM jobs p
+                                WHERE p.run_id = j.run_id AND p.position < j.position),
+                              julianday(j.created_at)))) * 86400000) AS INTEGER), 0)) AS w
+          FROM jobs j
+         WHERE (j.state = 'completed' OR j.state = 'cancelled')
+           AND ((j.started_at IS NOT NULL AND j.slot IS NOT NULL)
+                OR (j.started_at IS NULL AND j.conclusion = 'device_unavailable')));
+
+CREATE TRIGGER daily_runs_end AFTER UPDATE OF state ON runs
+WHEN (NEW.state = 'completed' OR NEW.state = 'cancelled') AND (OLD.state = 'queued' OR OLD.state = 'running')
+BEGIN
+  INSERT INTO daily_runs (day, event, conclusion, runs)
+  SELECT day, event, conclusion, 1 FROM daily_run_ends WHERE id = NEW.id
+  ON CONFLICT (day, event, conclusion) DO UPDATE SET runs = runs + 1;
+  INSERT INTO daily_tiers (day, event, run_class, tier, conclusion, position, runs, busy_ms)
+  SELECT day, event, run_class, tier, conclusion, position, 1, busy_ms
+    FROM daily_tier_ends WHERE run_id = NEW.id
+  ON CONFLICT (day, event, run_class, tier, conclusion) DO UPDATE SET runs = runs + 1,
+    busy_ms = busy_ms + excluded.busy_ms, position = min(position, excluded.position);
+END;
+CREATE TRIGGER daily_jobs_end AFTER UPDATE OF state ON jobs
+WHEN (NEW.state = 'completed' OR NEW.state = 'cancelled')
+ AND (OLD.state = 'queued' OR OLD.state = 'leased' OR OLD.state = 'running')
+BEGIN
+  INSERT INTO daily_busy (day, slot, tier, position, busy_ms)
+  SELECT day, slot, tier, position, busy_ms FROM daily_busy_spans WHERE id = NEW.id
+  ON CONFLICT (day, slot, tier) DO UPDATE SET busy_ms = busy_ms + excluded.busy_ms,
+    position = min(position, excluded.position);
+  INSERT INTO daily_waits (day, tier, bucket, position, n, wait_ms)
+  SELECT day, tier, bucket, position, 1, w FROM daily_wait_ends WHERE id = NEW.id
+  ON CONFLICT (day, tier, bucket) DO UPDATE SET n = n + 1, wait_ms = wait_ms + excluded.wait_ms,
+    position = min(position, excluded.position);
+END;
+)sql",
 };
+
+/// The migration after which rebuild_daily() fills the roll-ups, in its transaction: the
+/// version that gave them their shape (20's are dropped by 22 unfilled).
+constexpr int k_daily_fill = 22;
 
 int current_version(Db& db) {
     auto& st = db.cached("PRAGMA user_version");
@@ -582,17 +713,17 @@ Status migrate(Db& db, int to) {
                 db.exec("PRAGMA schema_version = " + std::to_string(next));
                 db.exec("PRAGMA writable_schema = RESET");  // and this one takes the new version
             }
+            std::int64_t counted = 0;
+            if (v + 1 == k_daily_fill) {
+                // The trends' roll-ups start with the history there is, in the same
+                // transaction: a crash leaves neither the version nor empty roll-ups.
+                counted = rebuild_daily(db);
+            }
             db.exec("PRAGMA user_version = " + std::to_string(v + 1));
             tx.commit();
-            if (v + 1 == 20) {
-                // The trends' roll-ups start with the history there is.
-                Transaction fill(db);
-                const auto counted = rebuild_daily(db);
-                fill.commit();
-                if (counted > 0)
-                    spdlog::info("storage: daily roll-ups made from {} groups of runs and jobs",
-                                 counted);
-            }
+            if (counted > 0)
+                spdlog::info("storage: daily roll-ups made from {} groups of runs and jobs",
+                             counted);
             if (v + 1 == 13) {
                 // 13's replace() changes nothing in a table whose text differs from the one
                 // released (a development build's): said, not silently left slow.

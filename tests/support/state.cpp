@@ -99,7 +99,7 @@ json json_or_null(const store::Stmt& st, int col) {
 const char* const k_run_columns =
     "SELECT id, event, sha, pr, coalesce(ref, ''), coalesce(base_sha, ''), "
     "coalesce(head_repo, ''), coalesce(delivery_id, ''), state, coalesce(conclusion, ''), "
-    "coalesce(reason, ''), selection FROM runs";
+    "coalesce(reason, ''), selection, coalesce(finished_at, '') FROM runs";
 
 RunRow read_run(store::Stmt& st) {
     RunRow r;
@@ -115,6 +115,7 @@ RunRow read_run(store::Stmt& st) {
     r.conclusion = st.text(9);
     r.reason = st.text(10);
     r.selection = json_or_null(st, 11);
+    r.finished_at = st.text(12);
     return r;
 }
 
@@ -137,7 +138,8 @@ const char* const k_job_columns =
     "SELECT id, run_id, tier, position, attempt, state, coalesce(conclusion, ''), "
     "coalesce(reason, ''), coalesce(sha, ''), tests, timeout_ms, metadata, evidence, "
     "coalesce(log_path, ''), coalesce(started_at, ''), coalesce(external_id, ''), pgid, "
-    "coalesce(slot, ''), coalesce(finished_at, ''), coalesce(build_key, '') "
+    "coalesce(slot, ''), coalesce(finished_at, ''), coalesce(build_key, ''), created_at, "
+    "base_check IS NOT NULL "
     "FROM jobs";
 
 JobRow read_job(store::Stmt& st) {
@@ -162,6 +164,8 @@ JobRow read_job(store::Stmt& st) {
     j.slot = st.text(17);
     j.finished_at = st.text(18);
     j.build_key = st.text(19);
+    j.created_at = st.text(20);
+    j.base_check = st.int64(21) != 0;
     return j;
 }
 

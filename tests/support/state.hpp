@@ -41,6 +41,7 @@ struct RunRow {
     std::string conclusion;    // "" while unset
     std::string reason;        // "" when unset
     nlohmann::json selection;  // the planner's explanation; null until planned
+    std::string finished_at;   // "" while open
 };
 
 struct RunFilter {
@@ -86,6 +87,8 @@ struct JobRow {
     std::string slot;         // the slot it leased; "" when none (a build from the cache)
     std::string finished_at;  // "" while open
     std::string build_key;    // a build job's key; "" otherwise
+    std::string created_at;
+    bool base_check = false;  // an attempt on the PR's base (jobs.base_check set)
 };
 
 struct JobFilter {
