@@ -83,8 +83,9 @@ std::string test_page(const nlohmann::json& history, const html::Viewer& v, cons
 std::string flaky_page(const nlohmann::json& list, const html::Viewer& v);
 
 /// The trends (GET /api/v1/stats/daily): runs by class (stacked bars), pass rate per tier,
-/// the wait for a slot at p50 and p95, utilisation per slot, device time spent against a run of
-/// every tier (lines), each as inline SVG with its numbers in a table beneath it.
+/// the wait for a card at p50 and p95 ("> " for a percentile beyond the last bucket),
+/// utilisation per slot, device time of every attempt and of the selected runs against those
+/// runs with every tier (lines), each as inline SVG with its numbers in a table beneath it.
 std::string trends_page(const nlohmann::json& stats, const std::string& problem,
                         const html::Viewer& v);
 

@@ -66,7 +66,7 @@ const AdminSpec k_admin[] = {
      "NAME", true},
     {"tests", "flaky", AdminCommand::tests_flaky, "the flakiest tests lately", nullptr, true},
     {nullptr, "stats", AdminCommand::stats,
-     "by day: runs by class, pass rate per tier, wait for a slot, slot utilisation, device time "
+     "by day: runs by class, pass rate per tier, wait for a card, slot utilisation, device time "
      "(--rebuild: make the roll-ups again from the history)",
      nullptr, true},
 };
