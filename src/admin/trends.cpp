@@ -88,20 +88,43 @@ json trends_json(const store::DailyRollups& r, const std::vector<std::string>& d
             ? std::max<std::int64_t>(
                   1, std::chrono::duration_cast<std::chrono::milliseconds>(now - *midnight).count())
             : k_day_ms;
+    // Each day's rows, so that a year of days reads each row once.
+    struct DayRows {
+        std::vector<const store::DailyRunRow*> runs;
+        std::vector<const store::DailyTierRow*> tiers;
+        std::vector<const store::DailyBusyRow*> busy;
+        std::vector<const store::DailyWaitRow*> waits;
+    };
+    std::map<std::string, DayRows> by_day;
+    for (const auto& day : days) by_day[day];
+    auto rows_of = [&](const std::string& day) -> DayRows* {
+        const auto it = by_day.find(day);
+        return it == by_day.end() ? nullptr : &it->second;
+    };
+    for (const auto& x : r.runs)
+        if (auto* d = rows_of(x.day)) d->runs.push_back(&x);
+    for (const auto& t : r.tiers)
+        if (auto* d = rows_of(t.day)) d->tiers.push_back(&t);
+    for (const auto& b : r.busy)
+        if (auto* d = rows_of(b.day)) d->busy.push_back(&b);
+    for (const auto& w : r.waits)
+        if (auto* d = rows_of(w.day)) d->waits.push_back(&w);
     json out = json::array();
     for (const auto& day : days) {
+        const DayRows& rows = by_day[day];
         json runs = json::object();
         std::int64_t total = 0, selected = 0;
-        for (const auto& x : r.runs) {
-            if (x.day != day) continue;
+        for (const auto* x_row : rows.runs) {
+            const auto& x = *x_row;
             runs[x.conclusion] = runs.value(x.conclusion, 0) + x.runs;
             total += x.runs;
             if (selected_run(x.event, x.conclusion)) selected += x.runs;
         }
         std::map<std::string, std::pair<std::int64_t, std::int64_t>> pass;  // passed, counted
         std::int64_t runs_device = 0;
-        for (const auto& t : r.tiers) {
-            if (t.day != day || t.position < 0 || !selected_run(t.event, t.run_class)) continue;
+        for (const auto* t_row : rows.tiers) {
+            const auto& t = *t_row;
+            if (t.position < 0 || !selected_run(t.event, t.run_class)) continue;
             runs_device += t.busy_ms;
             if (t.conclusion == "cancelled") continue;
             auto& p = pass[t.tier];
@@ -130,8 +153,8 @@ json trends_json(const store::DailyRollups& r, const std::vector<std::string>& d
         }
         std::map<std::string, std::int64_t> busy;
         std::int64_t device = 0;
-        for (const auto& b : r.busy) {
-            if (b.day != day) continue;
+        for (const auto* b_row : rows.busy) {
+            const auto& b = *b_row;
             busy[b.slot] += b.busy_ms;
             if (b.position >= 0) device += b.busy_ms;
         }
@@ -144,8 +167,9 @@ json trends_json(const store::DailyRollups& r, const std::vector<std::string>& d
         }
         std::map<std::int64_t, std::int64_t> buckets;
         std::int64_t waited = 0, wait_ms = 0;
-        for (const auto& w : r.waits) {
-            if (w.day != day || w.position < 0) continue;  // the build stage waits for no card
+        for (const auto* w_row : rows.waits) {
+            const auto& w = *w_row;
+            if (w.position < 0) continue;  // the build stage waits for no card
             buckets[w.bucket] += w.n;
             waited += w.n;
             wait_ms += w.wait_ms;
