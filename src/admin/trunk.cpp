@@ -82,6 +82,20 @@ std::optional<RedSince> red_since(const std::vector<store::TierOutcome>& newest_
     return red;
 }
 
+std::optional<std::string> streak_culprit(const RedSince& red, const std::string& tier,
+                                          const std::vector<store::Bisection>& bisections) {
+    const store::Bisection* newest = nullptr;
+    for (const auto& b : bisections) {
+        const bool of_streak =
+            std::find(red.run_ids.begin(), red.run_ids.end(), b.bad_run_id) != red.run_ids.end();
+        if (b.tier == tier && of_streak && b.culprit &&
+            (!newest || b.bad_run_id > newest->bad_run_id))
+            newest = &b;
+    }
+    if (!newest) return std::nullopt;
+    return newest->culprit;
+}
+
 bool streak_ends(const std::vector<store::TierOutcome>& newest_first) {
     for (const auto& o : newest_first)
         if (o.state == "completed" && !neutral(o.conclusion) && *o.conclusion != "regression")
@@ -175,6 +189,25 @@ json test_history_json(const std::string& name,
         runs.empty() ? 0.0 : counts["flaky"].get<double>() / static_cast<double>(runs.size());
     return {{"name", name},       {"runs", std::move(runs)},        {"counts", counts},
             {"flaky_rate", rate}, {"first_failure", first_failure}, {"last_failure", last_failure}};
+}
+
+json flaky_item(const std::string& name, const store::FlakyWindow& window) {
+    std::int64_t flaky = 0;
+    json last = nullptr;
+    for (const auto& r : window.runs) {
+        if (r.outcome != "flaky") continue;
+        if (last.is_null())
+            last = {
+                {"run_id", r.run_id}, {"job_id", r.job_id}, {"at", or_null(window.last_flaky_at)}};
+        ++flaky;
+    }
+    const auto runs = static_cast<std::int64_t>(window.runs.size());
+    return {
+        {"name", name},
+        {"flaky_rate", runs == 0 ? 0.0 : static_cast<double>(flaky) / static_cast<double>(runs)},
+        {"flaky", flaky},
+        {"runs", runs},
+        {"last_flaky", last}};
 }
 
 }  // namespace crcrd::admin

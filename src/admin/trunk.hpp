@@ -28,6 +28,10 @@ struct RedSince {
     std::vector<std::int64_t> run_ids;  // every regression run of the streak, newest first
 };
 std::optional<RedSince> red_since(const std::vector<store::TierOutcome>& newest_first);
+/// The commit a bisection of `red`'s streak in `tier` found (the one of its newest run with a
+/// culprit) among `bisections`; nullopt when none did.
+std::optional<std::string> streak_culprit(const RedSince& red, const std::string& tier,
+                                          const std::vector<store::Bisection>& bisections);
 /// Whether `newest_first` holds the end of the streak red_since() looks for (a telling outcome
 /// that is not a regression): older outcomes cannot change its answer.
 bool streak_ends(const std::vector<store::TierOutcome>& newest_first);
@@ -50,5 +54,10 @@ std::string test_result_shown(const store::TestHistoryRow& r);
 /// pre_existing) among them.
 nlohmann::json test_history_json(const std::string& name,
                                  const std::vector<store::TestHistoryRow>& newest_first, int limit);
+
+/// A flaky list's entry (GET /api/v1/tests?flaky=1) for test `name` from its newest runs:
+/// "flaky_rate" (flaky / runs, as its history says over the same runs), "flaky", "runs" and
+/// "last_flaky" (the newest flaky run's run_id, job_id and at; null without one).
+nlohmann::json flaky_item(const std::string& name, const store::FlakyWindow& window);
 
 }  // namespace crcrd::admin

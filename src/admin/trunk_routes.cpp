@@ -44,22 +44,21 @@ Result<json> red_since_json(store::AdminReads& db, const std::string& ref, const
             auto more = db.tier_outcomes(ref, tier, from, k_streak_step);
             if (!more) return more.error();
             outcomes.insert(outcomes.end(), more->begin(), more->end());
+            // Fewer runs than asked: the ref has no more (however many attempts a run has).
             if (static_cast<int>(more->size()) < k_streak_step || streak_ends(outcomes)) break;
             from = more->back().run_id - 1;
         }
         auto red = red_since(outcomes);
         if (!red) continue;
-        json culprit = nullptr;
-        for (const auto& b : page.bisections) {
-            const bool of_streak = std::find(red->run_ids.begin(), red->run_ids.end(),
-                                             b.bad_run_id) != red->run_ids.end();
-            if (b.tier == tier && of_streak && b.culprit) culprit = *b.culprit;
-        }
+        // The streak's bisections wherever its runs are, not only those of this page's runs.
+        auto bisections = db.bisections_of_runs(red->run_ids);
+        if (!bisections) return bisections.error();
+        const auto culprit = streak_culprit(*red, tier, *bisections);
         out.push_back({{"tier", tier},
                        {"run_id", red->run_id},
                        {"sha", red->sha},
                        {"runs", red->runs},
-                       {"culprit", culprit}});
+                       {"culprit", culprit ? json(*culprit) : json(nullptr)}});
     }
     return out;
 }
@@ -131,22 +130,11 @@ Result<json> read_flaky(const std::filesystem::path& path, int limit) {
     std::vector<std::pair<json, std::int64_t>> ranked;  // item, its newest flaky job
     for (std::size_t i = 0; i < names->size() && i < k_flaky_names; ++i) {
         const auto& n = (*names)[i];
-        auto rows = db->test_results_of(n.name, std::nullopt, rows_for(k_flaky_window));
-        if (!rows) return rows.error();
-        const json h = test_history_json(n.name, *rows, k_flaky_window);
-        json last = nullptr;
-        for (const auto& r : h["runs"]) {
-            if (r["result"] == "flaky") {
-                last = {{"run_id", r["run_id"]}, {"job_id", r["job_id"]}, {"at", r["at"]}};
-                break;
-            }
-        }
-        ranked.emplace_back(json{{"name", n.name},
-                                 {"flaky_rate", h["flaky_rate"]},
-                                 {"flaky", h["counts"]["flaky"]},
-                                 {"runs", h["runs"].size()},
-                                 {"last_flaky", last}},
-                            n.last_job_id);
+        // The test's last runs from the roll-up (migration 23): a few clustered rows, where
+        // its history would read up to 200 results and their jobs, each on a page of its own.
+        auto window = db->flaky_window(n.name, k_flaky_window);
+        if (!window) return window.error();
+        ranked.emplace_back(flaky_item(n.name, *window), n.last_job_id);
     }
     std::stable_sort(ranked.begin(), ranked.end(), [](const auto& a, const auto& b) {
         const double ra = a.first["flaky_rate"].template get<double>();

@@ -15,7 +15,7 @@ namespace crcrd::store {
 namespace {
 
 // Each entry takes the schema from version i to i+1. Never edit a released entry; append.
-constexpr std::array<const char*, 22> k_migrations = {
+constexpr std::array<const char*, 23> k_migrations = {
     R"sql(
 CREATE TABLE meta (
   key   TEXT PRIMARY KEY,
@@ -664,6 +664,74 @@ BEGIN
   ON CONFLICT (day, tier, bucket) DO UPDATE SET n = n + 1, wait_ms = wait_ms + excluded.wait_ms,
     position = min(position, excluded.position);
 END;
+)sql",
+    // 23: the flaky list's roll-up (docs/dashboard.md, "Flaky tests"; issue 34's review). For
+    // each test that ever had a flaky result, its newest attempt's result in each of its last
+    // ~100 (run, tier) pairs, base checks left out: what a test's history shows, kept by
+    // triggers in the commit that records the results and clustered by test, so the flaky list
+    // ranks 100 tests from a few pages instead of 20,000 scattered results and jobs. A result
+    // is inserted, or marked flaky after a rerun passed (JobsRepo::mark_flaky); a test's first
+    // flaky result brings its earlier results in; this migration brings in those of every test
+    // with a flaky result so far.
+    R"sql(
+CREATE TABLE test_flaky_runs (
+  name    TEXT NOT NULL,
+  run_id  INTEGER NOT NULL,
+  tier    TEXT NOT NULL,
+  job_id  INTEGER NOT NULL,   -- the newest attempt of the tier in the run with a result of it
+  outcome TEXT NOT NULL,      -- its result there
+  PRIMARY KEY (name, run_id, tier)
+) WITHOUT ROWID;
+CREATE TRIGGER test_flaky_runs_first BEFORE INSERT ON test_results
+WHEN NEW.outcome = 'flaky' AND NOT EXISTS (SELECT 1 FROM test_flaky_runs WHERE name = NEW.name)
+BEGIN
+  INSERT INTO test_flaky_runs (name, run_id, tier, job_id, outcome)
+  SELECT NEW.name, j.run_id, j.tier, t.job_id, t.outcome FROM (SELECT job_id, outcome FROM
+    test_results WHERE name = NEW.name ORDER BY job_id DESC LIMIT 400) t
+    CROSS JOIN jobs j ON j.id = t.job_id WHERE j.base_check IS NULL
+  ON CONFLICT (name, run_id, tier) DO UPDATE SET job_id = excluded.job_id,
+    outcome = excluded.outcome WHERE excluded.job_id > test_flaky_runs.job_id;
+END;
+CREATE TRIGGER test_flaky_runs_add AFTER INSERT ON test_results
+WHEN NEW.outcome = 'flaky' OR EXISTS (SELECT 1 FROM test_flaky_runs WHERE name = NEW.name)
+BEGIN
+  INSERT INTO test_flaky_runs (name, run_id, tier, job_id, outcome)
+  SELECT NEW.name, j.run_id, j.tier, NEW.job_id, NEW.outcome FROM jobs j
+    WHERE j.id = NEW.job_id AND j.base_check IS NULL
+  ON CONFLICT (name, run_id, tier) DO UPDATE SET job_id = excluded.job_id,
+    outcome = excluded.outcome WHERE excluded.job_id >= test_flaky_runs.job_id;
+  DELETE FROM test_flaky_runs WHERE name = NEW.name AND job_id < (SELECT job_id FROM
+    test_flaky_runs WHERE name = NEW.name ORDER BY job_id DESC LIMIT 1 OFFSET 99);
+END;
+CREATE TRIGGER test_flaky_runs_first_marked BEFORE UPDATE OF outcome ON test_results
+WHEN NEW.outcome = 'flaky' AND NOT EXISTS (SELECT 1 FROM test_flaky_runs WHERE name = NEW.name)
+BEGIN
+  INSERT INTO test_flaky_runs (name, run_id, tier, job_id, outcome)
+  SELECT NEW.name, j.run_id, j.tier, t.job_id, t.outcome FROM (SELECT job_id, outcome FROM
+    test_results WHERE name = NEW.name ORDER BY job_id DESC LIMIT 400) t
+    CROSS JOIN jobs j ON j.id = t.job_id WHERE j.base_check IS NULL
+  ON CONFLICT (name, run_id, tier) DO UPDATE SET job_id = excluded.job_id,
+    outcome = excluded.outcome WHERE excluded.job_id > test_flaky_runs.job_id;
+END;
+CREATE TRIGGER test_flaky_runs_marked AFTER UPDATE OF outcome ON test_results
+WHEN NEW.outcome = 'flaky' OR EXISTS (SELECT 1 FROM test_flaky_runs WHERE name = NEW.name)
+BEGIN
+  INSERT INTO test_flaky_runs (name, run_id, tier, job_id, outcome)
+  SELECT NEW.name, j.run_id, j.tier, NEW.job_id, NEW.outcome FROM jobs j
+    WHERE j.id = NEW.job_id AND j.base_check IS NULL
+  ON CONFLICT (name, run_id, tier) DO UPDATE SET job_id = excluded.job_id,
+    outcome = excluded.outcome WHERE excluded.job_id >= test_flaky_runs.job_id;
+END;
+INSERT INTO test_flaky_runs (name, run_id, tier, job_id, outcome)
+SELECT f.name, j.run_id, j.tier, t.job_id, t.outcome
+  FROM (SELECT DISTINCT name FROM test_results WHERE outcome = 'flaky') f
+  CROSS JOIN test_results t ON t.name = f.name AND t.job_id >= coalesce((SELECT job_id FROM
+    test_results WHERE name = f.name ORDER BY job_id DESC LIMIT 1 OFFSET 399), 0)
+  CROSS JOIN jobs j ON j.id = t.job_id WHERE j.base_check IS NULL
+ON CONFLICT (name, run_id, tier) DO UPDATE SET job_id = excluded.job_id,
+  outcome = excluded.outcome WHERE excluded.job_id > test_flaky_runs.job_id;
+DELETE FROM test_flaky_runs AS x WHERE job_id < (SELECT job_id FROM test_flaky_runs
+  WHERE name = x.name ORDER BY job_id DESC LIMIT 1 OFFSET 99);
 )sql",
 };
 

@@ -91,12 +91,15 @@ Result<std::vector<TierOutcome>> AdminReads::tier_outcomes(const std::string& re
                               "r.id AND +j.tier = ? AND +j.base_check IS NULL WHERE r.ref = ? "
                               "AND ") +
                       k_trunk_events +
-                      " AND r.id <= ? ORDER BY r.id DESC, j.attempt DESC, j.id DESC LIMIT ?");
-        // A run may have several attempts of the tier: read a few more rows than runs.
-        st->bind(1, tier).bind(2, ref).bind(3, from).bind(4, std::int64_t{limit} * 4);
+                      " AND r.id <= ? ORDER BY r.id DESC, j.attempt DESC, j.id DESC");
+        // No row limit: a run may have any number of attempts of the tier (a row each), and the
+        // plan sorts only each run's attempts (the runs come in index order), so stepping stops
+        // at the first row of the run after the `limit`th.
+        st->bind(1, tier).bind(2, ref).bind(3, from);
         std::vector<TierOutcome> out;
-        while (st->step() && static_cast<int>(out.size()) < limit) {
+        while (st->step()) {
             if (!out.empty() && out.back().run_id == st->int64(0)) continue;  // earlier attempt
+            if (static_cast<int>(out.size()) == limit) break;
             out.push_back({st->int64(0), st->text(1), st->text(2), st->opt_text(3)});
         }
         return out;
@@ -145,6 +148,49 @@ Result<std::vector<FlakyName>> AdminReads::recent_flaky(int results) {
         std::vector<FlakyName> out;
         while (st->step()) out.push_back({st->text(0), st->int64(1), st->int64(2)});
         return out;
+    });
+}
+
+Result<std::vector<Bisection>> AdminReads::bisections_of_runs(
+    const std::vector<std::int64_t>& run_ids) {
+    return guarded([&] {
+        Scoped st(*m_db,
+                  "SELECT id FROM bisections WHERE bad_run_id IN (SELECT value FROM json_each(?)) "
+                  "ORDER BY bad_run_id DESC");
+        st->bind(1, nlohmann::json(run_ids).dump());
+        std::vector<std::int64_t> ids;
+        while (st->step()) ids.push_back(st->int64(0));
+        BisectionsRepo bisections(*m_db);
+        std::vector<Bisection> out;
+        for (const auto id : ids)
+            if (auto b = bisections.load(id)) out.push_back(std::move(*b));
+        return out;
+    });
+}
+
+Result<FlakyWindow> AdminReads::flaky_window(const std::string& name, int runs) {
+    return guarded([&] {
+        FlakyWindow w;
+        {
+            // A test's rows are next to each other (its primary key's first column): a page or
+            // two, at most ~100 rows, ordered here.
+            Scoped st(*m_db,
+                      "SELECT run_id, job_id, tier, outcome FROM test_flaky_runs WHERE name = ? "
+                      "ORDER BY job_id DESC LIMIT ?");
+            st->bind(1, name).bind(2, std::int64_t{runs});
+            while (st->step())
+                w.runs.push_back({st->int64(0), st->int64(1), st->text(2), st->text(3)});
+        }
+        for (const auto& r : w.runs) {
+            if (r.outcome != "flaky") continue;
+            Scoped at(*m_db,
+                      "SELECT coalesce(j.finished_at, r.created_at) FROM jobs j CROSS JOIN runs "
+                      "r ON r.id = j.run_id WHERE j.id = ?");
+            at->bind(1, r.job_id);
+            if (at->step()) w.last_flaky_at = at->text(0);
+            break;
+        }
+        return w;
     });
 }
 

@@ -204,7 +204,8 @@ class AdminReads {
     /// Trunk health (trunk.hpp, in trunk_reads.cpp): a page of the grid.
     Result<TrunkPage> trunk(const TrunkQuery& q);
     /// `tier`'s last attempt in each of `ref`'s push and scheduled runs with an id up to `from`
-    /// that ran it, newest first, at most `limit`.
+    /// that ran it, newest first, at most `limit`: fewer only when there are no more, however
+    /// many attempts a run has.
     Result<std::vector<TierOutcome>> tier_outcomes(const std::string& ref, const std::string& tier,
                                                    std::int64_t from, int limit);
     /// Test `name`'s results (every attempt's, base checks left out) with a job id below
@@ -214,6 +215,11 @@ class AdminReads {
                                                         int limit);
     /// The tests among the newest `results` flaky results, by their newest one, newest first.
     Result<std::vector<FlakyName>> recent_flaky(int results);
+    /// The bisections whose bad run is one of `run_ids`, newest bad run first.
+    Result<std::vector<Bisection>> bisections_of_runs(const std::vector<std::int64_t>& run_ids);
+    /// Test `name`'s last `runs` (run, tier) results from the flaky list's roll-up (migration
+    /// 23, kept for the tests that ever had a flaky result; empty for the others), newest first.
+    Result<FlakyWindow> flaky_window(const std::string& name, int runs);
     /// The daily roll-ups (daily.hpp) of the days from `since` ("YYYY-MM-DD") on (in daily.cpp).
     Result<DailyRollups> daily(const std::string& since);
 

@@ -74,4 +74,17 @@ struct FlakyName {
     std::int64_t last_job_id = 0, flaky_results = 0;
 };
 
+/// A test's result in one run and tier (its newest attempt's), from the flaky list's roll-up.
+struct FlakyRun {
+    std::int64_t run_id = 0, job_id = 0;
+    std::string tier, outcome;
+};
+
+/// A flaky test's newest runs (newest attempt first) and when its newest flaky one among them
+/// ended (its run's creation when it has not).
+struct FlakyWindow {
+    std::vector<FlakyRun> runs;
+    std::optional<std::string> last_flaky_at;
+};
+
 }  // namespace crcrd::store
