@@ -583,7 +583,8 @@ CREATE TABLE daily_waits (
   wait_ms  INTEGER NOT NULL DEFAULT 0,
   PRIMARY KEY (day, tier, bucket)
 ) WITHOUT ROWID;
--- 0 .. 999: the days after its first an attempt's running time spans.
+-- 0 .. 999: the days an attempt's running time spans, counted from the day it started (an
+-- attempt that ran for more than 1,000 days counts its first 1,000).
 CREATE TABLE day_offsets (n INTEGER PRIMARY KEY);
 WITH RECURSIVE k(n) AS (SELECT 0 UNION ALL SELECT n + 1 FROM k WHERE n < 999)
 INSERT INTO day_offsets (n) SELECT n FROM k;
