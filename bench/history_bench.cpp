@@ -5,8 +5,8 @@
 //   a filtered runs page (a class and an event, at a random cursor), a run's detail, the
 //   dashboard's run page and a /metrics scrape,
 // and trunk health's pages (issue 34): the trunk grid (API and page), a test's history (API
-// and page), the flaky tests, the daily stats and the trends page, with the daily roll-ups made
-// from the generated history as migration 20 makes them;
+// and page), the flaky tests (100 of them), the daily stats and the trends page, with the
+// daily roll-ups made from the generated history as store::rebuild_daily makes them;
 // with the database's size and the daemon's RSS. The peer in the same run is nginx serving
 // the same bodies as static files: the HTTP floor of this machine.
 // Usage: bench_history [runs=1000000] [samples=500] [ingest_per_s=20] [--keep DIR]
@@ -101,11 +101,12 @@ void generate(const std::filesystem::path& path, std::int64_t runs) {
     auto test = db.prepare(
         "INSERT INTO test_results (job_id, name, outcome, duration_s, message) VALUES (?, ?, "
         "'failed', 1.25, ?)");
-    // 1 % of the passing runs' smoke jobs pass a test only on its rerun (trunk health's flaky
-    // list and a test's history, issue 34).
+    // 5 % of the passing runs' smoke jobs pass a test only on its rerun, one of 100 flaky
+    // tests, some far flakier than others (trunk health's flaky list and a test's history,
+    // issue 34): each has hundreds of results at a million runs, more than its history reads.
     auto flaky = db.prepare(
-        "INSERT INTO test_results (job_id, name, outcome, duration_s, message) VALUES (?, "
-        "'test_ops.py::TestY::test_flaky', 'flaky', 0.5, NULL)");
+        "INSERT INTO test_results (job_id, name, outcome, duration_s, message) VALUES (?, ?, "
+        "'flaky', 0.5, NULL)");
     const std::string blob(600, 'z');  // a compressed body's size
     db.exec("BEGIN");
     for (std::int64_t i = 1; i <= runs; ++i) {
@@ -168,9 +169,16 @@ void generate(const std::filesystem::path& path, std::int64_t runs) {
                 .bind(13, counts.dump())
                 .bind(14, evidence.dump());
             job.step();
-            if (!failing && t == 1 && i % 100 == 3) {
+            if (!failing && t == 1 && i % 20 == 3) {
+                // Test k: half the flaky results spread evenly (each test has more than the
+                // 200 results its history reads), half falling with k (k = 0 the flakiest).
+                const auto k = rng() % 2 == 0 ? rng() % 100 : rng() % 100 * (rng() % 100) / 100;
+                char name[96];
+                std::snprintf(name, sizeof name,
+                              "test/inductor/test_torchinductor.py::CpuTests::test_flaky_%02llu",
+                              static_cast<unsigned long long>(k));
                 flaky.reset();
-                flaky.bind(1, db.last_insert_rowid());
+                flaky.bind(1, db.last_insert_rowid()).bind(2, std::string(name));
                 flaky.step();
             }
             if (failed) {
@@ -369,6 +377,9 @@ int main(int argc, char** argv) {
     rows.push_back(
         {"flaky tests /api/v1/tests?flaky=1",
          measure([&](std::size_t) { return base + "/api/v1/tests?flaky=1"; }, samples, auth)});
+    rows.push_back(
+        {"dashboard flaky tests /ui/tests?flaky=1",
+         measure([&](std::size_t) { return base + "/ui/tests?flaky=1"; }, samples, auth)});
     rows.push_back(
         {"daily stats /api/v1/stats/daily (30 days)",
          measure([&](std::size_t) { return base + "/api/v1/stats/daily"; }, samples, auth)});
