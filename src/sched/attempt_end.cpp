@@ -15,8 +15,7 @@ BaseBuild base_build(store::Db& db, const std::string& sha, const std::string& k
     b.sha = sha;
     const auto row = store::BuildsRepo(db).get(key);
     if (!row) return b;
-    if (row->state == BuildState::failed && (row->conclusion == Conclusion::regression ||
-                                             row->conclusion == Conclusion::pre_existing)) {
+    if (row->fails_to_build()) {
         b.said = BaseBuild::Said::fails;
         b.build_id = row->id;
     } else if ((row->state == BuildState::ready || row->state == BuildState::evicted) &&

@@ -46,9 +46,7 @@ BuildStep step_build_job(store::Db& db, const BuildStageSettings& s,
     const bool base_check = !store::JobsRepo(db).base_check_tests(job.job_id).empty();
     if (base_check) {
         // The base failed to build already: no need to build it again to know.
-        if (auto row = builds.get(key); row && row->state == BuildState::failed &&
-                                        (row->conclusion == Conclusion::regression ||
-                                         row->conclusion == Conclusion::pre_existing)) {
+        if (auto row = builds.get(key); row && row->fails_to_build()) {
             BuildStep step{BuildStep::Kind::known, {}, {}};
             step.known.conclusion = Conclusion::regression;
             step.known.reason = "build " + short_key(key) + " failed" +

@@ -32,6 +32,13 @@ struct BuildRow {
     std::optional<std::string> last_used_at;
     std::int64_t runs = 0;       // runs whose build job names this key
     std::int64_t open_jobs = 0;  // their queued, leased or running jobs (they need it)
+
+    /// It failed to build with a verdict of its own (regression or pre_existing), not for
+    /// want of a machine: what a build compared with it as its base learns (docs/build.md).
+    bool fails_to_build() const {
+        return state == BuildState::failed &&
+               (conclusion == Conclusion::regression || conclusion == Conclusion::pre_existing);
+    }
 };
 
 /// What a run's build job does about its key (BuildsRepo::claim).
